@@ -1,0 +1,1 @@
+"""boards: reserved package (see DESIGN.md); filled by later issues."""

@@ -1,0 +1,1 @@
+"""hdl: reserved package (see DESIGN.md); filled by later issues."""

@@ -1,0 +1,1 @@
+"""sim: reserved package (see DESIGN.md); filled by later issues."""

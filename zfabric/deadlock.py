@@ -1,0 +1,173 @@
+"""Deadlock proof: the channel dependency graph (CDG) of a plan under its own routing function.
+
+Nodes are channels ``(link id, vc)``. For every destination the walk starts from every source's
+every injection choice and follows every candidate and every allowed VC the routing function
+returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet holding ``a`` may
+wait for ``b``. An acyclic CDG proves the routing deadlock-free (Dally and Seitz). The same walk
+checks delivery (every endpoint reaches every other, at the right endpoint, with VCs that exist
+on each link, in a bounded number of hops) and yields the hop counts the metrics report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from .errors import DeadlockError, PlanError
+from .plan import FabricPlan, PlanView
+from .routing import RoutingFunction, make_routing
+
+__all__ = ["RoutingAnalysis", "analyse_routing", "check_deadlock_free", "find_cdg_cycle"]
+
+Channel = tuple[int, int]
+
+
+@dataclass
+class RoutingAnalysis:
+    """What the walk found. Hops count switch-to-switch links (injection/ejection excluded)."""
+
+    view: PlanView
+    cdg: nx.DiGraph
+    cycle: list[str] | None
+    pairs: int
+    min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
+    max_hops: Counter = field(default_factory=Counter)
+    pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
+
+    @property
+    def deadlock_free(self) -> bool:
+        return self.cycle is None
+
+    @property
+    def diameter(self) -> int:
+        return max(self.max_hops, default=0)
+
+    @property
+    def average_hops(self) -> float:
+        total = sum(h * n for h, n in self.min_hops.items())
+        return total / self.pairs if self.pairs else 0.0
+
+
+def find_cdg_cycle(view: PlanView, cdg: nx.DiGraph) -> list[str] | None:
+    try:
+        cycle = nx.find_cycle(cdg)
+    except nx.NetworkXNoCycle:
+        return None
+    return [view.channel_name(*edge[0]) for edge in cycle]
+
+
+def analyse_routing(
+    plan: FabricPlan,
+    *,
+    keep_pairs: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> RoutingAnalysis:
+    """Walk every (source, destination, choice) route of ``plan`` and build its CDG."""
+    view = PlanView(plan)
+    rf = make_routing(view)
+    n = len(plan.endpoints)
+    # the longest route any sane routing takes: every channel at most once
+    bound = len(plan.links) + 1
+    edges: set[tuple[Channel, Channel]] = set()
+    analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1))
+    if keep_pairs:
+        analysis.pair_hops = {}
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * bound + 1000))
+    try:
+        for dst in range(n):
+            walker = _DestinationWalk(view, rf, dst, edges, bound)
+            for src in range(n):
+                if src == dst:
+                    continue
+                injections = rf.injections(src, dst)
+                if not injections:
+                    raise PlanError(f"{_ep(view, src)} has no way to inject for {_ep(view, dst)}")
+                results = [walker.visit((i.switch, i.port, 0, i.head), 0) for i in injections]
+                lo, hi = min(r[1] for r in results), max(r[2] for r in results)
+                analysis.min_hops[lo] += 1
+                analysis.max_hops[hi] += 1
+                if keep_pairs:
+                    analysis.pair_hops[(src, dst)] = (lo, hi)
+            if progress:
+                progress(dst + 1, n)
+    finally:
+        sys.setrecursionlimit(limit)
+    analysis.cdg.add_nodes_from((link.id, vc) for link in plan.links for vc in range(link.vcs))
+    analysis.cdg.add_edges_from(edges)
+    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+    return analysis
+
+
+def check_deadlock_free(plan: FabricPlan) -> RoutingAnalysis:
+    """Analyse ``plan`` and raise :class:`DeadlockError` with the cycle if the CDG has one."""
+    analysis = analyse_routing(plan)
+    if analysis.cycle:
+        raise DeadlockError(analysis.cycle)
+    return analysis
+
+
+def _ep(view: PlanView, endpoint: int) -> str:
+    return view.plan.endpoints[endpoint].name
+
+
+class _DestinationWalk:
+    """Memoised walk of all routes toward one destination, one state per routing state key."""
+
+    def __init__(self, view: PlanView, rf: RoutingFunction, dst: int, edges: set, bound: int):
+        self.view, self.rf, self.dst, self.edges, self.bound = view, rf, dst, edges, bound
+        # key -> (out channels, min hops, max hops)
+        self.memo: dict[Hashable, tuple[list[Channel], int, int]] = {}
+        self.active: set[Hashable] = set()
+
+    def visit(self, state: tuple[int, int, int, Any], depth: int) -> tuple[list[Channel], int, int]:
+        switch, in_port, in_vc, head = state
+        key = self.rf.state_key(switch, in_port, in_vc, head)
+        if key in self.memo:
+            return self.memo[key]
+        view = self.view
+        name = view.switches[switch].name
+        if key in self.active or depth > self.bound:
+            raise PlanError(f"route to {_ep(view, self.dst)} loops at {name} (head {head!r})")
+        self.active.add(key)
+        decision = self.rf.route(switch, in_port, in_vc, head)
+        if not decision.hops:
+            raise PlanError(f"no route from {name}.p{in_port} to {_ep(view, self.dst)}")
+        outs: list[Channel] = []
+        lows, highs = [], []
+        for hop in decision.hops:
+            if not 0 <= hop.port < view.switches[switch].radix:
+                raise PlanError(f"{name} has no port {hop.port} (routing to {_ep(view, self.dst)})")
+            link = view.out_link[switch][hop.port]
+            if link is None:  # a local port: delivery
+                reached = view.endpoint_at[(switch, hop.port)]
+                if reached != self.dst:
+                    raise PlanError(
+                        f"route to {_ep(view, self.dst)} delivers to {_ep(view, reached)} at {name}"
+                    )
+                lows.append(0)
+                highs.append(0)
+                continue
+            if not hop.vcs:
+                raise PlanError(f"{name}.p{hop.port}: routing offers no VC")
+            for vc in hop.vcs:
+                if not 0 <= vc < link.vcs:
+                    raise PlanError(
+                        f"{view.channel_name(link.id, vc)}: VC out of range ({link.vcs} VCs)"
+                    )
+                channel = (link.id, vc)
+                outs.append(channel)
+                child = (link.dst.switch, link.dst.port, vc, decision.head)
+                child_outs, lo, hi = self.visit(child, depth + 1)
+                self.edges.update((channel, nxt) for nxt in child_outs)
+                lows.append(lo + 1)
+                highs.append(hi + 1)
+        self.active.discard(key)
+        result = (outs, min(lows), max(highs))
+        self.memo[key] = result
+        return result

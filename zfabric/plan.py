@@ -1,0 +1,261 @@
+"""FabricPlan: the compiled, frozen description every back end reads (RTL, model, deadlock proof).
+
+A plan holds switches with their ports, directed links (one per direction of a physical
+link), endpoints with their attachments, the routing function's name and parameters, and the
+flit and buffer parameters. It never holds a networkx graph; :class:`PlanBuilder` builds one
+alongside (for metrics) while the topology is being wired.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from .errors import PlanError
+
+__all__ = [
+    "Port",
+    "Switch",
+    "PortRef",
+    "Link",
+    "Endpoint",
+    "RoutingSpec",
+    "FabricPlan",
+    "PlanBuilder",
+    "PlanView",
+    "plan_from_json",
+]
+
+#: Port roles. ``local`` ports face endpoints; the rest face other switches.
+ROLES = ("local", "internal", "external", "up", "down", "side")
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-native copy (tuples become lists), so a plan equals its own JSON round trip."""
+    return json.loads(json.dumps(value))
+
+
+@dataclass(frozen=True)
+class Port:
+    """One bidirectional switch port: an input and an output with the same index."""
+
+    role: str
+    dim: int | None = None  # torus dimension of an external port
+    sign: int | None = None  # +1 / -1: direction of an external port
+    group: int | None = None  # down group (child label) or side group (target Znode id)
+
+    @property
+    def label(self) -> str:
+        if self.role == "external":
+            return f"d{self.dim}{'+' if self.sign > 0 else '-'}"
+        if self.group is not None:
+            return f"{self.role}{self.group}"
+        return self.role
+
+
+@dataclass(frozen=True)
+class Switch:
+    id: int
+    name: str
+    position: dict[str, Any]
+    ports: tuple[Port, ...]
+
+    @property
+    def radix(self) -> int:
+        return len(self.ports)
+
+
+@dataclass(frozen=True, order=True)
+class PortRef:
+    switch: int
+    port: int
+
+
+@dataclass(frozen=True)
+class Link:
+    """A unidirectional channel from an output port to an input port."""
+
+    id: int
+    src: PortRef
+    dst: PortRef
+    vcs: int
+    latency: int = 1
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A terminal; multi-homed endpoints (Znode processors) have several attachments."""
+
+    id: int
+    name: str
+    attachments: tuple[PortRef, ...]
+
+
+@dataclass(frozen=True)
+class RoutingSpec:
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    name: str
+    topology: str
+    topology_params: dict[str, Any]
+    switches: tuple[Switch, ...]
+    links: tuple[Link, ...]
+    endpoints: tuple[Endpoint, ...]
+    routing: RoutingSpec
+    flit_width: int = 32
+    buffer_depth: int = 4
+    packet_length: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        return _canonical(asdict(self))
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FabricPlan:
+        try:
+            return cls(
+                name=data["name"],
+                topology=data["topology"],
+                topology_params=data["topology_params"],
+                switches=tuple(
+                    Switch(s["id"], s["name"], s["position"], tuple(Port(**p) for p in s["ports"]))
+                    for s in data["switches"]
+                ),
+                links=tuple(
+                    Link(
+                        link["id"],
+                        PortRef(**link["src"]),
+                        PortRef(**link["dst"]),
+                        link["vcs"],
+                        link["latency"],
+                    )
+                    for link in data["links"]
+                ),
+                endpoints=tuple(
+                    Endpoint(e["id"], e["name"], tuple(PortRef(**a) for a in e["attachments"]))
+                    for e in data["endpoints"]
+                ),
+                routing=RoutingSpec(data["routing"]["name"], data["routing"]["params"]),
+                flit_width=data["flit_width"],
+                buffer_depth=data["buffer_depth"],
+                packet_length=data["packet_length"],
+            )
+        except (KeyError, TypeError) as error:
+            raise PlanError(f"malformed plan: {error!r}") from None
+
+
+def plan_from_json(text: str) -> FabricPlan:
+    return FabricPlan.from_dict(json.loads(text))
+
+
+class PlanBuilder:
+    """Wires a topology: switches, bidirectional links and endpoint attachments.
+
+    Every physical link becomes two :class:`Link` channels. The same wiring is mirrored into a
+    networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics.
+    """
+
+    def __init__(self) -> None:
+        self._switches: list[Switch] = []
+        self._links: list[Link] = []
+        self._attachments: dict[int, list[PortRef]] = {}
+        self._endpoint_names: dict[int, str] = {}
+        self._used: set[PortRef] = set()
+        self.graph = nx.MultiGraph()
+
+    def add_switch(self, name: str, position: dict[str, Any], ports: list[Port]) -> int:
+        switch_id = len(self._switches)
+        self._switches.append(Switch(switch_id, name, _canonical(position), tuple(ports)))
+        self.graph.add_node(("sw", switch_id))
+        return switch_id
+
+    def _claim(self, ref: PortRef, role: str | None = None) -> None:
+        ports = self._switches[ref.switch].ports
+        if not 0 <= ref.port < len(ports):
+            raise PlanError(f"{self._switches[ref.switch].name} has no port {ref.port}")
+        if ref in self._used:
+            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is used twice")
+        if role is not None and ports[ref.port].role != role:
+            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is not a {role} port")
+        self._used.add(ref)
+
+    def connect(
+        self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
+    ) -> None:
+        """A physical link between two switch ports: one channel each way, ``vcs`` VCs each."""
+        ends = PortRef(a, a_port), PortRef(b, b_port)
+        for ref in ends:
+            self._claim(ref)
+        for src, dst in (ends, ends[::-1]):
+            self._links.append(Link(len(self._links), src, dst, vcs, latency))
+        self.graph.add_edge(("sw", a), ("sw", b))
+
+    def attach(self, endpoint: int, switch: int, port: int, name: str | None = None) -> None:
+        ref = PortRef(switch, port)
+        self._claim(ref, "local")
+        self._attachments.setdefault(endpoint, []).append(ref)
+        self._endpoint_names.setdefault(endpoint, name or f"ep{endpoint}")
+        self.graph.add_edge(("ep", endpoint), ("sw", switch))
+
+    def build(self, **plan_fields: Any) -> FabricPlan:
+        if sorted(self._attachments) != list(range(len(self._attachments))):
+            raise PlanError("endpoint ids must be 0..N-1")
+        for switch in self._switches:
+            for index in range(switch.radix):
+                if PortRef(switch.id, index) not in self._used:
+                    raise PlanError(
+                        f"{switch.name}.p{index} ({switch.ports[index].label}) is unused"
+                    )
+        endpoints = tuple(
+            Endpoint(i, self._endpoint_names[i], tuple(self._attachments[i]))
+            for i in range(len(self._attachments))
+        )
+        params = dict(plan_fields)
+        params["topology_params"] = _canonical(params["topology_params"])
+        params["routing"] = RoutingSpec(
+            params["routing"].name, _canonical(params["routing"].params)
+        )
+        return FabricPlan(
+            switches=tuple(self._switches),
+            links=tuple(self._links),
+            endpoints=endpoints,
+            **params,
+        )
+
+
+class PlanView:
+    """Fast lookups over a plan for routing functions, the deadlock proof and the model."""
+
+    def __init__(self, plan: FabricPlan):
+        self.plan = plan
+        self.switches = plan.switches
+        #: out_link[switch][port] -> Link leaving that port, or None for local ports
+        self.out_link: list[list[Link | None]] = [[None] * s.radix for s in plan.switches]
+        self.in_link: list[list[Link | None]] = [[None] * s.radix for s in plan.switches]
+        for link in plan.links:
+            self.out_link[link.src.switch][link.src.port] = link
+            self.in_link[link.dst.switch][link.dst.port] = link
+        #: endpoint_at[(switch, port)] -> endpoint id for local ports
+        self.endpoint_at: dict[tuple[int, int], int] = {
+            (a.switch, a.port): e.id for e in plan.endpoints for a in e.attachments
+        }
+        self.ports_by_role: list[dict[str, list[int]]] = []
+        for switch in plan.switches:
+            by_role: dict[str, list[int]] = {}
+            for index, port in enumerate(switch.ports):
+                by_role.setdefault(port.role, []).append(index)
+            self.ports_by_role.append(by_role)
+
+    def channel_name(self, link_id: int, vc: int) -> str:
+        link = self.plan.links[link_id]
+        switch = self.switches[link.src.switch]
+        return f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})/vc{vc}"

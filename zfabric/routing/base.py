@@ -1,0 +1,93 @@
+"""The routing-function contract shared by the deadlock proof, the model and the RTL generator.
+
+A routing function is a pure object built from a :class:`~zfabric.plan.PlanView`. For a head
+flit at ``switch`` that arrived on ``in_port`` / ``in_vc`` carrying ``head``, :meth:`route`
+returns the candidate output ports in priority order, each with the VCs it may take on the
+next link, and the head the next switch sees (sliced headers shrink at every hop). A
+candidate on a ``local`` port delivers to the endpoint attached there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, ClassVar, NamedTuple
+
+from ..plan import PlanView
+from ..spec import Reader
+
+__all__ = ["Hop", "Decision", "Injection", "RoutingFunction", "routing", "ROUTINGS", "make_routing"]
+
+
+class Hop(NamedTuple):
+    port: int
+    vcs: tuple[int, ...]
+
+
+class Decision(NamedTuple):
+    hops: tuple[Hop, ...]  # candidates in priority order; one for deterministic routing
+    head: Any  # the head as the next switch sees it
+
+
+class Injection(NamedTuple):
+    switch: int
+    port: int  # the local port the source endpoint injects through
+    head: Any
+
+
+class RoutingFunction:
+    """Base class: subclasses set ``name`` and implement :meth:`injections` and :meth:`route`."""
+
+    name: ClassVar[str]
+    #: what ``route`` depends on besides switch and head; see :meth:`state_key`
+    uses_input_port: ClassVar[bool] = False
+    uses_input_vc: ClassVar[bool] = False
+
+    def __init__(self, view: PlanView):
+        self.view = view
+        self.params = view.plan.routing.params
+
+    @classmethod
+    def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
+        """Validate the user's routing options (``routing: {name: ..., ...}``); none by default."""
+        return {}
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        """Where ``src`` may inject a packet for ``dst`` and with which head (all choices)."""
+        raise NotImplementedError
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: Any) -> Decision:
+        raise NotImplementedError
+
+    def state_key(self, switch: int, in_port: int, in_vc: int, head: Any) -> Hashable:
+        """The inputs ``route`` really depends on: the proof walks one state per key."""
+        return (
+            switch,
+            in_port if self.uses_input_port else None,
+            in_vc if self.uses_input_vc else None,
+            head,
+        )
+
+    def local_hop(self, switch: int, dst: int) -> Hop:
+        """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
+        for attachment in self.view.plan.endpoints[dst].attachments:
+            if attachment.switch == switch:
+                return Hop(attachment.port, (0,))
+        raise LookupError(f"endpoint {dst} is not attached to switch {switch}")
+
+
+ROUTINGS: dict[str, type[RoutingFunction]] = {}
+
+
+def routing(name: str) -> Callable[[type[RoutingFunction]], type[RoutingFunction]]:
+    """Register a routing function class under ``name``."""
+
+    def register(cls: type[RoutingFunction]) -> type[RoutingFunction]:
+        cls.name = name
+        ROUTINGS[name] = cls
+        return cls
+
+    return register
+
+
+def make_routing(view: PlanView) -> RoutingFunction:
+    return ROUTINGS[view.plan.routing.name](view)

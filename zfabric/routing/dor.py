@@ -1,0 +1,70 @@
+"""Dimension-order routing for tori and meshes, with dateline VC classes on wrap-around rings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec import Reader, boolean
+from .base import Decision, Hop, Injection, RoutingFunction, routing
+
+__all__ = ["DOR", "ring_direction"]
+
+
+def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 1) -> int:
+    """+1 / -1 for the shortest way round a ring of ``k`` (``tie`` at equal distance), 0 if there."""
+    if cur == dst:
+        return 0
+    if not wrap:
+        return 1 if dst > cur else -1
+    forward = (dst - cur) % k
+    backward = k - forward
+    if forward == backward:
+        return tie
+    return 1 if forward < backward else -1
+
+
+def dateline_vc(cur: int, dst: int) -> int:
+    """VC class of a ring hop: 0 ("upper") if dst > cur, else 1 ("lower").
+
+    A packet whose destination coordinate is below its current one must still cross the
+    wrap-around link (the dateline) in the + direction, so classes split exactly at the
+    dateline: VC 1 never uses channel 0 -> 1 and VC 0 never uses the wrap link k-1 -> 0,
+    hence neither class closes a ring cycle (the same per-hop rule as nDT's DORT).
+    """
+    return 0 if dst > cur else 1
+
+
+@routing("dor")
+class DOR(RoutingFunction):
+    """Ascending dimension order, shortest direction (ties toward +), one candidate."""
+
+    @classmethod
+    def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
+        if reader.has("datelines"):
+            return {"datelines": reader.get("datelines", boolean)}
+        return {}
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.k = tuple(self.params["k"])
+        self.wrap = self.params["wrap"]
+        self.datelines = self.params["datelines"]
+        self.coords = [tuple(s.position["coords"]) for s in view.switches]
+        self.port_of = [
+            {(p.dim, p.sign): i for i, p in enumerate(s.ports) if p.role == "external"}
+            for s in view.switches
+        ]
+        self.home = [e.attachments[0].switch for e in view.plan.endpoints]
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        attachment = self.view.plan.endpoints[src].attachments[0]
+        return (Injection(attachment.switch, attachment.port, dst),)
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
+        here, there = self.coords[switch], self.coords[self.home[head]]
+        for dim, (cur, dst) in enumerate(zip(here, there)):
+            sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap)
+            if sign:
+                vc = dateline_vc(cur, dst) if self.datelines else 0
+                return Decision((Hop(self.port_of[switch][(dim, sign)], (vc,)),), head)
+        return Decision((self.local_hop(switch, head),), head)

@@ -1,0 +1,68 @@
+"""Topology registry: how a family parses its keys, sizes itself and wires a plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from ..plan import FabricPlan, PlanBuilder, RoutingSpec
+from ..spec import FabricSpec, Reader
+
+__all__ = ["Topology", "TOPOLOGIES", "topology", "build_fabric", "compile_plan", "finish_plan"]
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    parse: Callable[[Reader], Any]  # reads topology.* keys into a frozen params dataclass
+    size: Callable[[Any], tuple[int, int]]  # (switches, endpoints), checked before building
+    build: Callable[[FabricSpec], tuple[FabricPlan, nx.MultiGraph]]
+    routings: tuple[str, ...]  # the first is the default
+    builds: str  # the topology whose builder runs (presets expand to another family)
+
+
+TOPOLOGIES: dict[str, Topology] = {}
+
+
+def topology(
+    name: str,
+    *,
+    parse: Callable[[Reader], Any],
+    size: Callable[[Any], tuple[int, int]],
+    routings: tuple[str, ...],
+    builds: str | None = None,
+) -> Callable[[Callable], Callable]:
+    """Register ``build(spec) -> (plan, graph)`` as topology ``name``."""
+
+    def register(build: Callable) -> Callable:
+        TOPOLOGIES[name] = Topology(name, parse, size, build, routings, builds or name)
+        return build
+
+    return register
+
+
+def finish_plan(
+    builder: PlanBuilder, spec: FabricSpec, topology_params: dict, routing_params: dict
+) -> tuple[FabricPlan, nx.MultiGraph]:
+    """Seal a wired fabric into a plan; routing params = what the routing function needs."""
+    plan = builder.build(
+        name=spec.name,
+        topology=spec.topology,
+        topology_params=topology_params,
+        routing=RoutingSpec(spec.routing, {**routing_params, **spec.routing_params}),
+        flit_width=spec.flit_width,
+        buffer_depth=spec.buffer_depth,
+        packet_length=spec.packet_length,
+    )
+    return plan, builder.graph
+
+
+def build_fabric(spec: FabricSpec) -> tuple[FabricPlan, nx.MultiGraph]:
+    return TOPOLOGIES[spec.topology].build(spec)
+
+
+def compile_plan(spec: FabricSpec) -> FabricPlan:
+    return build_fabric(spec)[0]

@@ -11,7 +11,7 @@ __all__ = ["DOR", "ring_direction"]
 
 
 def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 1) -> int:
-    """+1 / -1 for the shortest way round a ring of ``k`` (``tie`` at equal distance), 0 if there."""
+    """+1 / -1: the shorter way round a ring of ``k`` (``tie`` when equal); 0 if already there."""
     if cur == dst:
         return 0
     if not wrap:
@@ -62,7 +62,7 @@ class DOR(RoutingFunction):
 
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
         here, there = self.coords[switch], self.coords[self.home[head]]
-        for dim, (cur, dst) in enumerate(zip(here, there)):
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap)
             if sign:
                 vc = dateline_vc(cur, dst) if self.datelines else 0

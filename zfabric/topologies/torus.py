@@ -31,7 +31,7 @@ def size(params: TorusParams) -> tuple[int, int]:
 def linear_index(coords: tuple[int, ...], k: tuple[int, ...]) -> int:
     """Mixed-radix index with dimension 0 least significant."""
     index = 0
-    for c, radix in zip(reversed(coords), reversed(k)):
+    for c, radix in zip(reversed(coords), reversed(k), strict=True):
         index = index * radix + c
     return index
 

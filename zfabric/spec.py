@@ -56,15 +56,20 @@ class Reader:
         self._taken.add(name)
         if name not in self.data:
             if default is _MISSING:
-                raise SpecError(self.key(name), "missing required key")
+                raise SpecError(self.key(name), "missing required key" + self._typo_hint(name))
             return default
         return check(self.data[name], self.key(name))
 
     def sub(self, name: str) -> Reader:
         self._taken.add(name)
         if name not in self.data:
-            raise SpecError(self.key(name), "missing required key")
+            raise SpecError(self.key(name), "missing required key" + self._typo_hint(name))
         return Reader(self.data[name], self.key(name))
+
+    def _typo_hint(self, name: str) -> str:
+        """Point at a present key that looks like a misspelling of the missing one."""
+        close = difflib.get_close_matches(name, [k for k in self.data if k != name], n=1)
+        return f" (found unknown key {close[0]!r}: did you mean {name!r}?)" if close else ""
 
     def finish(self) -> None:
         for name in self.data:

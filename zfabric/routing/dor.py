@@ -40,9 +40,7 @@ class DOR(RoutingFunction):
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
-        if reader.has("datelines"):
-            return {"datelines": reader.get("datelines", boolean)}
-        return {}
+        return {"datelines": reader.get("datelines", boolean, True)}
 
     def __init__(self, view):
         super().__init__(view)

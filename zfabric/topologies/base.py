@@ -47,12 +47,16 @@ def topology(
 def finish_plan(
     builder: PlanBuilder, spec: FabricSpec, topology_params: dict, routing_params: dict
 ) -> tuple[FabricPlan, nx.MultiGraph]:
-    """Seal a wired fabric into a plan; routing params = what the routing function needs."""
+    """Seal a wired fabric into a plan.
+
+    ``routing_params`` is what the routing function needs, computed by the builder from the
+    user's routing options (``spec.routing_params``), so the builder's values win.
+    """
     plan = builder.build(
         name=spec.name,
         topology=spec.topology,
         topology_params=topology_params,
-        routing=RoutingSpec(spec.routing, {**routing_params, **spec.routing_params}),
+        routing=RoutingSpec(spec.routing, {**spec.routing_params, **routing_params}),
         flit_width=spec.flit_width,
         buffer_depth=spec.buffer_depth,
         packet_length=spec.packet_length,

@@ -1,0 +1,75 @@
+"""`zfabric check`: exit status, JSON report, plan output, errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from zfabric import plan_from_json
+from zfabric.cli import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zfabric.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_check_prints_a_summary_and_succeeds(example):
+    result = run("check", str(example("torus-4x4")))
+    assert result.returncode == 0, result.stderr
+    assert "deadlock-free: yes" in result.stdout
+    assert "endpoints 16, switches 16, links 32" in result.stdout
+
+
+def test_json_report_and_plan_out(example, tmp_path, capsys):
+    plan_path = tmp_path / "out" / "plan.json"
+    assert main(["check", str(example("torus-4x4")), "--json", "--plan-out", str(plan_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    required = {"name", "topology", "endpoints", "switches", "links", "max_radix", "vcs"}
+    required |= {"diameter", "average_hops", "deadlock_free", "cycle"}
+    assert required <= report.keys()
+    assert report["cycle"] is None and report["deadlock_free"] is True
+    plan = plan_from_json(plan_path.read_text())
+    assert plan.name == report["name"] == "torus-4x4"
+    assert [p.name for p in plan_path.parent.iterdir()] == ["plan.json"]  # no temporary left
+
+
+def test_deadlock_exits_1_and_prints_the_cycle(tmp_path):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text("topology: {kind: torus, k: [6]}\nrouting: {name: dor, datelines: false}\n")
+    result = run("check", str(spec))
+    assert result.returncode == 1
+    assert "DEADLOCK: channel dependency cycle" in result.stdout
+    assert result.stdout.count("/vc0 ->") == 6
+    report = json.loads(run("check", str(spec), "--json").stdout)
+    assert report["deadlock_free"] is False and len(report["cycle"]) == 6
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("topology: {kind: torus, k: [4, 1]}\n", "topology.k[1]: must be an integer >= 2, got 1"),
+        ("topology: {kind: torus, k: [4, 4]\n", "YAML syntax error at line 2"),
+        ("", "the spec is empty"),
+    ],
+)
+def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, text, message):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(text)
+    plan_path = tmp_path / "plan.json"
+    result = run("check", str(spec), "--plan-out", str(plan_path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not plan_path.exists()
+
+
+def test_missing_file_and_bad_arguments_exit_2(tmp_path):
+    assert run("check", str(tmp_path / "nope.yaml")).returncode == 2
+    assert run("check").returncode == 2
+    assert run("frobnicate").returncode == 2

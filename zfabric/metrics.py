@@ -1,0 +1,79 @@
+"""Fabric metrics: sizes, radix, VCs per link class, route lengths, bisection, nDT transit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from .deadlock import RoutingAnalysis
+from .plan import FabricPlan
+
+__all__ = ["FabricMetrics", "fabric_metrics", "bisection_width", "BISECTION_NODE_LIMIT"]
+
+#: Bisection is a max-flow over the whole graph; past this many nodes it is skipped.
+BISECTION_NODE_LIMIT = 3000
+
+
+@dataclass(frozen=True)
+class FabricMetrics:
+    endpoints: int
+    switches: int
+    links: int  # physical (bidirectional) switch-to-switch links
+    endpoint_links: int  # endpoint attachments (multi-homed endpoints count each)
+    radix: dict[int, int]  # ports per switch -> number of switches
+    vcs: dict[str, int]  # link class (role of the sending port) -> VCs per channel
+    diameter: int  # switch-to-switch links on the longest route
+    average_hops: float  # mean over ordered pairs of distinct endpoints
+    bisection: int | None  # links cut between the endpoint halves by id; None if skipped
+    extra: dict[str, Any]  # topology-specific figures (nDT internal-link transit counts)
+
+    @property
+    def max_radix(self) -> int:
+        return max(self.radix)
+
+
+def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
+    """Min number of links separating endpoints [0, N/2) from [N/2, N) (max-flow/min-cut)."""
+    if graph.number_of_nodes() > BISECTION_NODE_LIMIT:
+        return None
+    flow = nx.DiGraph()
+    for u, v in graph.edges():
+        for a, b in ((u, v), (v, u)):
+            capacity = flow.get_edge_data(a, b, {"capacity": 0})["capacity"]
+            flow.add_edge(a, b, capacity=capacity + 1)
+    half = len(plan.endpoints) // 2
+    for endpoint in plan.endpoints:
+        if endpoint.id < half:
+            flow.add_edge("source", ("ep", endpoint.id))  # no capacity: unbounded
+        else:
+            flow.add_edge(("ep", endpoint.id), "sink")
+    return int(nx.maximum_flow_value(flow, "source", "sink"))
+
+
+def fabric_metrics(
+    plan: FabricPlan, analysis: RoutingAnalysis, graph: nx.MultiGraph | None = None
+) -> FabricMetrics:
+    vcs: dict[str, int] = {}
+    for link in plan.links:
+        role = plan.switches[link.src.switch].ports[link.src.port].role
+        vcs[role] = max(vcs.get(role, 0), link.vcs)
+    extra: dict[str, Any] = {}
+    if plan.topology == "ndt":
+        from .topologies.ndt import internal_transit_counts
+
+        extra["internal_transit"] = internal_transit_counts(plan)
+    return FabricMetrics(
+        endpoints=len(plan.endpoints),
+        switches=len(plan.switches),
+        links=len(plan.links) // 2,
+        endpoint_links=sum(len(e.attachments) for e in plan.endpoints),
+        radix=dict(sorted(Counter(s.radix for s in plan.switches).items())),
+        vcs=dict(sorted(vcs.items())),
+        diameter=analysis.diameter,
+        average_hops=analysis.average_hops,
+        bisection=bisection_width(plan, graph) if graph is not None else None,
+        extra=extra,
+    )

@@ -22,7 +22,13 @@ from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
 from .routing import RoutingFunction, make_routing
 
-__all__ = ["RoutingAnalysis", "analyse_routing", "check_deadlock_free", "find_cdg_cycle"]
+__all__ = [
+    "RoutingAnalysis",
+    "analyse_routing",
+    "check_deadlock_free",
+    "find_cdg_cycle",
+    "find_wait_cycle",
+]
 
 Channel = tuple[int, int]
 
@@ -62,6 +68,16 @@ def find_cdg_cycle(view: PlanView, cdg: nx.DiGraph) -> list[str] | None:
     except nx.NetworkXNoCycle:
         return None
     return [view.channel_name(*edge[0]) for edge in cycle]
+
+
+def find_wait_cycle(waits: dict[Hashable, set[Hashable]]) -> list[Hashable]:
+    """A cycle in a wait-for graph (node -> nodes it waits on), or [] if there is none."""
+    graph = nx.DiGraph()
+    graph.add_edges_from((a, b) for a, targets in waits.items() for b in targets)
+    try:
+        return [edge[0] for edge in nx.find_cycle(graph)]
+    except nx.NetworkXNoCycle:
+        return []
 
 
 def analyse_routing(

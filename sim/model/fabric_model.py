@@ -1,0 +1,381 @@
+"""Cycle-level reference model of a whole fabric, following docs/microarchitecture.md exactly.
+
+The model takes every route from the plan's routing function (it has no routing of its own)
+and is the oracle the RTL is checked against: for the same injection trace both must deliver
+every packet in the same cycle. It never imports amaranth.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from zfabric.deadlock import find_wait_cycle
+from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.routing import make_routing
+
+__all__ = ["FabricModel", "Packet", "ModelDeadlock", "InvariantError"]
+
+#: credit of a local (ejection) output: endpoints always sink
+_UNLIMITED = 1 << 40
+
+
+class InvariantError(AssertionError):
+    """The model broke one of its own invariants (a bug, never a user error)."""
+
+
+class ModelDeadlock(RuntimeError):
+    """Nothing can move any more; ``cycle`` lists the waiting channels in order."""
+
+    def __init__(self, cycle_number: int, cycle: list[str]):
+        self.at = cycle_number
+        self.cycle = cycle
+        super().__init__(
+            f"deadlock at cycle {cycle_number}: " + " -> ".join([*cycle, cycle[0]])
+            if cycle
+            else f"deadlock at cycle {cycle_number}"
+        )
+
+
+@dataclass(eq=False)
+class Packet:
+    id: int
+    src: int
+    dst: int
+    length: int
+    created: int
+    payload: tuple = ()  # (src, sequence number) by default: what the checkers compare
+    injected: int | None = None  # cycle the head left the source
+    delivered: int | None = None  # cycle the tail reached the destination
+    hops: int = 0  # switch-to-switch links the head crossed
+    flits_delivered: int = 0
+    path: list[tuple[int, int]] = field(default_factory=list)  # (switch, out port) of the head
+
+    @property
+    def latency(self) -> int | None:
+        return None if self.delivered is None else self.delivered - self.created
+
+
+class _Flit:
+    __slots__ = ("packet", "index", "is_head", "is_tail", "head", "decision")
+
+    def __init__(self, packet: Packet, index: int, head: Any):
+        self.packet = packet
+        self.index = index
+        self.is_head = index == 0
+        self.is_tail = index == packet.length - 1
+        self.head = head if self.is_head else None
+        self.decision = None  # cached route decision while the head waits at a front
+
+
+class _Endpoint:
+    __slots__ = ("queue", "flits", "attachment", "credits")
+
+    def __init__(self, attachments: int, depth: int):
+        self.queue: deque[Packet] = deque()
+        self.flits: deque[_Flit] = deque()  # flits of the packet being injected
+        self.attachment = -1
+        self.credits = [depth] * attachments
+
+
+class FabricModel:
+    """Simulates every switch, link and endpoint of ``plan`` flit by flit.
+
+    Use :meth:`offer` to queue packets at their source and :meth:`step` to advance one cycle;
+    :attr:`delivered` collects packets as their tails arrive.
+    """
+
+    def __init__(self, plan: FabricPlan, *, check_invariants: bool = True):
+        for link in plan.links:
+            if link.latency != 1:
+                raise ValueError(f"link {link.id}: only latency 1 is modelled, got {link.latency}")
+        self.plan = plan
+        self.view = view = PlanView(plan)
+        self.routing = make_routing(view)
+        self.depth = plan.buffer_depth
+        self.check_invariants = check_invariants
+        self.cycle = 0
+        self.delivered: list[Packet] = []
+        self.in_network = 0  # flits that left a source and have not been delivered
+        self._next_id = 0
+        self._sequence: dict[int, int] = {}
+
+        # per switch, per port: input VC count (local links have one VC)
+        self._in_vcs = [
+            [link.vcs if link else 1 for link in view.in_link[s.id]] for s in plan.switches
+        ]
+        self._out_vcs = [
+            [link.vcs if link else 1 for link in view.out_link[s.id]] for s in plan.switches
+        ]
+        self._buf = [[[deque() for _ in range(n)] for n in ports] for ports in self._in_vcs]
+        self._assign = [[[None] * n for n in ports] for ports in self._in_vcs]
+        self._owner = [[[None] * n for n in ports] for ports in self._out_vcs]
+        self._credit = [
+            [[self.depth if view.out_link[s][o] else _UNLIMITED] * n for o, n in enumerate(ports)]
+            for s, ports in enumerate(self._out_vcs)
+        ]
+        self._rr_in = [[0] * len(ports) for ports in self._in_vcs]
+        self._rr_out = [[0] * len(ports) for ports in self._out_vcs]
+        self._busy: set[int] = set()  # switches with a flit in some input buffer
+
+        self._endpoints = [_Endpoint(len(e.attachments), self.depth) for e in plan.endpoints]
+        # local input (switch, port) -> (endpoint, attachment index) for injection credits
+        self._attachment_of = {
+            (a.switch, a.port): (e.id, i)
+            for e in plan.endpoints
+            for i, a in enumerate(e.attachments)
+        }
+        self._injecting: set[int] = set()
+        # flits / credits sent this cycle and those on the wires (landing at the end of it)
+        self._sent: list[tuple[int, int, int, _Flit]] = []  # (switch, out port, vc, flit)
+        self._wire: list[tuple[int, int, int, _Flit]] = []
+        self._credits_sent: list[tuple[int, int, int]] = []  # (switch, in port, vc)
+        self._credits_wire: list[tuple[int, int, int]] = []
+        self._quiet = 0
+        self._last_written: dict[tuple[int, int, int], _Flit] = {}
+
+    # ---- traffic in ------------------------------------------------------------------------
+
+    def offer(
+        self, src: int, dst: int, length: int | None = None, *, created: int | None = None
+    ) -> Packet:
+        """Queue a packet at ``src`` created at ``created`` (default: this cycle)."""
+        if src == dst:
+            raise ValueError(f"packet from endpoint {src} to itself")
+        length = length or self.plan.packet_length
+        sequence = self._sequence.get(src, 0)
+        self._sequence[src] = sequence + 1
+        packet = Packet(self._next_id, src, dst, length, self.cycle if created is None else created)
+        packet.payload = (src, sequence)
+        self._next_id += 1
+        self._endpoints[src].queue.append(packet)
+        self._injecting.add(src)
+        return packet
+
+    # ---- one cycle -------------------------------------------------------------------------
+
+    def step(self) -> None:
+        moved = self._inject()
+        for switch in sorted(self._busy):
+            moved |= self._switch_cycle(switch)
+        self._end_of_cycle()
+        if moved or self._wire or self._credits_wire:
+            self._quiet = 0
+        else:
+            self._quiet += 1
+        self.cycle += 1
+
+    def run(self, cycles: int) -> None:
+        for _ in range(cycles):
+            self.step()
+
+    @property
+    def stuck(self) -> bool:
+        """True once nothing can ever move again while flits wait in buffers."""
+        return self._quiet > 0 and bool(self._busy)
+
+    def _inject(self) -> bool:
+        moved = False
+        for index in sorted(self._injecting):
+            endpoint = self._endpoints[index]
+            if not endpoint.flits:
+                if not endpoint.queue:
+                    self._injecting.discard(index)
+                    continue
+                packet = endpoint.queue[0]
+                if packet.created > self.cycle:
+                    continue
+                attachments = self.plan.endpoints[index].attachments
+                for choice in self.routing.injections(packet.src, packet.dst):
+                    which = attachments.index(PortRef(choice.switch, choice.port))
+                    if endpoint.credits[which] > 0:
+                        endpoint.queue.popleft()
+                        endpoint.attachment = which
+                        endpoint.flits.extend(
+                            _Flit(packet, i, choice.head) for i in range(packet.length)
+                        )
+                        packet.injected = self.cycle
+                        break
+                else:
+                    continue
+            which = endpoint.attachment
+            if endpoint.credits[which] == 0:
+                continue
+            endpoint.credits[which] -= 1
+            attachment = self.plan.endpoints[index].attachments[which]
+            self._sent.append((-1, attachment.switch, attachment.port, endpoint.flits.popleft()))
+            self.in_network += 1
+            moved = True
+        return moved
+
+    def _switch_cycle(self, s: int) -> bool:
+        bufs, assign, owner, credit = self._buf[s], self._assign[s], self._owner[s], self._credit[s]
+        rr_in = self._rr_in[s]
+        picks: dict[int, list[tuple[int, int, int]]] = {}  # out port -> [(in port, vc, out vc)]
+        for p, vc_bufs in enumerate(bufs):
+            requests = []
+            for v, buf in enumerate(vc_bufs):
+                if not buf:
+                    continue
+                target = assign[p][v]
+                if target is not None:
+                    if credit[target[0]][target[1]] > 0:
+                        requests.append((v, target))
+                    continue
+                flit = buf[0]
+                if flit.decision is None:
+                    flit.decision = self.routing.route(s, p, v, flit.head)
+                for hop in flit.decision.hops:
+                    free = [w for w in hop.vcs if owner[hop.port][w] is None]
+                    ready = [w for w in free if credit[hop.port][w] > 0]
+                    if ready:
+                        requests.append((v, (hop.port, ready[0])))
+                        break
+            if requests:
+                n = len(vc_bufs)
+                v, (o, w) = min(requests, key=lambda r: (r[0] - rr_in[p]) % n)
+                picks.setdefault(o, []).append((p, v, w))
+        if not picks:
+            return False
+        rr_out = self._rr_out[s]
+        n_ports = len(bufs)
+        for o, contenders in picks.items():
+            p, v, w = min(contenders, key=lambda c: (c[0] - rr_out[o]) % n_ports)
+            flit = bufs[p][v].popleft()
+            if credit[o][w] < _UNLIMITED:
+                credit[o][w] -= 1
+            if flit.is_head:
+                assign[p][v] = (o, w)
+                owner[o][w] = (p, v)
+                flit.head = flit.decision.head
+                flit.decision = None
+                flit.packet.path.append((s, o))
+            if flit.is_tail:
+                assign[p][v] = None
+                owner[o][w] = None
+            rr_in[p] = (v + 1) % len(bufs[p])
+            rr_out[o] = (p + 1) % n_ports
+            self._sent.append((s, o, w, flit))
+            self._credits_sent.append((s, p, v))
+        if not any(q for vcs in bufs for q in vcs):
+            self._busy.discard(s)
+        return True
+
+    def _end_of_cycle(self) -> None:
+        view = self.view
+        for s, o, w, flit in self._wire:
+            if s < 0:  # injection: o is the switch, w its local port
+                self._write(o, w, 0, flit)
+                continue
+            link = view.out_link[s][o]
+            if link is None:
+                self._deliver(s, o, flit)
+            else:
+                if flit.is_head:
+                    flit.packet.hops += 1
+                self._write(link.dst.switch, link.dst.port, w, flit)
+        for s, p, v in self._credits_wire:
+            link = view.in_link[s][p]
+            if link is None:
+                endpoint, which = self._attachment_of[(s, p)]
+                self._endpoints[endpoint].credits[which] += 1
+            else:
+                self._credit[link.src.switch][link.src.port][v] += 1
+                if self.check_invariants and (
+                    self._credit[link.src.switch][link.src.port][v] > self.depth
+                ):
+                    raise InvariantError(f"credits over depth on {view.channel_name(link.id, v)}")
+        self._wire, self._sent = self._sent, []
+        self._credits_wire, self._credits_sent = self._credits_sent, []
+
+    def _write(self, s: int, p: int, v: int, flit: _Flit) -> None:
+        buf = self._buf[s][p][v]
+        buf.append(flit)
+        if self.check_invariants:
+            where = f"{self.view.switches[s].name}.p{p}/vc{v}"
+            if len(buf) > self.depth:
+                raise InvariantError(f"{where} over depth")
+            last = self._last_written.get((s, p, v))
+            if flit.is_head:
+                contiguous = last is None or last.is_tail
+            else:
+                contiguous = last is not None and last.packet is flit.packet
+                contiguous = contiguous and last.index == flit.index - 1
+            if not contiguous:
+                raise InvariantError(f"packet {flit.packet.id} not contiguous on {where}")
+            self._last_written[(s, p, v)] = flit
+        self._busy.add(s)
+
+    def _deliver(self, s: int, o: int, flit: _Flit) -> None:
+        packet = flit.packet
+        endpoint = self.view.endpoint_at[(s, o)]
+        if self.check_invariants:
+            if endpoint != packet.dst:
+                raise InvariantError(f"packet {packet.id} delivered to endpoint {endpoint}")
+            if flit.index != packet.flits_delivered:
+                raise InvariantError(f"packet {packet.id}: flit {flit.index} out of order")
+        packet.flits_delivered += 1
+        self.in_network -= 1
+        if flit.is_tail:
+            packet.delivered = self.cycle
+            self.delivered.append(packet)
+
+    # ---- deadlock report ---------------------------------------------------------------------
+
+    def waiting_cycle(self) -> list[str]:
+        """The cycle of input VCs that wait on each other, as channel names (empty if none)."""
+        view = self.view
+        waits: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        for s in self._busy:
+            for p, vc_bufs in enumerate(self._buf[s]):
+                in_link = view.in_link[s][p]
+                if in_link is None:
+                    continue
+                for v, buf in enumerate(vc_bufs):
+                    if not buf:
+                        continue
+                    targets = set()
+                    if self._assign[s][p][v] is not None:
+                        wanted = [self._assign[s][p][v]]
+                    else:
+                        decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
+                        wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+                    for o, w in wanted:
+                        holder = self._owner[s][o][w]
+                        if holder is not None and holder != (p, v):
+                            link = view.in_link[s][holder[0]]
+                            if link is not None:
+                                targets.add((link.id, holder[1]))
+                        elif view.out_link[s][o] is not None:
+                            targets.add((view.out_link[s][o].id, w))
+                    waits[(in_link.id, v)] = targets
+        return [view.channel_name(*channel) for channel in find_wait_cycle(waits)]
+
+    def check_deadlock(self) -> None:
+        """Raise :class:`ModelDeadlock` if the fabric can never move again."""
+        if self.stuck:
+            raise ModelDeadlock(self.cycle, self.waiting_cycle())
+
+    # ---- invariants ---------------------------------------------------------------------------
+
+    def check_credits(self) -> None:
+        """Credits + buffered + in-flight flits + returning credits = depth, per link VC."""
+        view = self.view
+        count: dict[tuple[int, int], int] = {}
+        for s, o, w, _flit in self._sent + self._wire:
+            if s >= 0 and view.out_link[s][o] is not None:
+                key = (view.out_link[s][o].id, w)
+                count[key] = count.get(key, 0) + 1
+        for s, p, v in self._credits_sent + self._credits_wire:
+            link = view.in_link[s][p]
+            if link is not None:
+                count[(link.id, v)] = count.get((link.id, v), 0) + 1
+        for link in self.plan.links:
+            for v in range(link.vcs):
+                held = len(self._buf[link.dst.switch][link.dst.port][v])
+                total = self._credit[link.src.switch][link.src.port][v] + held
+                total += count.get((link.id, v), 0)
+                if total != self.depth:
+                    name = view.channel_name(link.id, v)
+                    raise InvariantError(f"credits not conserved on {name}: {total}")

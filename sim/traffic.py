@@ -1,0 +1,199 @@
+"""Synthetic traffic and trace replay: what packets each endpoint creates in each cycle.
+
+Permutation patterns (transpose, bit-reversal, bit-complement, shuffle) are defined on the
+b = ceil(log2 N)-bit endpoint id. When N is not a power of two a destination >= N is folded
+back (mod N); a source that maps onto itself sends nothing under a permutation pattern.
+Tornado and neighbour are defined on the ring of endpoint ids: src + ceil(N/2) - 1 and src + 1.
+Zipf follows reference/ndt.md §8.15: each source ranks the other endpoints in its own seeded
+random order and picks rank r with probability proportional to 1 / r**s (s = 1 by default).
+
+Injection is Bernoulli (one packet with probability rate/length per cycle per endpoint) or
+Poisson (a Poisson number of packets with that mean), with ``rate`` in flits/cycle/endpoint.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "PATTERNS",
+    "TrafficConfig",
+    "TraceEntry",
+    "Traffic",
+    "read_trace",
+    "write_trace",
+    "destination_function",
+]
+
+PATTERNS = (
+    "uniform",
+    "transpose",
+    "bit-reversal",
+    "bit-complement",
+    "shuffle",
+    "tornado",
+    "neighbour",
+    "hotspot",
+    "zipf",
+)
+
+
+@dataclass(frozen=True)
+class TrafficConfig:
+    pattern: str = "uniform"
+    rate: float = 0.1  # offered flits per cycle per endpoint
+    packet_length: int | tuple[int, int] = 4  # fixed, or (min, max) uniformly distributed
+    process: str = "bernoulli"  # or "poisson"
+    hotspots: tuple[int, ...] = (0,)
+    hotspot_fraction: float = 0.2
+    zipf_exponent: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"unknown traffic pattern {self.pattern!r}; one of {PATTERNS}")
+        if not 0 < self.rate <= 1:
+            raise ValueError(f"rate must be in (0, 1] flits/cycle/endpoint, got {self.rate!r}")
+        if self.process not in ("bernoulli", "poisson"):
+            raise ValueError(f"process must be bernoulli or poisson, got {self.process!r}")
+
+    @property
+    def mean_length(self) -> float:
+        if isinstance(self.packet_length, int):
+            return float(self.packet_length)
+        return sum(self.packet_length) / 2
+
+
+def _permutation(pattern: str, bits: int) -> Callable[[int], int]:
+    mask = (1 << bits) - 1
+    half = bits // 2
+    if pattern == "transpose":
+        return lambda x: ((x << half) | (x >> (bits - half))) & mask
+    if pattern == "bit-reversal":
+        return lambda x: int(format(x, f"0{bits}b")[::-1], 2) if bits else 0
+    if pattern == "bit-complement":
+        return lambda x: ~x & mask
+    if pattern == "shuffle":
+        return lambda x: ((x << 1) | (x >> (bits - 1))) & mask if bits else 0
+    raise ValueError(pattern)
+
+
+def destination_function(
+    config: TrafficConfig, endpoints: int, rng: random.Random
+) -> Callable[[int], int | None]:
+    """``dst(src)`` for the pattern: an endpoint id, or None when this source sends nothing."""
+    n = endpoints
+    pattern = config.pattern
+    if pattern == "uniform":
+
+        def uniform(src: int) -> int:
+            dst = rng.randrange(n - 1)
+            return dst + (dst >= src)
+
+        return uniform
+    if pattern in ("transpose", "bit-reversal", "bit-complement", "shuffle"):
+        permute = _permutation(pattern, max(1, math.ceil(math.log2(n))))
+        table = [permute(src) % n for src in range(n)]
+        return lambda src: None if table[src] == src else table[src]
+    if pattern == "tornado":
+        shift = math.ceil(n / 2) - 1 or 1
+        return lambda src: (src + shift) % n
+    if pattern == "neighbour":
+        return lambda src: (src + 1) % n
+    if pattern == "hotspot":
+        hot = [h for h in config.hotspots if 0 <= h < n]
+        fallback = destination_function(TrafficConfig(rate=config.rate), n, rng)
+
+        def hotspot(src: int) -> int:
+            targets = [h for h in hot if h != src]
+            if targets and rng.random() < config.hotspot_fraction:
+                return rng.choice(targets)
+            return fallback(src)
+
+        return hotspot
+    # zipf
+    weights = [1 / (rank**config.zipf_exponent) for rank in range(1, n)]
+    cumulative = list(itertools.accumulate(weights))
+    orders = []
+    for src in range(n):
+        others = [d for d in range(n) if d != src]
+        random.Random(rng.random()).shuffle(others)
+        orders.append(others)
+
+    def zipf(src: int) -> int:
+        rank = bisect.bisect_left(cumulative, rng.random() * cumulative[-1])
+        return orders[src][min(rank, n - 2)]
+
+    return zipf
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    cycle: int
+    src: int
+    dst: int
+    length: int
+
+
+class Traffic:
+    """Seeded generator: :meth:`packets_at` yields the (src, dst, length) created in a cycle."""
+
+    def __init__(self, config: TrafficConfig, endpoints: int, seed: int = 1):
+        if endpoints < 2:
+            raise ValueError("traffic needs at least two endpoints")
+        self.config = config
+        self.endpoints = endpoints
+        self._rng = random.Random(seed)
+        self._dst = destination_function(config, endpoints, self._rng)
+        self._packet_rate = config.rate / config.mean_length
+
+    def _count(self) -> int:
+        if self.config.process == "bernoulli":
+            return 1 if self._rng.random() < self._packet_rate else 0
+        # Poisson by inversion (rates here are small)
+        threshold, count, product = math.exp(-self._packet_rate), 0, self._rng.random()
+        while product > threshold:
+            count += 1
+            product *= self._rng.random()
+        return count
+
+    def _length(self) -> int:
+        length = self.config.packet_length
+        return length if isinstance(length, int) else self._rng.randint(*length)
+
+    def packets_at(self, cycle: int) -> Iterator[tuple[int, int, int]]:
+        for src in range(self.endpoints):
+            for _ in range(self._count()):
+                dst = self._dst(src)
+                if dst is not None:
+                    yield src, dst, self._length()
+
+
+def read_trace(path: str | Path) -> list[TraceEntry]:
+    """Read a trace: one ``cycle src dst length`` per line (spaces or commas), # comments."""
+    entries = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        text = line.split("#", 1)[0].replace(",", " ").split()
+        if not text:
+            continue
+        try:
+            cycle, src, dst, length = (int(field) for field in text)
+        except ValueError:
+            raise ValueError(
+                f"{path}:{number}: expected 'cycle src dst length', got {line!r}"
+            ) from None
+        if cycle < 0 or length < 1 or src == dst:
+            raise ValueError(f"{path}:{number}: bad entry {line!r}")
+        entries.append(TraceEntry(cycle, src, dst, length))
+    entries.sort(key=lambda e: e.cycle)
+    return entries
+
+
+def write_trace(path: str | Path, entries: list[TraceEntry]) -> None:
+    lines = ["# cycle src dst length"] + [f"{e.cycle} {e.src} {e.dst} {e.length}" for e in entries]
+    Path(path).write_text("\n".join(lines) + "\n")

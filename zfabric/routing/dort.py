@@ -1,1 +1,177 @@
-"""placeholder"""
+"""DORT: dimension-order routing for the nDT twin torus, with the internal-link VC classes.
+
+Each nDT node is two cards (switches) joined by an internal link; every external port sits on one
+of them (``card0`` lists the Card0 ports). DORT (ndt.md §3.3) routes dimensions in ascending order
+along the shorter way round each ring; when the chosen port is on the other card, or the
+destination PE is, the packet first crosses the internal link.
+
+Ties (a ring of even ``k_i`` at distance ``k_i / 2``) go to the port on Card0 when the dimension's
+two ports sit on different cards, and toward + otherwise. That is the §1.4 trap: under CBest's
+layout (``d_c-`` on Card0) ties in ``d_c`` must go to −, or the internal link carries 1.5 to 3.7
+times more transit traffic. ``tie: plus`` (every tie toward +, the 3DT paper's convention) is
+available to reproduce the mismatch.
+
+VCs (ndt.md §3.2, §4.3): an external hop takes VC 0 ("upper") if the destination coordinate is
+above the current one, else VC 1 ("lower"). An internal hop takes the VC of its class:
+
+- ``ch``: the next dimension's port is on the other card (dimension change, or injection);
+- ``ring_upper`` / ``ring_lower``: the next dimension is *split* (its two ports on different
+  cards), so the internal link is part of that dimension's ring; upper/lower as on external links;
+- ``pe``: the destination PE is on the other card of this node.
+
+Every split dimension shares the two ring classes. Under CBest only the central dimension of an
+odd ``n`` is split, which is what the thesis proves deadlock-free with 4 internal VCs. A
+configuration splitting several dimensions would need a ring pair per split dimension
+(2n+1 internal VCs for all-split, ndt.md §4.3); with the shared pair the CDG check finds the cycle
+(ndt.md §4.5, "SC0 with CBest's VC rules") and zfabric refuses the fabric.
+
+Routing options: ``internal_vcs`` maps each class in use to a VC (merging classes reproduces the
+deadlocks of ndt.md §4.2); ``external_vcs: 1`` puts every external hop on VC 0; ``tie``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SpecError
+from ..spec import Reader, choice, integer
+from .base import Decision, Hop, Injection, RoutingFunction, routing
+from .dor import dateline_vc, ring_direction
+
+__all__ = [
+    "DORT",
+    "INTERNAL_CLASSES",
+    "split_dims",
+    "internal_classes",
+    "default_internal_vcs",
+    "internal_link_vcs",
+]
+
+#: internal-link traffic classes, in Alg 2's VC order (ndt.md §8.4)
+INTERNAL_CLASSES = ("ch", "ring_upper", "ring_lower", "pe")
+TIES = ("card0", "plus")
+
+
+def split_dims(card0: Any, n: int) -> tuple[int, ...]:
+    """Dimensions whose two ports sit on different cards."""
+    ports = {(dim, sign) for dim, sign in card0}
+    return tuple(d for d in range(n) if ((d, 1) in ports) != ((d, -1) in ports))
+
+
+def internal_classes(card0: Any, n: int) -> tuple[str, ...]:
+    """The internal-link classes DORT uses under this port configuration."""
+    split = split_dims(card0, n)
+    used = []
+    if len(split) < n:  # an unsplit dimension: a PE on the other card must change card to use it
+        used.append("ch")
+    if split:
+        used += ["ring_upper", "ring_lower"]
+    return (*used, "pe")
+
+
+def default_internal_vcs(card0: Any, n: int) -> dict[str, int]:
+    """Alg 2 numbering: {ch 0, ring_upper 1, ring_lower 2, pe 3}, or {ch 0, pe 1} with no split."""
+    if split_dims(card0, n):
+        return dict(zip(INTERNAL_CLASSES, range(4), strict=True))
+    return {"ch": 0, "pe": 1}
+
+
+def internal_link_vcs(internal_vcs: dict[str, int]) -> int:
+    return 1 + max(internal_vcs.values())
+
+
+@routing("dort")
+class DORT(RoutingFunction):
+    """Ascending dimension order over the twin torus, one candidate, VC by class."""
+
+    @classmethod
+    def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
+        n = len(topology_params.k)
+        params: dict[str, Any] = {}
+        if reader.has("internal_vcs"):
+            used = internal_classes(topology_params.card0, n)
+            sub = reader.sub("internal_vcs")
+            for name in sub.data:
+                if name in INTERNAL_CLASSES and name not in used:
+                    raise SpecError(
+                        sub.key(name),
+                        f"class {name!r} is not used by this port configuration "
+                        f"(classes in use: {', '.join(used)})",
+                    )
+            params["internal_vcs"] = {name: sub.get(name, integer(0, 63)) for name in used}
+            sub.finish()
+        if reader.has("external_vcs"):
+            params["external_vcs"] = reader.get("external_vcs", integer(1, 2))
+        if reader.has("tie"):
+            params["tie"] = reader.get("tie", choice(list(TIES)))
+        return params
+
+    def __init__(self, view):
+        super().__init__(view)
+        params = self.params
+        k = tuple(params["k"])
+        n = len(k)
+        card0 = {(dim, sign) for dim, sign in params["card0"]}
+        split = set(split_dims(card0, n))
+        internal_vcs = params["internal_vcs"]
+        two_external = params.get("external_vcs", 2) == 2
+        if params.get("tie", "card0") == "card0":
+            tie = [(1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(n)]
+        else:
+            tie = [1] * n
+        switches = view.switches
+        self.coords = [tuple(s.position["coords"]) for s in switches]
+        self.card = [s.position["card"] for s in switches]
+        self.source = [
+            (e.attachments[0].switch, e.attachments[0].port) for e in view.plan.endpoints
+        ]
+        self.home = [switch for switch, _ in self.source]
+        self.dst_coords = [self.coords[h] for h in self.home]
+        self.dst_card = [self.card[h] for h in self.home]
+        #: per endpoint, the delivery hop at its own switch
+        self.deliver = [(self.local_hop(h, e),) for e, h in enumerate(self.home)]
+        #: per switch: the internal hop toward the destination PE on the other card
+        self.to_pe: list[tuple[Hop, ...]] = []
+        #: per switch, per dimension, per destination coordinate: the hop (None where equal)
+        self.table: list[list[list[tuple[Hop, ...] | None]]] = []
+        for switch in switches:
+            here = self.coords[switch.id]
+            internal = view.ports_by_role[switch.id]["internal"][0]
+            on_card = {
+                (p.dim, p.sign): i for i, p in enumerate(switch.ports) if p.role == "external"
+            }
+            self.to_pe.append((Hop(internal, (internal_vcs["pe"],)),))
+            rows = []
+            for dim in range(n):
+                row: list[tuple[Hop, ...] | None] = []
+                for dst in range(k[dim]):
+                    sign = ring_direction(here[dim], dst, k[dim], tie=tie[dim])
+                    if not sign:
+                        row.append(None)
+                        continue
+                    vc = dateline_vc(here[dim], dst)
+                    port = on_card.get((dim, sign))
+                    if port is not None:
+                        row.append((Hop(port, (vc if two_external else 0,)),))
+                    elif dim in split:
+                        ring = "ring_upper" if vc == 0 else "ring_lower"
+                        row.append((Hop(internal, (internal_vcs[ring],)),))
+                    else:
+                        row.append((Hop(internal, (internal_vcs["ch"],)),))
+                rows.append(row)
+            self.table.append(rows)
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        switch, port = self.source[src]
+        return (Injection(switch, port, dst),)
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
+        here, there = self.coords[switch], self.dst_coords[head]
+        if here == there:
+            if self.dst_card[head] == self.card[switch]:
+                return Decision(self.deliver[head], head)
+            return Decision(self.to_pe[switch], head)
+        dim = 0
+        while here[dim] == there[dim]:
+            dim += 1
+        return Decision(self.table[switch][dim][there[dim]], head)

@@ -127,6 +127,191 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if analysis.deadlock_free else 1
 
 
+def _traffic_config(args: argparse.Namespace):
+    from sim.traffic import TrafficConfig
+
+    try:
+        return TrafficConfig(
+            pattern=args.traffic,
+            rate=args.rate,
+            packet_length=args.packet_length,
+            process=args.process,
+            hotspot_fraction=args.hotspot_fraction,
+        )
+    except ValueError as error:
+        raise SpecError("", str(error)) from None
+
+
+def _checked_plan(args: argparse.Namespace):
+    """Compile the spec and refuse a cyclic CDG unless --allow-deadlock."""
+    spec = load_spec(args.spec)
+    plan, _graph = build_fabric(spec)
+    analysis = analyse_routing(plan)
+    if analysis.cycle and not args.allow_deadlock:
+        print(
+            f"zfabric: {spec.name} is not deadlock-free (use --allow-deadlock to simulate it):\n  "
+            + " ->\n  ".join([*analysis.cycle, analysis.cycle[0]]),
+            file=sys.stderr,
+        )
+        return spec, plan, analysis, False
+    return spec, plan, analysis, True
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from sim.analytic import zero_load_latency
+    from sim.measure import replay, simulate
+    from sim.traffic import Traffic, read_trace
+
+    config = _traffic_config(args)
+    spec, plan, analysis, ok = _checked_plan(args)
+    if not ok:
+        return 1
+    if args.trace:
+        try:
+            trace = read_trace(args.trace)
+        except (OSError, ValueError) as error:
+            raise SpecError("--trace", str(error)) from None
+        for entry in trace:
+            if not (0 <= entry.src < len(plan.endpoints) and 0 <= entry.dst < len(plan.endpoints)):
+                raise SpecError("--trace", f"endpoint out of range in {entry}")
+        result = replay(plan, trace)
+    else:
+        traffic = Traffic(config, len(plan.endpoints), seed=args.seed)
+        result = simulate(
+            plan,
+            traffic,
+            warmup=args.warmup,
+            cycles=args.cycles,
+            records=bool(args.records),
+            progress=progress_printer("cycles"),
+        )
+    report = result.to_dict()
+    report["zero_load_latency"] = zero_load_latency(analysis.average_hops, config.mean_length)
+    if args.records:
+        write_atomically(Path(args.records), json.dumps(report.pop("records"), indent=0) + "\n")
+    if args.json:
+        print(json.dumps({"name": spec.name, **report}, indent=1))
+    else:
+        latency = result.latency
+        mean = "n/a" if latency["mean"] is None else f"{latency['mean']:.2f}"
+        ci = "" if latency["ci95"] is None else f" ±{latency['ci95']:.2f}"
+        print(
+            f"{spec.name}: {config.pattern} traffic at {config.rate} flits/cycle/endpoint,"
+            f" packets of {config.packet_length} flits"
+        )
+        print(
+            f"  offered {result.offered:.4f}, accepted {result.accepted:.4f} flits/cycle/endpoint"
+        )
+        print(
+            f"  latency: mean {mean}{ci}, p50 {latency['p50']}, p99 {latency['p99']},"
+            f" max {latency['max']} cycles (zero-load {report['zero_load_latency']:.2f})"
+        )
+        print(f"  packets {result.packets}, average hops {result.average_hops}")
+        if result.saturated:
+            print("  SATURATED: the fabric does not accept the offered load")
+    if result.deadlock:
+        channels = result.deadlock["channels"]
+        print(
+            f"zfabric: deadlock at cycle {result.deadlock['cycle']}; waiting channels:\n  "
+            + " ->\n  ".join([*channels, channels[0]] if channels else ["(none found)"]),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from sim.measure import simulate
+    from sim.traffic import Traffic
+
+    try:
+        rates = sorted(float(r) for r in args.rates.split(","))
+    except ValueError:
+        raise SpecError("--rates", f"must be comma-separated numbers, got {args.rates!r}") from None
+    curves = {}
+    specs = args.spec
+    for path in specs:
+        args.spec = path
+        spec, plan, _analysis, ok = _checked_plan(args)
+        if not ok:
+            return 1
+        points = []
+        for index, rate in enumerate(rates):
+            args.rate = rate
+            traffic = Traffic(_traffic_config(args), len(plan.endpoints), seed=args.seed)
+            result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles)
+            points.append({"rate": rate, **result.to_dict()})
+            print(
+                f"[{index + 1}/{len(rates)}] {spec.name} rate {rate}: accepted"
+                f" {result.accepted:.4f}, mean latency {result.latency['mean']}"
+                + (" (saturated)" if result.saturated else ""),
+                file=sys.stderr,
+            )
+            if result.saturated or result.deadlock:
+                break
+        curves[spec.name] = points
+    if args.plot:
+        plot_curves(curves, Path(args.plot), title=f"{args.traffic} traffic")
+    if args.json:
+        print(json.dumps(curves, indent=1))
+    else:
+        for name, points in curves.items():
+            print(f"{name}: offered -> accepted, mean latency")
+            for point in points:
+                mean = point["latency"]["mean"]
+                shown = "n/a" if mean is None else f"{mean:.2f}"
+                flag = "  saturated" if point["saturated"] else ""
+                print(f"  {point['offered']:.3f} -> {point['accepted']:.3f}, {shown}{flag}")
+    return 0
+
+
+def plot_curves(curves: dict[str, list[dict]], path: Path, *, title: str) -> None:
+    """Latency against accepted throughput, one line per fabric (written atomically)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for name, points in curves.items():
+        shown = [p for p in points if p["latency"]["mean"] is not None]
+        axes.plot(
+            [p["accepted"] for p in shown],
+            [p["latency"]["mean"] for p in shown],
+            marker="o",
+            label=name,
+        )
+    axes.set_xlabel("accepted throughput (flits/cycle/endpoint)")
+    axes.set_ylabel("mean packet latency (cycles)")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    figure.savefig(tmp, dpi=120)
+    plt.close(figure)
+    os.replace(tmp, path)
+
+
+def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
+    from sim.traffic import PATTERNS
+
+    parser.add_argument("--traffic", choices=PATTERNS, default="uniform")
+    parser.add_argument("--packet-length", type=int, default=4, help="flits per packet")
+    parser.add_argument("--process", choices=["bernoulli", "poisson"], default="bernoulli")
+    parser.add_argument("--hotspot-fraction", type=float, default=0.2)
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--cycles", type=int, default=10000, help="measurement window")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--allow-deadlock",
+        action="store_true",
+        help="simulate a fabric whose CDG is cyclic; report a run-time deadlock",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zfabric", description="Compile, check and analyse interconnection fabrics."
@@ -139,6 +324,25 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--plan-out", metavar="PLAN.json", help="write the compiled plan as JSON")
     check.set_defaults(run=cmd_check)
+
+    simulate = commands.add_parser(
+        "simulate", help="run the cycle-level reference model and report latency and throughput"
+    )
+    simulate.add_argument("spec", help="fabric spec (YAML)")
+    simulate.add_argument("--rate", type=float, default=0.1, help="flits/cycle/endpoint")
+    simulate.add_argument("--trace", metavar="FILE", help="replay 'cycle src dst length' lines")
+    simulate.add_argument("--records", metavar="FILE", help="write per-packet records (JSON)")
+    _traffic_arguments(simulate)
+    simulate.set_defaults(run=cmd_simulate)
+
+    sweep = commands.add_parser("sweep", help="latency-throughput curves over injection rates")
+    sweep.add_argument("spec", nargs="+", help="one or more fabric specs (YAML)")
+    sweep.add_argument(
+        "--rates", default="0.05,0.1,0.2,0.3,0.4,0.5,0.6", help="comma-separated rates"
+    )
+    sweep.add_argument("--plot", metavar="PNG", help="write the latency-throughput plot")
+    _traffic_arguments(sweep)
+    sweep.set_defaults(run=cmd_sweep)
     return parser
 
 

@@ -159,8 +159,10 @@ class FabricModel:
         moved = self._inject()
         for switch in sorted(self._busy):
             moved |= self._switch_cycle(switch)
+        # flits or credits on the wires this cycle land at its end: that is activity too
+        moved |= bool(self._wire or self._credits_wire)
         self._end_of_cycle()
-        if moved or self._wire or self._credits_wire:
+        if moved:
             self._quiet = 0
         else:
             self._quiet += 1
@@ -324,33 +326,57 @@ class FabricModel:
     # ---- deadlock report ---------------------------------------------------------------------
 
     def waiting_cycle(self) -> list[str]:
-        """The cycle of input VCs that wait on each other, as channel names (empty if none)."""
+        """The cycle of input VCs that wait on each other, as channel names (empty if none).
+
+        An input VC waits on the downstream input VC whose buffer it needs a credit for, on
+        the input VC that holds the output VC it wants, or, when its buffer is empty mid-packet,
+        on the upstream input VC that is still sending it the packet.
+        """
         view = self.view
-        waits: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        waits: dict[tuple[int, int, int], set[tuple[int, int, int]]] = {}
+
+        def downstream(s: int, o: int, w: int) -> tuple[int, int, int] | None:
+            link = view.out_link[s][o]
+            return None if link is None else (link.dst.switch, link.dst.port, w)
+
+        for s, vc_owners in enumerate(self._owner):
+            for owners in vc_owners:
+                for holder in owners:
+                    if holder is None or self._buf[s][holder[0]][holder[1]]:
+                        continue
+                    # the holder's buffer is empty: its packet is still coming from upstream
+                    link = view.in_link[s][holder[0]]
+                    if link is not None:
+                        upstream = self._owner[link.src.switch][link.src.port][holder[1]]
+                        if upstream is not None:
+                            waits[(s, *holder)] = {(link.src.switch, *upstream)}
         for s in self._busy:
             for p, vc_bufs in enumerate(self._buf[s]):
-                in_link = view.in_link[s][p]
-                if in_link is None:
-                    continue
                 for v, buf in enumerate(vc_bufs):
                     if not buf:
                         continue
-                    targets = set()
                     if self._assign[s][p][v] is not None:
                         wanted = [self._assign[s][p][v]]
                     else:
                         decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
                         wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+                    targets = set()
                     for o, w in wanted:
                         holder = self._owner[s][o][w]
                         if holder is not None and holder != (p, v):
-                            link = view.in_link[s][holder[0]]
-                            if link is not None:
-                                targets.add((link.id, holder[1]))
-                        elif view.out_link[s][o] is not None:
-                            targets.add((view.out_link[s][o].id, w))
-                    waits[(in_link.id, v)] = targets
-        return [view.channel_name(*channel) for channel in find_wait_cycle(waits)]
+                            targets.add((s, *holder))
+                        elif self._credit[s][o][w] == 0:
+                            targets.add(downstream(s, o, w))
+                    targets.discard(None)
+                    waits[(s, p, v)] = targets
+        return [self._input_vc_name(*node) for node in find_wait_cycle(waits)]
+
+    def _input_vc_name(self, s: int, p: int, v: int) -> str:
+        link = self.view.in_link[s][p]
+        if link is None:
+            endpoint = self.plan.endpoints[self.view.endpoint_at[(s, p)]].name
+            return f"{endpoint}->{self.view.switches[s].name}.p{p}/vc{v}"
+        return self.view.channel_name(link.id, v)
 
     def check_deadlock(self) -> None:
         """Raise :class:`ModelDeadlock` if the fabric can never move again."""

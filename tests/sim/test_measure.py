@@ -1,0 +1,169 @@
+"""Measurement runs, analytic predictions and the simulate / sweep commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sim.analytic import uniform_channel_load, zero_load_latency
+from sim.measure import batch_means_ci95, replay, simulate
+from sim.model import FabricModel
+from sim.traffic import TraceEntry, Traffic, TrafficConfig, write_trace
+from zfabric import analyse_routing, compile_plan, load_spec
+from zfabric.cli import main
+
+
+def plan(example, name):
+    return compile_plan(load_spec(example(name)))
+
+
+def test_channel_load_of_the_4x4_torus_by_hand(example):
+    # x+ link of a row: 12 of each source's 15 destinations need it (dx = +1 from its tail,
+    # dx = +1 or +2 (tie goes +) from its tail, dx = +2 from one node behind): 12/15 = 0.8
+    load = uniform_channel_load(plan(example, "torus-4x4"))
+    assert load.max_load == pytest.approx(0.8)
+    assert load.bound == 1.0  # endpoint links bind first
+
+
+def test_channel_load_of_a_ring_by_hand():
+    # 5-ring, DOR: each + link carries (i->i+1), (i->i+2), (i-1->i+1): 3 of 4 destinations
+    ring = compile_plan(load_spec({"topology": {"kind": "torus", "k": [5]}}))
+    assert uniform_channel_load(ring).max_load == pytest.approx(3 / 4)
+
+
+def test_low_load_run_accepts_what_is_offered_near_zero_load_latency(example):
+    fabric = plan(example, "torus-4x4")
+    traffic = Traffic(TrafficConfig(rate=0.02), len(fabric.endpoints), seed=3)
+    result = simulate(fabric, traffic, warmup=200, cycles=4000)
+    assert not result.saturated and result.deadlock is None
+    assert result.accepted == pytest.approx(result.offered, rel=0.05)
+    zero = zero_load_latency(analyse_routing(fabric).average_hops, 4)
+    assert zero <= result.latency["mean"] <= zero * 1.15
+    assert result.latency["p50"] <= result.latency["p99"] <= result.latency["max"]
+    assert 0 < result.latency["ci95"] < 1
+
+
+def test_overload_is_reported_as_saturation():
+    fabric = compile_plan(load_spec({"topology": {"kind": "torus", "k": [5]}}))
+    bound = uniform_channel_load(fabric).bound  # 1 / 0.75: endpoint-bound at 1.0
+    traffic = Traffic(TrafficConfig(rate=1.0), 5, seed=1)
+    result = simulate(fabric, traffic, warmup=200, cycles=1000, drain_limit=500)
+    assert result.saturated
+    assert result.accepted < bound
+
+
+def test_batch_means_interval():
+    assert batch_means_ci95([1.0] * 100) == 0.0
+    assert batch_means_ci95([1.0] * 10) is None  # fewer than 2 per batch
+    values = [float(i % 2) for i in range(200)]  # every batch mean is exactly 0.5
+    assert batch_means_ci95(values) == pytest.approx(0.0)
+
+
+def test_replay_matches_direct_offers(example, tmp_path):
+    fabric = plan(example, "ndt-2x2x2")
+    trace = [TraceEntry(c, (3 * c) % 16, (5 * c + 1) % 16, 1 + c % 5) for c in range(60)]
+    trace = [e for e in trace if e.src != e.dst]
+    result = replay(fabric, trace)
+    model = FabricModel(fabric)
+    packets = []
+    for cycle in range(400):
+        packets += [model.offer(e.src, e.dst, e.length) for e in trace if e.cycle == cycle]
+        model.step()
+    assert [r["delivered"] for r in result.records] == [p.delivered for p in packets]
+    path = tmp_path / "t.trace"
+    write_trace(path, trace)
+    assert main(["simulate", str(example("ndt-2x2x2")), "--trace", str(path), "--json"]) == 0
+
+
+def test_ndt_beats_the_equivalent_torus_at_low_load(example, tmp_path):
+    # reference/ndt.md §1.5/§6: 4x4x4 3DT vs the 16x8 2-D torus, same cards and endpoints
+    torus = tmp_path / "torus-16x8.yaml"
+    torus.write_text("topology: {kind: torus, k: [16, 8]}\n")
+    means = {}
+    for name, path in (("ndt", example("ndt-4x4x4")), ("torus", torus)):
+        fabric = compile_plan(load_spec(path))
+        traffic = Traffic(TrafficConfig(rate=0.05), len(fabric.endpoints), seed=1)
+        means[name] = simulate(fabric, traffic, warmup=200, cycles=1500).latency["mean"]
+    assert means["ndt"] < means["torus"]
+
+
+def test_simulate_command_json(example, capsys):
+    assert (
+        main(
+            [
+                "simulate",
+                str(example("torus-4x4")),
+                "--rate",
+                "0.1",
+                "--cycles",
+                "1500",
+                "--warmup",
+                "200",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    for key in (
+        "offered",
+        "accepted",
+        "latency",
+        "packets",
+        "average_hops",
+        "saturated",
+        "deadlock",
+    ):
+        assert key in report
+    assert set(report["latency"]) == {"mean", "p50", "p99", "max", "ci95"}
+
+
+def test_simulate_refuses_a_cyclic_plan_unless_allowed(tmp_path, capsys):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text(
+        "topology: {kind: torus, k: [6]}\nrouting: {name: dor, datelines: false}\nbuffer_depth: 2\n"
+    )
+    assert main(["simulate", str(spec), "--cycles", "500"]) == 1
+    assert "not deadlock-free" in capsys.readouterr().err
+    code = main(
+        [
+            "simulate",
+            str(spec),
+            "--rate",
+            "0.9",
+            "--packet-length",
+            "8",
+            "--cycles",
+            "3000",
+            "--allow-deadlock",
+        ]
+    )
+    assert code == 1
+    assert "deadlock at cycle" in capsys.readouterr().err
+
+
+def test_sweep_writes_a_plot(example, tmp_path, capsys):
+    png = tmp_path / "curve.png"
+    assert (
+        main(
+            [
+                "sweep",
+                str(example("torus-4x4")),
+                str(example("ndt-2x2x2")),
+                "--rates",
+                "0.05,0.3",
+                "--cycles",
+                "600",
+                "--warmup",
+                "100",
+                "--plot",
+                str(png),
+                "--json",
+            ]
+        )
+        == 0
+    )
+    curves = json.loads(capsys.readouterr().out)
+    assert set(curves) == {"torus-4x4", "ndt-2x2x2"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,95 @@
+"""Traffic patterns: hand-derived destinations, rates, and the trace format."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sim.traffic import (
+    PATTERNS,
+    TraceEntry,
+    Traffic,
+    TrafficConfig,
+    destination_function,
+    read_trace,
+    write_trace,
+)
+
+
+def dst_table(pattern, n, **options):
+    fn = destination_function(TrafficConfig(pattern=pattern, **options), n, random.Random(1))
+    return [fn(src) for src in range(n)]
+
+
+def test_permutations_on_16_endpoints():
+    # 4-bit ids: transpose swaps the 2-bit halves, reversal reverses, complement inverts
+    assert dst_table("transpose", 16)[0b0001] == 0b0100
+    assert dst_table("transpose", 16)[0b0110] == 0b1001
+    assert dst_table("bit-reversal", 16)[0b0001] == 0b1000
+    assert dst_table("bit-reversal", 16)[0b0110] is None  # a palindrome maps onto itself
+    assert dst_table("bit-complement", 16) == [15 - i for i in range(16)]
+    assert dst_table("shuffle", 16)[0b1001] == 0b0011
+    assert dst_table("tornado", 16)[3] == 3 + 8 - 1
+    assert dst_table("neighbour", 16)[15] == 0
+
+
+def test_non_power_of_two_folds_and_skips_fixed_points():
+    table = dst_table("bit-complement", 12)  # 4-bit ids; ~x lands in 0..15, folded mod 12
+    assert table[0] == 15 % 12 and table[5] == 10
+    for pattern in ("transpose", "bit-reversal", "bit-complement", "shuffle"):
+        for src, dst in enumerate(dst_table(pattern, 12)):
+            assert dst is None or (0 <= dst < 12 and dst != src)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_every_pattern_gives_valid_destinations(pattern):
+    traffic = Traffic(TrafficConfig(pattern=pattern, rate=1.0, packet_length=1), 24, seed=3)
+    for cycle in range(50):
+        for src, dst, length in traffic.packets_at(cycle):
+            assert 0 <= dst < 24 and dst != src and length == 1
+
+
+@pytest.mark.parametrize("process", ["bernoulli", "poisson"])
+def test_offered_rate_matches(process):
+    config = TrafficConfig(rate=0.2, packet_length=4, process=process)
+    traffic = Traffic(config, 10, seed=5)
+    flits = sum(n for c in range(20000) for _, _, n in traffic.packets_at(c))
+    assert flits / (20000 * 10) == pytest.approx(0.2, rel=0.05)
+
+
+def test_hotspot_fraction():
+    config = TrafficConfig(pattern="hotspot", rate=1.0, packet_length=1, hotspot_fraction=0.5)
+    traffic = Traffic(config, 32, seed=2)
+    dsts = [d for c in range(2000) for s, d, _ in traffic.packets_at(c) if s != 0]
+    # half to the hotspot, plus the uniform half's 1/30 share of it
+    assert dsts.count(0) / len(dsts) == pytest.approx(0.5 + 0.5 / 30, abs=0.02)
+
+
+def test_zipf_prefers_each_sources_first_rank():
+    traffic = Traffic(TrafficConfig(pattern="zipf", rate=1.0, packet_length=1), 8, seed=4)
+    counts: dict[int, int] = {}
+    for cycle in range(6000):
+        for src, dst, _ in traffic.packets_at(cycle):
+            if src == 0:
+                counts[dst] = counts.get(dst, 0) + 1
+    ranked = sorted(counts.values(), reverse=True)
+    harmonic = sum(1 / r for r in range(1, 8))
+    assert ranked[0] / sum(ranked) == pytest.approx(1 / harmonic, abs=0.03)  # s = 1
+
+
+def test_trace_round_trip_and_errors(tmp_path):
+    entries = [TraceEntry(0, 1, 2, 4), TraceEntry(5, 2, 1, 1)]
+    path = tmp_path / "t.trace"
+    write_trace(path, entries)
+    assert read_trace(path) == entries
+    path.write_text("0, 1, 2, 4  # comment\n\n3 1 1 4\n")
+    with pytest.raises(ValueError, match=r"t\.trace:3: bad entry"):
+        read_trace(path)
+
+
+def test_bad_config_is_refused():
+    with pytest.raises(ValueError, match="unknown traffic pattern"):
+        TrafficConfig(pattern="uniformm")
+    with pytest.raises(ValueError, match=r"rate must be in \(0, 1\]"):
+        TrafficConfig(rate=1.5)

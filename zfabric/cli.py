@@ -62,7 +62,13 @@ def _describe_topology(spec: FabricSpec) -> str:
 def _short(value: Any) -> str:
     if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
         return "x".join(map(str, value))
+    if isinstance(value, tuple) and all(_is_port_key(v) for v in value):
+        return " ".join(f"d{dim}{'+' if sign > 0 else '-'}" for dim, sign in value)
     return str(value)
+
+
+def _is_port_key(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[1] in (1, -1)
 
 
 def _summary(spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None) -> str:
@@ -356,6 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PlanError as error:
         print(f"zfabric: the fabric does not route: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into head and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("zfabric: interrupted", file=sys.stderr)
         return 130

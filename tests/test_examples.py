@@ -1,0 +1,121 @@
+"""Every example through `zfabric check --json`, against figures derived by hand or from the
+research digests (never from this code's output)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zfabric.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# name: expected report fields
+EXPECTED = {
+    # 4x4 torus: 2 links per node; DOR mean = sum(k/4) * N/(N-1) = 2 * 16/15
+    "torus-4x4": dict(
+        endpoints=16,
+        switches=16,
+        links=32,
+        max_radix=5,
+        diameter=4,
+        average_hops=2 * 16 / 15,
+        vcs={"external": 2},
+        bisection=8,
+    ),
+    # nDT: 2·∏k switches of radix n+2; ∏k internal + n·∏k external links; 4 internal VCs (n odd)
+    "ndt-2x2x2": dict(
+        endpoints=16, switches=16, links=8 + 24, max_radix=5, vcs={"external": 2, "internal": 4}
+    ),
+    # reference/ndt.md §1.5 (DORT 4x4x4: max 9, avg 4.795) and §1.4 Table 1.1 (49 of 129)
+    "ndt-4x4x4": dict(
+        endpoints=128,
+        switches=128,
+        links=64 + 192,
+        max_radix=5,
+        diameter=9,
+        average_hops=4.795,
+        vcs={"external": 2, "internal": 4},
+        internal_transit={"transit": 129, "crossing": 49},
+    ),
+    # reference/znode.md §1.8/§1.9: 4-ary 3-tree, 48 switches; hops 2c-2 switch links:
+    # per source 3 peers at c=1 (0 hops), 12 at c=2 (2), 48 at c=3 (4) -> 216/63
+    "znode-64": dict(
+        endpoints=64,
+        switches=48,
+        links=128,
+        endpoint_links=64,
+        max_radix=8,
+        diameter=4,
+        average_hops=216 / 63,
+        bisection=32,
+    ),
+    # reference/znode.md §1.9 table, Ch.6 buffer study row: 160 switches, 512 switch links,
+    # 256 processor links, diameter 7 processor-to-processor = 5 switch links, bisection 128;
+    # radix 4 down + 4 up + 3 side = 11. The table's 512 links are the tree's; side links
+    # add l·Σ h_i·C(m,2)·R_i^T = (16 + 16 + 8)·6 = 240 (§1.4 totals)
+    "snode-128": dict(
+        endpoints=128,
+        switches=160,
+        links=512 + 240,
+        endpoint_links=256,
+        max_radix=11,
+        diameter=5,
+        bisection=128,
+    ),
+    # reference/znode.md §1.9, "512 optimum level 2": 72 switches, 512 + 512 links, diameter 4
+    # processor-to-processor = 2 switch links, bisection 256; top switches have 64 down ports
+    "znode-512": dict(
+        endpoints=512,
+        switches=72,
+        links=512,
+        endpoint_links=512,
+        max_radix=64,
+        diameter=2,
+        bisection=256,
+    ),
+}
+SLOW = {
+    # reference/ndt.md §1.5: 5DT 4x4x2x4x4 DORT max 11, avg 5.944
+    "ndt-4x4x2x4x4": dict(
+        endpoints=1024,
+        switches=1024,
+        links=512 + 5 * 512,
+        max_radix=7,
+        diameter=11,
+        average_hops=5.944,
+        vcs={"external": 2, "internal": 4},
+    ),
+}
+
+
+def test_every_example_is_covered():
+    assert {p.stem for p in EXAMPLES.glob("*.yaml")} == set(EXPECTED) | set(SLOW)
+
+
+def check_json(name, capsys):
+    assert main(["check", str(EXAMPLES / f"{name}.yaml"), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def compare(report, expected, name):
+    assert report["name"] == name
+    assert report["deadlock_free"] is True and report["cycle"] is None
+    for key, value in expected.items():
+        if key == "average_hops":
+            assert report[key] == pytest.approx(value, abs=5e-4), key
+        else:
+            assert report[key] == value, key
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_check_json(name, capsys):
+    compare(check_json(name, capsys), EXPECTED[name], name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW))
+def test_check_json_slow(name, capsys):
+    compare(check_json(name, capsys), SLOW[name], name)

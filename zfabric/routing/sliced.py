@@ -1,1 +1,171 @@
-"""placeholder"""
+"""Single-bit sliced addressing for Znode / Snode fabrics (digest ``reference/znode.md`` §2.3-2.5).
+
+The source computes the whole route; switches hold no tables, only their level (which fixes the
+field widths) and their Znode id (SID).
+
+Head layout. The head is ``(value, width)``: ``width`` bits packed LSB-first in the order the
+switches consume them. A switch pops a ``w``-bit field as ``value & (2**w - 1)``, then
+``value >>= w`` and ``width -= w``; the RTL shifts exactly this. For a packet turning at level c:
+
+====================  =====================  ==============================================
+bits (from bit 0)     field                  consumed by
+====================  =====================  ==============================================
+c - 1                 one-bits f_1..f_{c-1}  one per level-1..c-1 switch on the way up: 1 = up
+1                     zero bit f_c           the level-c switch: turn here
+ceil(log2 m)          destination Znode id   the level-c switch, only when m > 1 (else absent)
+ceil(log2 z_c)        label p_c              the level-c switch (or, after a side hop, the
+                                             level-c switch of the destination Znode)
+ceil(log2 z_j)        label p_j, j = c-1..1  the level-j switch on the way down
+====================  =====================  ==============================================
+
+Labels are the destination's eq. 6.1 labels; a field of a level with z_j = 1 has 0 bits. At
+delivery the remaining width is 0. Across Znodes c is the peer level, raised to the lowest
+level >= c whose side channels h are > 0 (digest §7.6): higher zones match too, so the extra
+one-bits are valid.
+
+Per-switch decision (§2.4), from the input port's role only:
+
+- ``local`` or ``down`` input: pop 1 bit. 1: every up port is a candidate (the adaptive pool).
+  0: if m > 1 pop the Znode id; if it differs from the SID, the candidates are the side ports
+  toward that Znode (the labels stay in the head). Otherwise pop the label and go down.
+- ``up`` or ``side`` input: pop the label and go down.
+- going down at level j means every port of down group p_j; at level 1 that group is the one
+  ``local`` port of the destination processor.
+
+Candidates within a group are all its ports, each with all VCs of its link (group round-robin
+is a microarchitecture rule). Injection: one choice per attachment (all l * R_1 interfaces).
+Deadlock freedom: every route is up* -> (at most one side hop) -> down*, so channel ranks
+strictly increase (digest §2.7) and one VC suffices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+from ..topologies.znode import common_level, field_width, labels
+from .base import Decision, Hop, Injection, RoutingFunction, routing
+
+__all__ = ["Sliced", "header_fields", "pack_fields", "pop_field"]
+
+Head = tuple[int, int]
+
+
+def header_fields(
+    src: int, dst: int, z: Sequence[int], znodes: int, side: Sequence[int]
+) -> list[tuple[int, int]]:
+    """The head's fields as (value, bits), in consumption order, for endpoint ids src -> dst."""
+    zone_size = math.prod(z)
+    src_k, src_x = divmod(src, zone_size)
+    dst_k, dst_x = divmod(dst, zone_size)
+    p, q = labels(src_x, z), labels(dst_x, z)
+    c = common_level(p, q)
+    if src_k != dst_k:
+        while side[c - 1] == 0:
+            c += 1
+    fields = [(1, 1)] * (c - 1) + [(0, 1)]
+    if znodes > 1:
+        fields.append((dst_k, field_width(znodes)))
+    fields += [(q[j - 1], field_width(z[j - 1])) for j in range(c, 0, -1)]
+    return fields
+
+
+def pack_fields(fields: Sequence[tuple[int, int]]) -> Head:
+    """Pack (value, bits) fields LSB-first into a head ``(value, width)``."""
+    value = width = 0
+    for field, bits in fields:
+        value |= field << width
+        width += bits
+    return value, width
+
+
+def pop_field(head: Head, bits: int) -> tuple[int, Head]:
+    """Pop the next ``bits``-bit field: (field value, remaining head)."""
+    value, width = head
+    return value & ((1 << bits) - 1), (value >> bits, width - bits)
+
+
+@routing("sliced")
+class Sliced(RoutingFunction):
+    """Source-routed Znode/Snode routing: up adaptive, one side hop, down by label."""
+
+    uses_input_port = True
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.z = tuple(self.params["z"])
+        self.znodes = self.params["znodes"]
+        self.side = tuple(self.params["side"])
+        self.zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
+        self.label_bits = [0] + [field_width(zi) for zi in self.z]  # by level
+        self.zone_size = math.prod(self.z)
+        self.under = [math.prod(self.z[:i]) for i in range(len(self.z) + 1)]
+        self._heads: dict[tuple[int, int, bool], Head] = {}
+        self.attachments = [
+            [(a.switch, a.port) for a in e.attachments] for e in view.plan.endpoints
+        ]
+        self.level = [s.position["level"] for s in view.switches]
+        self.sid = [s.position["znode"] for s in view.switches]
+        # input role class per (switch, port): "down" for local/down inputs, else "up"/"side"
+        self.kind = [
+            ["down" if p.role in ("local", "down") else p.role for p in s.ports]
+            for s in view.switches
+        ]
+        self.up: list[tuple[Hop, ...]] = []
+        self.down: list[dict[int, tuple[Hop, ...]]] = []
+        self.across: list[dict[int, tuple[Hop, ...]]] = []
+        for switch in view.switches:
+            up, down, across = [], {}, {}
+            for index, port in enumerate(switch.ports):
+                link = view.out_link[switch.id][index]
+                hop = Hop(index, tuple(range(link.vcs)) if link else (0,))
+                if port.role == "up":
+                    up.append(hop)
+                elif port.role in ("down", "local"):
+                    down.setdefault(port.group, []).append(hop)
+                elif port.role == "side":
+                    across.setdefault(port.group, []).append(hop)
+            self.up.append(tuple(up))
+            self.down.append({g: tuple(hops) for g, hops in down.items()})
+            self.across.append({g: tuple(hops) for g, hops in across.items()})
+
+    def head(self, src: int, dst: int) -> Head:
+        """The head ``src`` writes for ``dst`` (cached: it depends only on the turn level)."""
+        (src_k, src_x), (dst_k, dst_x) = divmod(src, self.zone_size), divmod(dst, self.zone_size)
+        c = 1
+        while src_x // self.under[c] != dst_x // self.under[c]:
+            c += 1
+        key = (dst, c, src_k == dst_k)
+        head = self._heads.get(key)
+        if head is None:
+            head = self._heads[key] = pack_fields(
+                header_fields(src, dst, self.z, self.znodes, self.side)
+            )
+        return head
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        head = self.head(src, dst)
+        return tuple(Injection(switch, port, head) for switch, port in self.attachments[src])
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: Head) -> Decision:
+        if self.kind[switch][in_port] == "down":
+            if head[1] < 1:
+                return Decision((), head)
+            bit, head = pop_field(head, 1)
+            if bit:
+                return Decision(self.up[switch], head)
+            if self.zid_bits:
+                if head[1] < self.zid_bits:
+                    return Decision((), head)
+                zid, head = pop_field(head, self.zid_bits)
+                if zid != self.sid[switch]:
+                    return Decision(self.across[switch].get(zid, ()), head)
+        bits = self.label_bits[self.level[switch]]
+        if head[1] < bits:
+            return Decision((), head)
+        label, head = pop_field(head, bits)
+        return Decision(self.down[switch].get(label, ()), head)
+
+    def state_key(self, switch: int, in_port: int, in_vc: int, head: Head) -> Hashable:
+        """``route`` sees the input port only through its role (and never the VC)."""
+        return switch, self.kind[switch][in_port], head

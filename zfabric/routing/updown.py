@@ -1,1 +1,82 @@
-"""placeholder"""
+"""Deterministic up/down (nearest-common-ancestor) routing for Znode / Snode fabrics: a baseline.
+
+The head is the destination endpoint id (destination addressing, digest ``reference/znode.md``
+§2.8); every switch compares it with its own (Znode, level, zone) position, as k-ary n-tree
+switches do, and returns one candidate:
+
+- injection on attachment ``dst mod (number of attachments)`` (which fixes the layer);
+- a switch whose zone holds the destination's zone, in the destination's Znode, goes down to
+  group p_i (the destination's label at this level), port ``dst mod group size`` of the group;
+  at level 1 that is the destination's local port;
+- a switch whose zone matches but in another Znode takes a side hop to the destination's Znode
+  (port ``dst mod h_i``) if it has side links (h_i > 0); else it keeps going up. So the side
+  hop is at the lowest level >= the peer level with h > 0, like sliced routing (§7.6);
+- otherwise it goes up through up port ``p_i mod (number of up ports)``, with p_i the
+  destination's label at this level (DESTRO-like, ``reference/ndt.md`` §2.2).
+
+Routes are up* -> (at most one side hop) -> down*: deadlock-free with one VC.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..topologies.znode import labels
+from .base import Decision, Hop, Injection, RoutingFunction, routing
+
+__all__ = ["UpDown"]
+
+
+@routing("updown")
+class UpDown(RoutingFunction):
+    """Nearest-common-ancestor routing with destination-label up-port selection."""
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.z = tuple(self.params["z"])
+        self.side = tuple(self.params["side"])
+        self.zone_size = math.prod(self.z)
+        self.under = [math.prod(self.z[:i]) for i in range(len(self.z) + 1)]
+        self.labels = [labels(x, self.z) for x in range(self.zone_size)]
+        self.where = [
+            (s.position["znode"], s.position["level"], s.position["zone"]) for s in view.switches
+        ]
+        self.up: list[list[int]] = []
+        self.down: list[dict[int, list[int]]] = []
+        self.across: list[dict[int, list[int]]] = []
+        for switch in view.switches:
+            up, down, across = [], {}, {}
+            for index, port in enumerate(switch.ports):
+                if port.role == "up":
+                    up.append(index)
+                elif port.role in ("down", "local"):
+                    down.setdefault(port.group, []).append(index)
+                elif port.role == "side":
+                    across.setdefault(port.group, []).append(index)
+            self.up.append(up)
+            self.down.append(down)
+            self.across.append(across)
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        attachments = self.view.plan.endpoints[src].attachments
+        a = attachments[dst % len(attachments)]
+        return (Injection(a.switch, a.port, dst),)
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
+        znode, level, zone = self.where[switch]
+        dst_znode, x = divmod(head, self.zone_size)
+        label = self.labels[x][level - 1]
+        if x // self.under[level] == zone:
+            if dst_znode == znode:
+                ports = self.down[switch][label]
+                return Decision((self._hop(switch, ports[head % len(ports)]),), head)
+            if self.side[level - 1] > 0:
+                ports = self.across[switch][dst_znode]
+                return Decision((self._hop(switch, ports[head % len(ports)]),), head)
+        ports = self.up[switch]
+        if not ports:
+            return Decision((), head)
+        return Decision((self._hop(switch, ports[label % len(ports)]),), head)
+
+    def _hop(self, switch: int, port: int) -> Hop:
+        return Hop(port, (0,))

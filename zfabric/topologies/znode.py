@@ -1,1 +1,410 @@
-"""placeholder"""
+"""Zoned node (Znode) fat trees, layers and super nodes (Snode); k-ary n-tree and XGFT presets.
+
+Research digest: ``reference/znode.md`` (Peratikou's thesis). Names follow it: ``n`` levels,
+``z_i`` zones under a level-i zone (``z_1`` processors per level-1 zone), ``R_i`` routing
+switches per zone, ``psi_i`` the connectivity degree of the bundle between levels i-1 and i,
+``l`` layers, ``m`` Znodes joined by ``h_i`` side links per level, ``theta`` links per switch.
+Lists in the spec are 0-based (``z[0]`` is z_1); levels in positions and messages are 1-based.
+
+Wiring (digest §1.11): levels i and i+1 are joined *forward* when R_i divides R_{i+1}
+(G = R_{i+1}/R_i, psi_{i+1} <= R_i), *backward* when R_{i+1} divides R_i (G = R_i/R_{i+1},
+psi_{i+1} <= R_{i+1}) and *fully* otherwise (psi_{i+1} must be 1), with the butterfly or omega
+index maps of §1.5. Every processor attaches to all R_1 level-1 switches of its zone in every
+layer; layers meet only at the processors. Side links join the switch at the same (layer, level,
+zone, index) in every other Znode.
+
+Port numbering on every switch (§1.11 rule): first the down ports, z_i contiguous groups indexed
+by the child label c (``Port("down", group=c)``; at level 1 one ``Port("local", group=c)`` per
+processor of the zone), then the up ports (``Port("up")``, one adaptive pool), then the side ports,
+``h_i`` per other Znode in increasing Znode id (``Port("side", group=target znode)``).
+
+Endpoint id = k * P_z + X for processor X (logical address, eq. 6.1) of Znode k; P_z = prod(z).
+
+Presets: ``kary_ntree`` (k, n) is z = (k,)*n, R = (1, k, ..., k^(n-1)), forward butterfly
+(digest §1.8, with the thesis's n+1-entry R vector read as the typo it is). ``xgft`` (h, m, w)
+is z_i = m_i, R_i = w_1 * ... * w_i, omega pattern. w_1 may exceed 1: a leaf of XGFT has w_1
+parents, which is exactly the Znode's multi-homing of each processor to its R_1 level-1 switches
+(digest §1.4, last level-1 bullet), so no w_1 = 1 restriction is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import SpecError
+from ..plan import PlanBuilder, Port
+from ..spec import FabricSpec, Reader, choice, int_list, integer
+from .base import finish_plan, topology
+
+__all__ = [
+    "ZnodeParams",
+    "labels",
+    "znode_label",
+    "physical_address",
+    "common_level",
+    "field_width",
+    "connectivity",
+]
+
+PATTERNS = ["butterfly", "omega"]
+
+
+def field_width(values: int) -> int:
+    """Bits of a field holding ``values`` distinct values: ceil(log2 values), 0 for 1 value."""
+    return (values - 1).bit_length()
+
+
+def labels(x: int, z: Sequence[int]) -> tuple[int, ...]:
+    """Port labels (p_1, ..., p_n) of logical address ``x`` (eq. 6.1), p_1 first.
+
+    p_i = floor(x / (z_1 ... z_{i-1})) mod z_i. The thesis writes them the other way round,
+    (p_n, ..., p_1), so its (1;1,0,2) for 26 in z = (3,2,3) is znode 1 and labels (2, 0, 1) here.
+    """
+    out = []
+    for zi in z:
+        out.append(x % zi)
+        x //= zi
+    return tuple(out)
+
+
+def znode_label(x: int, z: Sequence[int], znodes: int) -> int:
+    """The Znode label p_{n+1} of logical address ``x`` (eq. 6.2)."""
+    return (x // math.prod(z)) % znodes
+
+
+def physical_address(x: int, z: Sequence[int], znodes: int = 1) -> int:
+    """Bit-field address of logical address ``x`` (eq. 6.3): label p_j in ceil(log2 z_j) bits,
+    p_1 lowest, the Znode id on top. Equals ``x`` when every z_j is a power of two."""
+    address, shift = 0, 0
+    for label, zi in zip(labels(x, z), z, strict=True):
+        address |= label << shift
+        shift += field_width(zi)
+    return address | znode_label(x, z, znodes) << shift
+
+
+def common_level(p: Sequence[int], q: Sequence[int]) -> int:
+    """c(P, Q) = min{i in 1..n : p_j = q_j for all j in (i, n]} (digest §2.2), labels p_1 first.
+
+    The common level within a Znode, the peer level across Znodes (Znode ids are ignored).
+    """
+    c = len(p)
+    while c > 1 and p[c - 1] == q[c - 1]:
+        c -= 1
+    return c
+
+
+def connectivity(upper: int, lower: int) -> tuple[str, int]:
+    """Connectivity between a level with ``lower`` switches per zone and the level above with
+    ``upper``: ("forward", R_{i+1}/R_i), ("backward", R_i/R_{i+1}) or ("full", 0) (§1.5)."""
+    if upper % lower == 0:
+        return "forward", upper // lower
+    if lower % upper == 0:
+        return "backward", lower // upper
+    return "full", 0
+
+
+@dataclass(frozen=True)
+class ZnodeParams:
+    """A (layered, super-) Znode: tuples are indexed by level - 1."""
+
+    z: tuple[int, ...]
+    R: tuple[int, ...]
+    psi: tuple[int, ...]
+    pattern: str = "butterfly"
+    layers: int = 1
+    znodes: int = 1
+    side: tuple[int, ...] = ()
+    theta: int = 64
+    vcs: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.side:  # no side channels given: h_i = 1 at every level (digest §7.6)
+            object.__setattr__(self, "side", (1,) * len(self.z))
+
+    @property
+    def n(self) -> int:
+        return len(self.z)
+
+    @property
+    def zone_size(self) -> int:
+        """P_z: processors per Znode."""
+        return math.prod(self.z)
+
+    @property
+    def processors(self) -> int:
+        return self.znodes * self.zone_size
+
+    def zones(self, level: int) -> int:
+        """N_i: zones at level i per Znode and layer."""
+        return math.prod(self.z[level:])
+
+    def under(self, level: int) -> int:
+        """Processors under one level-i zone: z_1 ... z_i."""
+        return math.prod(self.z[:level])
+
+    def link(self, level: int) -> tuple[str, int]:
+        """Connectivity between ``level`` and ``level + 1``."""
+        return connectivity(self.R[level], self.R[level - 1])
+
+    def group_size(self, level: int) -> int:
+        """Down ports per child zone on a level-i switch (1 at level 1: one per processor)."""
+        if level == 1:
+            return 1
+        kind, ratio = self.link(level - 1)
+        psi = self.psi[level - 1]
+        return {"forward": psi, "backward": ratio * psi, "full": self.R[level - 2]}[kind]
+
+    def down_ports(self, level: int) -> int:
+        return self.z[level - 1] * self.group_size(level)
+
+    def up_ports(self, level: int) -> int:
+        if level == self.n:
+            return 0
+        kind, ratio = self.link(level)
+        psi = self.psi[level]
+        return {"forward": ratio * psi, "backward": psi, "full": self.R[level]}[kind]
+
+    def side_ports(self, level: int) -> int:
+        return self.side[level - 1] * (self.znodes - 1)
+
+    def radix(self, level: int) -> int:
+        return self.down_ports(level) + self.up_ports(level) + self.side_ports(level)
+
+    def switches(self) -> int:
+        per_layer = sum(self.R[i - 1] * self.zones(i) for i in range(1, self.n + 1))
+        return self.znodes * self.layers * per_layer
+
+    def turn_level(self, p: Sequence[int], q: Sequence[int], same_znode: bool) -> int:
+        """The level where a packet turns: the common level, or across Znodes the lowest level
+        >= the peer level with side links (digest §7.6)."""
+        c = common_level(p, q)
+        if not same_znode:
+            while self.side[c - 1] == 0:
+                c += 1
+        return c
+
+
+# ---- spec parsing ------------------------------------------------------------------------------
+
+
+def _parse_znode(reader: Reader) -> ZnodeParams:
+    z = reader.get("z", int_list(1))
+    n = len(z)
+    znodes = reader.get("znodes", integer(1), 1)
+    params = ZnodeParams(
+        z=z,
+        R=reader.get("R", int_list(1, length=n)),
+        psi=reader.get("psi", int_list(1, length=n), (1,) * n),
+        pattern=reader.get("pattern", choice(PATTERNS), "butterfly"),
+        layers=reader.get("layers", integer(1), 1),
+        znodes=znodes,
+        side=reader.get("side", int_list(0, length=n), (1,) * n),
+        theta=reader.get("theta", integer(1), 64),
+        vcs=reader.get("vcs", integer(1, 16), 1),
+    )
+    if reader.has("processors"):
+        processors = reader.get("processors", integer(1))
+        if processors != params.processors:
+            raise SpecError(
+                reader.key("processors"),
+                f"must equal znodes x prod(z) = {znodes} x {params.zone_size} = "
+                f"{params.processors}, got {processors}",
+            )
+    _validate(params, reader)
+    return params
+
+
+def _validate(params: ZnodeParams, reader: Reader) -> None:
+    """Range checks shared by the znode kind and its presets (paths name the znode keys)."""
+    n, R, psi = params.n, params.R, params.psi
+    if psi[0] != 1:
+        raise SpecError(
+            reader.key("psi[0]"),
+            f"must be 1 (processors attach to every level-1 switch of their zone), got {psi[0]}",
+        )
+    for level in range(1, n):
+        kind, _ = params.link(level)
+        value = psi[level]
+        where = f"between levels {level} and {level + 1}"
+        if kind == "forward" and value > R[level - 1]:
+            why = f"<= R[{level - 1}] = {R[level - 1]} for forward connectivity {where}"
+        elif kind == "backward" and value > R[level]:
+            why = f"<= R[{level}] = {R[level]} for backward connectivity {where}"
+        elif kind == "full" and value != 1:
+            why = f"1: levels {level} and {level + 1} are fully connected (R ratio not an integer)"
+        else:
+            continue
+        raise SpecError(reader.key(f"psi[{level}]"), f"must be {why}, got {value}")
+    if params.znodes > 1 and params.side[n - 1] == 0:
+        raise SpecError(
+            reader.key(f"side[{n - 1}]"),
+            "must be >= 1 when znodes > 1 (got 0): processors whose top-level labels differ "
+            "in different Znodes would be unreachable from each other",
+        )
+    for level in range(1, n + 1):
+        links = params.radix(level)
+        if links > params.theta:
+            raise SpecError(
+                reader.key("theta"),
+                f"level-{level} switches would have {links} links ({params.down_ports(level)} "
+                f"down + {params.up_ports(level)} up + {params.side_ports(level)} side), "
+                f"over theta = {params.theta}",
+            )
+
+
+def _parse_kary_ntree(reader: Reader) -> ZnodeParams:
+    k = reader.get("k", integer(2))
+    n = reader.get("n", integer(1))
+    params = ZnodeParams(
+        z=(k,) * n,
+        R=tuple(k**i for i in range(n)),
+        psi=(1,) * n,
+        theta=reader.get("theta", integer(1), 64),
+    )
+    _validate(params, reader)
+    return params
+
+
+def _parse_xgft(reader: Reader) -> ZnodeParams:
+    h = reader.get("h", integer(1))
+    m = reader.get("m", int_list(1, length=h))
+    w = reader.get("w", int_list(1, length=h))
+    params = ZnodeParams(
+        z=m,
+        R=tuple(math.prod(w[: i + 1]) for i in range(h)),
+        psi=(1,) * h,
+        pattern="omega",
+        theta=reader.get("theta", integer(1), 64),
+    )
+    _validate(params, reader)
+    return params
+
+
+def size(params: ZnodeParams) -> tuple[int, int]:
+    return params.switches(), params.processors
+
+
+# ---- wiring ------------------------------------------------------------------------------------
+
+
+def _ports(params: ZnodeParams, level: int, znode: int) -> list[Port]:
+    role = "local" if level == 1 else "down"
+    ports = [
+        Port(role, group=c)
+        for c in range(params.z[level - 1])
+        for _ in range(params.group_size(level))
+    ]
+    ports += [Port("up")] * params.up_ports(level)
+    for other in range(params.znodes):
+        if other != znode:
+            ports += [Port("side", group=other)] * params.side[level - 1]
+    return ports
+
+
+def _bundle(params: ZnodeParams, level: int, c: int) -> list[tuple[int, int, int, int]]:
+    """Links between child zone ``c`` at ``level`` and its parent zone (digest §1.11).
+
+    Returns (child switch r, its up-port index u_port, parent switch u, parent down port).
+    """
+    kind, ratio = params.link(level)
+    lower, upper, degree = params.R[level - 1], params.R[level], params.psi[level]
+    omega = params.pattern == "omega"
+    links = []
+    if kind == "forward":
+        for r in range(lower):
+            for g in range(ratio):
+                for t in range(degree):
+                    s = (r + t) % lower
+                    u = s * ratio + g if omega else g * lower + s
+                    links.append((r, g * degree + t, u, c * degree + t))
+    elif kind == "backward":
+        for r in range(lower):
+            g, s = (r % ratio, r // ratio) if omega else divmod(r, upper)
+            for t in range(degree):
+                links.append((r, t, (s + t) % upper, (c * ratio + g) * degree + t))
+    else:
+        for r in range(lower):
+            for u in range(upper):
+                links.append((r, u, u, c * lower + r))
+    return links
+
+
+_ROUTINGS = ("sliced", "updown")
+
+
+@topology("znode", parse=_parse_znode, size=size, routings=_ROUTINGS)
+def build(spec: FabricSpec):
+    params: ZnodeParams = spec.params
+    n, z, R, psi, h = params.n, params.z, params.R, params.psi, params.side
+    m, layers, vcs = params.znodes, params.layers, params.vcs
+    builder = PlanBuilder()
+    sw: dict[tuple[int, int, int, int, int], int] = {}
+    for k in range(m):
+        for lam in range(layers):
+            for level in range(1, n + 1):
+                ports = _ports(params, level, k)
+                for w in range(params.zones(level)):
+                    for r in range(R[level - 1]):
+                        position = {"znode": k, "layer": lam, "level": level, "zone": w, "index": r}
+                        name = f"z{k}l{lam}s{level}_{w}_{r}"
+                        sw[(k, lam, level, w, r)] = builder.add_switch(name, position, ports)
+
+    def side_port(level: int, k: int, target: int, t: int) -> int:
+        rank = target - (target > k)
+        return params.down_ports(level) + params.up_ports(level) + rank * h[level - 1] + t
+
+    for k in range(m):
+        for lam in range(layers):
+            # processors: each to all R_1 level-1 switches of its zone (attachment lam*R_1 + r)
+            for x in range(params.zone_size):
+                w, c = divmod(x, z[0])
+                for r in range(R[0]):
+                    builder.attach(k * params.zone_size + x, sw[(k, lam, 1, w, r)], c, f"z{k}p{x}")
+            for level in range(1, n):
+                base = params.down_ports(level)
+                for parent in range(params.zones(level + 1)):
+                    for c in range(z[level]):
+                        child = parent * z[level] + c
+                        for r, up, u, down in _bundle(params, level, c):
+                            builder.connect(
+                                sw[(k, lam, level, child, r)],
+                                base + up,
+                                sw[(k, lam, level + 1, parent, u)],
+                                down,
+                                vcs,
+                            )
+    for k in range(m):
+        for k2 in range(k + 1, m):
+            for lam in range(layers):
+                for level in range(1, n + 1):
+                    for w in range(params.zones(level)):
+                        for r in range(R[level - 1]):
+                            for t in range(h[level - 1]):
+                                builder.connect(
+                                    sw[(k, lam, level, w, r)],
+                                    side_port(level, k, k2, t),
+                                    sw[(k2, lam, level, w, r)],
+                                    side_port(level, k2, k, t),
+                                    vcs,
+                                )
+    topology_params = {
+        "z": list(z),
+        "R": list(R),
+        "psi": list(psi),
+        "pattern": params.pattern,
+        "layers": layers,
+        "znodes": m,
+        "side": list(h),
+        "theta": params.theta,
+        "vcs": vcs,
+    }
+    routing_params = {"z": list(z), "znodes": m, "side": list(h)}
+    return finish_plan(builder, spec, topology_params, routing_params)
+
+
+topology("kary_ntree", parse=_parse_kary_ntree, size=size, routings=_ROUTINGS, builds="znode")(
+    build
+)
+topology("xgft", parse=_parse_xgft, size=size, routings=_ROUTINGS, builds="znode")(build)

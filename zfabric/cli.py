@@ -109,28 +109,32 @@ def cmd_check(args: argparse.Namespace) -> int:
     analysis = analyse_routing(plan, progress=progress_printer("routes"))
     metrics = fabric_metrics(plan, analysis, graph)
     if args.json:
-        report = {
-            "name": spec.name,
-            "topology": spec.kind,
-            "routing": spec.routing,
-            "endpoints": metrics.endpoints,
-            "switches": metrics.switches,
-            "links": metrics.links,
-            "endpoint_links": metrics.endpoint_links,
-            "max_radix": metrics.max_radix,
-            "radix": metrics.radix,
-            "vcs": metrics.vcs,
-            "diameter": metrics.diameter,
-            "average_hops": metrics.average_hops,
-            "bisection": metrics.bisection,
-            "deadlock_free": analysis.deadlock_free,
-            "cycle": analysis.cycle,
-            **metrics.extra,
-        }
-        print(json.dumps(report, indent=1))
+        print(json.dumps(check_report(spec, metrics, analysis), indent=1))
     else:
         print(_summary(spec, metrics, analysis.cycle))
     return 0 if analysis.deadlock_free else 1
+
+
+def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str, Any]:
+    """The ``check --json`` object."""
+    return {
+        "name": spec.name,
+        "topology": spec.kind,
+        "routing": spec.routing,
+        "endpoints": metrics.endpoints,
+        "switches": metrics.switches,
+        "links": metrics.links,
+        "endpoint_links": metrics.endpoint_links,
+        "max_radix": metrics.max_radix,
+        "radix": metrics.radix,
+        "vcs": metrics.vcs,
+        "diameter": metrics.diameter,
+        "average_hops": metrics.average_hops,
+        "bisection": metrics.bisection,
+        "deadlock_free": analysis.deadlock_free,
+        "cycle": analysis.cycle,
+        **metrics.extra,
+    }
 
 
 def _traffic_config(args: argparse.Namespace):
@@ -227,35 +231,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from sim.measure import simulate
-    from sim.traffic import Traffic
-
     try:
         rates = sorted(float(r) for r in args.rates.split(","))
     except ValueError:
         raise SpecError("--rates", f"must be comma-separated numbers, got {args.rates!r}") from None
     curves = {}
-    specs = args.spec
-    for path in specs:
+    for path in args.spec:
         args.spec = path
         spec, plan, _analysis, ok = _checked_plan(args)
         if not ok:
             return 1
-        points = []
-        for index, rate in enumerate(rates):
-            args.rate = rate
-            traffic = Traffic(_traffic_config(args), len(plan.endpoints), seed=args.seed)
-            result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles)
-            points.append({"rate": rate, **result.to_dict()})
-            print(
-                f"[{index + 1}/{len(rates)}] {spec.name} rate {rate}: accepted"
-                f" {result.accepted:.4f}, mean latency {result.latency['mean']}"
-                + (" (saturated)" if result.saturated else ""),
-                file=sys.stderr,
-            )
-            if result.saturated or result.deadlock:
-                break
-        curves[spec.name] = points
+        curves[spec.name] = sweep_curve(spec.name, plan, args, rates)
     if args.plot:
         plot_curves(curves, Path(args.plot), title=f"{args.traffic} traffic")
     if args.json:
@@ -269,6 +255,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 flag = "  saturated" if point["saturated"] else ""
                 print(f"  {point['offered']:.3f} -> {point['accepted']:.3f}, {shown}{flag}")
     return 0
+
+
+def sweep_curve(
+    name: str, plan, args: argparse.Namespace, rates: list[float]
+) -> list[dict[str, Any]]:
+    """Simulate each rate in turn (stopping at saturation), reporting progress on stderr."""
+    from sim.measure import simulate
+    from sim.traffic import Traffic
+
+    points = []
+    for index, rate in enumerate(rates):
+        args.rate = rate
+        traffic = Traffic(_traffic_config(args), len(plan.endpoints), seed=args.seed)
+        result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles)
+        points.append({"rate": rate, **result.to_dict()})
+        mean = result.latency["mean"]
+        print(
+            f"[{index + 1}/{len(rates)}] {name} rate {rate}: accepted {result.accepted:.4f},"
+            f" mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
+            + (" (saturated)" if result.saturated else ""),
+            file=sys.stderr,
+        )
+        if result.saturated or result.deadlock:
+            break
+    return points
 
 
 def plot_curves(curves: dict[str, list[dict]], path: Path, *, title: str) -> None:
@@ -298,6 +309,88 @@ def plot_curves(curves: dict[str, list[dict]], path: Path, *, title: str) -> Non
     figure.savefig(tmp, dpi=120)
     plt.close(figure)
     os.replace(tmp, path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job: check, model latency-throughput curve, plot, and a Markdown report."""
+    import shutil
+
+    from sim.analytic import uniform_channel_load, zero_load_latency
+
+    spec = load_spec(args.spec)
+    plan, graph = build_fabric(spec)
+    analysis = analyse_routing(plan, progress=progress_printer("routes"))
+    metrics = fabric_metrics(plan, analysis, graph)
+    summary = _summary(spec, metrics, analysis.cycle)
+    print(summary)
+    if not analysis.deadlock_free:
+        return 1
+    bound = uniform_channel_load(plan)
+    zero = zero_load_latency(analysis.average_hops, args.packet_length)
+    rates = [round(0.05 * i, 2) for i in range(1, 21)]
+    points = sweep_curve(spec.name, plan, args, rates)
+
+    out = Path(args.output or Path("out") / spec.name)
+    staging = Path(tempfile.mkdtemp(dir=out.parent if out.parent.exists() else None))
+    try:
+        (staging / "plan.json").write_text(plan.to_json(indent=1) + "\n")
+        report = check_report(spec, metrics, analysis)
+        (staging / "check.json").write_text(json.dumps(report, indent=1) + "\n")
+        (staging / "sweep.json").write_text(json.dumps(points, indent=1) + "\n")
+        plot_curves({spec.name: points}, staging / "curve.png", title=f"{spec.name}: uniform")
+        (staging / "report.md").write_text(
+            _report_markdown(spec, summary, bound, zero, points, args)
+        )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"report: {out / 'report.md'}")
+    return 0
+
+
+def _report_markdown(spec, summary, bound, zero, points, args) -> str:
+    rows = "\n".join(
+        f"| {p['offered']:.3f} | {p['accepted']:.3f} | "
+        + (
+            "n/a | n/a"
+            if p["latency"]["mean"] is None
+            else f"{p['latency']['mean']:.2f} | {p['latency']['p99']:.0f}"
+        )
+        + f" | {'yes' if p['saturated'] else 'no'} |"
+        for p in points
+    )
+    knee = max((p["offered"] for p in points if not p["saturated"]), default=0.0)
+    return f"""# {spec.name}
+
+## Fabric
+
+```
+{summary}
+```
+
+## Performance (cycle-level reference model)
+
+Uniform {args.process} traffic, {args.packet_length}-flit packets, warm-up {args.warmup} cycles,
+measurement window {args.cycles} cycles, seed {args.seed}. Latency is from packet creation to
+tail delivery, in cycles.
+
+- Zero-load latency (analytic, 2·hops + L + 2): {zero:.2f} cycles
+- Channel-load bound under uniform traffic: {bound.bound:.3f} flits/cycle/endpoint
+  (busiest channel {bound.busiest}, load {bound.max_load:.3f} per unit injection)
+- Highest offered load accepted in this sweep: {knee:.3f} flits/cycle/endpoint
+
+![latency-throughput curve](curve.png)
+
+| offered | accepted | mean latency | p99 latency | saturated |
+| --- | --- | --- | --- | --- |
+{rows}
+
+Files: `plan.json` (the compiled plan), `check.json` (`zfabric check --json`),
+`sweep.json` (every measured point).
+"""
 
 
 def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
@@ -349,6 +442,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--plot", metavar="PNG", help="write the latency-throughput plot")
     _traffic_arguments(sweep)
     sweep.set_defaults(run=cmd_sweep)
+
+    run = commands.add_parser(
+        "run", help="the main job: check, latency-throughput sweep with plot, Markdown report"
+    )
+    run.add_argument("spec", help="fabric spec (YAML)")
+    run.add_argument("-o", "--output", metavar="DIR", help="report folder (default out/NAME)")
+    _traffic_arguments(run)
+    run.set_defaults(run=cmd_run, warmup=500, cycles=2000)
     return parser
 
 

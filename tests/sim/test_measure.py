@@ -167,3 +167,22 @@ def test_sweep_writes_a_plot(example, tmp_path, capsys):
     curves = json.loads(capsys.readouterr().out)
     assert set(curves) == {"torus-4x4", "ndt-2x2x2"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_writes_the_report_folder(example, tmp_path, capsys):
+    out = tmp_path / "report"
+    args = ["run", str(example("torus-4x4")), "-o", str(out), "--cycles", "400", "--warmup", "100"]
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "check.json",
+        "curve.png",
+        "plan.json",
+        "report.md",
+        "sweep.json",
+    ]
+    report = (out / "report.md").read_text()
+    assert "![latency-throughput curve](curve.png)" in report
+    assert "Zero-load latency (analytic, 2·hops + L + 2): 10.27 cycles" in report  # 2·32/15+4+2
+    assert json.loads((out / "check.json").read_text())["deadlock_free"] is True
+    assert main(args) == 0  # a second run replaces the folder
+    assert len(list(tmp_path.iterdir())) == 1  # no staging folder left behind

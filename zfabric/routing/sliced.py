@@ -32,8 +32,8 @@ Per-switch decision (§2.4), from the input port's role only:
 - going down at level j means every port of down group p_j; at level 1 that group is the one
   ``local`` port of the destination processor.
 
-Candidates within a group are all its ports, each with all VCs of its link (group round-robin
-is a microarchitecture rule). Injection: one choice per attachment (all l * R_1 interfaces).
+Candidates within a group are all its ports, each with all VCs of its link; the switch takes
+the first free one with a credit (docs/microarchitecture.md, step 2). Injection: one choice per attachment (all l * R_1 interfaces).
 Deadlock freedom: every route is up* -> (at most one side hop) -> down*, so channel ranks
 strictly increase (digest §2.7) and one VC suffices.
 """

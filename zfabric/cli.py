@@ -137,13 +137,13 @@ def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str
     }
 
 
-def _traffic_config(args: argparse.Namespace):
+def _traffic_config(args: argparse.Namespace, rate: float):
     from sim.traffic import TrafficConfig
 
     try:
         return TrafficConfig(
             pattern=args.traffic,
-            rate=args.rate,
+            rate=rate,
             packet_length=args.packet_length,
             process=args.process,
             hotspot_fraction=args.hotspot_fraction,
@@ -172,7 +172,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from sim.measure import replay, simulate
     from sim.traffic import Traffic, read_trace
 
-    config = _traffic_config(args)
+    config = _traffic_config(args, args.rate)
     spec, plan, analysis, ok = _checked_plan(args)
     if not ok:
         return 1
@@ -207,7 +207,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         ci = "" if latency["ci95"] is None else f" ±{latency['ci95']:.2f}"
         print(
             f"{spec.name}: {config.pattern} traffic at {config.rate} flits/cycle/endpoint,"
-            f" packets of {config.packet_length} flits"
+            f" packets of {_short(config.packet_length).replace('x', '-')} flits"
         )
         print(
             f"  offered {result.offered:.4f}, accepted {result.accepted:.4f} flits/cycle/endpoint"
@@ -266,8 +266,7 @@ def sweep_curve(
 
     points = []
     for index, rate in enumerate(rates):
-        args.rate = rate
-        traffic = Traffic(_traffic_config(args), len(plan.endpoints), seed=args.seed)
+        traffic = Traffic(_traffic_config(args, rate), len(plan.endpoints), seed=args.seed)
         result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles)
         points.append({"rate": rate, **result.to_dict()})
         mean = result.latency["mean"]
@@ -326,8 +325,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not analysis.deadlock_free:
         return 1
     bound = uniform_channel_load(plan)
-    zero = zero_load_latency(analysis.average_hops, args.packet_length)
     rates = [round(0.05 * i, 2) for i in range(1, 21)]
+    zero = zero_load_latency(analysis.average_hops, _traffic_config(args, rates[0]).mean_length)
     points = sweep_curve(spec.name, plan, args, rates)
 
     out = Path(args.output or Path("out") / spec.name)
@@ -363,6 +362,7 @@ def _report_markdown(spec, summary, bound, zero, points, args) -> str:
         for p in points
     )
     knee = max((p["offered"] for p in points if not p["saturated"]), default=0.0)
+    lengths = _short(args.packet_length).replace("x", "-")
     return f"""# {spec.name}
 
 ## Fabric
@@ -373,7 +373,7 @@ def _report_markdown(spec, summary, bound, zero, points, args) -> str:
 
 ## Performance (cycle-level reference model)
 
-Uniform {args.process} traffic, {args.packet_length}-flit packets, warm-up {args.warmup} cycles,
+Uniform {args.process} traffic, {lengths}-flit packets, warm-up {args.warmup} cycles,
 measurement window {args.cycles} cycles, seed {args.seed}. Latency is from packet creation to
 tail delivery, in cycles.
 
@@ -393,11 +393,29 @@ Files: `plan.json` (the compiled plan), `check.json` (`zfabric check --json`),
 """
 
 
+def _packet_length(text: str) -> int | tuple[int, int]:
+    try:
+        low, _, high = text.partition("-")
+        value = (int(low), int(high)) if high else int(low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or MIN-MAX, got {text!r}") from None
+    if min(value if isinstance(value, tuple) else (value,)) < 1 or (
+        isinstance(value, tuple) and value[0] > value[1]
+    ):
+        raise argparse.ArgumentTypeError(f"lengths must be >= 1 and MIN <= MAX, got {text!r}")
+    return value
+
+
 def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
     from sim.traffic import PATTERNS
 
     parser.add_argument("--traffic", choices=PATTERNS, default="uniform")
-    parser.add_argument("--packet-length", type=int, default=4, help="flits per packet")
+    parser.add_argument(
+        "--packet-length",
+        type=_packet_length,
+        default=4,
+        help="flits per packet: N, or MIN-MAX for uniformly distributed lengths",
+    )
     parser.add_argument("--process", choices=["bernoulli", "poisson"], default="bernoulli")
     parser.add_argument("--hotspot-fraction", type=float, default=0.2)
     parser.add_argument("--warmup", type=int, default=1000)

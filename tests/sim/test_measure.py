@@ -186,3 +186,14 @@ def test_run_writes_the_report_folder(example, tmp_path, capsys):
     assert json.loads((out / "check.json").read_text())["deadlock_free"] is True
     assert main(args) == 0  # a second run replaces the folder
     assert len(list(tmp_path.iterdir())) == 1  # no staging folder left behind
+
+
+def test_distributed_packet_lengths_from_the_command_line(example, capsys):
+    args = ["simulate", str(example("torus-4x4")), "--packet-length", "2-8", "--json"]
+    assert main([*args, "--cycles", "800", "--warmup", "100"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    mean_hops = 32 / 15  # torus-4x4 DOR average (tests/test_examples.py)
+    assert report["zero_load_latency"] == pytest.approx(zero_load_latency(mean_hops, 5))
+    with pytest.raises(SystemExit) as exit_:
+        main([*args[:3], "8-2"])
+    assert exit_.value.code == 2

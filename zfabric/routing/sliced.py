@@ -33,7 +33,8 @@ Per-switch decision (§2.4), from the input port's role only:
   ``local`` port of the destination processor.
 
 Candidates within a group are all its ports, each with all VCs of its link; the switch takes
-the first free one with a credit (docs/microarchitecture.md, step 2). Injection: one choice per attachment (all l * R_1 interfaces).
+the first free one with a credit (docs/microarchitecture.md, step 2). Injection: one choice
+per attachment (all l * R_1 interfaces).
 Deadlock freedom: every route is up* -> (at most one side hop) -> down*, so channel ranks
 strictly increase (digest §2.7) and one VC suffices.
 """
@@ -43,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from ..topologies.znode import common_level, field_width, labels
+from ..topologies.znode import common_level, field_width, labels, port_groups
 from .base import Decision, Hop, Injection, RoutingFunction, routing
 
 __all__ = ["Sliced", "header_fields", "pack_fields", "pop_field"]
@@ -115,19 +116,17 @@ class Sliced(RoutingFunction):
         self.down: list[dict[int, tuple[Hop, ...]]] = []
         self.across: list[dict[int, tuple[Hop, ...]]] = []
         for switch in view.switches:
-            up, down, across = [], {}, {}
-            for index, port in enumerate(switch.ports):
-                link = view.out_link[switch.id][index]
-                hop = Hop(index, tuple(range(link.vcs)) if link else (0,))
-                if port.role == "up":
-                    up.append(hop)
-                elif port.role in ("down", "local"):
-                    down.setdefault(port.group, []).append(hop)
-                elif port.role == "side":
-                    across.setdefault(port.group, []).append(hop)
-            self.up.append(tuple(up))
-            self.down.append({g: tuple(hops) for g, hops in down.items()})
-            self.across.append({g: tuple(hops) for g, hops in across.items()})
+            out_links = view.out_link[switch.id]
+
+            def hops(ports: list[int], out_links=out_links) -> tuple[Hop, ...]:
+                return tuple(
+                    Hop(p, tuple(range(out_links[p].vcs)) if out_links[p] else (0,)) for p in ports
+                )
+
+            up, down, across = port_groups(switch)
+            self.up.append(hops(up))
+            self.down.append({g: hops(ports) for g, ports in down.items()})
+            self.across.append({g: hops(ports) for g, ports in across.items()})
 
     def head(self, src: int, dst: int) -> Head:
         """The head ``src`` writes for ``dst`` (cached: it depends only on the turn level)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from ..topologies.znode import labels
+from ..topologies.znode import labels, port_groups
 from .base import Decision, Hop, Injection, RoutingFunction, routing
 
 __all__ = ["UpDown"]
@@ -45,14 +45,7 @@ class UpDown(RoutingFunction):
         self.down: list[dict[int, list[int]]] = []
         self.across: list[dict[int, list[int]]] = []
         for switch in view.switches:
-            up, down, across = [], {}, {}
-            for index, port in enumerate(switch.ports):
-                if port.role == "up":
-                    up.append(index)
-                elif port.role in ("down", "local"):
-                    down.setdefault(port.group, []).append(index)
-                elif port.role == "side":
-                    across.setdefault(port.group, []).append(index)
+            up, down, across = port_groups(switch)
             self.up.append(up)
             self.down.append(down)
             self.across.append(across)

@@ -34,11 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..plan import PlanBuilder, Port
+from ..plan import PlanBuilder, Port, Switch
 from ..spec import FabricSpec, Reader, choice, int_list, integer
 from .base import finish_plan, topology
 
 __all__ = [
+    "port_groups",
     "ZnodeParams",
     "labels",
     "znode_label",
@@ -408,3 +409,19 @@ topology("kary_ntree", parse=_parse_kary_ntree, size=size, routings=_ROUTINGS, b
     build
 )
 topology("xgft", parse=_parse_xgft, size=size, routings=_ROUTINGS, builds="znode")(build)
+
+
+def port_groups(switch: Switch) -> tuple[list[int], dict[int, list[int]], dict[int, list[int]]]:
+    """A Znode switch's ports as the routings see them: the up pool, the down groups by child
+    label (level-1 local ports included) and the side groups by target Znode id."""
+    up: list[int] = []
+    down: dict[int, list[int]] = {}
+    across: dict[int, list[int]] = {}
+    for index, port in enumerate(switch.ports):
+        if port.role == "up":
+            up.append(index)
+        elif port.role in ("down", "local"):
+            down.setdefault(port.group, []).append(index)
+        elif port.role == "side":
+            across.setdefault(port.group, []).append(index)
+    return up, down, across

@@ -235,15 +235,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         rates = sorted(float(r) for r in args.rates.split(","))
     except ValueError:
         raise SpecError("--rates", f"must be comma-separated numbers, got {args.rates!r}") from None
-    curves = {}
+    curves, plans = {}, {}
     for path in args.spec:
         args.spec = path
         spec, plan, _analysis, ok = _checked_plan(args)
         if not ok:
             return 1
         curves[spec.name] = sweep_curve(spec.name, plan, args, rates)
+        plans[spec.name] = plan
     if args.plot:
-        plot_curves(curves, Path(args.plot), title=f"{args.traffic} traffic")
+        bounds = None
+        if args.traffic == "uniform":
+            from sim.analytic import uniform_channel_load
+
+            bounds = {name: uniform_channel_load(plan).bound for name, plan in plans.items()}
+        plot_curves(curves, Path(args.plot), title=f"{args.traffic} traffic", bounds=bounds)
     if args.json:
         print(json.dumps(curves, indent=1))
     else:
@@ -281,22 +287,48 @@ def sweep_curve(
     return points
 
 
-def plot_curves(curves: dict[str, list[dict]], path: Path, *, title: str) -> None:
-    """Latency against accepted throughput, one line per fabric (written atomically)."""
+def plot_curves(
+    curves: dict[str, list[dict]],
+    path: Path,
+    *,
+    title: str,
+    bounds: dict[str, float] | None = None,
+) -> None:
+    """Latency against accepted throughput, one line per fabric (written atomically).
+
+    ``bounds`` draws each fabric's channel-load bound as a dashed vertical line; saturated
+    points are drawn hollow.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
     for name, points in curves.items():
         shown = [p for p in points if p["latency"]["mean"] is not None]
-        axes.plot(
+        (line,) = axes.plot(
             [p["accepted"] for p in shown],
             [p["latency"]["mean"] for p in shown],
             marker="o",
             label=name,
         )
+        saturated = [p for p in shown if p["saturated"]]
+        axes.plot(
+            [p["accepted"] for p in saturated],
+            [p["latency"]["mean"] for p in saturated],
+            "o",
+            markerfacecolor="white",
+            color=line.get_color(),
+        )
+        if bounds and name in bounds:
+            axes.axvline(
+                bounds[name],
+                linestyle="--",
+                color=line.get_color(),
+                alpha=0.6,
+                label=f"{name} channel-load bound",
+            )
     axes.set_xlabel("accepted throughput (flits/cycle/endpoint)")
     axes.set_ylabel("mean packet latency (cycles)")
     axes.set_title(title)
@@ -336,7 +368,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = check_report(spec, metrics, analysis)
         (staging / "check.json").write_text(json.dumps(report, indent=1) + "\n")
         (staging / "sweep.json").write_text(json.dumps(points, indent=1) + "\n")
-        plot_curves({spec.name: points}, staging / "curve.png", title=f"{spec.name}: uniform")
+        plot_curves(
+            {spec.name: points},
+            staging / "curve.png",
+            title=f"{spec.name}: uniform traffic",
+            bounds={spec.name: bound.bound},
+        )
         (staging / "report.md").write_text(
             _report_markdown(spec, summary, bound, zero, points, args)
         )

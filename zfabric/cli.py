@@ -137,6 +137,59 @@ def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str
     }
 
 
+def cmd_ndt_configs(args: argparse.Namespace) -> int:
+    """Every port configuration of an nDT spec's k: internal-link transit, optionally proven."""
+    import dataclasses
+
+    from .topologies.ndt import internal_transit_counts, ndt_configurations, port_name
+
+    spec = load_spec(args.spec)
+    if spec.kind != "ndt":
+        raise SpecError("topology.kind", f"ndt-configs needs an ndt spec, got {spec.kind!r}")
+    rows = []
+    configurations = ndt_configurations(len(spec.params.k))
+    progress = progress_printer("configurations")
+    for index, card0 in enumerate(configurations):
+        variant = dataclasses.replace(spec, params=dataclasses.replace(spec.params, card0=card0))
+        plan = build_fabric(variant)[0]
+        row: dict[str, Any] = {
+            "card0": [port_name(p) for p in card0],
+            "this_spec": card0 == spec.params.card0,
+            **internal_transit_counts(plan),
+        }
+        if args.proof:
+            analysis = analyse_routing(plan)
+            row.update(
+                deadlock_free=analysis.deadlock_free,
+                diameter=analysis.diameter,
+                average_hops=analysis.average_hops,
+            )
+        rows.append(row)
+        if progress:
+            progress(index + 1, len(configurations))
+    rows.sort(key=lambda r: (r["crossing"], r["card0"]))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(
+        f"{spec.name}: {len(rows)} port configurations of k={_short(spec.params.k)},"
+        " sorted by internal-link transit paths per node (DORT)"
+    )
+    for row in rows:
+        mark = "  <- this spec" if row["this_spec"] else ""
+        proof = ""
+        if args.proof:
+            proof = (
+                f"  {'deadlock-free' if row['deadlock_free'] else 'CYCLIC':13s}"
+                f" diameter {row['diameter']:2d} average {row['average_hops']:.3f}"
+            )
+        print(
+            f"  Card0 {' '.join(row['card0']):24s} crossing {row['crossing']} of"
+            f" {row['transit']}{proof}{mark}"
+        )
+    return 0
+
+
 def _traffic_config(args: argparse.Namespace, rate: float):
     from sim.traffic import TrafficConfig
 
@@ -478,6 +531,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--plan-out", metavar="PLAN.json", help="write the compiled plan as JSON")
     check.set_defaults(run=cmd_check)
+
+    configs = commands.add_parser(
+        "ndt-configs",
+        help="list every nDT port configuration with its internal-link transit (and proof)",
+    )
+    configs.add_argument("spec", help="an ndt spec (YAML); its k is used, its ports marked")
+    configs.add_argument(
+        "--proof", action="store_true", help="also prove each deadlock-free and report hops"
+    )
+    configs.add_argument("--json", action="store_true", help="print JSON")
+    configs.set_defaults(run=cmd_ndt_configs)
 
     simulate = commands.add_parser(
         "simulate", help="run the cycle-level reference model and report latency and throughput"

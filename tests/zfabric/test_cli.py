@@ -73,3 +73,22 @@ def test_missing_file_and_bad_arguments_exit_2(tmp_path):
     assert run("check", str(tmp_path / "nope.yaml")).returncode == 2
     assert run("check").returncode == 2
     assert run("frobnicate").returncode == 2
+
+
+def test_ndt_configs_lists_every_configuration(example, capsys):
+    assert main(["ndt-configs", str(example("ndt-4x4x4")), "--json", "--proof"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 10  # ½·C(6, 3), reference/ndt.md §1.2
+    by_ports = {" ".join(r["card0"]): r for r in rows}
+    # reference/ndt.md §1.4 Table 1.1: A {X+,Y+,Z+} 93, B {X+,Y+,Y-} 79, C {X+,X-,Y+} 49 of 129
+    assert by_ports["d0+ d1+ d2+"]["crossing"] == 93
+    assert by_ports["d0+ d1- d1+"]["crossing"] == 79
+    assert by_ports["d0- d0+ d1+"]["crossing"] == 49
+    assert all(r["transit"] == 129 for r in rows)
+    (this,) = [r for r in rows if r["this_spec"]]
+    assert this["card0"] == ["d0-", "d0+", "d1-"] and this["crossing"] == 49  # CBest
+    assert this["deadlock_free"] and this["diameter"] == 9
+
+
+def test_ndt_configs_refuses_other_topologies(example):
+    assert run("ndt-configs", str(example("torus-4x4"))).returncode == 2

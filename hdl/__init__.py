@@ -1,1 +1,1 @@
-"""hdl: reserved package (see DESIGN.md); filled by later issues."""
+"""hdl: the Amaranth RTL of zfabric. It reads a FabricPlan, never a graph (DESIGN.md)."""

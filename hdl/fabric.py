@@ -1,0 +1,118 @@
+"""Fabric(plan): every switch (nDT cards grouped into twin nodes), endpoint and link of a plan."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from zfabric.plan import FabricPlan, PlanView
+from zfabric.routing import make_routing
+
+from .endpoint import Endpoint, PacketInLayout, PacketOutLayout, dst_width
+from .flit import FlitLayout
+from .node import TwinSwitchNode, twin_nodes
+from .switch import Switch
+
+__all__ = [
+    "Fabric",
+]
+
+
+class Fabric(wiring.Component):
+    """A whole fabric: only endpoint packet streams (and clock and reset) come out.
+
+    Parameters
+    ----------
+    plan : FabricPlan
+
+    Members
+    -------
+    i : ``In(stream.Signature(PacketInLayout(...))).array(n_endpoints)``
+        Packets into endpoint ``e``, by endpoint id.
+    o : ``Out(stream.Signature(PacketOutLayout(...), always_ready=True))
+        .array(n_endpoints, n_attachments)``
+        Packets out of endpoint ``e``, one stream per attachment (every endpoint of a plan has
+        the same number of attachments).
+    """
+
+    def __init__(self, plan: FabricPlan):
+        attachments = {len(e.attachments) for e in plan.endpoints}
+        if len(attachments) != 1:
+            raise ValueError(f"endpoints differ in their number of attachments: {attachments}")
+        (n_attachments,) = attachments
+        for link in plan.links:
+            if link.latency != 1:
+                raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
+        self._plan = plan
+        self.view = view = PlanView(plan)
+        self.flit_layout = layout = FlitLayout.from_plan(plan)
+        routing = make_routing(view)
+        width = dst_width(plan)
+        n = len(plan.endpoints)
+        super().__init__(
+            {
+                "i": In(stream.Signature(PacketInLayout(layout, width))).array(n),
+                "o": Out(stream.Signature(PacketOutLayout(layout), always_ready=True)).array(
+                    n, n_attachments
+                ),
+            }
+        )
+        #: per switch id: the Switch
+        self.switches: list[Switch] = [None] * len(plan.switches)
+        #: per switch id: (node index, card) for nDT cards
+        self._card: dict[int, tuple[int, int]] = {}
+        self.nodes: list[TwinSwitchNode] = []
+        for pair in twin_nodes(view):
+            node = TwinSwitchNode(plan, pair, flit_layout=layout, view=view, routing=routing)
+            for card, s in enumerate(pair):
+                self._card[s] = (len(self.nodes), card)
+                self.switches[s] = node.cards[card]
+            self.nodes.append(node)
+        for s in range(len(plan.switches)):
+            if self.switches[s] is None:
+                self.switches[s] = Switch.from_plan(
+                    plan, s, flit_layout=layout, view=view, routing=routing
+                )
+        self.endpoints = [
+            Endpoint.from_plan(plan, e, flit_layout=layout, routing=routing) for e in range(n)
+        ]
+
+    @property
+    def plan(self) -> FabricPlan:
+        return self._plan
+
+    def _port(self, switch: int, port: int, direction: str):
+        if switch in self._card:
+            node, card = self._card[switch]
+            return getattr(self.nodes[node], direction)(card, port)
+        return getattr(self.switches[switch], direction)(port)
+
+    def elaborate(self, platform):
+        m = Module()
+        for index, node in enumerate(self.nodes):
+            m.submodules[f"node{index}"] = node
+        for s, switch in enumerate(self.switches):
+            if s not in self._card:
+                m.submodules[f"sw{s}"] = switch
+        for link in self._plan.links:
+            src, dst = link.src, link.dst
+            if self.view.switches[src.switch].ports[src.port].role == "internal":
+                continue  # inside a TwinSwitchNode
+            wiring.connect(
+                m,
+                upstream=self._port(src.switch, src.port, "o"),
+                downstream=self._port(dst.switch, dst.port, "i"),
+            )
+        for e, endpoint in enumerate(self.endpoints):
+            m.submodules[f"ep{e}"] = endpoint
+            wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)
+            for a, at in enumerate(self._plan.endpoints[e].attachments):
+                wiring.connect(
+                    m, endpoint=endpoint.inject[a], switch=self._port(at.switch, at.port, "i")
+                )
+                wiring.connect(
+                    m, switch=self._port(at.switch, at.port, "o"), endpoint=endpoint.eject[a]
+                )
+                wiring.connect(m, endpoint=endpoint.o[a], outside=wiring.flipped(self.o[e][a]))
+        return m

@@ -1,0 +1,99 @@
+"""TwinSwitchNode: an nDT node, two switches (cards) joined by the internal link."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zfabric.plan import FabricPlan, PlanView
+
+from .flit import FlitLayout, LinkSignature
+from .switch import Switch
+
+__all__ = [
+    "TwinSwitchNode",
+    "twin_nodes",
+]
+
+
+def twin_nodes(view: PlanView) -> list[tuple[int, int]]:
+    """Pairs of switches joined by their ``internal`` ports, lower id first."""
+    pairs = []
+    for switch in view.switches:
+        for port in view.ports_by_role[switch.id].get("internal", []):
+            other = view.out_link[switch.id][port].dst.switch
+            if switch.id < other:
+                pairs.append((switch.id, other))
+    return pairs
+
+
+class TwinSwitchNode(wiring.Component):
+    """Two switches of one nDT node and the internal link between them (composition only).
+
+    Parameters
+    ----------
+    plan : FabricPlan
+    switches : (int, int)
+        The two switch ids (the node's cards), joined by their internal ports.
+
+    Members
+    -------
+    s<c>_i<p>, s<c>_o<p> : ``In`` / ``Out(LinkSignature(...))``
+        Port ``p`` of card ``c`` (0 or 1: the order of ``switches``), for every port but the
+        internal one.
+    """
+
+    def __init__(
+        self,
+        plan: FabricPlan,
+        switches: tuple[int, int],
+        *,
+        flit_layout: FlitLayout | None = None,
+        view: PlanView | None = None,
+        routing=None,
+    ):
+        view = view or PlanView(plan)
+        flit_layout = flit_layout or FlitLayout.from_plan(plan)
+        self._internal = []
+        for card, switch in enumerate(switches):
+            ports = view.ports_by_role[switch].get("internal", [])
+            link = view.out_link[switch][ports[0]] if len(ports) == 1 else None
+            if link is None or link.dst.switch != switches[1 - card]:
+                raise ValueError(f"switches {switches!r} are not joined by one internal link")
+            self._internal.append(ports[0])
+        self.cards = [
+            Switch.from_plan(plan, s, flit_layout=flit_layout, view=view, routing=routing)
+            for s in switches
+        ]
+        members = {}
+        for card, switch in enumerate(self.cards):
+            for port, n_vcs in enumerate(switch.ports.vcs):
+                if port != self._internal[card]:
+                    members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, n_vcs))
+                    members[f"s{card}_o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
+        super().__init__(members)
+
+    def i(self, card: int, port: int):
+        return getattr(self, f"s{card}_i{port}")
+
+    def o(self, card: int, port: int):
+        return getattr(self, f"s{card}_o{port}")
+
+    def elaborate(self, platform):
+        m = Module()
+        for card, switch in enumerate(self.cards):
+            m.submodules[f"card{card}"] = switch
+        (a, b), (pa, pb) = self.cards, self._internal
+        wiring.connect(m, card0=a.o(pa), card1=b.i(pb))
+        wiring.connect(m, card1=b.o(pb), card0=a.i(pa))
+        for card, switch in enumerate(self.cards):
+            for port in range(switch.ports.n_ports):
+                if port != self._internal[card]:
+                    wiring.connect(
+                        m, outside=wiring.flipped(self.i(card, port)), card=switch.i(port)
+                    )
+                    wiring.connect(
+                        m, card=switch.o(port), outside=wiring.flipped(self.o(card, port))
+                    )
+        return m

@@ -1,0 +1,1 @@
+"""The pieces of a switch: input units, route units, allocator, crossbar and output units."""

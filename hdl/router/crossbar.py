@@ -1,0 +1,58 @@
+"""Crossbar: every output takes the flit of the input its one-hot grant selects."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..flit import FlitLayout
+
+__all__ = [
+    "Crossbar",
+]
+
+
+class Crossbar(wiring.Component):
+    """``n_in`` x ``n_out`` flit switch, an AND-OR multiplexer per output.
+
+    Parameters
+    ----------
+    flit_layout : FlitLayout
+    n_in, n_out : int
+
+    Members
+    -------
+    i : ``In(flit_layout).array(n_in)``
+    grant : ``In(n_in).array(n_out)``
+        One-hot (or zero): the input each output takes this cycle.
+    vc : ``In(flit_layout.vc_width).array(n_out)``
+        The output VC each output's flit takes on its next link.
+    o : ``Out(stream.Signature(flit_layout, always_ready=True)).array(n_out)``
+    """
+
+    def __init__(self, *, flit_layout: FlitLayout, n_in: int, n_out: int):
+        self._n_in = n_in
+        self._n_out = n_out
+        super().__init__(
+            {
+                "i": In(flit_layout).array(n_in),
+                "grant": In(n_in).array(n_out),
+                "vc": In(flit_layout.vc_width).array(n_out),
+                "o": Out(stream.Signature(flit_layout, always_ready=True)).array(n_out),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        for out in range(self._n_out):
+            grant = self.grant[out]
+            flit = 0
+            for i in range(self._n_in):
+                flit = flit | (self.i[i].as_value() & grant[i].replicate(len(self.i[i].as_value())))
+            m.d.comb += [
+                self.o[out].valid.eq(grant.any()),
+                self.o[out].payload.eq(flit),
+                self.o[out].payload.vc.eq(self.vc[out]),
+            ]
+        return m

@@ -1,0 +1,86 @@
+"""Output unit: the link register, per-VC credit counters and per-VC owners."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..flit import FlitLayout, LinkSignature
+
+__all__ = [
+    "OutputUnit",
+]
+
+
+class OutputUnit(wiring.Component):
+    """One switch output (docs/microarchitecture.md, Structure and step 5).
+
+    A flit granted in cycle t (``i.valid``) is registered onto the link, where it is during
+    t+1. Per VC the unit keeps a credit counter (initialised to the downstream depth; it drops
+    by one per flit sent and rises by one per credit pulse, each at the end of its cycle) and
+    an owner bit (set by a head, cleared by a tail, both at the end of the cycle). A local
+    output (toward an endpoint) never runs out of credit.
+
+    Parameters
+    ----------
+    flit_layout : FlitLayout
+    n_vcs : int
+    buffer_depth : int
+        Depth of the downstream buffers: the initial credit.
+    local : bool
+        The port faces an endpoint: no credit counters.
+
+    Members
+    -------
+    i : ``In(stream.Signature(flit_layout, always_ready=True))``
+        The flit the crossbar sends this cycle, with its output VC.
+    link : ``Out(LinkSignature(flit_layout, n_vcs))``
+    free : ``Out(n_vcs)``
+        Bit ``w``: output VC ``w`` has no owner.
+    ready : ``Out(n_vcs)``
+        Bit ``w``: output VC ``w`` has a credit.
+    """
+
+    def __init__(self, *, flit_layout: FlitLayout, n_vcs: int, buffer_depth: int, local: bool):
+        if not isinstance(n_vcs, int) or n_vcs < 1:
+            raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
+        if not isinstance(buffer_depth, int) or buffer_depth < 1:
+            raise TypeError(f"buffer_depth must be a positive integer, not {buffer_depth!r}")
+        self._n_vcs = n_vcs
+        self._buffer_depth = buffer_depth
+        self._local = bool(local)
+        super().__init__(
+            {
+                "i": In(stream.Signature(flit_layout, always_ready=True)),
+                "link": Out(LinkSignature(flit_layout, n_vcs)),
+                "free": Out(n_vcs),
+                "ready": Out(n_vcs),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        flit = self.i.payload
+        m.d.sync += [
+            self.link.flit.valid.eq(self.i.valid),
+            self.link.flit.payload.eq(flit),
+        ]
+        kind = flit.kind.as_value()
+        owned = Signal(self._n_vcs)
+        m.d.comb += self.free.eq(~owned)
+        for vc in range(self._n_vcs):
+            sent = self.i.valid & (flit.vc == vc)
+            with m.If(sent & kind[0]):
+                m.d.sync += owned[vc].eq(1)
+            with m.If(sent & kind[1]):  # after the head's: a single flit leaves it free
+                m.d.sync += owned[vc].eq(0)
+            if self._local:
+                m.d.comb += self.ready[vc].eq(1)
+                continue
+            credit = Signal(
+                range(self._buffer_depth + 1), name=f"credit{vc}", init=self._buffer_depth
+            )
+            m.d.sync += credit.eq(credit - sent + self.link.credit[vc])
+            m.d.comb += self.ready[vc].eq(credit != 0)
+        return m

@@ -1,0 +1,174 @@
+"""Switch: the input-buffered wormhole VC switch of docs/microarchitecture.md.
+
+One cycle per switch: the input units present each VC's front flit, the route units decode the
+heads, the allocator decides who sends where, the crossbar moves the granted flits and the
+output units register them onto the links. With the link register that makes 2 cycles per hop.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zfabric.plan import FabricPlan, PlanView
+
+from .flit import FlitLayout, LinkSignature
+from .router.allocator import Allocator
+from .router.crossbar import Crossbar
+from .router.input_unit import InputUnit
+from .router.output_unit import OutputUnit
+from .router.route import SlicedRoutes, SwitchPorts, TableRoutes, route_row
+
+__all__ = [
+    "Switch",
+]
+
+
+class Switch(wiring.Component):
+    """Wormhole switch with virtual channels and credit-based links.
+
+    Parameters
+    ----------
+    flit_layout : FlitLayout
+    ports : SwitchPorts
+        VCs per port (each port's input and output have the same count) and which ports face
+        endpoints (their outputs need no credits).
+    buffer_depth : int
+        Flits per input VC buffer, and the initial credit of every output VC.
+    routes : TableRoutes or SlicedRoutes
+        Builds the route unit of each (input port, input VC); see :func:`route_row`.
+
+    Members
+    -------
+    i<p> : ``In(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
+    o<p> : ``Out(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
+    overflow : ``Out(1)``
+        Sticky: some input buffer received a flit while full (never, under the credit protocol).
+    """
+
+    def __init__(
+        self,
+        *,
+        flit_layout: FlitLayout,
+        ports: SwitchPorts,
+        buffer_depth: int,
+        routes: TableRoutes | SlicedRoutes,
+    ):
+        if not isinstance(flit_layout, FlitLayout):
+            raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
+        if ports.n_ports < 2:
+            raise ValueError(f"a switch needs at least 2 ports, not {ports.n_ports}")
+        if not isinstance(buffer_depth, int) or buffer_depth < 1:
+            raise TypeError(f"buffer_depth must be a positive integer, not {buffer_depth!r}")
+        if routes.ports != ports:
+            raise ValueError(f"routes are for ports {routes.ports!r}, the switch has {ports!r}")
+        if routes.head_width != flit_layout.head_width:
+            raise ValueError(
+                f"routes read {routes.head_width}-bit heads, the flit carries "
+                f"{flit_layout.head_width}"
+            )
+        self._flit_layout = flit_layout
+        self._ports = ports
+        self._buffer_depth = buffer_depth
+        self._routes = routes
+        members = {}
+        for port, n_vcs in enumerate(ports.vcs):
+            members[f"i{port}"] = In(LinkSignature(flit_layout, n_vcs))
+            members[f"o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
+        members["overflow"] = Out(1)
+        super().__init__(members)
+        # built here so that tests can look inside (levels, pointers)
+        self.input_units = [
+            InputUnit(flit_layout=flit_layout, n_vcs=n, buffer_depth=buffer_depth)
+            for n in ports.vcs
+        ]
+        self.output_units = [
+            OutputUnit(flit_layout=flit_layout, n_vcs=n, buffer_depth=buffer_depth, local=local)
+            for n, local in zip(ports.vcs, ports.local, strict=True)
+        ]
+        self.route_units = {
+            (port, vc): routes.unit(port, vc)
+            for port, n_vcs in enumerate(ports.vcs)
+            for vc in range(n_vcs)
+        }
+        self.allocator = Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs)
+
+    @classmethod
+    def from_plan(
+        cls,
+        plan: FabricPlan,
+        switch: int,
+        *,
+        flit_layout: FlitLayout | None = None,
+        view: PlanView | None = None,
+        routing=None,
+    ) -> Switch:
+        view = view or PlanView(plan)
+        return cls(
+            flit_layout=flit_layout or FlitLayout.from_plan(plan),
+            ports=SwitchPorts.from_plan(view, switch),
+            buffer_depth=plan.buffer_depth,
+            routes=route_row(plan, switch, view=view, routing=routing),
+        )
+
+    @property
+    def ports(self) -> SwitchPorts:
+        return self._ports
+
+    def i(self, port: int):
+        """The input link of ``port``."""
+        return getattr(self, f"i{port}")
+
+    def o(self, port: int):
+        """The output link of ``port``."""
+        return getattr(self, f"o{port}")
+
+    def elaborate(self, platform):
+        m = Module()
+        layout = self._flit_layout
+        n_ports = self._ports.n_ports
+        m.submodules.allocator = alloc = self.allocator
+        m.submodules.crossbar = xbar = Crossbar(flit_layout=layout, n_in=n_ports, n_out=n_ports)
+
+        free, ready = [], []
+        for port, n_vcs in enumerate(self._ports.vcs):
+            m.submodules[f"in{port}"] = unit = self.input_units[port]
+            wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
+            m.submodules[f"out{port}"] = out = self.output_units[port]
+            wiring.connect(m, crossbar=xbar.o[port], output_unit=out.i)
+            wiring.connect(m, output_unit=out.link, downstream=wiring.flipped(self.o(port)))
+            m.d.comb += xbar.vc[port].eq(alloc.vc[port])
+            m.d.comb += xbar.grant[port].eq(alloc.grant[port])
+            free.append(out.free)
+            ready.append(out.ready)
+
+            # the picked VC's front flit, its head replaced by the one the next switch sees
+            forward = 0
+            for vc in range(n_vcs):
+                m.submodules[f"route{port}_{vc}"] = route = self.route_units[port, vc]
+                front = unit.o[vc]
+                kind = front.payload.kind.as_value()
+                payload = front.payload.payload
+                m.d.comb += [
+                    route.head.eq(payload[: layout.head_width]),
+                    alloc.valid[port][vc].eq(front.valid),
+                    alloc.head[port][vc].eq(kind[0]),
+                    alloc.tail[port][vc].eq(kind[1]),
+                    alloc.cand[port][vc].eq(route.cand),
+                    front.ready.eq(alloc.pop[port][vc]),
+                ]
+                routed = Signal(layout.payload_width, name=f"routed{port}_{vc}")
+                m.d.comb += routed.eq(payload)
+                with m.If(kind[0]):
+                    m.d.comb += routed[: layout.head_width].eq(route.next_head)
+                flit = Cat(kind, Const(0, layout.vc_width), routed)
+                forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))
+            m.d.comb += xbar.i[port].eq(forward)
+
+        m.d.comb += [alloc.free.eq(Cat(*free)), alloc.ready.eq(Cat(*ready))]
+        overflow = 0
+        for unit in self.input_units:
+            overflow = overflow | unit.overflow
+        m.d.comb += self.overflow.eq(overflow)
+        return m

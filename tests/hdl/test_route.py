@@ -1,0 +1,154 @@
+# amaranth: UnusedElaboratable=no
+"""Route units against the routing function, exhaustively, on every switch of small fabrics.
+
+Destination routing: every (switch, input port, input VC, destination). Sliced routing: every
+(switch, input port, input VC, head) a packet can present, found by walking every source's
+injections to every destination through every adaptive candidate, which crosses every level,
+side link and layer of the fabric.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+from hdl_bench import small_plan
+
+from hdl.router.route import SwitchPorts, route_row
+from zfabric.plan import PlanView
+from zfabric.routing import make_routing
+
+
+def rtl_routes(plan, switch, queries):
+    """Evaluate the switch's route units: {(port, vc): [head, ...]} -> {(port, vc, head): ...}.
+
+    Each answer is (candidates as [(port, vc), ...] in the allocator's priority order, next head).
+    """
+    routes = route_row(plan, switch)
+    ports: SwitchPorts = routes.ports
+    flat = [(p, w) for p, n in enumerate(ports.vcs) for w in range(n)]
+    units = {key: routes.unit(*key) for key in queries}
+    m = Module()
+    for (p, v), unit in units.items():
+        m.submodules[f"route{p}_{v}"] = unit
+    answers = {}
+
+    async def testbench(ctx):
+        rounds = max(len(heads) for heads in queries.values())
+        for i in range(rounds):
+            asked = {}
+            for key, heads in queries.items():
+                if i < len(heads):
+                    ctx.set(units[key].head, heads[i])
+                    asked[key] = heads[i]
+            for key, head in asked.items():
+                mask = ctx.get(units[key].cand)
+                candidates = [flat[b] for b in range(len(flat)) if mask >> b & 1]
+                answers[(*key, head)] = (candidates, ctx.get(units[key].next_head))
+
+    sim = Simulator(m)
+    sim.add_testbench(testbench)
+    sim.run()
+    return answers
+
+
+def expected(routing, switch, port, vc, head):
+    """The routing function's candidates, in priority order, and the next head's value."""
+    try:
+        decision = routing.route(switch, port, vc, head)
+    except LookupError:
+        return [], None
+    candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+    next_head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
+    return candidates, next_head
+
+
+@pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2", "ndt-4x4x4", "snode-16-updown"])
+def test_destination_route_units_agree_with_the_routing_function(example, name):
+    plan = small_plan(example, name)
+    view = PlanView(plan)
+    routing = make_routing(view)
+    destinations = list(range(len(plan.endpoints)))
+    checked = 0
+    for switch in range(len(plan.switches)):
+        ports = SwitchPorts.from_plan(view, switch)
+        queries = {(p, v): destinations for p in range(ports.n_ports) for v in range(ports.vcs[p])}
+        answers = rtl_routes(plan, switch, queries)
+        for (p, v), heads in queries.items():
+            for head in heads:
+                candidates, next_head = expected(routing, switch, p, v, head)
+                got_candidates, got_next = answers[p, v, head]
+                assert got_candidates == candidates, (switch, p, v, head)
+                if candidates:
+                    assert got_next == next_head, (switch, p, v, head)
+                checked += 1
+    assert checked == sum(
+        len(destinations) * n
+        for s in range(len(plan.switches))
+        for n in SwitchPorts.from_plan(view, s).vcs
+    )
+
+
+def sliced_states(plan, routing, view):
+    """Every (switch, in port, head) a packet reaches, over all injections and candidates."""
+    states = set()
+    todo = deque()
+    for src in range(len(plan.endpoints)):
+        for dst in range(len(plan.endpoints)):
+            if src != dst:
+                for choice in routing.injections(src, dst):
+                    todo.append((choice.switch, choice.port, choice.head, dst))
+    delivered = set()
+    while todo:
+        switch, port, head, dst = todo.popleft()
+        if (switch, port, head) in states:
+            continue
+        states.add((switch, port, head))
+        decision = routing.route(switch, port, 0, head)
+        assert decision.hops, f"no route at {switch}.p{port} for {head}"
+        for hop in decision.hops:
+            link = view.out_link[switch][hop.port]
+            if link is None:
+                assert view.endpoint_at[switch, hop.port] == dst
+                assert decision.head[1] == 0  # the whole header was consumed
+                delivered.add(dst)
+            else:
+                todo.append((link.dst.switch, link.dst.port, decision.head, dst))
+    assert delivered == set(range(len(plan.endpoints)))
+    return states
+
+
+@pytest.mark.parametrize(
+    "name", ["znode-16", "snode-16", "znode-8-layers", "znode-64", "snode-128"]
+)
+def test_sliced_decoders_consume_the_header_as_the_routing_function(example, name):
+    plan = small_plan(example, name)
+    view = PlanView(plan)
+    routing = make_routing(view)
+    states = sliced_states(plan, routing, view)
+    by_switch = {}
+    for switch, port, head in states:
+        by_switch.setdefault(switch, {}).setdefault(port, []).append(head)
+    for switch, heads_by_port in sorted(by_switch.items()):
+        ports = SwitchPorts.from_plan(view, switch)
+        queries = {
+            (p, v): sorted({h[0] for h in heads})
+            for p, heads in heads_by_port.items()
+            for v in range(ports.vcs[p])
+        }
+        answers = rtl_routes(plan, switch, queries)
+        for p, heads in heads_by_port.items():
+            for head in heads:
+                for v in range(ports.vcs[p]):
+                    assert answers[p, v, head[0]] == expected(routing, switch, p, v, head), (
+                        switch,
+                        p,
+                        v,
+                        head,
+                    )
+    # every switch sees traffic, and the side links are used where there are several Znodes
+    assert len(by_switch) == len(plan.switches)
+    sides = {(s, p) for s, p, _ in states if plan.switches[s].ports[p].role == "side"}
+    assert bool(sides) == (plan.routing.params["znodes"] > 1)

@@ -162,6 +162,12 @@ class BoardCore(wiring.Component):
             if not 0 <= endpoint < len(plan.endpoints):
                 raise ValueError(f"fault endpoint {endpoint} is not an endpoint of {plan.name}")
         self.formatter = ReportFormatter(report_fields(settings.timestamp_bits))
+        #: filled by ``elaborate``: the network (``hdl.fabric.Fabric`` or
+        #: :class:`~boards.traffic.IdealNetwork`), the generators (per endpoint) and the
+        #: checkers (per endpoint, per attachment)
+        self.network = None
+        self.generators: list[Generator] = []
+        self.checkers: list[list[Checker]] = []
         super().__init__(
             {"tx": Out(1, init=1), "heartbeat": Out(1), "error": Out(1), "active": Out(1)}
         )
@@ -169,6 +175,10 @@ class BoardCore(wiring.Component):
     @property
     def plan(self) -> FabricPlan:
         return self._plan
+
+    @property
+    def network_kind(self) -> str:
+        return self._network
 
     @property
     def uart_divisor(self) -> int:
@@ -187,8 +197,7 @@ class BoardCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        plan, fmt = self._plan, self.fmt
-        n = len(plan.endpoints)
+        fmt = self.fmt
 
         cyc = Signal(48)
         m.d.sync += cyc.eq(cyc + 1)
@@ -198,18 +207,28 @@ class BoardCore(wiring.Component):
         else:
             m.d.comb += self.active.eq(cyc < self._run_cycles)
 
-        m.submodules.network = network = self._make_network()
+        plan = self._plan
+        self.network = network = self._make_network()
+        self.generators = [
+            Generator(src=e, fmt=fmt, settings=self._settings) for e in range(len(plan.endpoints))
+        ]
+        self.checkers = [
+            [
+                Checker(endpoint=e, fmt=fmt, ordered=self.ordered)
+                for _ in range(len(plan.endpoints[e].attachments))
+            ]
+            for e in range(len(plan.endpoints))
+        ]
+        m.submodules.network = network
         sent, received, errors, latencies, checkers = [], [], [], [], []
-        for e in range(n):
-            m.submodules[f"gen{e}"] = gen = Generator(src=e, fmt=fmt, settings=self._settings)
+        for e, gen in enumerate(self.generators):
+            m.submodules[f"gen{e}"] = gen
             m.d.comb += [gen.en.eq(self.active), gen.now.eq(now)]
             wiring.connect(m, generator=gen.o, network=network.i[e])
             sent.append(gen.sent)
-            for a in range(len(network.o[e])):
-                suffix = f"{e}" if len(network.o[e]) == 1 else f"{e}_{a}"
-                m.submodules[f"check{suffix}"] = check = Checker(
-                    endpoint=e, fmt=fmt, ordered=self.ordered
-                )
+            for a, check in enumerate(self.checkers[e]):
+                suffix = f"{e}" if len(self.checkers[e]) == 1 else f"{e}_{a}"
+                m.submodules[f"check{suffix}"] = check
                 m.d.comb += check.now.eq(now)
                 source = network.o[e][a]
                 if self._fault is not None and self._fault[0] == e and a == 0:

@@ -346,9 +346,9 @@ class TrafficSettings:
 class Generator(wiring.Component):
     """Traffic generator of one endpoint (see the module docstring for the packet format).
 
-    A packet is created in a cycle when ``en`` is high, the generator is idle (or sending its
-    previous packet's tail in that cycle), and the random draw says so; its head is presented
-    in that same cycle.
+    The generator decides in a cycle when ``en`` is high, it is idle (or sending its previous
+    packet's tail in that cycle), and the random draw says so; the new packet's head is
+    presented from the next cycle on, which is the packet's creation cycle (its timestamp).
 
     Parameters
     ----------
@@ -366,6 +366,9 @@ class Generator(wiring.Component):
         The global cycle count.
     sent : ``Out(1)``
         Pulses in the cycle a packet's tail is accepted.
+    created : ``Out(1)``
+        Pulses in the cycle a new packet's head is first presented (its creation cycle, the
+        packet's timestamp); ``o.payload.dst`` is its destination.
     busy : ``Out(1)``
         A packet is being presented.
     """
@@ -387,6 +390,7 @@ class Generator(wiring.Component):
                 "en": In(1),
                 "now": In(fmt.timestamp_bits),
                 "sent": Out(1),
+                "created": Out(1),
                 "busy": Out(1),
             }
         )
@@ -475,6 +479,7 @@ class Generator(wiring.Component):
                     fill = _hw_expand(mixed, usable)
                     m.d.comb += self.o.payload.data.eq(Cat(bits, fill[chunk:usable]))
 
+        m.d.sync += self.created.eq(start)
         with m.If(transfer):
             m.d.sync += [beat.eq(beat + 1), state.eq(_hw_xorshift32(mixed))]
         with m.If(tail):
@@ -484,7 +489,8 @@ class Generator(wiring.Component):
                 tag.dst.eq(dst),
                 tag.src.eq(self._src),
                 tag.seq.eq(seq_read.data),
-                tag.timestamp.eq(self.now),
+                # the head is presented from the next cycle: that is the creation cycle
+                tag.timestamp.eq(self.now + 1),
                 state.eq(FILL_SEED),
                 beat.eq(0),
                 self.busy.eq(1),

@@ -259,8 +259,8 @@ def parse_report_line(line: str | bytes) -> dict[str, int]:
 
     Raises ``ValueError`` naming the first token that is not ``name=hex``.
     """
-    if isinstance(line, bytes):
-        line = line.decode("ascii")
+    if isinstance(line, (bytes, bytearray)):
+        line = bytes(line).decode("ascii")
     tokens = line.strip().split(" ")
     values = {}
     for token in tokens:

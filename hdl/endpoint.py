@@ -18,12 +18,15 @@ head flit's data shifted back down. The endpoint always accepts: ``o`` streams h
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal, unsigned
+import math
+
+from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import make_routing
+from zfabric.topologies.znode import field_width
 
 from .flit import FlitLayout, LinkSignature
 from .router.allocator import lowest_one
@@ -33,6 +36,11 @@ __all__ = [
     "PacketOutLayout",
     "Endpoint",
     "injection_table",
+    "Heads",
+    "DirectHeads",
+    "TableHeads",
+    "SlicedHeads",
+    "heads_for",
     "dst_width",
 ]
 
@@ -60,19 +68,135 @@ class PacketOutLayout(data.StructLayout):
 
 
 def injection_table(plan: FabricPlan, src: int, routing=None) -> dict[int, tuple]:
-    """Per destination: the injection choices of ``src`` as (attachment index, head) in order."""
+    """Per destination: the injection choices of ``src`` as (attachment index, head) in order.
+
+    The entry for ``src`` itself is included when the routing function gives one (it is never
+    used), so that endpoints whose tables differ only there are one module kind.
+    """
     routing = routing or make_routing(PlanView(plan))
     attachments = plan.endpoints[src].attachments
     table = {}
     for dst in range(len(plan.endpoints)):
-        if dst == src:
-            continue
+        try:
+            injections = routing.injections(src, dst)
+        except (LookupError, ValueError, ZeroDivisionError):
+            if dst == src:
+                continue
+            raise
         choices = []
-        for choice in routing.injections(src, dst):
+        for choice in injections:
             head = choice.head[0] if isinstance(choice.head, tuple) else choice.head
             choices.append((attachments.index(PortRef(choice.switch, choice.port)), head))
         table[dst] = tuple(choices)
     return table
+
+
+class Heads:
+    """How an endpoint turns a destination into injection choices and routing heads.
+
+    ``build(m, dst, identity)`` returns (a mask of allowed attachments, whose order is the
+    choices' priority, and one head value per attachment). ``identity`` is the source's id
+    where the heads depend on it (``identity_width`` > 0).
+    """
+
+    identity_width = 0
+    identity = 0
+    key: tuple = ()
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        raise NotImplementedError
+
+
+class DirectHeads(Heads):
+    """Attachment 0, with the destination id as the head (``dor``, ``dort``)."""
+
+    key = ("direct",)
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        return 1, [dst] + [0] * (n_attachments - 1)
+
+
+class TableHeads(Heads):
+    """A ``m.Switch`` over destinations, from :func:`injection_table`."""
+
+    def __init__(self, table):
+        self.table = table
+        self.key = ("table", tuple(sorted(table.items())))
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        choices = Signal(n_attachments, name="choices")
+        heads = [Signal(head_width, name=f"head{a}") for a in range(n_attachments)]
+        with m.Switch(dst):
+            for d, options in self.table.items():
+                with m.Case(d):
+                    for a, head in options:
+                        m.d.comb += [choices[a].eq(1), heads[a].eq(head)]
+        return choices, heads
+
+
+class SlicedHeads(Heads):
+    """The sliced header of ``zfabric/routing/sliced.py``, computed from the source id
+    (``identity``) and the destination id; every attachment is a choice, in order.
+
+    The packet turns at the lowest level c whose zone holds both processors (raised, across
+    Znodes, to the lowest level >= c with side links). The header is c-1 one-bits, a zero bit,
+    the destination Znode id (several Znodes only) and the destination's labels of levels c
+    down to 1.
+    """
+
+    def __init__(self, *, z, znodes, side, src, dst_width):
+        self.z, self.znodes, self.side = tuple(z), znodes, tuple(side)
+        self.identity_width, self.identity = dst_width, src
+        self.key = ("sliced", self.z, znodes, self.side, dst_width)
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        z, n = self.z, len(self.z)
+        zone = math.prod(z)
+        src_x, src_k = identity % zone, identity // zone
+        dst_x, dst_k = dst % zone, dst // zone
+        under = [math.prod(z[:c]) for c in range(n + 1)]
+        labels = [(dst_x // under[j]) % z[j] for j in range(n)]  # q_1 .. q_n
+        zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
+        common = Signal(range(n + 1), name="common_level")
+        for c in range(n, 0, -1):  # the lowest level whose zone holds both wins
+            with m.If((src_x // under[c]) == (dst_x // under[c])):
+                m.d.comb += common.eq(c)
+        turn = Signal(range(n + 1), name="turn")
+        m.d.comb += turn.eq(common)
+        if self.znodes > 1:
+            with m.If(src_k != dst_k):
+                with m.Switch(common):
+                    for c in range(1, n + 1):
+                        raised = next(c2 for c2 in range(c, n + 1) if self.side[c2 - 1])
+                        with m.Case(c):
+                            m.d.comb += turn.eq(raised)
+        head = Signal(head_width, name="header")
+        with m.Switch(turn):
+            for c in range(1, n + 1):
+                parts = [Const((1 << (c - 1)) - 1, c - 1), Const(0, 1)]
+                if zid_bits:
+                    parts.append(dst_k[:zid_bits])
+                parts += [labels[j - 1][: field_width(z[j - 1])] for j in range(c, 0, -1)]
+                with m.Case(c):
+                    m.d.comb += head.eq(Cat(*parts))
+        return (1 << n_attachments) - 1, [head] * n_attachments
+
+
+def heads_for(plan: FabricPlan, src: int, routing=None) -> Heads:
+    """The head builder of endpoint ``src``: arithmetic where the routing allows, else a table."""
+    if plan.routing.name == "sliced":
+        params = plan.routing.params
+        return SlicedHeads(
+            z=params["z"],
+            znodes=params["znodes"],
+            side=params["side"],
+            src=src,
+            dst_width=dst_width(plan),
+        )
+    table = injection_table(plan, src, routing)
+    if all(choices == ((0, dst),) for dst, choices in table.items()):
+        return DirectHeads()
+    return TableHeads(table)
 
 
 class Endpoint(wiring.Component):
@@ -86,9 +210,11 @@ class Endpoint(wiring.Component):
     n_attachments : int
     buffer_depth : int
         Depth of the switches' local input buffers: the initial injection credit.
-    injections : dict
-        Destination id -> ((attachment index, head), ...) in the routing function's order
-        (:func:`injection_table`). Attachments must be listed in ascending order.
+    heads : Heads
+        Injection choices and routing heads per destination (:func:`heads_for`).
+    identity_port : bool
+        Take the endpoint's identity (its id, where heads depend on it) from an ``identity``
+        input instead of a constant, so that endpoints of a kind are one module.
 
     Members
     -------
@@ -97,6 +223,7 @@ class Endpoint(wiring.Component):
         .array(n_attachments)``
     inject : ``Out(LinkSignature(flit_layout, 1)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
+    identity : ``In(heads.identity_width)``, with ``identity_port`` only
     """
 
     def __init__(
@@ -106,45 +233,68 @@ class Endpoint(wiring.Component):
         dst_width: int,
         n_attachments: int,
         buffer_depth: int,
-        injections: dict,
+        heads: Heads,
+        identity_port: bool = False,
     ):
-        for dst, choices in injections.items():
-            order = [a for a, _ in choices]
-            if not choices or order != sorted(set(order)) or order[-1] >= n_attachments:
-                raise ValueError(
-                    f"injection choices for destination {dst} must be distinct attachments "
-                    f"below {n_attachments} in ascending order, not {order!r}"
-                )
+        if isinstance(heads, TableHeads):
+            for dst, choices in heads.table.items():
+                order = [a for a, _ in choices]
+                if not choices or order != sorted(set(order)) or order[-1] >= n_attachments:
+                    raise ValueError(
+                        f"injection choices for destination {dst} must be distinct attachments "
+                        f"below {n_attachments} in ascending order, not {order!r}"
+                    )
+                for _, head in choices:
+                    if head >> flit_layout.head_width:
+                        raise ValueError(f"head {head!r} does not fit the flit's head field")
         self._flit_layout = flit_layout
         self._dst_width = dst_width
         self._n_attachments = n_attachments
         self._buffer_depth = buffer_depth
-        self._injections = injections
+        self._heads = heads
+        self._identity_port = bool(identity_port and heads.identity_width)
         link = LinkSignature(flit_layout, 1)
-        super().__init__(
-            {
-                "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
-                "o": Out(stream.Signature(PacketOutLayout(flit_layout), always_ready=True)).array(
-                    n_attachments
-                ),
-                "inject": Out(link).array(n_attachments),
-                "eject": In(link).array(n_attachments),
-            }
-        )
+        members = {
+            "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
+            "o": Out(stream.Signature(PacketOutLayout(flit_layout), always_ready=True)).array(
+                n_attachments
+            ),
+            "inject": Out(link).array(n_attachments),
+            "eject": In(link).array(n_attachments),
+        }
+        if self._identity_port:
+            members["identity"] = In(heads.identity_width)
+        super().__init__(members)
 
     @classmethod
-    def from_plan(cls, plan: FabricPlan, endpoint: int, *, flit_layout=None, routing=None):
+    def from_plan(
+        cls, plan: FabricPlan, endpoint: int, *, flit_layout=None, routing=None, **kwargs
+    ):
         return cls(
             flit_layout=flit_layout or FlitLayout.from_plan(plan),
             dst_width=dst_width(plan),
             n_attachments=len(plan.endpoints[endpoint].attachments),
             buffer_depth=plan.buffer_depth,
-            injections=injection_table(plan, endpoint, routing),
+            heads=heads_for(plan, endpoint, routing),
+            **kwargs,
         )
 
-    def _direct(self) -> bool:
-        """Every destination injects on attachment 0 with the destination id as its head."""
-        return all(choices == ((0, dst),) for dst, choices in self._injections.items())
+    @property
+    def identity_value(self) -> int:
+        return self._heads.identity
+
+    @property
+    def kind(self) -> tuple:
+        return (
+            "endpoint",
+            self._flit_layout,
+            self._dst_width,
+            self._n_attachments,
+            self._buffer_depth,
+            self._heads.key,
+            self._identity_port,
+            None if self._identity_port else self._heads.identity,
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -157,16 +307,8 @@ class Endpoint(wiring.Component):
             for a in range(n)
         ]
         has_credit = Cat(*(c != 0 for c in credits))
-        choices = Signal(n)  # the head's injection choices (a mask: ascending attachments)
-        heads = [Signal(layout.head_width, name=f"head{a}") for a in range(n)]
-        if self._direct():
-            m.d.comb += [choices.eq(1), heads[0].eq(beat.dst)]
-        else:
-            with m.Switch(beat.dst):
-                for dst, options in self._injections.items():
-                    with m.Case(dst):
-                        for a, head in options:
-                            m.d.comb += [choices[a].eq(1), heads[a].eq(head)]
+        identity = self.identity if self._identity_port else self._heads.identity
+        choices, heads = self._heads.build(m, beat.dst, identity, n, layout.head_width)
 
         current = Signal(n, init=1)  # the attachment of the packet being sent (one-hot)
         chosen = Signal(n)
@@ -184,7 +326,7 @@ class Endpoint(wiring.Component):
             head = head | (heads[a] & chosen[a].replicate(layout.head_width))
         payload = Signal(layout.payload_width)
         with m.If(beat.first):
-            m.d.comb += payload.eq(Cat(head, beat.data[: layout.data_width]))
+            m.d.comb += payload.eq(Cat(head[: layout.head_width], beat.data[: layout.data_width]))
         with m.Else():
             m.d.comb += payload.eq(beat.data)
 

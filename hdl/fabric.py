@@ -12,6 +12,7 @@ from zfabric.routing import make_routing
 from .endpoint import Endpoint, PacketInLayout, PacketOutLayout, dst_width
 from .flit import FlitLayout
 from .node import TwinSwitchNode, twin_nodes
+from .router.route import RouteRows
 from .switch import Switch
 
 __all__ = [
@@ -25,6 +26,13 @@ class Fabric(wiring.Component):
     Parameters
     ----------
     plan : FabricPlan
+    identity_ports : bool
+        Build switches, nodes and endpoints with ``identity`` inputs (driven here with
+        constants), so that each kind elaborates to one module whatever its position: what
+        :mod:`hdl.verilog` emits. The behaviour is the same either way.
+    arithmetic : bool
+        Route ``dor`` / ``dort`` by coordinates rather than by tables (see
+        :class:`~hdl.router.route.RouteRows`).
 
     Members
     -------
@@ -36,7 +44,7 @@ class Fabric(wiring.Component):
         the same number of attachments).
     """
 
-    def __init__(self, plan: FabricPlan):
+    def __init__(self, plan: FabricPlan, *, identity_ports: bool = False, arithmetic: bool = True):
         attachments = {len(e.attachments) for e in plan.endpoints}
         if len(attachments) != 1:
             raise ValueError(f"endpoints differ in their number of attachments: {attachments}")
@@ -48,6 +56,7 @@ class Fabric(wiring.Component):
         self.view = view = PlanView(plan)
         self.flit_layout = layout = FlitLayout.from_plan(plan)
         routing = make_routing(view)
+        rows = RouteRows(plan, view=view, routing=routing, arithmetic=arithmetic)
         width = dst_width(plan)
         n = len(plan.endpoints)
         super().__init__(
@@ -64,7 +73,9 @@ class Fabric(wiring.Component):
         self._card: dict[int, tuple[int, int]] = {}
         self.nodes: list[TwinSwitchNode] = []
         for pair in twin_nodes(view):
-            node = TwinSwitchNode(plan, pair, flit_layout=layout, view=view, routing=routing)
+            node = TwinSwitchNode(
+                plan, pair, flit_layout=layout, rows=rows, identity_ports=identity_ports
+            )
             for card, s in enumerate(pair):
                 self._card[s] = (len(self.nodes), card)
                 self.switches[s] = node.cards[card]
@@ -72,10 +83,13 @@ class Fabric(wiring.Component):
         for s in range(len(plan.switches)):
             if self.switches[s] is None:
                 self.switches[s] = Switch.from_plan(
-                    plan, s, flit_layout=layout, view=view, routing=routing
+                    plan, s, flit_layout=layout, rows=rows, identity_port=identity_ports
                 )
         self.endpoints = [
-            Endpoint.from_plan(plan, e, flit_layout=layout, routing=routing) for e in range(n)
+            Endpoint.from_plan(
+                plan, e, flit_layout=layout, routing=routing, identity_port=identity_ports
+            )
+            for e in range(n)
         ]
 
     @property
@@ -92,9 +106,13 @@ class Fabric(wiring.Component):
         m = Module()
         for index, node in enumerate(self.nodes):
             m.submodules[f"node{index}"] = node
+            for name, value in node.identity_values.items():
+                m.d.comb += getattr(node, name).eq(value)
         for s, switch in enumerate(self.switches):
             if s not in self._card:
                 m.submodules[f"sw{s}"] = switch
+                if "identity" in switch.signature.members:
+                    m.d.comb += switch.identity.eq(switch.identity_value)
         for link in self._plan.links:
             src, dst = link.src, link.dst
             if self.view.switches[src.switch].ports[src.port].role == "internal":
@@ -106,6 +124,8 @@ class Fabric(wiring.Component):
             )
         for e, endpoint in enumerate(self.endpoints):
             m.submodules[f"ep{e}"] = endpoint
+            if "identity" in endpoint.signature.members:
+                m.d.comb += endpoint.identity.eq(endpoint.identity_value)
             wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)
             for a, at in enumerate(self._plan.endpoints[e].attachments):
                 wiring.connect(

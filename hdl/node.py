@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from zfabric.plan import FabricPlan, PlanView
 
 from .flit import FlitLayout, LinkSignature
+from .router.route import RouteRows
 from .switch import Switch
 
 __all__ = [
@@ -36,12 +37,16 @@ class TwinSwitchNode(wiring.Component):
     plan : FabricPlan
     switches : (int, int)
         The two switch ids (the node's cards), joined by their internal ports.
+    identity_ports : bool
+        Give the cards ``identity`` inputs (see :class:`~hdl.switch.Switch`), forwarded as
+        ``s<c>_identity``: every node is then the same module.
 
     Members
     -------
     s<c>_i<p>, s<c>_o<p> : ``In`` / ``Out(LinkSignature(...))``
         Port ``p`` of card ``c`` (0 or 1: the order of ``switches``), for every port but the
         internal one.
+    s<c>_identity : ``In(...)``, with ``identity_ports`` only
     """
 
     def __init__(
@@ -50,10 +55,11 @@ class TwinSwitchNode(wiring.Component):
         switches: tuple[int, int],
         *,
         flit_layout: FlitLayout | None = None,
-        view: PlanView | None = None,
-        routing=None,
+        rows: RouteRows | None = None,
+        identity_ports: bool = False,
     ):
-        view = view or PlanView(plan)
+        rows = rows or RouteRows(plan)
+        view = rows.view
         flit_layout = flit_layout or FlitLayout.from_plan(plan)
         self._internal = []
         for card, switch in enumerate(switches):
@@ -63,7 +69,9 @@ class TwinSwitchNode(wiring.Component):
                 raise ValueError(f"switches {switches!r} are not joined by one internal link")
             self._internal.append(ports[0])
         self.cards = [
-            Switch.from_plan(plan, s, flit_layout=flit_layout, view=view, routing=routing)
+            Switch.from_plan(
+                plan, s, flit_layout=flit_layout, rows=rows, identity_port=identity_ports
+            )
             for s in switches
         ]
         members = {}
@@ -72,6 +80,8 @@ class TwinSwitchNode(wiring.Component):
                 if port != self._internal[card]:
                     members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, n_vcs))
                     members[f"s{card}_o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
+            if "identity" in switch.signature.members:
+                members[f"s{card}_identity"] = In(switch.signature.members["identity"].shape)
         super().__init__(members)
 
     def i(self, card: int, port: int):
@@ -80,20 +90,33 @@ class TwinSwitchNode(wiring.Component):
     def o(self, card: int, port: int):
         return getattr(self, f"s{card}_o{port}")
 
+    @property
+    def kind(self) -> tuple:
+        return ("node", *(card.kind for card in self.cards))
+
+    @property
+    def identity_values(self) -> dict[str, int]:
+        """Member name -> value, for the parent to drive."""
+        return {
+            f"s{c}_identity": card.identity_value
+            for c, card in enumerate(self.cards)
+            if "identity" in card.signature.members
+        }
+
     def elaborate(self, platform):
         m = Module()
         for card, switch in enumerate(self.cards):
             m.submodules[f"card{card}"] = switch
+            if "identity" in switch.signature.members:
+                m.d.comb += switch.identity.eq(getattr(self, f"s{card}_identity"))
         (a, b), (pa, pb) = self.cards, self._internal
         wiring.connect(m, card0=a.o(pa), card1=b.i(pb))
         wiring.connect(m, card1=b.o(pb), card0=a.i(pa))
         for card, switch in enumerate(self.cards):
             for port in range(switch.ports.n_ports):
                 if port != self._internal[card]:
-                    wiring.connect(
-                        m, outside=wiring.flipped(self.i(card, port)), card=switch.i(port)
-                    )
-                    wiring.connect(
-                        m, card=switch.o(port), outside=wiring.flipped(self.o(card, port))
-                    )
+                    outside = wiring.flipped(self.i(card, port))
+                    wiring.connect(m, outside=outside, card=switch.i(port))
+                    outside = wiring.flipped(self.o(card, port))
+                    wiring.connect(m, card=switch.o(port), outside=outside)
         return m

@@ -11,14 +11,14 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zfabric.plan import FabricPlan, PlanView
+from zfabric.plan import FabricPlan
 
 from .flit import FlitLayout, LinkSignature
 from .router.allocator import Allocator
 from .router.crossbar import Crossbar
 from .router.input_unit import InputUnit
 from .router.output_unit import OutputUnit
-from .router.route import SlicedRoutes, SwitchPorts, TableRoutes, route_row
+from .router.route import RouteRow, RouteRows, SwitchPorts
 
 __all__ = [
     "Switch",
@@ -36,8 +36,12 @@ class Switch(wiring.Component):
         endpoints (their outputs need no credits).
     buffer_depth : int
         Flits per input VC buffer, and the initial credit of every output VC.
-    routes : TableRoutes or SlicedRoutes
-        Builds the route unit of each (input port, input VC); see :func:`route_row`.
+    routes : RouteRow
+        Builds the route unit of each (input port, input VC); see
+        :class:`~hdl.router.route.RouteRows`.
+    identity_port : bool
+        Take the switch's identity (coordinates, Znode id: ``routes.identity``) from an
+        ``identity`` input instead of a constant, so that every switch of a kind is one module.
 
     Members
     -------
@@ -45,6 +49,8 @@ class Switch(wiring.Component):
     o<p> : ``Out(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
     overflow : ``Out(1)``
         Sticky: some input buffer received a flit while full (never, under the credit protocol).
+    identity : ``In(routes.identity_width)``
+        Only with ``identity_port`` (and a nonzero width); the parent drives ``identity_value``.
     """
 
     def __init__(
@@ -53,7 +59,8 @@ class Switch(wiring.Component):
         flit_layout: FlitLayout,
         ports: SwitchPorts,
         buffer_depth: int,
-        routes: TableRoutes | SlicedRoutes,
+        routes: RouteRow,
+        identity_port: bool = False,
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -77,6 +84,9 @@ class Switch(wiring.Component):
             members[f"i{port}"] = In(LinkSignature(flit_layout, n_vcs))
             members[f"o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
         members["overflow"] = Out(1)
+        self._identity_port = bool(identity_port and routes.identity_width)
+        if self._identity_port:
+            members["identity"] = In(routes.identity_width)
         super().__init__(members)
         # built here so that tests can look inside (levels, pointers)
         self.input_units = [
@@ -101,20 +111,39 @@ class Switch(wiring.Component):
         switch: int,
         *,
         flit_layout: FlitLayout | None = None,
-        view: PlanView | None = None,
-        routing=None,
+        rows: RouteRows | None = None,
+        identity_port: bool = False,
     ) -> Switch:
-        view = view or PlanView(plan)
+        rows = rows or RouteRows(plan)
+        routes = rows.row(switch)
         return cls(
             flit_layout=flit_layout or FlitLayout.from_plan(plan),
-            ports=SwitchPorts.from_plan(view, switch),
+            ports=routes.ports,
             buffer_depth=plan.buffer_depth,
-            routes=route_row(plan, switch, view=view, routing=routing),
+            routes=routes,
+            identity_port=identity_port,
         )
 
     @property
     def ports(self) -> SwitchPorts:
         return self._ports
+
+    @property
+    def identity_value(self) -> int:
+        """What the parent drives onto ``identity``."""
+        return self._routes.identity
+
+    @property
+    def kind(self) -> tuple:
+        """Switches with equal kinds elaborate to the same module (given their identity)."""
+        return (
+            "switch",
+            self._flit_layout,
+            self._buffer_depth,
+            self._routes.key,
+            self._identity_port,
+            None if self._identity_port else self._routes.identity,
+        )
 
     def i(self, port: int):
         """The input link of ``port``."""
@@ -150,6 +179,9 @@ class Switch(wiring.Component):
                 front = unit.o[vc]
                 kind = front.payload.kind.as_value()
                 payload = front.payload.payload
+                if self._routes.identity_width:
+                    identity = self.identity if self._identity_port else self._routes.identity
+                    m.d.comb += route.identity.eq(identity)
                 m.d.comb += [
                     route.head.eq(payload[: layout.head_width]),
                     alloc.valid[port][vc].eq(front.valid),

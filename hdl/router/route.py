@@ -6,9 +6,14 @@ candidate output VCs (a mask over the switch's flat output-VC numbering, see
 bit of the mask, so a routing decision ``Decision(hops=(Hop(port, vcs), ...))`` must list its
 candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` checks it.
 
-- Destination routing (``dor``, ``dort``, ``updown`` and any routing whose head is an endpoint
-  id): :class:`TableRoute`, a ``m.Switch`` over every destination, filled by calling the routing
-  function for each one (:func:`route_row`).
+- Destination routing (``updown`` and any routing whose head is an endpoint id):
+  :class:`TableRoute`, a ``m.Switch`` over every destination, filled by calling the routing
+  function for each one.
+- ``dor`` and ``dort``: :class:`DORRoute` and :class:`DORTRoute` compute the same decision by
+  arithmetic on coordinates (the destination's, decoded from its id, and the switch's own),
+  so that every switch of a kind (a torus switch, an nDT card) is the same module with its
+  coordinates as an input. Tests check them exhaustively against the routing function; tables
+  stay available (``arithmetic=False``).
 - Sliced routing (``sliced``): :class:`SlicedRoute`, the header decoder of
   ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
   switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
@@ -19,13 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Module
+from amaranth.hdl import Module, Mux, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 from zfabric.routing.base import Hop, RoutingFunction
+from zfabric.routing.dort import split_dims
 from zfabric.topologies.znode import field_width
 
 from ..flit import head_width
@@ -36,8 +42,10 @@ __all__ = [
     "RouteUnitSignature",
     "TableRoute",
     "SlicedRoute",
-    "TableRoutes",
-    "SlicedRoutes",
+    "DORRoute",
+    "DORTRoute",
+    "RouteRow",
+    "RouteRows",
     "route_row",
 ]
 
@@ -95,26 +103,66 @@ def candidate_mask(hops: tuple[Hop, ...], ports: SwitchPorts) -> int:
 
 
 class RouteUnitSignature(wiring.Signature):
-    """``head`` in; ``cand`` (flat output-VC mask) and ``next_head`` out."""
+    """``head`` (and ``identity``, if any) in; ``cand`` (flat output-VC mask), ``next_head`` out."""
 
-    def __init__(self, head_width: int, n_out_vcs: int):
+    def __init__(self, head_width: int, n_out_vcs: int, identity_width: int = 0):
         self._head_width, self._n_out_vcs = head_width, n_out_vcs
-        super().__init__(
-            {"head": In(head_width), "cand": Out(n_out_vcs), "next_head": Out(head_width)}
-        )
+        self._identity_width = identity_width
+        members = {"head": In(head_width), "cand": Out(n_out_vcs), "next_head": Out(head_width)}
+        if identity_width:
+            members["identity"] = In(identity_width)
+        super().__init__(members)
 
     def __eq__(self, other):
-        return (
-            isinstance(other, RouteUnitSignature)
-            and self._head_width == other._head_width
-            and self._n_out_vcs == other._n_out_vcs
-        )
+        return isinstance(other, RouteUnitSignature) and self._params() == other._params()
 
     def __hash__(self):
-        return hash((RouteUnitSignature, self._head_width, self._n_out_vcs))
+        return hash((RouteUnitSignature, self._params()))
+
+    def _params(self):
+        return self._head_width, self._n_out_vcs, self._identity_width
 
     def __repr__(self):
-        return f"RouteUnitSignature({self._head_width}, {self._n_out_vcs})"
+        return f"RouteUnitSignature{self._params()!r}"
+
+
+def _bit(ports: SwitchPorts, port: int, vc: int) -> int:
+    return 1 << (ports.base(port) + vc)
+
+
+def _digits(value: Value, radices) -> list[Value]:
+    """Mixed-radix digits of ``value``, least significant first (bit slices for powers of 2)."""
+    digits = []
+    for radix in radices:
+        if radix & (radix - 1) == 0:
+            bits = (radix - 1).bit_length()
+            digits.append(value[:bits])
+            value = value[bits:]
+        else:
+            digits.append((value % radix)[: (radix - 1).bit_length()])
+            value = value // radix
+    return digits
+
+
+def _fields(value: Value, widths) -> list[Value]:
+    out, offset = [], 0
+    for width in widths:
+        out.append(value[offset : offset + width])
+        offset += width
+    return out
+
+
+def _coord_widths(k) -> tuple[int, ...]:
+    return tuple(max(1, (radix - 1).bit_length()) for radix in k)
+
+
+def _ring(cur: Value, dst: Value, k: int, *, wrap: bool, tie_plus: bool) -> Value:
+    """``zfabric.routing.dor.ring_direction`` in logic: 1 for +, 0 for - (cur != dst assumed)."""
+    if not wrap:
+        return dst > cur
+    forward = Mux(dst >= cur, dst - cur, dst + k - cur)  # (dst - cur) mod k
+    backward = k - forward
+    return (forward < backward) | ((forward == backward) & tie_plus)
 
 
 class TableRoute(wiring.Component):
@@ -149,9 +197,9 @@ class SlicedRoute(wiring.Component):
 
     A ``down``-class input (local or down port) pops the direction bit: 1 sends the packet up
     (every up port is a candidate); 0 pops the Znode id when there are several Znodes and, if
-    it is not this switch's, offers the side ports toward it. Otherwise, and on up or side
-    inputs, it pops this level's label and goes down to that group. The next head is the head
-    shifted right by the bits popped, zero-filled from the top.
+    it is not this switch's (the ``identity`` input), offers the side ports toward it.
+    Otherwise, and on up or side inputs, it pops this level's label and goes down to that
+    group. The next head is the head shifted right by the bits popped, zero-filled from the top.
 
     Parameters
     ----------
@@ -160,8 +208,6 @@ class SlicedRoute(wiring.Component):
         The input port is a local or down port.
     zid_bits, label_bits : int
         Widths of the Znode id field (0 with one Znode) and of this level's label.
-    sid : int
-        This switch's Znode id.
     up_mask : int
     down_masks, side_masks : tuple of (int, int)
         (label, mask) and (Znode id, mask) pairs.
@@ -175,7 +221,6 @@ class SlicedRoute(wiring.Component):
         down_class: bool,
         zid_bits: int,
         label_bits: int,
-        sid: int,
         up_mask: int,
         down_masks,
         side_masks,
@@ -183,11 +228,10 @@ class SlicedRoute(wiring.Component):
         self._down_class = down_class
         self._zid_bits = zid_bits
         self._label_bits = label_bits
-        self._sid = sid
         self._up_mask = up_mask
         self._down_masks = tuple(down_masks)
         self._side_masks = tuple(side_masks)
-        super().__init__(RouteUnitSignature(head_width, n_out_vcs))
+        super().__init__(RouteUnitSignature(head_width, n_out_vcs, zid_bits))
 
     def _go_down(self, m, head):
         width = self._label_bits
@@ -195,8 +239,7 @@ class SlicedRoute(wiring.Component):
         if width == 0:  # a level with one zone below: a single group
             m.d.comb += self.cand.eq(dict(self._down_masks).get(0, 0))
             return
-        label = head[:width]
-        with m.Switch(label):
+        with m.Switch(head[:width]):
             for value, mask in self._down_masks:
                 with m.Case(value):
                     m.d.comb += self.cand.eq(mask)
@@ -213,7 +256,7 @@ class SlicedRoute(wiring.Component):
         with m.Else():
             if self._zid_bits:
                 zid, after_zid = rest[: self._zid_bits], rest[self._zid_bits :]
-                with m.If(zid != Const(self._sid, self._zid_bits)):
+                with m.If(zid != self.identity):
                     m.d.comb += self.next_head.eq(after_zid)
                     with m.Switch(zid):
                         for value, mask in self._side_masks:
@@ -226,36 +269,167 @@ class SlicedRoute(wiring.Component):
         return m
 
 
-class TableRoutes:
-    """Route tables of one switch, one per (input port, input VC), from the routing function."""
+class DORRoute(wiring.Component):
+    """``zfabric.routing.dor`` by arithmetic: the switch's coordinates come in on ``identity``.
 
-    def __init__(self, *, head_width: int, ports: SwitchPorts, tables: dict):
-        self.head_width = head_width
-        self.ports = ports
-        self.tables = tables  # (port, vc) -> rows
+    The destination id is the linear index of its switch (dimension 0 least significant). The
+    first dimension whose coordinates differ is routed the shorter way round (ties toward +,
+    or toward the destination on a mesh) on VC 0 if the destination coordinate is above the
+    current one and VC 1 otherwise (dateline classes; VC 0 alone without datelines). Equal
+    coordinates deliver on the local port.
 
-    def unit(self, port: int, vc: int) -> TableRoute:
-        return TableRoute(
-            head_width=self.head_width, n_out_vcs=self.ports.n_out_vcs, rows=self.tables[port, vc]
+    Parameters
+    ----------
+    head_width : int
+    ports : SwitchPorts
+    k : tuple of int
+    wrap, datelines : bool
+    port_of : tuple of ((dim, sign), port)
+    local_port : int
+    """
+
+    def __init__(self, *, head_width, ports, k, wrap, datelines, port_of, local_port):
+        self._ports, self._k, self._wrap, self._datelines = ports, tuple(k), wrap, datelines
+        self._port_of, self._local_port = dict(port_of), local_port
+        super().__init__(
+            RouteUnitSignature(head_width, ports.n_out_vcs, sum(_coord_widths(self._k)))
         )
 
+    def _hop(self, dim, sign, upper):
+        port = self._port_of.get((dim, sign))
+        if port is None:  # a mesh edge: this direction never routes
+            return 0
+        if not self._datelines:
+            return _bit(self._ports, port, 0)
+        return Mux(upper, _bit(self._ports, port, 0), _bit(self._ports, port, 1))
 
-class SlicedRoutes:
-    """Sliced decoders of one switch: one configuration per input port class."""
+    def elaborate(self, platform):
+        m = Module()
+        here = _fields(self.identity, _coord_widths(self._k))
+        there = _digits(self.head, self._k)
+        m.d.comb += self.next_head.eq(self.head)
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
+            plus = _ring(cur, dst, self._k[dim], wrap=self._wrap, tie_plus=True)
+            upper = dst > cur
+            hop = Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper))
+            with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
+                m.d.comb += self.cand.eq(hop)
+        with m.Else():
+            m.d.comb += self.cand.eq(_bit(self._ports, self._local_port, 0))
+        return m
 
-    def __init__(self, *, head_width: int, ports: SwitchPorts, down_class, **fields):
+
+class DORTRoute(wiring.Component):
+    """``zfabric.routing.dort`` by arithmetic for one card; its node's coordinates on
+    ``identity``.
+
+    The destination id is 2 x (linear index of its node) + its card. Same node: deliver on the
+    local port if the card matches, else cross the internal link on the ``pe`` VC. Otherwise the
+    first differing dimension is routed the shorter way round (ties by ``tie``): through this
+    card's port in that direction (dateline VC: 0 upward, 1 downward; VC 0 with one external
+    VC), or across the internal link on the ``ring_upper`` / ``ring_lower`` VC if the dimension
+    is split, on the ``ch`` VC if not.
+
+    Parameters
+    ----------
+    head_width : int
+    ports : SwitchPorts
+    k : tuple of int
+    card : int
+    port_of : tuple of ((dim, sign), port)
+        This card's external ports.
+    internal_port, local_port : int
+    split : tuple of int
+    tie : tuple of int
+        +1 / -1 per dimension.
+    internal_vcs : tuple of (str, int)
+    two_external : bool
+    """
+
+    def __init__(
+        self,
+        *,
+        head_width,
+        ports,
+        k,
+        card,
+        port_of,
+        internal_port,
+        local_port,
+        split,
+        tie,
+        internal_vcs,
+        two_external,
+    ):
+        self._ports, self._k, self._card = ports, tuple(k), card
+        self._port_of = dict(port_of)
+        self._internal_port, self._local_port = internal_port, local_port
+        self._split, self._tie = set(split), tuple(tie)
+        self._internal_vcs, self._two_external = dict(internal_vcs), two_external
+        super().__init__(
+            RouteUnitSignature(head_width, ports.n_out_vcs, sum(_coord_widths(self._k)))
+        )
+
+    def _internal(self, name):
+        return _bit(self._ports, self._internal_port, self._internal_vcs[name])
+
+    def _hop(self, dim, sign, upper):
+        port = self._port_of.get((dim, sign))
+        if port is not None:
+            if not self._two_external:
+                return _bit(self._ports, port, 0)
+            return Mux(upper, _bit(self._ports, port, 0), _bit(self._ports, port, 1))
+        if dim in self._split:
+            return Mux(upper, self._internal("ring_upper"), self._internal("ring_lower"))
+        return self._internal("ch")
+
+    def elaborate(self, platform):
+        m = Module()
+        here = _fields(self.identity, _coord_widths(self._k))
+        card, *there = _digits(self.head, (2, *self._k))
+        m.d.comb += self.next_head.eq(self.head)
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
+            plus = _ring(cur, dst, self._k[dim], wrap=True, tie_plus=self._tie[dim] > 0)
+            upper = dst > cur
+            hop = Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper))
+            with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
+                m.d.comb += self.cand.eq(hop)
+        with m.Else():
+            with m.If(card == self._card):
+                m.d.comb += self.cand.eq(_bit(self._ports, self._local_port, 0))
+            with m.Else():
+                m.d.comb += self.cand.eq(self._internal("pe"))
+        return m
+
+
+class RouteRow:
+    """The route units of one switch.
+
+    Attributes
+    ----------
+    ports : SwitchPorts
+    head_width : int
+    identity_width : int
+        Width of the units' ``identity`` input (0: none).
+    identity : int
+        This switch's identity value (coordinates packed dimension 0 lowest, or the Znode id).
+    key : hashable
+        Everything but the identity that shapes the units: switches with equal keys are one
+        module kind.
+    """
+
+    identity_width = 0
+    identity = 0
+
+    def __init__(self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0)):
         self.head_width = head_width
         self.ports = ports
-        self.down_class = tuple(down_class)
-        self.fields = fields
+        self._make = make  # (port, vc) -> route unit
+        self.key = (head_width, ports, key)
+        self.identity_width, self.identity = identity
 
-    def unit(self, port: int, vc: int) -> SlicedRoute:
-        return SlicedRoute(
-            head_width=self.head_width,
-            n_out_vcs=self.ports.n_out_vcs,
-            down_class=self.down_class[port],
-            **self.fields,
-        )
+    def unit(self, port: int, vc: int) -> wiring.Component:
+        return self._make(port, vc)
 
 
 def _table(
@@ -275,51 +449,185 @@ def _table(
     return tuple((tuple(hs), mask, nxt) for (mask, nxt), hs in groups.items())
 
 
-def _sliced(plan: FabricPlan, view: PlanView, switch: int, ports: SwitchPorts) -> SlicedRoutes:
-    params = plan.routing.params
-    sw = view.switches[switch]
-    level, sid = sw.position["level"], sw.position["znode"]
-    znodes = params["znodes"]
-    up, down, side = 0, {}, {}
-    for port, info in enumerate(sw.ports):
-        mask = ((1 << ports.vcs[port]) - 1) << ports.base(port)
-        if info.role == "up":
-            up |= mask
-        elif info.role in ("down", "local"):
-            down[info.group] = down.get(info.group, 0) | mask
-        elif info.role == "side":
-            side[info.group] = side.get(info.group, 0) | mask
-    return SlicedRoutes(
-        head_width=head_width(plan),
-        ports=ports,
-        down_class=[p.role in ("local", "down") for p in sw.ports],
-        zid_bits=field_width(znodes) if znodes > 1 else 0,
-        label_bits=field_width(params["z"][level - 1]),
-        sid=sid,
-        up_mask=up,
-        down_masks=tuple(sorted(down.items())),
-        side_masks=tuple(sorted(side.items())),
-    )
+def _pack(values, widths) -> int:
+    packed, offset = 0, 0
+    for value, width in zip(values, widths, strict=True):
+        packed |= value << offset
+        offset += width
+    return packed
+
+
+class RouteRows:
+    """Builds :class:`RouteRow` objects for the switches of one plan.
+
+    Parameters
+    ----------
+    plan : FabricPlan
+    arithmetic : bool
+        Use :class:`DORRoute` / :class:`DORTRoute` for ``dor`` / ``dort`` plans whose endpoint
+        numbering they decode (tables otherwise).
+    """
+
+    def __init__(self, plan: FabricPlan, *, view=None, routing=None, arithmetic: bool = True):
+        self.plan = plan
+        self.view = view or PlanView(plan)
+        self.routing = routing or make_routing(self.view)
+        self.head_width = head_width(plan)
+        name = plan.routing.name
+        self.kind = "table"
+        if name == "sliced":
+            self.kind = "sliced"
+        elif arithmetic and name in ("dor", "dort") and self._numbered_by_coordinates():
+            self.kind = name
+
+    def _numbered_by_coordinates(self) -> bool:
+        """Endpoint e sits alone on switch e, and e is the mixed-radix number DOR/DORT decode."""
+        plan, view = self.plan, self.view
+        k = tuple(plan.routing.params["k"])
+        twin = plan.routing.name == "dort"
+        for endpoint in plan.endpoints:
+            if len(endpoint.attachments) != 1 or endpoint.attachments[0].switch != endpoint.id:
+                return False
+        for switch in plan.switches:
+            if len(view.ports_by_role[switch.id].get("local", [])) != 1:
+                return False
+            coords = tuple(switch.position["coords"])
+            digits = ((switch.position["card"],) if twin else ()) + coords
+            radices = ((2,) if twin else ()) + k
+            index, scale = 0, 1
+            for digit, radix in zip(digits, radices, strict=True):
+                index += digit * scale
+                scale *= radix
+            if index != switch.id:
+                return False
+        return True
+
+    def row(self, switch: int) -> RouteRow:
+        ports = SwitchPorts.from_plan(self.view, switch)
+        if self.kind == "sliced":
+            return self._sliced(switch, ports)
+        if self.kind == "dor":
+            return self._dor(switch, ports)
+        if self.kind == "dort":
+            return self._dort(switch, ports)
+        return self._tables(switch, ports)
+
+    def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        routing = self.routing
+        heads = range(len(self.plan.endpoints))
+        tables, cache = {}, {}
+        for port in range(ports.n_ports):
+            for vc in range(ports.vcs[port]):
+                key = (
+                    port if routing.uses_input_port else None,
+                    vc if routing.uses_input_vc else None,
+                )
+                if key not in cache:
+                    cache[key] = _table(routing, switch, port, vc, ports, heads)
+                tables[port, vc] = cache[key]
+        hw, n = self.head_width, ports.n_out_vcs
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: TableRoute(head_width=hw, n_out_vcs=n, rows=tables[p, v]),
+            key=("table", tuple(sorted(tables.items()))),
+        )
+
+    def _sliced(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        level = sw.position["level"]
+        znodes = params["znodes"]
+        up, down, side = 0, {}, {}
+        for port, info in enumerate(sw.ports):
+            mask = ((1 << ports.vcs[port]) - 1) << ports.base(port)
+            if info.role == "up":
+                up |= mask
+            elif info.role in ("down", "local"):
+                down[info.group] = down.get(info.group, 0) | mask
+            elif info.role == "side":
+                side[info.group] = side.get(info.group, 0) | mask
+        fields = {
+            "zid_bits": field_width(znodes) if znodes > 1 else 0,
+            "label_bits": field_width(params["z"][level - 1]),
+            "up_mask": up,
+            "down_masks": tuple(sorted(down.items())),
+            "side_masks": tuple(sorted(side.items())),
+        }
+        down_class = tuple(p.role in ("local", "down") for p in sw.ports)
+        hw, n = self.head_width, ports.n_out_vcs
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: SlicedRoute(
+                head_width=hw, n_out_vcs=n, down_class=down_class[p], **fields
+            ),
+            key=("sliced", down_class, tuple(sorted(fields.items()))),
+            identity=(fields["zid_bits"], sw.position["znode"] if fields["zid_bits"] else 0),
+        )
+
+    def _coordinates(self, switch: int) -> tuple[int, int]:
+        k = tuple(self.plan.routing.params["k"])
+        coords = self.view.switches[switch].position["coords"]
+        widths = _coord_widths(k)
+        return sum(widths), _pack(coords, widths)
+
+    def _dor(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        fields = {
+            "k": tuple(params["k"]),
+            "wrap": params["wrap"],
+            "datelines": params["datelines"],
+            "port_of": tuple(
+                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
+            ),
+            "local_port": self.view.ports_by_role[switch]["local"][0],
+        }
+        hw = self.head_width
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: DORRoute(head_width=hw, ports=ports, **fields),
+            key=("dor", tuple(fields.items())),
+            identity=self._coordinates(switch),
+        )
+
+    def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        k = tuple(params["k"])
+        card0 = {(dim, sign) for dim, sign in params["card0"]}
+        split = split_dims(card0, len(k))
+        if params.get("tie", "card0") == "card0":
+            tie = tuple((1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(len(k)))
+        else:
+            tie = (1,) * len(k)
+        fields = {
+            "k": k,
+            "card": sw.position["card"],
+            "port_of": tuple(
+                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
+            ),
+            "internal_port": self.view.ports_by_role[switch]["internal"][0],
+            "local_port": self.view.ports_by_role[switch]["local"][0],
+            "split": tuple(split),
+            "tie": tie,
+            "internal_vcs": tuple(sorted(params["internal_vcs"].items())),
+            "two_external": params.get("external_vcs", 2) == 2,
+        }
+        hw = self.head_width
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: DORTRoute(head_width=hw, ports=ports, **fields),
+            key=("dort", tuple(fields.items())),
+            identity=self._coordinates(switch),
+        )
 
 
 def route_row(
-    plan: FabricPlan, switch: int, *, view: PlanView | None = None, routing=None
-) -> TableRoutes | SlicedRoutes:
-    """The route units of ``switch``: a sliced decoder, or tables from the routing function."""
-    view = view or PlanView(plan)
-    ports = SwitchPorts.from_plan(view, switch)
-    if plan.routing.name == "sliced":
-        return _sliced(plan, view, switch, ports)
-    routing = routing or make_routing(view)
-    heads = range(len(plan.endpoints))
-    tables, cache = {}, {}
-    for port in range(ports.n_ports):
-        for vc in range(ports.vcs[port]):
-            key = (
-                port if routing.uses_input_port else None,
-                vc if routing.uses_input_vc else None,
-            )
-            if key not in cache:
-                cache[key] = _table(routing, switch, port, vc, ports, heads)
-            tables[port, vc] = cache[key]
-    return TableRoutes(head_width=head_width(plan), ports=ports, tables=tables)
+    plan: FabricPlan, switch: int, *, view=None, routing=None, arithmetic: bool = True
+) -> RouteRow:
+    """The route units of one switch (see :class:`RouteRows` for building many)."""
+    return RouteRows(plan, view=view, routing=routing, arithmetic=arithmetic).row(switch)

@@ -16,17 +16,18 @@ from amaranth.hdl import Module
 from amaranth.sim import Simulator
 from hdl_bench import small_plan
 
-from hdl.router.route import SwitchPorts, route_row
+from hdl.router.route import RouteRows, SwitchPorts, route_row
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
 
 
-def rtl_routes(plan, switch, queries):
+def rtl_routes(plan, switch, queries, *, arithmetic=True):
     """Evaluate the switch's route units: {(port, vc): [head, ...]} -> {(port, vc, head): ...}.
 
     Each answer is (candidates as [(port, vc), ...] in the allocator's priority order, next head).
+    Units with an ``identity`` input get the switch's identity, as the parent drives it.
     """
-    routes = route_row(plan, switch)
+    routes = route_row(plan, switch, arithmetic=arithmetic)
     ports: SwitchPorts = routes.ports
     flat = [(p, w) for p, n in enumerate(ports.vcs) for w in range(n)]
     units = {key: routes.unit(*key) for key in queries}
@@ -36,6 +37,9 @@ def rtl_routes(plan, switch, queries):
     answers = {}
 
     async def testbench(ctx):
+        for unit in units.values():
+            if "identity" in unit.signature.members:
+                ctx.set(unit.identity, routes.identity)
         rounds = max(len(heads) for heads in queries.values())
         for i in range(rounds):
             asked = {}
@@ -65,8 +69,26 @@ def expected(routing, switch, port, vc, head):
     return candidates, next_head
 
 
-@pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2", "ndt-4x4x4", "snode-16-updown"])
-def test_destination_route_units_agree_with_the_routing_function(example, name):
+DESTINATION = [
+    ("torus-4x4", True),
+    ("torus-4x4", False),
+    ("mesh-3x4", True),
+    ("torus-3x5", True),
+    ("ndt-2x2x2", True),
+    ("ndt-2x2x2", False),
+    pytest.param("ndt-4x4x4", True, marks=pytest.mark.slow),
+    ("ndt-3x2x3", True),
+    ("ndt-2x4x2-plus", True),
+    ("snode-16-updown", False),
+]
+
+
+@pytest.mark.parametrize(
+    "name, arithmetic",
+    DESTINATION,
+    ids=lambda v: v if isinstance(v, str) else ("arithmetic" if v else "table"),
+)
+def test_destination_route_units_agree_with_the_routing_function(example, name, arithmetic):
     plan = small_plan(example, name)
     view = PlanView(plan)
     routing = make_routing(view)
@@ -75,7 +97,7 @@ def test_destination_route_units_agree_with_the_routing_function(example, name):
     for switch in range(len(plan.switches)):
         ports = SwitchPorts.from_plan(view, switch)
         queries = {(p, v): destinations for p in range(ports.n_ports) for v in range(ports.vcs[p])}
-        answers = rtl_routes(plan, switch, queries)
+        answers = rtl_routes(plan, switch, queries, arithmetic=arithmetic)
         for (p, v), heads in queries.items():
             for head in heads:
                 candidates, next_head = expected(routing, switch, p, v, head)
@@ -84,6 +106,9 @@ def test_destination_route_units_agree_with_the_routing_function(example, name):
                 if candidates:
                     assert got_next == next_head, (switch, p, v, head)
                 checked += 1
+    assert RouteRows(plan, arithmetic=arithmetic).kind == (
+        plan.routing.name if arithmetic else "table"
+    )
     assert checked == sum(
         len(destinations) * n
         for s in range(len(plan.switches))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian machine with Python 3.11: a virtualenv in .venv built from
-# pyproject.toml (reinstalled only when pyproject.toml changes), and Icarus Verilog where missing.
+# pyproject.toml with the dev, rtl and fpga extras (reinstalled only when pyproject.toml
+# changes), and Icarus Verilog where missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     echo "setup: building .venv from pyproject.toml" >&2
     "$python" -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev]'
+    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga]'
     echo "$want" > "$stamp"
 fi

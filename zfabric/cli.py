@@ -137,6 +137,35 @@ def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str
     }
 
 
+def cmd_verilog(args: argparse.Namespace) -> int:
+    """Emit the fabric's Verilog, plan JSON and port list (refusing a cyclic plan by default)."""
+    import shutil
+
+    spec, plan, _analysis, ok = _checked_plan(args)
+    if not ok:
+        return 1
+    from hdl.verilog import write
+
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
+    try:
+        emission = write(plan, staging, share=not args.flat)
+        for path in staging.iterdir():
+            os.replace(path, out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    lines = emission.text.count("\n")
+    print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
+    for module, count in emission.kinds.items():
+        print(f"  module {module}: {count} instances")
+    print(
+        f"wrote {out / (emission.top + '.v')} ({lines} lines, {emission.seconds:.1f} s),"
+        f" {emission.top}.plan.json and {emission.top}.ports"
+    )
+    return 0
+
+
 def cmd_ndt_configs(args: argparse.Namespace) -> int:
     """Every port configuration of an nDT spec's k: internal-link transit, optionally proven."""
     import dataclasses
@@ -531,6 +560,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--plan-out", metavar="PLAN.json", help="write the compiled plan as JSON")
     check.set_defaults(run=cmd_check)
+
+    verilog = commands.add_parser(
+        "verilog", help="emit the fabric's Verilog, its plan JSON and a port list"
+    )
+    verilog.add_argument("spec", help="fabric spec (YAML)")
+    verilog.add_argument("-o", "--output", metavar="DIR", default="build", help="output folder")
+    verilog.add_argument("--flat", action="store_true", help="one module per switch instance")
+    verilog.add_argument(
+        "--allow-deadlock", action="store_true", help="emit even if the CDG is cyclic"
+    )
+    verilog.set_defaults(run=cmd_verilog)
 
     configs = commands.add_parser(
         "ndt-configs",

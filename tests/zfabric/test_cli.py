@@ -92,3 +92,30 @@ def test_ndt_configs_lists_every_configuration(example, capsys):
 
 def test_ndt_configs_refuses_other_topologies(example):
     assert run("ndt-configs", str(example("torus-4x4"))).returncode == 2
+
+
+def test_verilog_writes_module_plan_and_ports(tmp_path, capsys):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n")
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(spec), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ring_3.plan.json", "ring_3.ports", "ring_3.v"]
+    assert "module ring_3(" in (out / "ring_3.v").read_text()
+    assert plan_from_json((out / "ring_3.plan.json").read_text()).name == "ring-3"
+    ports = {
+        line.split()[2]: line.split()[:2]
+        for line in (out / "ring_3.ports").read_text().splitlines()
+    }
+    for endpoint in range(3):  # one packet stream in and out per endpoint (plus clk and rst)
+        assert ports[f"i__{endpoint}__valid"] == ["input", "1"]
+        assert ports[f"i__{endpoint}__ready"] == ["output", "1"]
+        assert ports[f"o__{endpoint}__0__valid"] == ["output", "1"]
+
+
+def test_verilog_refuses_a_cyclic_plan(tmp_path, capsys):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text("topology: {kind: torus, k: [5]}\nrouting: {name: dor, datelines: false}\n")
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(spec), "-o", str(out)]) == 1
+    assert "not deadlock-free" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())

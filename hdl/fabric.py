@@ -33,6 +33,10 @@ class Fabric(wiring.Component):
     arithmetic : bool
         Route ``dor`` / ``dort`` by coordinates rather than by tables (see
         :class:`~hdl.router.route.RouteRows`).
+    wrap : callable, optional
+        Applied to every node, switch and endpoint before it becomes a submodule; the
+        connections are made to the original's members. :mod:`hdl.verilog` passes black
+        boxes that instantiate one module per kind.
 
     Members
     -------
@@ -44,7 +48,14 @@ class Fabric(wiring.Component):
         the same number of attachments).
     """
 
-    def __init__(self, plan: FabricPlan, *, identity_ports: bool = False, arithmetic: bool = True):
+    def __init__(
+        self,
+        plan: FabricPlan,
+        *,
+        identity_ports: bool = False,
+        arithmetic: bool = True,
+        wrap=None,
+    ):
         attachments = {len(e.attachments) for e in plan.endpoints}
         if len(attachments) != 1:
             raise ValueError(f"endpoints differ in their number of attachments: {attachments}")
@@ -53,6 +64,7 @@ class Fabric(wiring.Component):
             if link.latency != 1:
                 raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
         self._plan = plan
+        self._wrap = wrap or (lambda component: component)
         self.view = view = PlanView(plan)
         self.flit_layout = layout = FlitLayout.from_plan(plan)
         routing = make_routing(view)
@@ -105,12 +117,12 @@ class Fabric(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for index, node in enumerate(self.nodes):
-            m.submodules[f"node{index}"] = node
+            m.submodules[f"node{index}"] = self._wrap(node)
             for name, value in node.identity_values.items():
                 m.d.comb += getattr(node, name).eq(value)
         for s, switch in enumerate(self.switches):
             if s not in self._card:
-                m.submodules[f"sw{s}"] = switch
+                m.submodules[f"sw{s}"] = self._wrap(switch)
                 if "identity" in switch.signature.members:
                     m.d.comb += switch.identity.eq(switch.identity_value)
         for link in self._plan.links:
@@ -123,7 +135,7 @@ class Fabric(wiring.Component):
                 downstream=self._port(dst.switch, dst.port, "i"),
             )
         for e, endpoint in enumerate(self.endpoints):
-            m.submodules[f"ep{e}"] = endpoint
+            m.submodules[f"ep{e}"] = self._wrap(endpoint)
             if "identity" in endpoint.signature.members:
                 m.d.comb += endpoint.identity.eq(endpoint.identity_value)
             wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)

@@ -1,15 +1,41 @@
-"""Verilog emission through Amaranth's back end (builtin yosys)."""
+"""Verilog for a plan: one module per kind of switch, twin node and endpoint, and a top.
+
+Switches of a kind (same ports, VCs, depth and route-unit structure: every switch of a torus,
+every card of an nDT, every Znode switch of a level) differ only by their identity
+(coordinates, Znode id), which comes in on an ``identity`` port driven by constants in the
+top. Each kind is converted once and instantiated as often as the plan needs it, so emission
+time grows with the number of kinds plus a top that only wires instances, not with the
+number of switches times their logic.
+
+``python -m hdl.verilog SPEC -o DIR`` writes ``<name>.v``, ``<name>.plan.json`` and
+``<name>.ports`` (one ``direction width name`` line per top port) and prints the figures.
+"""
 
 from __future__ import annotations
 
+import argparse
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from amaranth.back import verilog
-from amaranth.hdl import Const, Value, ValueCastable
+from amaranth.hdl import Const, Elaboratable, Instance, Value, ValueCastable
 from amaranth.hdl._ir import PortDirection
 from amaranth.lib import wiring
+
+from zfabric.plan import FabricPlan
+
+from .fabric import Fabric
 
 __all__ = [
     "component_ports",
     "convert",
+    "BlackBox",
+    "Emission",
+    "emit",
+    "write",
 ]
 
 
@@ -34,3 +60,136 @@ def component_ports(component: wiring.Component) -> dict:
 def convert(component: wiring.Component, name: str, **kwargs) -> str:
     """Verilog text of ``component`` as a module called ``name``."""
     return verilog.convert(component, name=name, ports=component_ports(component), **kwargs)
+
+
+def _mark_used(obj, seen=None) -> None:
+    """Tell Amaranth that a black-boxed component and the parts it built are not forgotten
+    (they are elaborated once, in their kind's module, or not at all)."""
+    seen = seen if seen is not None else set()
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, Elaboratable):
+        obj._MustUse__used = True
+        for value in vars(obj).values():
+            _mark_used(value, seen)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            _mark_used(value, seen)
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            _mark_used(value, seen)
+
+
+class BlackBox(Elaboratable):
+    """Stands in for ``component``: an instance of ``module``, wired to the component's members
+    under the names :func:`component_ports` gives them."""
+
+    def __init__(self, component: wiring.Component, module: str):
+        self.component = component
+        self.module = module
+        _mark_used(component)
+
+    def elaborate(self, platform):
+        ports = {}
+        for name, (value, flow) in component_ports(self.component).items():
+            ports[("i_" if flow == PortDirection.Input else "o_") + name] = value
+        return Instance(self.module, **ports)
+
+
+@dataclass
+class Emission:
+    """Emitted Verilog and its figures."""
+
+    top: str
+    text: str
+    #: module name -> instances of it in the fabric (the top itself not counted)
+    kinds: dict[str, int] = field(default_factory=dict)
+    #: (direction, width, name) per port of the top
+    ports: list[tuple[str, int, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    #: seconds spent converting the kinds and the top
+    kind_seconds: float = 0.0
+    top_seconds: float = 0.0
+
+
+def _identifier(name: str) -> str:
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return ident if re.match(r"[A-Za-z_]", ident) else f"zf_{ident}"
+
+
+def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Emission:
+    """Verilog of ``plan``'s fabric. ``share``: one module per kind (else one per instance)."""
+    start = time.perf_counter()
+    top = _identifier(name or plan.name)
+    kinds: dict[tuple, tuple[str, wiring.Component]] = {}
+    counts: dict[str, int] = {}
+
+    def wrap(component):
+        key = component.kind
+        if key not in kinds:
+            kinds[key] = (f"{top}__{key[0]}{len(kinds)}", component)
+        module = kinds[key][0]
+        counts[module] = counts.get(module, 0) + 1
+        return BlackBox(component, module)
+
+    fabric = Fabric(plan, identity_ports=share, wrap=wrap if share else None)
+    ports = component_ports(fabric)
+    top_start = time.perf_counter()
+    parts = [convert(fabric, top)]
+    top_seconds = time.perf_counter() - top_start
+    kind_start = time.perf_counter()
+    for module, component in kinds.values():
+        parts.append(convert(component, module))
+    kind_seconds = time.perf_counter() - kind_start
+    return Emission(
+        top=top,
+        text="\n".join(parts),
+        kinds=counts,
+        ports=[
+            ("input" if flow == PortDirection.Input else "output", len(value), port)
+            for port, (value, flow) in ports.items()
+        ],
+        seconds=time.perf_counter() - start,
+        kind_seconds=kind_seconds,
+        top_seconds=top_seconds,
+    )
+
+
+def write(plan: FabricPlan, directory: Path, *, share: bool = True) -> Emission:
+    """Write ``<name>.v``, ``<name>.plan.json`` and ``<name>.ports`` into ``directory``."""
+    emission = emit(plan, share=share)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{emission.top}.v").write_text(emission.text)
+    (directory / f"{emission.top}.plan.json").write_text(plan.to_json(indent=1))
+    (directory / f"{emission.top}.ports").write_text(
+        "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
+    )
+    return emission
+
+
+def main(argv=None) -> int:
+    from zfabric import check_deadlock_free, compile_plan, load_spec
+
+    parser = argparse.ArgumentParser(prog="python -m hdl.verilog", description=__doc__)
+    parser.add_argument("spec", help="fabric spec (YAML)")
+    parser.add_argument("-o", "--output", default="build", help="output directory")
+    parser.add_argument("--flat", action="store_true", help="one module per instance")
+    parser.add_argument("--allow-deadlock", action="store_true")
+    args = parser.parse_args(argv)
+    plan = compile_plan(load_spec(args.spec))
+    if not args.allow_deadlock:
+        check_deadlock_free(plan)
+    emission = write(plan, Path(args.output), share=not args.flat)
+    lines = emission.text.count("\n")
+    print(f"{len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
+    for module, count in emission.kinds.items():
+        print(f"  {module}: {count} instances")
+    print(f"kinds {emission.kind_seconds:.1f} s, top {emission.top_seconds:.1f} s, {lines} lines")
+    print(f"emitted {emission.top}.v in {emission.seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

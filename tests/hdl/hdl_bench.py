@@ -59,9 +59,9 @@ class FabricBench:
     source queue. ``delivered`` maps (src, sequence) -> cycle of the tail on the ``o`` stream.
     """
 
-    def __init__(self, plan, trace, *, check_links: bool = False, monitors=()):
+    def __init__(self, plan, trace, *, check_links: bool = False, monitors=(), **fabric_options):
         self.plan = plan
-        self.fabric = Fabric(plan)
+        self.fabric = Fabric(plan, **fabric_options)
         self.trace = trace
         self.check_links = check_links
         self.delivered: dict[tuple[int, int], int] = {}

@@ -31,6 +31,23 @@ def test_every_packet_arrives_intact_in_the_models_cycle(example, name, packets,
     assert bench.delivered == expected
 
 
+SHARED = [("ndt-2x2x2", {"identity_ports": True}), ("snode-16", {"identity_ports": True})]
+SHARED += [("torus-4x4", {"arithmetic": False})]
+
+
+@pytest.mark.parametrize("name, options", SHARED, ids=[f"{n}-{list(o)[0]}" for n, o in SHARED])
+def test_identity_ports_and_route_tables_change_nothing(example, name, options):
+    """The fabric as Verilog emission builds it (identities on ports, one module per kind),
+    and route tables instead of arithmetic: the same cycles as the model."""
+    plan = small_plan(example, name)
+    trace = random_trace(plan, random.Random(name + "shared"), packets=60, horizon=40)
+    expected = model_deliveries(plan, trace)
+    bench = FabricBench(plan, trace, **options)
+    bench.run(max(expected.values()) + 3)
+    assert bench.errors == []
+    assert bench.delivered == expected
+
+
 @pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2"])
 def test_zero_load_latency_is_two_cycles_per_hop(example, name):
     """Lone packets, far apart: delivered at created + 2H + L + 2 (the contract's formula)."""

@@ -79,8 +79,7 @@ class Fabric(wiring.Component):
                 ),
             }
         )
-        #: per switch id: the Switch
-        self.switches: list[Switch] = [None] * len(plan.switches)
+        self._switches: list[Switch | None] = [None] * len(plan.switches)
         #: per switch id: (node index, card) for nDT cards
         self._card: dict[int, tuple[int, int]] = {}
         self.nodes: list[TwinSwitchNode] = []
@@ -90,11 +89,10 @@ class Fabric(wiring.Component):
             )
             for card, s in enumerate(pair):
                 self._card[s] = (len(self.nodes), card)
-                self.switches[s] = node.cards[card]
             self.nodes.append(node)
         for s in range(len(plan.switches)):
-            if self.switches[s] is None:
-                self.switches[s] = Switch.from_plan(
+            if s not in self._card:
+                self._switches[s] = Switch.from_plan(
                     plan, s, flit_layout=layout, rows=rows, identity_port=identity_ports
                 )
         self.endpoints = [
@@ -108,11 +106,19 @@ class Fabric(wiring.Component):
     def plan(self) -> FabricPlan:
         return self._plan
 
+    @property
+    def switches(self) -> list[Switch]:
+        """Every switch by id (nDT cards inside their nodes)."""
+        return [
+            self.nodes[self._card[s][0]].cards[self._card[s][1]] if s in self._card else switch
+            for s, switch in enumerate(self._switches)
+        ]
+
     def _port(self, switch: int, port: int, direction: str):
         if switch in self._card:
             node, card = self._card[switch]
             return getattr(self.nodes[node], direction)(card, port)
-        return getattr(self.switches[switch], direction)(port)
+        return getattr(self._switches[switch], direction)(port)
 
     def elaborate(self, platform):
         m = Module()
@@ -120,7 +126,7 @@ class Fabric(wiring.Component):
             m.submodules[f"node{index}"] = self._wrap(node)
             for name, value in node.identity_values.items():
                 m.d.comb += getattr(node, name).eq(value)
-        for s, switch in enumerate(self.switches):
+        for s, switch in enumerate(self._switches):
             if s not in self._card:
                 m.submodules[f"sw{s}"] = self._wrap(switch)
                 if "identity" in switch.signature.members:

@@ -10,7 +10,7 @@ from zfabric.plan import FabricPlan, PlanView
 
 from .flit import FlitLayout, LinkSignature
 from .router.route import RouteRows
-from .switch import Switch
+from .switch import Switch, switch_kind
 
 __all__ = [
     "TwinSwitchNode",
@@ -61,6 +61,8 @@ class TwinSwitchNode(wiring.Component):
         rows = rows or RouteRows(plan)
         view = rows.view
         flit_layout = flit_layout or FlitLayout.from_plan(plan)
+        self._plan, self._switches, self._rows = plan, tuple(switches), rows
+        self._flit_layout, self._identity_ports = flit_layout, identity_ports
         self._internal = []
         for card, switch in enumerate(switches):
             ports = view.ports_by_role[switch].get("internal", [])
@@ -68,21 +70,32 @@ class TwinSwitchNode(wiring.Component):
             if link is None or link.dst.switch != switches[1 - card]:
                 raise ValueError(f"switches {switches!r} are not joined by one internal link")
             self._internal.append(ports[0])
-        self.cards = [
-            Switch.from_plan(
-                plan, s, flit_layout=flit_layout, rows=rows, identity_port=identity_ports
-            )
-            for s in switches
-        ]
+        self._routes = [rows.row(s) for s in switches]
+        self._cards = None  # built on first use, as a switch's parts are
         members = {}
-        for card, switch in enumerate(self.cards):
-            for port, n_vcs in enumerate(switch.ports.vcs):
+        for card, routes in enumerate(self._routes):
+            for port, n_vcs in enumerate(routes.ports.vcs):
                 if port != self._internal[card]:
                     members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, n_vcs))
                     members[f"s{card}_o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
-            if "identity" in switch.signature.members:
-                members[f"s{card}_identity"] = In(switch.signature.members["identity"].shape)
+            if identity_ports and routes.identity_width:
+                members[f"s{card}_identity"] = In(routes.identity_width)
         super().__init__(members)
+
+    @property
+    def cards(self) -> list[Switch]:
+        if self._cards is None:
+            self._cards = [
+                Switch(
+                    flit_layout=self._flit_layout,
+                    ports=routes.ports,
+                    buffer_depth=self._plan.buffer_depth,
+                    routes=routes,
+                    identity_port=self._identity_ports,
+                )
+                for routes in self._routes
+            ]
+        return self._cards
 
     def i(self, card: int, port: int):
         return getattr(self, f"s{card}_i{port}")
@@ -92,15 +105,22 @@ class TwinSwitchNode(wiring.Component):
 
     @property
     def kind(self) -> tuple:
-        return ("node", *(card.kind for card in self.cards))
+        depth = self._plan.buffer_depth
+        return (
+            "node",
+            *(
+                switch_kind(self._flit_layout, depth, routes, self._identity_ports)
+                for routes in self._routes
+            ),
+        )
 
     @property
     def identity_values(self) -> dict[str, int]:
         """Member name -> value, for the parent to drive."""
         return {
-            f"s{c}_identity": card.identity_value
-            for c, card in enumerate(self.cards)
-            if "identity" in card.signature.members
+            f"s{c}_identity": routes.identity
+            for c, routes in enumerate(self._routes)
+            if f"s{c}_identity" in self.signature.members
         }
 
     def elaborate(self, platform):

@@ -22,7 +22,21 @@ from .router.route import RouteRow, RouteRows, SwitchPorts
 
 __all__ = [
     "Switch",
+    "switch_kind",
 ]
+
+
+def switch_kind(flit_layout, buffer_depth, routes: RouteRow, identity_port: bool) -> tuple:
+    """What makes two switches one module: everything but an identity taken from a port."""
+    identity_port = bool(identity_port and routes.identity_width)
+    return (
+        "switch",
+        flit_layout,
+        buffer_depth,
+        routes.key,
+        identity_port,
+        None if identity_port else routes.identity,
+    )
 
 
 class Switch(wiring.Component):
@@ -88,21 +102,43 @@ class Switch(wiring.Component):
         if self._identity_port:
             members["identity"] = In(routes.identity_width)
         super().__init__(members)
-        # built here so that tests can look inside (levels, pointers)
-        self.input_units = [
-            InputUnit(flit_layout=flit_layout, n_vcs=n, buffer_depth=buffer_depth)
-            for n in ports.vcs
-        ]
-        self.output_units = [
-            OutputUnit(flit_layout=flit_layout, n_vcs=n, buffer_depth=buffer_depth, local=local)
-            for n, local in zip(ports.vcs, ports.local, strict=True)
-        ]
-        self.route_units = {
-            (port, vc): routes.unit(port, vc)
-            for port, n_vcs in enumerate(ports.vcs)
-            for vc in range(n_vcs)
-        }
-        self.allocator = Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs)
+        # the parts are built on first use (a fabric emitted as Verilog instantiates one switch
+        # per kind and never elaborates the others); tests look inside through them
+        self._parts = None
+
+    def _build_parts(self):
+        if self._parts is None:
+            layout, ports, depth = self._flit_layout, self._ports, self._buffer_depth
+            self._parts = (
+                [InputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth) for n in ports.vcs],
+                [
+                    OutputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth, local=local)
+                    for n, local in zip(ports.vcs, ports.local, strict=True)
+                ],
+                {
+                    (port, vc): self._routes.unit(port, vc)
+                    for port, n_vcs in enumerate(ports.vcs)
+                    for vc in range(n_vcs)
+                },
+                Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs),
+            )
+        return self._parts
+
+    @property
+    def input_units(self) -> list[InputUnit]:
+        return self._build_parts()[0]
+
+    @property
+    def output_units(self) -> list[OutputUnit]:
+        return self._build_parts()[1]
+
+    @property
+    def route_units(self) -> dict:
+        return self._build_parts()[2]
+
+    @property
+    def allocator(self) -> Allocator:
+        return self._build_parts()[3]
 
     @classmethod
     def from_plan(
@@ -136,14 +172,7 @@ class Switch(wiring.Component):
     @property
     def kind(self) -> tuple:
         """Switches with equal kinds elaborate to the same module (given their identity)."""
-        return (
-            "switch",
-            self._flit_layout,
-            self._buffer_depth,
-            self._routes.key,
-            self._identity_port,
-            None if self._identity_port else self._routes.identity,
-        )
+        return switch_kind(self._flit_layout, self._buffer_depth, self._routes, self._identity_port)
 
     def i(self, port: int):
         """The input link of ``port``."""

@@ -275,7 +275,7 @@ def build(
     out_dir = Path(out_dir)
     platform = target.make_platform()  # one instance per build: prepare() is one-shot
     clk_hz = platform.default_clk_frequency
-    progress(f"{target.name}: elaborating for {target.device}")
+    progress(f"{target.name}: elaborating for the {target.device} at {clk_hz / 1e6:g} MHz")
     start = time.monotonic()
     plan = platform.build(top, name=name, do_build=False)
     plan.extract(out_dir)
@@ -345,7 +345,8 @@ def _raise_if_full(tim: Path, log: Path, target, error: BuildError) -> None:
     full = overflow(text)
     if full:
         raise BuildError(
-            f"the design does not fit the {target.device} of {target.board}: " + "; ".join(full),
+            f"the design does not fit the {target.device} of the {target.board}: "
+            + "; ".join(full),
             step=error.step,
             log=error.log,
         ) from None

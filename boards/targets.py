@@ -37,7 +37,8 @@ class Target:
     family : str
         ``ice40`` or ``ecp5``: which reports the build reads.
     device : str
-        The FPGA, for people (the platform class is what counts).
+        The FPGA, for people (the platform class is what counts; the clock is the platform's
+        default clock).
     spec : str
         Default spec: a file name in ``examples/``.
     uart : tuple
@@ -106,7 +107,7 @@ TARGETS: dict[str, Target] = {
             board="1BitSquared iCEBreaker",
             platform="amaranth_boards.icebreaker:ICEBreakerPlatform",
             family="ice40",
-            device="iCE40 UP5K (5280 LCs, 30 BRAMs), 12 MHz",
+            device="iCE40 UP5K",
             spec="ring-2.yaml",
             leds={"heartbeat": ("led_g", 0), "error": ("led_r", 0)},
         ),
@@ -115,7 +116,7 @@ TARGETS: dict[str, Target] = {
             board="Radiona ULX3S with an 85k ECP5",
             platform="amaranth_boards.ulx3s:ULX3S_85F_Platform",
             family="ecp5",
-            device="ECP5 LFE5U-85F (83640 LUTs), 25 MHz",
+            device="ECP5 LFE5U-85F",
             spec="torus-2x2.yaml",
             leds={"heartbeat": ("led", 0), "error": ("led", 1), "active": ("led", 2)},
         ),
@@ -124,8 +125,8 @@ TARGETS: dict[str, Target] = {
             board="OrangeCrab r0.2 with an 85k ECP5",
             platform="amaranth_boards.orangecrab_r0_2:OrangeCrabR0_2_85FPlatform",
             family="ecp5",
-            device="ECP5 LFE5U-85F (83640 LUTs), 48 MHz",
-            spec="torus-2x2.yaml",
+            device="ECP5 LFE5U-85F",
+            spec="ndt-2x2.yaml",
             leds={
                 "heartbeat": ("rgb_led", 0, "g"),
                 "error": ("rgb_led", 0, "r"),

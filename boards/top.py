@@ -311,6 +311,7 @@ class BoardTop(Elaboratable):
         m.submodules.core = core
         uart = platform.request(*self._target.uart)
         m.d.comb += uart.tx.o.eq(core.tx)
+        requested = {}  # an RGB LED is one resource with three subsignals
         for role, signal in (
             ("heartbeat", core.heartbeat),
             ("error", core.error),
@@ -320,7 +321,9 @@ class BoardTop(Elaboratable):
             if where is None:
                 continue
             name, number, *sub = where
-            pin = platform.request(name, number)
+            if (name, number) not in requested:
+                requested[name, number] = platform.request(name, number)
+            pin = requested[name, number]
             if sub:
                 pin = getattr(pin, sub[0])
             m.d.comb += pin.o.eq(signal)

@@ -25,6 +25,32 @@ EXPECTED = {
         vcs={"external": 2},
         bisection=8,
     ),
+    # board fabrics (boards/targets.py). Ring of 2: the two links join the same pair, one hop;
+    # bisection is max-flow from endpoints [0, N/2): capped by their N/2 endpoint links
+    "ring-2": dict(
+        endpoints=2,
+        switches=2,
+        links=2,
+        max_radix=3,
+        diameter=1,
+        average_hops=1,
+        vcs={"external": 2},
+        bisection=1,
+    ),
+    # 2x2 torus: 4 ports per switch, all used -> 4*4/2 links; from each node 2 peers at 1 hop,
+    # 1 at 2 -> 4/3; bisection capped by the 2 endpoint links of the first half
+    "torus-2x2": dict(
+        endpoints=4,
+        switches=4,
+        links=8,
+        max_radix=5,
+        diameter=2,
+        average_hops=4 / 3,
+        vcs={"external": 2},
+        bisection=2,
+    ),
+    # nDT 2x2: 2·4 cards of radix n+2 = 4; 4 internal + n·4 external links
+    "ndt-2x2": dict(endpoints=8, switches=8, links=4 + 8, max_radix=4),
     # nDT: 2·∏k switches of radix n+2; ∏k internal + n·∏k external links; 4 internal VCs (n odd)
     "ndt-2x2x2": dict(
         endpoints=16, switches=16, links=8 + 24, max_radix=5, vcs={"external": 2, "internal": 4}

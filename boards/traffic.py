@@ -711,16 +711,15 @@ class IdealNetwork(wiring.Component):
                 for i in range(n):
                     m.d.comb += grants[o][i].eq((owner == i) & requests[i])
             with m.Else():
-                # first requester at or after the pointer, cyclically
-                with m.Switch(pointer):
-                    for p in range(n):
-                        with m.Case(p):
-                            order = [(p + j) % n for j in range(n)]
-                            for j, i in enumerate(order):
-                                earlier = [requests[x] for x in order[:j]]
-                                m.d.comb += grants[o][i].eq(
-                                    requests[i] & ~Cat(*earlier).any() if earlier else requests[i]
-                                )
+                # first requester at or after the pointer, cyclically: the lowest set bit of
+                # the requests at or above the pointer, else of all requests
+                above = Signal(n, name=f"above{o}")
+                pick = Signal(n, name=f"pick{o}")
+                m.d.comb += above.eq(requests & ~((Const(1, n + 1) << pointer) - 1)[:n])
+                chosen = Mux(above.any(), above, requests)
+                m.d.comb += pick.eq(chosen & (~chosen + 1)[:n])
+                for i in range(n):
+                    m.d.comb += grants[o][i].eq(pick[i])
             out = self.o[o][0]
             m.d.sync += out.valid.eq(0)
             for i in range(n):

@@ -312,8 +312,9 @@ class Endpoint(wiring.Component):
 
         current = Signal(n, init=1)  # the attachment of the packet being sent (one-hot)
         chosen = Signal(n)
+        first_choice = lowest_one(m, choices & has_credit, "first_choice")
         with m.If(beat.first):
-            m.d.comb += chosen.eq(lowest_one(choices & has_credit))
+            m.d.comb += chosen.eq(first_choice)
         with m.Else():
             m.d.comb += chosen.eq(current & has_credit)
         m.d.comb += self.i.ready.eq(chosen.any())

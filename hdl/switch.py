@@ -120,7 +120,7 @@ class Switch(wiring.Component):
                     for port, n_vcs in enumerate(ports.vcs)
                     for vc in range(n_vcs)
                 },
-                Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs),
+                Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs, turns=self._routes.turns),
             )
         return self._parts
 
@@ -187,7 +187,9 @@ class Switch(wiring.Component):
         layout = self._flit_layout
         n_ports = self._ports.n_ports
         m.submodules.allocator = alloc = self.allocator
-        m.submodules.crossbar = xbar = Crossbar(flit_layout=layout, n_in=n_ports, n_out=n_ports)
+        m.submodules.crossbar = xbar = Crossbar(
+            flit_layout=layout, n_in=n_ports, n_out=n_ports, turns=self._routes.turns
+        )
 
         free, ready = [], []
         for port, n_vcs in enumerate(self._ports.vcs):

@@ -20,31 +20,43 @@ __all__ = [
 ]
 
 
-def lowest_one(value: Value) -> Value:
-    """The lowest set bit of ``value`` alone (zero if none): ``value & -value``."""
-    width = len(value)
-    return (value & (~value + 1))[:width]
+def _signal(m: Module, value, name: str) -> Signal:
+    """``value`` as a named comb signal (shared sub-expressions stay shared in simulation)."""
+    if isinstance(value, Signal):
+        return value
+    signal = Signal(len(Value.cast(value)), name=name)
+    m.d.comb += signal.eq(value)
+    return signal
 
 
-def round_robin(request: Value, mask: Value) -> Value:
+def lowest_one(m: Module, value, name: str = "lowest") -> Signal:
+    """The lowest set bit of ``value`` alone (zero if none).
+
+    ``value & -value`` in gates rather than an adder: a bit survives when no lower bit is set.
+    Synthesis maps the ORs to LUTs and drops bits that are constant zero (inputs that can never
+    request), which a carry chain would keep.
+    """
+    value = _signal(m, value, f"{name}_in")
+    return _signal(m, Cat(*(value[i] & ~value[:i].any() for i in range(len(value)))), name)
+
+
+def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     """One-hot pick of the first requester at or after the pointer, cyclically.
 
     ``mask`` is the pointer as a thermometer: the bits at and above it are set. Requesters
     under the mask come first, lowest first; if there are none, the lowest requester wins, which
     is the cyclic wrap. A zero mask therefore means pointer 0, like an all-ones one.
     """
-    masked = request & mask
-    return Mux(masked.any(), lowest_one(masked), lowest_one(request))
+    request = _signal(m, request, f"{name}_request")
+    masked = _signal(m, request & mask, f"{name}_masked")
+    high = lowest_one(m, masked, f"{name}_high")
+    low = lowest_one(m, request, f"{name}_low")
+    return _signal(m, Mux(masked.any(), high, low), name)
 
 
 def after(one_hot: Value) -> Value:
     """The thermometer mask of the pointer just after a one-hot grant (zero after the last)."""
-    bits = []
-    seen = Const(0, 1)
-    for bit in one_hot:
-        bits.append(seen)
-        seen = seen | bit
-    return Cat(*bits)
+    return Cat(Const(0, 1), *(one_hot[: i + 1].any() for i in range(len(one_hot) - 1)))
 
 
 def one_hot_index(one_hot: Value, width: int) -> Value:
@@ -80,6 +92,10 @@ class Allocator(wiring.Component):
         VCs per input port.
     out_vcs : tuple of int
         VCs per output port (same number of ports as ``in_vcs``).
+    turns : set of (int, int), optional
+        The (input port, output port) pairs packets can take (default: all). Other pairs get
+        no request logic; an output's round-robin runs over its possible inputs only, which
+        grants exactly as over all inputs since the others never request.
 
     Members
     -------
@@ -99,8 +115,12 @@ class Allocator(wiring.Component):
         Per output port: the output VC of the granted flit.
     """
 
-    def __init__(self, *, in_vcs, out_vcs):
+    def __init__(self, *, in_vcs, out_vcs, turns=None):
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
+        ports = range(len(in_vcs))
+        self._turns = frozenset(
+            turns if turns is not None else ((p, o) for p in ports for o in ports)
+        )
         if len(in_vcs) != len(out_vcs) or not in_vcs:
             raise ValueError(f"in_vcs {in_vcs!r} and out_vcs {out_vcs!r} must be as long")
         for counts in (in_vcs, out_vcs):
@@ -128,7 +148,10 @@ class Allocator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
-        usable = self.free & self.ready
+        usable = _signal(m, self.free & self.ready, "usable")
+        reachable = [0] * n_ports  # per input port: the output VCs it can ever want
+        for p, o in self._turns:
+            reachable[p] |= ((1 << self._out_vcs[o]) - 1) << self._base[o]
 
         picked_target = []  # per input port: the picked VC's output VC, one-hot
         targets = []  # per input port, per VC: what it requests
@@ -136,7 +159,9 @@ class Allocator(wiring.Component):
             requests, wanted = [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
-                first_free = lowest_one(self.cand[port][vc] & usable)
+                first_free = lowest_one(
+                    m, self.cand[port][vc] & usable & reachable[port], f"first_free_{port}_{vc}"
+                )
                 requests.append(
                     self.valid[port][vc]
                     & Mux(
@@ -145,11 +170,14 @@ class Allocator(wiring.Component):
                         self.head[port][vc] & first_free.any(),
                     )
                 )
-                wanted.append(Mux(held.any(), held, first_free))
+                wanted.append(_signal(m, Mux(held.any(), held, first_free), f"want_{port}_{vc}"))
                 targets.append((port, vc, held, wanted[-1]))
             pointer = Signal(n_vcs, name=f"in_pointer_{port}", init=(1 << n_vcs) - 1)
             pick = Signal(n_vcs, name=f"pick_{port}")
-            m.d.comb += [pick.eq(round_robin(Cat(*requests), pointer)), self.pick[port].eq(pick)]
+            m.d.comb += [
+                pick.eq(round_robin(m, Cat(*requests), pointer, f"in_rr_{port}")),
+                self.pick[port].eq(pick),
+            ]
             target = 0
             for vc in range(n_vcs):
                 target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
@@ -157,19 +185,24 @@ class Allocator(wiring.Component):
             m.d.comb += picked.eq(target)
             picked_target.append((pointer, pick, picked))
 
-        granted = [0] * n_ports
+        granted = [Const(0, 1)] * n_ports
         for out, n_vcs in enumerate(self._out_vcs):
             base = self._base[out]
-            wants = Cat(*(picked[base : base + n_vcs].any() for _, _, picked in picked_target))
-            pointer = Signal(n_ports, name=f"out_pointer_{out}", init=(1 << n_ports) - 1)
-            grant = Signal(n_ports, name=f"grant_{out}")
-            m.d.comb += [grant.eq(round_robin(wants, pointer)), self.grant[out].eq(grant)]
+            inputs = [p for p in range(n_ports) if (p, out) in self._turns]
+            if not inputs:
+                continue
+            wants = Cat(*(picked_target[p][2][base : base + n_vcs].any() for p in inputs))
+            pointer = Signal(len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1)
+            grant = Signal(len(inputs), name=f"grant_{out}")
+            m.d.comb += grant.eq(round_robin(m, wants, pointer, f"out_rr_{out}"))
             with m.If(wants.any()):
                 m.d.sync += pointer.eq(after(grant))
             vcs = 0
-            for port, (_, _, picked) in enumerate(picked_target):
-                vcs = vcs | (picked[base : base + n_vcs] & grant[port].replicate(n_vcs))
-                granted[port] = granted[port] | grant[port]
+            for i, port in enumerate(inputs):
+                picked = picked_target[port][2]
+                vcs = vcs | (picked[base : base + n_vcs] & grant[i].replicate(n_vcs))
+                granted[port] = granted[port] | grant[i]
+                m.d.comb += self.grant[out][port].eq(grant[i])
             m.d.comb += self.vc[out].eq(one_hot_index(vcs, len(self.vc[out])))
 
         for port, (pointer, pick, _) in enumerate(picked_target):

@@ -20,6 +20,8 @@ class Crossbar(wiring.Component):
     ----------
     flit_layout : FlitLayout
     n_in, n_out : int
+    turns : set of (int, int), optional
+        The (input, output) pairs to connect (default: all); other grants are ignored.
 
     Members
     -------
@@ -31,9 +33,12 @@ class Crossbar(wiring.Component):
     o : ``Out(stream.Signature(flit_layout, always_ready=True)).array(n_out)``
     """
 
-    def __init__(self, *, flit_layout: FlitLayout, n_in: int, n_out: int):
+    def __init__(self, *, flit_layout: FlitLayout, n_in: int, n_out: int, turns=None):
         self._n_in = n_in
         self._n_out = n_out
+        self._turns = frozenset(
+            turns if turns is not None else ((i, o) for i in range(n_in) for o in range(n_out))
+        )
         super().__init__(
             {
                 "i": In(flit_layout).array(n_in),
@@ -47,11 +52,14 @@ class Crossbar(wiring.Component):
         m = Module()
         for out in range(self._n_out):
             grant = self.grant[out]
-            flit = 0
+            flit, valid = 0, 0
             for i in range(self._n_in):
-                flit = flit | (self.i[i].as_value() & grant[i].replicate(len(self.i[i].as_value())))
+                if (i, out) in self._turns:
+                    bits = self.i[i].as_value()
+                    flit = flit | (bits & grant[i].replicate(len(bits)))
+                    valid = valid | grant[i]
             m.d.comb += [
-                self.o[out].valid.eq(grant.any()),
+                self.o[out].valid.eq(valid),
                 self.o[out].payload.eq(flit),
                 self.o[out].payload.vc.eq(self.vc[out]),
             ]

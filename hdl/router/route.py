@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,6 +47,7 @@ __all__ = [
     "RouteRow",
     "RouteRows",
     "route_row",
+    "reachable_turns",
 ]
 
 
@@ -156,13 +157,24 @@ def _coord_widths(k) -> tuple[int, ...]:
     return tuple(max(1, (radix - 1).bit_length()) for radix in k)
 
 
-def _ring(cur: Value, dst: Value, k: int, *, wrap: bool, tie_plus: bool) -> Value:
+def _ring(m, cur: Value, dst: Value, k: int, *, wrap: bool, tie_plus: bool, name: str) -> Value:
     """``zfabric.routing.dor.ring_direction`` in logic: 1 for +, 0 for - (cur != dst assumed)."""
     if not wrap:
         return dst > cur
-    forward = Mux(dst >= cur, dst - cur, dst + k - cur)  # (dst - cur) mod k
+    forward = Signal(range(k), name=f"{name}_forward")  # (dst - cur) mod k
+    m.d.comb += forward.eq(Mux(dst >= cur, dst - cur, dst + k - cur))
     backward = k - forward
     return (forward < backward) | ((forward == backward) & tie_plus)
+
+
+def _named(m, values, name: str) -> list[Signal]:
+    """Comb signals for expressions used more than once (simulation expands shared trees)."""
+    signals = []
+    for i, value in enumerate(values):
+        signal = Signal(len(value), name=f"{name}{i}")
+        m.d.comb += signal.eq(value)
+        signals.append(signal)
+    return signals
 
 
 class TableRoute(wiring.Component):
@@ -306,14 +318,16 @@ class DORRoute(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         here = _fields(self.identity, _coord_widths(self._k))
-        there = _digits(self.head, self._k)
+        there = _named(m, _digits(self.head, self._k), "dst")
         m.d.comb += self.next_head.eq(self.head)
+        hops = []
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
-            plus = _ring(cur, dst, self._k[dim], wrap=self._wrap, tie_plus=True)
+            plus = _ring(m, cur, dst, self._k[dim], wrap=self._wrap, tie_plus=True, name=f"d{dim}")
             upper = dst > cur
-            hop = Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper))
+            hops.append(Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper)))
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
-                m.d.comb += self.cand.eq(hop)
+                m.d.comb += self.cand.eq(hops[dim])
         with m.Else():
             m.d.comb += self.cand.eq(_bit(self._ports, self._local_port, 0))
         return m
@@ -386,14 +400,17 @@ class DORTRoute(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         here = _fields(self.identity, _coord_widths(self._k))
-        card, *there = _digits(self.head, (2, *self._k))
+        card, *there = _named(m, _digits(self.head, (2, *self._k)), "dst")
         m.d.comb += self.next_head.eq(self.head)
+        hops = []
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
-            plus = _ring(cur, dst, self._k[dim], wrap=True, tie_plus=self._tie[dim] > 0)
+            tie_plus = self._tie[dim] > 0
+            plus = _ring(m, cur, dst, self._k[dim], wrap=True, tie_plus=tie_plus, name=f"d{dim}")
             upper = dst > cur
-            hop = Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper))
+            hops.append(Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper)))
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
-                m.d.comb += self.cand.eq(hop)
+                m.d.comb += self.cand.eq(hops[dim])
         with m.Else():
             with m.If(card == self._card):
                 m.d.comb += self.cand.eq(_bit(self._ports, self._local_port, 0))
@@ -416,20 +433,68 @@ class RouteRow:
     key : hashable
         Everything but the identity that shapes the units: switches with equal keys are one
         module kind.
+    turns : frozenset of (int, int) or None
+        The (input port, output port) pairs a packet can take through this switch (or any
+        switch of its kind), from :func:`reachable_turns`; ``None``: every pair. The allocator
+        and crossbar build only these.
     """
 
     identity_width = 0
     identity = 0
 
-    def __init__(self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0)):
+    def __init__(
+        self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0), turns=None
+    ):
         self.head_width = head_width
         self.ports = ports
         self._make = make  # (port, vc) -> route unit
-        self.key = (head_width, ports, key)
+        self._base_key = (head_width, ports, key)
         self.identity_width, self.identity = identity
+        self.turns = turns
+
+    @property
+    def key(self) -> tuple:
+        turns = None if self.turns is None else tuple(sorted(self.turns))
+        return (*self._base_key, turns)
 
     def unit(self, port: int, vc: int) -> wiring.Component:
         return self._make(port, vc)
+
+
+def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[int, int]]]:
+    """Per switch, the (input port, output port) pairs some packet takes.
+
+    Walks every source's every injection choice to every destination through every candidate
+    and VC the routing function offers, as the deadlock proof does. Turns no packet takes (a
+    U-turn, a DOR turn back to a lower dimension) need no crossbar connection and no
+    arbitration. A packet to its own source is not a packet (the model refuses it too).
+    """
+    plan = view.plan
+    turns: list[set[tuple[int, int]]] = [set() for _ in plan.switches]
+    n = len(plan.endpoints)
+    out_link = view.out_link
+    for dst in range(n):
+        seen = set()  # heads name their destination, so states never repeat across dst
+        stack = [
+            (inj.switch, inj.port, 0, inj.head)
+            for src in range(n)
+            if src != dst
+            for inj in routing.injections(src, dst)
+        ]
+        while stack:
+            s, p, v, head = stack.pop()
+            key = (p, routing.state_key(s, p, v, head))
+            if key in seen:
+                continue
+            seen.add(key)
+            decision = routing.route(s, p, v, head)
+            for hop in decision.hops:
+                turns[s].add((p, hop.port))
+                link = out_link[s][hop.port]
+                if link is not None:
+                    for w in hop.vcs:
+                        stack.append((link.dst.switch, link.dst.port, w, decision.head))
+    return turns
 
 
 def _table(
@@ -466,12 +531,26 @@ class RouteRows:
     arithmetic : bool
         Use :class:`DORRoute` / :class:`DORTRoute` for ``dor`` / ``dort`` plans whose endpoint
         numbering they decode (tables otherwise).
+    prune_turns : bool
+        Give each row the turns packets take through its switch kind (:func:`reachable_turns`),
+        so that switches build no crossbar connection nobody uses.
     """
 
-    def __init__(self, plan: FabricPlan, *, view=None, routing=None, arithmetic: bool = True):
+    def __init__(
+        self,
+        plan: FabricPlan,
+        *,
+        view=None,
+        routing=None,
+        arithmetic: bool = True,
+        prune_turns: bool = True,
+    ):
         self.plan = plan
         self.view = view or PlanView(plan)
         self.routing = routing or make_routing(self.view)
+        self.prune_turns = prune_turns
+        self._rows: dict[int, RouteRow] = {}
+        self._turns = None
         self.head_width = head_width(plan)
         name = plan.routing.name
         self.kind = "table"
@@ -503,6 +582,29 @@ class RouteRows:
         return True
 
     def row(self, switch: int) -> RouteRow:
+        """The route units of ``switch`` (with the turns of its whole kind)."""
+        if self.prune_turns and self._turns is None:
+            self._share_turns()
+        if switch not in self._rows:
+            self._rows[switch] = self._row(switch)
+            if self._turns is not None:
+                self._rows[switch].turns = self._turns[switch]
+        return self._rows[switch]
+
+    def _share_turns(self) -> None:
+        """Every switch of a kind gets the union of the kind's turns: they are one module."""
+        by_switch = reachable_turns(self.view, self.routing)
+        by_kind: dict[tuple, set] = {}
+        for switch in range(len(self.plan.switches)):
+            row = self._rows.setdefault(switch, self._row(switch))
+            by_kind.setdefault(row._base_key, set()).update(by_switch[switch])
+        self._turns = [
+            frozenset(by_kind[self._rows[s]._base_key]) for s in range(len(self.plan.switches))
+        ]
+        for switch, row in self._rows.items():
+            row.turns = self._turns[switch]
+
+    def _row(self, switch: int) -> RouteRow:
         ports = SwitchPorts.from_plan(self.view, switch)
         if self.kind == "sliced":
             return self._sliced(switch, ports)
@@ -627,7 +729,16 @@ class RouteRows:
 
 
 def route_row(
-    plan: FabricPlan, switch: int, *, view=None, routing=None, arithmetic: bool = True
+    plan: FabricPlan,
+    switch: int,
+    *,
+    view=None,
+    routing=None,
+    arithmetic: bool = True,
+    prune_turns: bool = False,
 ) -> RouteRow:
     """The route units of one switch (see :class:`RouteRows` for building many)."""
-    return RouteRows(plan, view=view, routing=routing, arithmetic=arithmetic).row(switch)
+    rows = RouteRows(
+        plan, view=view, routing=routing, arithmetic=arithmetic, prune_turns=prune_turns
+    )
+    return rows.row(switch)

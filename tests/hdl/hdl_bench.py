@@ -46,9 +46,10 @@ def model_deliveries(plan, trace, *, limit: int = 100_000) -> dict:
     return {p.payload: p.delivered for p in model.delivered}
 
 
-def data_word(width: int, src: int, sequence: int, index: int) -> int:
-    """The data a trace packet's flit carries: identity and position, truncated to ``width``."""
-    return ((sequence << 12 | src) << 4 | index) & ((1 << width) - 1)
+def data_word(width: int, packet: int, index: int) -> int:
+    """The data a trace packet's flit carries: its number in the trace and the flit's position
+    (the head's data field keeps the low bits: unique for up to 2**(data bits - 4) packets)."""
+    return (packet << 4 | index & 15) & ((1 << width) - 1)
 
 
 class FabricBench:
@@ -72,12 +73,11 @@ class FabricBench:
         sequence: dict[int, int] = {}
         self.queues = [deque() for _ in plan.endpoints]
         layout = self.fabric.flit_layout
-        for packet in trace:
+        for number, packet in enumerate(trace):
             packet.sequence = sequence.get(packet.src, 0)
             sequence[packet.src] = packet.sequence + 1
             packet.flits = [
-                data_word(layout.payload_width, packet.src, packet.sequence, i)
-                for i in range(packet.length)
+                data_word(layout.payload_width, number, i) for i in range(packet.length)
             ]
             self.queues[packet.src].append(packet)
         self.by_id = {(p.src, p.sequence): p for p in trace}
@@ -226,6 +226,29 @@ SMALL_SPECS = {
         "name": "ndt-2x4x2-plus",
         "topology": {"kind": "ndt", "k": [2, 4, 2]},
         "routing": {"name": "dort", "tie": "plus"},
+    },
+    # buffers shallower than the credit loop (B/4 flits per cycle), narrow flits, a mesh,
+    # one external VC on an nDT, two VCs per Znode link (the first free VC of a candidate)
+    "torus-4x4-b2": {
+        "name": "torus-4x4-b2",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "buffer_depth": 2,
+    },
+    "torus-3x4-b3-f16": {
+        "name": "torus-3x4-b3-f16",
+        "topology": {"kind": "torus", "k": [3, 4]},
+        "buffer_depth": 3,
+        "flit_width": 16,
+    },
+    "ndt-2x2x2-ext1": {
+        "name": "ndt-2x2x2-ext1",
+        "topology": {"kind": "ndt", "k": [2, 2, 2]},
+        "routing": {"name": "dort", "external_vcs": 1},
+    },
+    "snode-16-vcs2": {
+        "name": "snode-16-vcs2",
+        "topology": {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2], "vcs": 2},
+        "routing": "sliced",
     },
     "snode-16-updown": {
         "name": "snode-16-updown",

@@ -17,13 +17,21 @@ LOCKSTEP = [
     ("znode-16", 100, 50),
     ("snode-16", 100, 50),
     ("snode-16-updown", 60, 40),
+    ("torus-4x4-b2", 60, 40),
+    ("torus-3x4-b3-f16", 60, 40),
+    ("mesh-3x4", 60, 40),
+    ("ndt-2x2x2-ext1", 60, 40),
+    ("snode-16-vcs2", 60, 40),
 ]
 
 
 @pytest.mark.parametrize("name, packets, horizon", LOCKSTEP, ids=[c[0] for c in LOCKSTEP])
 def test_every_packet_arrives_intact_in_the_models_cycle(example, name, packets, horizon):
     plan = small_plan(example, name)
-    trace = random_trace(plan, random.Random(name), packets=packets, horizon=horizon)
+    lengths = (1, 2, 3, 4, 5, 8)
+    trace = random_trace(
+        plan, random.Random(name), packets=packets, horizon=horizon, lengths=lengths
+    )
     expected = model_deliveries(plan, trace)
     bench = FabricBench(plan, trace, check_links=True)
     bench.run(max(expected.values()) + 3)

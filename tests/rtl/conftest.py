@@ -1,0 +1,43 @@
+"""RTL co-simulation fixtures: the build cache, simulator availability, plans by name."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sim.tb.runner import default_cache, simulator_available
+from zfabric import compile_plan, load_spec
+
+
+@pytest.fixture(scope="session")
+def cosim_dir():
+    """Where emitted Verilog and simulator builds are cached between runs (keyed by plan and
+    generator sources, so a stale build is never reused): ``$ZFABRIC_COSIM_DIR`` or
+    ``~/.cache/zfabric/cosim``."""
+    return default_cache()
+
+
+@pytest.fixture
+def need_sim():
+    """``need_sim("verilator")`` skips when the simulator is missing, or fails under
+    ``NOC_REQUIRE_TOOLS=1`` (CI)."""
+
+    def need(sim: str) -> str:
+        if not simulator_available(sim):
+            if os.environ.get("NOC_REQUIRE_TOOLS") == "1":
+                pytest.fail(f"{sim} is not available (NOC_REQUIRE_TOOLS=1)")
+            pytest.skip(f"{sim} is not available")
+        return sim
+
+    return need
+
+
+@pytest.fixture
+def plan_of(example):
+    """``plan_of("torus-4x4")``: the compiled plan of an example."""
+
+    def plan(name: str):
+        return compile_plan(load_spec(example(name)))
+
+    return plan

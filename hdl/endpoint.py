@@ -10,6 +10,10 @@ cycle it is created sees the model's timing. A head flit carries the routing hea
 ``head_width`` bits of its payload and ``data``'s low ``flit_width - head_width`` bits above
 it; other flits carry ``data`` whole.
 
+A packet must not be addressed to its own source: the model refuses it, and switches build
+no logic for turns no packet takes (``hdl.router.route.reachable_turns``), so it would wait
+forever.
+
 Ejection: a flit on an ejection link is presented on that attachment's ``o`` stream in the same
 cycle (the cycle the contract calls delivery), with ``first``/``last`` from its kind and the
 head flit's data shifted back down. The endpoint always accepts: ``o`` streams have no

@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Const, Elaboratable, Instance, Value, ValueCastable
+from amaranth.hdl import (
+    ClockSignal,
+    Const,
+    Elaboratable,
+    Instance,
+    ResetSignal,
+    Value,
+    ValueCastable,
+)
 from amaranth.hdl._ir import PortDirection
 from amaranth.lib import wiring
 
@@ -83,7 +91,8 @@ def _mark_used(obj, seen=None) -> None:
 
 class BlackBox(Elaboratable):
     """Stands in for ``component``: an instance of ``module``, wired to the component's members
-    under the names :func:`component_ports` gives them."""
+    under the names :func:`component_ports` gives them, and to the ``sync`` clock and reset
+    (the ``clk`` and ``rst`` ports Amaranth gives every module that uses the domain)."""
 
     def __init__(self, component: wiring.Component, module: str):
         self.component = component
@@ -91,7 +100,7 @@ class BlackBox(Elaboratable):
         _mark_used(component)
 
     def elaborate(self, platform):
-        ports = {}
+        ports = {"i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync")}
         for name, (value, flow) in component_ports(self.component).items():
             ports[("i_" if flow == PortDirection.Input else "o_") + name] = value
         return Instance(self.module, **ports)

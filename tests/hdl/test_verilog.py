@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -43,6 +44,21 @@ def test_one_module_per_kind(example, name, kinds):
     # i: payload, valid, ready; o: payload, valid (Amaranth adds clk and rst)
     attachments = len(plan.endpoints[0].attachments)
     assert len(emission.ports) == (3 + 2 * attachments) * len(plan.endpoints)
+
+
+@pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2"])
+def test_every_instance_connects_every_port_of_its_module(example, name):
+    """Clock and reset included: an unconnected clock elaborates without complaint and then
+    never moves a flit."""
+    emission = emit(small_plan(example, name))
+    for module, count in emission.kinds.items():
+        header = re.search(rf"^module {module}\((.*?)\);", emission.text, re.M | re.S)
+        ports = {p.strip() for p in header.group(1).split(",")}
+        assert {"clk", "rst"} <= ports
+        instances = re.findall(rf"^  {module} \S+ \((.*?)\n  \);", emission.text, re.M | re.S)
+        assert len(instances) == count
+        for connections in instances:
+            assert set(re.findall(r"\.(\w+)\(", connections)) == ports
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed")

@@ -13,12 +13,14 @@ around it (``mismatch.vcd``); ``vcd=True`` dumps the whole run instead (``cosim.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +28,7 @@ from pathlib import Path
 from sim.traffic import TraceEntry, Traffic, TrafficConfig, read_trace, write_trace
 from zfabric.plan import FabricPlan, plan_from_json
 
-from .scoreboard import model_expectations, save_expectations
+from .scoreboard import Mismatch, model_expectations, save_expectations
 
 __all__ = [
     "SIMULATORS",
@@ -125,12 +127,30 @@ def wrapper_verilog(top: str, ports: list[tuple[str, int, str]], *, clocked: boo
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
 
 
+@contextlib.contextmanager
+def _locked(directory: Path):
+    """Hold ``directory/.lock``: one process emits or builds there at a time (pytest runs in
+    parallel share the cache); the others wait, then find the result done."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _emit(plan: FabricPlan, root: Path, emit: Callable | None) -> tuple[list[Path], float]:
+    with _locked(root):
+        return _emit_unlocked(plan, root, emit)
+
+
+def _emit_unlocked(plan: FabricPlan, root: Path, emit: Callable | None):
     sources = [root / "fabric.v", root / "cosim_top.v"]
     if all(path.exists() for path in sources):
         return sources, 0.0
@@ -197,10 +217,14 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 def _build(root: Path, sources: list[Path], sim: str, *, waves: bool) -> tuple[Path, float]:
+    build_dir = root / (sim + ("-vcd" if waves and sim == "verilator" else ""))
+    with _locked(build_dir):
+        return _build_unlocked(build_dir, sources, sim, waves=waves)
+
+
+def _build_unlocked(build_dir: Path, sources: list[Path], sim: str, *, waves: bool):
     from cocotb_tools.runner import get_runner
 
-    name = sim + ("-vcd" if waves and sim == "verilator" else "")
-    build_dir = root / name
     stamp = build_dir / ".built"
     if stamp.exists():
         return build_dir, 0.0
@@ -288,6 +312,7 @@ def cosim(
     drain: int = 16,
     emit: Callable | None = None,
     variant: str = "",
+    keep: bool = False,
 ) -> dict:
     """Run ``trace`` on ``plan``'s Verilog under ``sim`` and on the model, in lock-step.
 
@@ -302,6 +327,8 @@ def cosim(
     drain : cycles watched after the model's last delivery
     emit : ``emit(plan) -> hdl.verilog.Emission``, to check another generator (a deliberately
         broken one in the tests); ``variant`` must then name it, as it keys the cache
+    keep : keep the run directory (trace, expectations, logs, result) after a pass; it is
+        always kept after a mismatch or with ``vcd``
 
     Returns
     -------
@@ -334,8 +361,8 @@ def cosim(
 
     trace_text = "".join(f"{e.cycle} {e.src} {e.dst} {e.length}\n" for e in entries)
     run_id = hashlib.sha256(trace_text.encode()).hexdigest()[:12]
-    run_dir = root / "runs" / f"{sim}-{run_id}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{sim}-{run_id}-", dir=root / "runs"))
     write_trace(run_dir / "trace.txt", entries)
     save_expectations(run_dir / "expected.json", expected)
     (run_dir / "plan.json").write_text(plan.to_json())
@@ -379,7 +406,9 @@ def cosim(
         and delivered_rtl == len(expected)
         and result["last_flit"] <= result["model_last"]
     )
-    from .scoreboard import Mismatch
+    if not mismatches and not vcd and not keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir = None
 
     return {
         "passed": not mismatches,
@@ -410,7 +439,7 @@ def cosim(
         },
         "vcd": str(vcd_path) if vcd_path else None,
         "build_dir": str(root),
-        "run_dir": str(run_dir),
+        "run_dir": str(run_dir) if run_dir else None,
     }
 
 
@@ -445,3 +474,44 @@ def format_report(report: dict) -> str:
         lines.append(f"VCD: {report['vcd']}")
     lines.append("PASS" if report["passed"] else "FAIL")
     return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """``python -m sim.tb.runner SPEC``: what ``zfabric cosim`` runs (exit 1 on a mismatch)."""
+    import argparse
+
+    from zfabric import check_deadlock_free, compile_plan, load_spec
+
+    parser = argparse.ArgumentParser(prog="python -m sim.tb.runner", description=__doc__)
+    parser.add_argument("spec", help="fabric spec (YAML) or plan (JSON)")
+    parser.add_argument("--sim", choices=SIMULATORS, default="icarus")
+    parser.add_argument("--traffic", default="uniform", help="traffic pattern")
+    parser.add_argument("--rate", type=float, default=0.1, help="flits/cycle/endpoint")
+    parser.add_argument("--packet-length", default="4", help="flits, or MIN-MAX")
+    parser.add_argument("--cycles", type=int, default=500, help="cycles of injection")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--trace", help="replay this trace instead (cycle src dst length)")
+    parser.add_argument("--vcd", action="store_true", help="dump the whole run")
+    parser.add_argument("--build-dir", help=f"cache root (default {default_cache()})")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+
+    if args.spec.endswith(".json"):
+        plan = plan_from_json(Path(args.spec).read_text())
+    else:
+        plan = compile_plan(load_spec(args.spec))
+    check_deadlock_free(plan)
+    if args.trace:
+        trace = read_trace(args.trace)
+    else:
+        low, _, high = args.packet_length.partition("-")
+        length = (int(low), int(high)) if high else int(low)
+        config = TrafficConfig(pattern=args.traffic, rate=args.rate, packet_length=length)
+        trace = traffic_trace(plan, config, args.cycles, seed=args.seed)
+    report = cosim(plan, trace, sim=args.sim, vcd=args.vcd, build_dir=args.build_dir)
+    print(json.dumps(report, indent=1) if args.json else format_report(report))
+    return 0 if report["passed"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

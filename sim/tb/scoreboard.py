@@ -214,7 +214,8 @@ class LockstepScoreboard:
                 f"{delivery.attachment}) has this head; flits {words}",
             )
             return
-        key = keys.pop(0)
+        key = self._pick(keys, delivery)
+        keys.remove(key)
         e = self.expected[key]
         self.rtl_delivered[key] = cycle
         want = tuple(self.codec.delivered_word(e.src, e.sequence, i) for i in range(e.length))
@@ -239,6 +240,24 @@ class LockstepScoreboard:
             self._late.pop(key).rtl_cycle = cycle
         elif cycle < e.delivered:
             self._mismatch("early", cycle, key, rtl_cycle=cycle)
+
+    def _pick(self, keys: list[tuple[int, int]], delivery) -> tuple[int, int]:
+        """The in-flight packet a delivered head belongs to.
+
+        Heads of a flow look alike when the flit is too narrow to carry the whole sequence
+        number; then the packet the model delivers right here and now, with these flits, is
+        the one (adaptive routing may reorder a flow), else the oldest.
+        """
+        if len(keys) > 1:
+            for key in keys:
+                e = self.expected[key]
+                if e.delivered == delivery.cycle and e.attachment == delivery.attachment:
+                    words = (
+                        self.codec.delivered_word(e.src, e.sequence, i) for i in range(e.length)
+                    )
+                    if tuple(words) == delivery.words:
+                        return key
+        return keys[0]
 
     def end_of_cycle(self, cycle: int) -> None:
         for key in self._due.pop(cycle, ()):

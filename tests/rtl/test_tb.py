@@ -136,7 +136,7 @@ def test_wrapper_passes_every_port_through():
     assert "    .clk(clk)," in text and "    .i__0__ready(i__0__ready)\n" in text
 
 
-def test_scoreboard_follows_a_reordered_flow_when_heads_look_alike(torus):
+def test_scoreboard_follows_a_reordered_flow_when_heads_look_alike():
     """16-bit flits keep no sequence bits in a head: two packets of one flow that overtake
     each other (adaptive routing) are told apart by the model's cycle and their body flits."""
     narrow = compile_plan(

@@ -369,6 +369,10 @@ def cosim(
     if not isinstance(plan, FabricPlan):
         plan = plan_from_json(Path(plan).read_text())
     entries = read_trace(trace) if isinstance(trace, (str, Path)) else list(trace)
+    n = len(plan.endpoints)
+    for entry in entries:
+        if not (0 <= entry.src < n and 0 <= entry.dst < n) or entry.src == entry.dst:
+            raise ValueError(f"trace entry {entry} does not fit {plan.name}'s {n} endpoints")
     if sim == "verilator":
         _verilator_path()
     if not simulator_available(sim):

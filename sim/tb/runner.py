@@ -413,7 +413,7 @@ def cosim(
     mismatches = result["mismatches"]
     first = mismatches[0] if mismatches else None
     if first is not None and not vcd:
-        cycles = [c for c in (first["cycle"], first["model_cycle"], first["rtl_cycle"]) if c]
+        cycles = [first[k] for k in ("cycle", "model_cycle", "rtl_cycle") if first[k] is not None]
         vcd_path = run_dir / "mismatch.vcd"
         window_env = {
             **env,

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: sources whose changes change the emitted Verilog, beyond the plan itself
 GENERATOR_SOURCES = ("hdl", "zfabric/routing", "zfabric/topologies", "zfabric/plan.py")
 #: bumped when the wrapper or the simulator flags change, to leave old builds behind
-BUILD_RECIPE = "2"
+BUILD_RECIPE = "3"
 
 
 class CosimError(RuntimeError):
@@ -150,7 +150,31 @@ def _locked(directory: Path):
 
 def _emit(plan: FabricPlan, root: Path, emit: Callable | None) -> tuple[list[Path], float]:
     with _locked(root):
-        return _emit_unlocked(plan, root, emit)
+        sources, seconds = _emit_unlocked(plan, root, emit)
+    if seconds:
+        _prune(root)
+    return sources, seconds
+
+
+#: builds of other generator versions kept per plan, and how long an older one is left alone
+KEEP_BUILDS = 2
+IDLE_SECONDS = 3600
+
+
+def _prune(root: Path) -> None:
+    """Remove builds of the same plan (and variant) for older generator sources: keep the
+    newest ``KEEP_BUILDS`` besides ``root``, and any used within the last hour."""
+    prefix = root.name[:-16]
+    pattern = re.compile(re.escape(prefix) + r"[0-9a-f]{16}")
+    others = [
+        path
+        for path in root.parent.iterdir()
+        if path != root and path.is_dir() and pattern.fullmatch(path.name)
+    ]
+    others.sort(key=lambda path: path.stat().st_mtime, reverse=True)
+    for path in others[KEEP_BUILDS:]:
+        if time.time() - path.stat().st_mtime > IDLE_SECONDS:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _emit_unlocked(plan: FabricPlan, root: Path, emit: Callable | None):
@@ -249,6 +273,10 @@ def _build_unlocked(build_dir: Path, sources: list[Path], sim: str, *, waves: bo
             )
     except (SystemExit, Exception) as error:
         raise CosimError(f"{sim} build failed ({error!r}):\n{_tail(log)}") from None
+    if sim == "verilator":  # the executable is all a run needs; the rest is 150 MB or more
+        for pattern in ("*.gch", "*.o", "*.a", "*.d"):
+            for path in build_dir.glob(pattern):
+                path.unlink(missing_ok=True)
     stamp.write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
     return build_dir, time.perf_counter() - start
 
@@ -382,6 +410,7 @@ def cosim(
     root = Path(build_dir) if build_dir else default_cache()
     root = root / f"{plan.name}{'-' + variant if variant else ''}-{key}"
     sources, emit_seconds = _emit(plan, root, emit)
+    os.utime(root)  # in use: see _prune
 
     start = time.perf_counter()
     expected, model_cycles = model_expectations(plan, entries)

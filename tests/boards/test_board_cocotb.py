@@ -46,7 +46,7 @@ def test_board_core_in_icarus(tmp_path, fault):
     core = BoardCore(
         torus_plan([2, 2]),
         clk_hz=CLK_HZ,
-        network="fabric" if have_fabric() else "ideal",
+        network=os.environ.get("BOARD_NETWORK") or ("fabric" if have_fabric() else "ideal"),
         settings=TrafficSettings(rate=0.4),
         report_period=PERIOD,
         run_cycles=RUN,

@@ -73,6 +73,7 @@ def test_board_core_in_icarus(tmp_path, fault):
         test_dir=Path(__file__).parent,
         build_dir=tmp_path / "build",
         extra_env={"BOARD_EXPECT": json.dumps(expect)},
+        results_xml=str(tmp_path / "results.xml"),
     )
     assert get_results(xml) == (1, 0)
 

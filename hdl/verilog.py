@@ -7,15 +7,13 @@ top. Each kind is converted once and instantiated as often as the plan needs it,
 time grows with the number of kinds plus a top that only wires instances, not with the
 number of switches times their logic.
 
-``python -m hdl.verilog SPEC -o DIR`` writes ``<name>.v``, ``<name>.plan.json`` and
-``<name>.ports`` (one ``direction width name`` line per top port) and prints the figures.
+:func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v``, ``<name>.plan.json`` and
+``<name>.ports`` (one ``direction width name`` line per top port).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,29 +174,3 @@ def write(plan: FabricPlan, directory: Path, *, share: bool = True) -> Emission:
         "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
     )
     return emission
-
-
-def main(argv=None) -> int:
-    from zfabric import check_deadlock_free, compile_plan, load_spec
-
-    parser = argparse.ArgumentParser(prog="python -m hdl.verilog", description=__doc__)
-    parser.add_argument("spec", help="fabric spec (YAML)")
-    parser.add_argument("-o", "--output", default="build", help="output directory")
-    parser.add_argument("--flat", action="store_true", help="one module per instance")
-    parser.add_argument("--allow-deadlock", action="store_true")
-    args = parser.parse_args(argv)
-    plan = compile_plan(load_spec(args.spec))
-    if not args.allow_deadlock:
-        check_deadlock_free(plan)
-    emission = write(plan, Path(args.output), share=not args.flat)
-    lines = emission.text.count("\n")
-    print(f"{len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
-    for module, count in emission.kinds.items():
-        print(f"  {module}: {count} instances")
-    print(f"kinds {emission.kind_seconds:.1f} s, top {emission.top_seconds:.1f} s, {lines} lines")
-    print(f"emitted {emission.top}.v in {emission.seconds:.1f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,9 @@
 """The ``zfabric`` command line: thin, it parses, calls the library and prints.
 
-Exit status: 0 success; 1 the fabric is not deadlock-free or does not deliver; 2 a bad spec
-or bad arguments (one line on stderr, no traceback).
+Exit status: 0 success; 1 the fabric is not deadlock-free or does not deliver, the RTL and
+the model disagree, or a board build fails or misses its clock; 2 a bad spec or bad arguments
+(one line on stderr, no traceback); 3 the co-simulation could not run (simulator missing or its
+build failed).
 """
 
 from __future__ import annotations
@@ -249,24 +251,33 @@ def _checked_plan(args: argparse.Namespace):
     return spec, plan, analysis, True
 
 
+def _read_trace(path: str, plan) -> list:
+    """The trace file's entries, each checked against the plan's endpoints (a bad line or an
+    endpoint out of range is a user error naming ``--trace``)."""
+    from sim.traffic import read_trace
+
+    try:
+        trace = read_trace(path)
+    except (OSError, ValueError) as error:
+        raise SpecError("--trace", str(error)) from None
+    n = len(plan.endpoints)
+    for entry in trace:
+        if not (0 <= entry.src < n and 0 <= entry.dst < n):
+            raise SpecError("--trace", f"{entry} does not fit {plan.name}'s {n} endpoints")
+    return trace
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from sim.analytic import zero_load_latency
     from sim.measure import replay, simulate
-    from sim.traffic import Traffic, read_trace
+    from sim.traffic import Traffic
 
     config = _traffic_config(args, args.rate)
     spec, plan, analysis, ok = _checked_plan(args)
     if not ok:
         return 1
     if args.trace:
-        try:
-            trace = read_trace(args.trace)
-        except (OSError, ValueError) as error:
-            raise SpecError("--trace", str(error)) from None
-        for entry in trace:
-            if not (0 <= entry.src < len(plan.endpoints) and 0 <= entry.dst < len(plan.endpoints)):
-                raise SpecError("--trace", f"endpoint out of range in {entry}")
-        result = replay(plan, trace)
+        result = replay(plan, _read_trace(args.trace, plan))
     else:
         traffic = Traffic(config, len(plan.endpoints), seed=args.seed)
         result = simulate(
@@ -310,6 +321,58 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def cmd_cosim(args: argparse.Namespace) -> int:
+    """Lock-step co-simulation of the spec's Verilog against the model (exit 1 on a mismatch)."""
+    from sim.tb.runner import CosimError, cosim, format_report, traffic_trace
+
+    spec, plan, _analysis, ok = _checked_plan(args)
+    if not ok:
+        return 1
+    if args.trace:
+        trace = _read_trace(args.trace, plan)
+    else:
+        trace = traffic_trace(plan, _traffic_config(args, args.rate), args.cycles, seed=args.seed)
+    try:
+        report = cosim(plan, trace, sim=args.sim, vcd=args.vcd, build_dir=args.build_dir)
+    except CosimError as error:
+        print(f"zfabric: the co-simulation could not run: {error}", file=sys.stderr)
+        return 3
+    print(json.dumps(report, indent=1) if args.json else format_report(report))
+    return 0 if report["passed"] else 1
+
+
+def cmd_board_targets(args: argparse.Namespace) -> int:
+    """The boards ``zfabric board build`` knows, with their default specs."""
+    from boards.targets import TARGETS
+
+    for target in TARGETS.values():
+        print(f"{target.name:12} {target.board} ({target.device}); default spec {target.spec}")
+    return 0
+
+
+def cmd_board_build(args: argparse.Namespace) -> int:
+    """Build (or with --plan-only, prepare) a self-checking board design around a fabric."""
+    from boards.build import BuildError, board_build, format_report
+    from boards.targets import TARGETS
+
+    if args.target not in TARGETS:
+        raise SpecError("TARGET", f"unknown board {args.target!r}; known: {', '.join(TARGETS)}")
+    try:
+        report = board_build(
+            args.target,
+            args.spec,
+            args.output,
+            plan_only=args.plan_only,
+            progress=None if args.json else print,
+        )
+    except BuildError as error:
+        where = f" (log: {error.log})" if error.log else ""
+        print(f"zfabric: board build failed: {error}{where}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=1) if args.json else format_report(report))
+    return 0 if not report["built"] or report["timing_pass"] else 1
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -425,7 +488,8 @@ def plot_curves(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """The main job: check, model latency-throughput curve, plot, and a Markdown report."""
+    """The main job: check, Verilog, short lock-step co-simulation, model latency-throughput
+    curve with plot, and a Markdown report (exit 1 if the RTL and the model disagree)."""
     import shutil
 
     from sim.analytic import uniform_channel_load, zero_load_latency
@@ -444,8 +508,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     points = sweep_curve(spec.name, plan, args, rates)
 
     out = Path(args.output or Path("out") / spec.name)
-    staging = Path(tempfile.mkdtemp(dir=out.parent if out.parent.exists() else None))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.staging-"))
     try:
+        from hdl.verilog import write
+
+        emission = write(plan, staging / "verilog")
+        print(f"verilog: {len(emission.kinds)} modules, {emission.seconds:.1f} s")
+        cosim = _run_cosim(plan, args)
+        if cosim is not None:
+            (staging / "cosim.json").write_text(json.dumps(cosim, indent=1) + "\n")
         (staging / "plan.json").write_text(plan.to_json(indent=1) + "\n")
         report = check_report(spec, metrics, analysis)
         (staging / "check.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -457,19 +529,65 @@ def cmd_run(args: argparse.Namespace) -> int:
             bounds={spec.name: bound.bound},
         )
         (staging / "report.md").write_text(
-            _report_markdown(spec, summary, bound, zero, points, args)
+            _report_markdown(spec, summary, bound, zero, points, args, emission, cosim)
         )
-        out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             shutil.rmtree(out)
         os.replace(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(f"report: {out / 'report.md'}")
-    return 0
+    return 0 if cosim is None or cosim["passed"] else 1
 
 
-def _report_markdown(spec, summary, bound, zero, points, args) -> str:
+def _run_cosim(plan, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The main job's short lock-step co-simulation, or None when skipped (no simulator, or
+    ``--cosim-cycles 0``); a simulator that cannot build counts as a failure, not a skip."""
+    from sim.tb.runner import CosimError, cosim, format_report, simulator_available, traffic_trace
+    from sim.traffic import TrafficConfig
+
+    if args.cosim_cycles <= 0:
+        return None
+    if not simulator_available(args.sim):
+        print(f"cosim: skipped, {args.sim} not found (scripts/setup.sh installs iverilog)")
+        return None
+    config = TrafficConfig(pattern="uniform", rate=0.1, packet_length=args.packet_length)
+    trace = traffic_trace(plan, config, args.cosim_cycles, seed=args.seed)
+    print(f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
+    try:
+        report = cosim(plan, trace, sim=args.sim)
+    except CosimError as error:
+        report = {"passed": False, "error": str(error)}
+        print(f"cosim: could not run: {error}", file=sys.stderr)
+    else:
+        print(format_report(report))
+    return report
+
+
+def _cosim_markdown(report: dict[str, Any] | None, args: argparse.Namespace) -> str:
+    if report is None:
+        return "Skipped (no simulator, or `--cosim-cycles 0`)."
+    if "error" in report:
+        return f"**FAILED to run**: {report['error']}"
+    packets, latency = report["packets"], report["latency"]
+    verdict = (
+        "**PASS**: every packet delivered by the RTL intact, once, in the model's cycle."
+        if report["passed"]
+        else f"**FAIL**: {report['mismatches']} mismatches; first: {report['first_mismatch_text']}"
+    )
+    return f"""Uniform Bernoulli traffic at 0.1 flits/cycle/endpoint for {args.cosim_cycles}
+cycles (seed {args.seed}), {report["sim"]}: {packets["trace"]} packets, {report["cycles"]}
+cycles simulated.
+
+| | packets delivered | mean latency | max latency |
+| --- | --- | --- | --- |
+| model | {packets["model"]} | {latency["model"]["mean"]} | {latency["model"]["max"]} |
+| RTL | {packets["rtl"]} | {latency["rtl"]["mean"]} | {latency["rtl"]["max"]} |
+
+{verdict}"""
+
+
+def _report_markdown(spec, summary, bound, zero, points, args, emission, cosim) -> str:
     rows = "\n".join(
         f"| {p['offered']:.3f} | {p['accepted']:.3f} | "
         + (
@@ -507,8 +625,18 @@ tail delivery, in cycles.
 | --- | --- | --- | --- | --- |
 {rows}
 
+## RTL
+
+`verilog/{emission.top}.v`: {sum(emission.kinds.values())} instances of {len(emission.kinds)}
+modules, emitted in {emission.seconds:.1f} s (with `{emission.top}.plan.json` and the port list
+`{emission.top}.ports`).
+
+## Lock-step co-simulation (RTL against the model)
+
+{_cosim_markdown(cosim, args)}
+
 Files: `plan.json` (the compiled plan), `check.json` (`zfabric check --json`),
-`sweep.json` (every measured point).
+`sweep.json` (every measured point), `verilog/`, `cosim.json` (the co-simulation report).
 """
 
 
@@ -537,8 +665,6 @@ def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--process", choices=["bernoulli", "poisson"], default="bernoulli")
     parser.add_argument("--hotspot-fraction", type=float, default=0.2)
-    parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--cycles", type=int, default=10000, help="measurement window")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument(
@@ -546,6 +672,11 @@ def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="simulate a fabric whose CDG is cyclic; report a run-time deadlock",
     )
+
+
+def _window_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--cycles", type=int, default=10000, help="measurement window")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -591,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--trace", metavar="FILE", help="replay 'cycle src dst length' lines")
     simulate.add_argument("--records", metavar="FILE", help="write per-packet records (JSON)")
     _traffic_arguments(simulate)
+    _window_arguments(simulate)
     simulate.set_defaults(run=cmd_simulate)
 
     sweep = commands.add_parser("sweep", help="latency-throughput curves over injection rates")
@@ -600,14 +732,60 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--plot", metavar="PNG", help="write the latency-throughput plot")
     _traffic_arguments(sweep)
+    _window_arguments(sweep)
     sweep.set_defaults(run=cmd_sweep)
+
+    cosim = commands.add_parser(
+        "cosim", help="run the fabric's Verilog against the model in lock-step (cocotb)"
+    )
+    cosim.add_argument("spec", help="fabric spec (YAML)")
+    cosim.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
+    cosim.add_argument("--rate", type=float, default=0.1, help="flits/cycle/endpoint")
+    cosim.add_argument("--cycles", type=int, default=1000, help="cycles of injection")
+    cosim.add_argument("--trace", metavar="FILE", help="replay 'cycle src dst length' lines")
+    cosim.add_argument("--vcd", action="store_true", help="dump the whole run as a VCD")
+    cosim.add_argument(
+        "--build-dir",
+        metavar="DIR",
+        help="Verilog and simulator build cache (default "
+        "$ZFABRIC_COSIM_DIR or ~/.cache/zfabric/cosim)",
+    )
+    _traffic_arguments(cosim)
+    cosim.set_defaults(run=cmd_cosim)
+
+    board = commands.add_parser("board", help="self-checking FPGA prototypes of a fabric")
+    board_commands = board.add_subparsers(dest="board_command", required=True)
+    targets = board_commands.add_parser("targets", help="list the boards and their default specs")
+    targets.set_defaults(run=cmd_board_targets)
+    build = board_commands.add_parser(
+        "build", help="bitstream with traffic generators, checkers and a UART report"
+    )
+    build.add_argument("target", help="board: icebreaker, ulx3s-85f, orangecrab (see targets)")
+    build.add_argument("spec", nargs="?", help="fabric spec (YAML); default: the board's own")
+    build.add_argument(
+        "-o", "--output", metavar="DIR", help="build folder (default build/TARGET-SPEC)"
+    )
+    build.add_argument(
+        "--plan-only", action="store_true", help="write the build plan, do not run the tools"
+    )
+    build.add_argument("--json", action="store_true", help="print the report as JSON")
+    build.set_defaults(run=cmd_board_build)
 
     run = commands.add_parser(
         "run", help="the main job: check, latency-throughput sweep with plot, Markdown report"
     )
     run.add_argument("spec", help="fabric spec (YAML)")
     run.add_argument("-o", "--output", metavar="DIR", help="report folder (default out/NAME)")
+    run.add_argument(
+        "--cosim-cycles",
+        type=int,
+        default=200,
+        metavar="N",
+        help="cycles of uniform traffic at 0.1 in the lock-step co-simulation (0: skip it)",
+    )
+    run.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
     _traffic_arguments(run)
+    _window_arguments(run)
     run.set_defaults(run=cmd_run, warmup=500, cycles=2000)
     return parser
 

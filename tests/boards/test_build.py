@@ -21,6 +21,7 @@ from boards.build import (
 )
 from boards.targets import TARGETS, get_target
 from zfabric import load_spec
+from zfabric.cli import main
 
 # -- excerpts of real tool output (nextpnr 0.11.1 / yosys 0.70, YoWASP) -----------------------
 
@@ -207,3 +208,20 @@ def test_design_too_large_names_the_resource(tmp_path, fpga_tools):
         "logic cells (LUT4 + FF) (ICESTORM_LC): needs "
     )
     assert caught.value.step == "nextpnr-ice40"
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_cli_lists_targets_and_writes_a_plan_only_build(tmp_path, capsys, boards_package):
+    assert main(["board", "targets"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in TARGETS)
+    assert main(["board", "build", "icebreaker", "--plan-only", "-o", str(tmp_path)]) == 0
+    assert "build plan written to" in capsys.readouterr().out
+    assert (tmp_path / "top.il").stat().st_size > 0
+
+
+def test_cli_rejects_an_unknown_board_with_status_2(capsys):
+    assert main(["board", "build", "de10", "--plan-only"]) == 2
+    assert "unknown board 'de10'; known: icebreaker" in capsys.readouterr().err

@@ -172,6 +172,7 @@ def test_sweep_writes_a_plot(example, tmp_path, capsys):
 def test_run_writes_the_report_folder(example, tmp_path, capsys):
     out = tmp_path / "report"
     args = ["run", str(example("torus-4x4")), "-o", str(out), "--cycles", "400", "--warmup", "100"]
+    args += ["--cosim-cycles", "0"]  # tests/rtl/test_cli_cosim.py runs it
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "check.json",
@@ -179,8 +180,10 @@ def test_run_writes_the_report_folder(example, tmp_path, capsys):
         "plan.json",
         "report.md",
         "sweep.json",
+        "verilog",
     ]
     report = (out / "report.md").read_text()
+    assert "Skipped (no simulator, or `--cosim-cycles 0`)." in report
     assert "![latency-throughput curve](curve.png)" in report
     assert "Zero-load latency (analytic, 2·hops + L + 2): 10.27 cycles" in report  # 2·32/15+4+2
     assert json.loads((out / "check.json").read_text())["deadlock_free"] is True

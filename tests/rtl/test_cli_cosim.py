@@ -1,0 +1,61 @@
+"""`zfabric cosim` and the main job's co-simulation: exit status, report, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sim.tb.runner
+from zfabric.cli import main
+
+pytestmark = pytest.mark.rtl
+
+
+def test_cosim_command_reports_lockstep_equality(example, need_sim, capsys):
+    need_sim("icarus")
+    args = ["cosim", str(example("torus-4x4")), "--rate", "0.3", "--cycles", "150", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["mismatches"] == 0 and report["drained"]
+    packets = report["packets"]
+    assert packets["trace"] == packets["model"] == packets["rtl"] > 0
+    # 0.3 flits/cycle/endpoint, 4-flit packets, 16 endpoints, 150 cycles: about 180 packets
+    assert 120 < packets["trace"] < 240
+    assert report["latency"]["rtl"] == report["latency"]["model"]
+
+
+def test_cosim_replays_a_trace_file_and_rejects_a_bad_one(example, need_sim, tmp_path, capsys):
+    need_sim("icarus")
+    trace = tmp_path / "trace.txt"
+    trace.write_text("0 0 5 4\n0 3 12 2\n7 15 0 1\n")
+    assert main(["cosim", str(example("torus-4x4")), "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "3 packets (7 flits)" in out and out.rstrip().endswith("PASS")
+
+    trace.write_text("0 0 16 4\n")
+    assert main(["cosim", str(example("torus-4x4")), "--trace", str(trace)]) == 2
+    assert "--trace" in capsys.readouterr().err
+
+
+def test_cosim_without_its_simulator_exits_3(example, monkeypatch, capsys):
+    monkeypatch.setattr(sim.tb.runner, "simulator_available", lambda name: False)
+    assert main(["cosim", str(example("ring-2")), "--cycles", "10"]) == 3
+    assert "icarus is not available" in capsys.readouterr().err
+
+
+def test_main_job_writes_verilog_and_a_passing_cosim(example, need_sim, tmp_path, capsys):
+    need_sim("icarus")
+    out = tmp_path / "report"
+    args = ["run", str(example("torus-4x4")), "-o", str(out), "--cycles", "300", "--warmup", "50"]
+    assert main([*args, "--cosim-cycles", "120"]) == 0
+    assert {"cosim.json", "verilog", "report.md"} <= {p.name for p in out.iterdir()}
+    assert sorted(p.name for p in (out / "verilog").iterdir()) == [
+        "torus_4x4.plan.json",
+        "torus_4x4.ports",
+        "torus_4x4.v",
+    ]
+    cosim = json.loads((out / "cosim.json").read_text())
+    assert cosim["passed"] and cosim["packets"]["rtl"] == cosim["packets"]["trace"] > 0
+    report = (out / "report.md").read_text()
+    assert "## Lock-step co-simulation" in report and "**PASS**" in report

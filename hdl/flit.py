@@ -18,7 +18,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan
-from zfabric.topologies.znode import field_width
+from zfabric.routing import routing_head_width as head_width
 
 __all__ = [
     "FlitKind",
@@ -35,21 +35,6 @@ class FlitKind(enum.Enum, shape=2):
     HEAD = 1
     TAIL = 2
     SINGLE = 3
-
-
-def head_width(plan: FabricPlan) -> int:
-    """Bits of the routing head the plan's routing function writes into a head flit.
-
-    Destination routing carries an endpoint id. A sliced header turning at level c holds c
-    level bits, the Znode id (when there are several) and the labels of levels c..1
-    (``zfabric/routing/sliced.py``); the widest turns at the top level.
-    """
-    if plan.routing.name == "sliced":
-        params = plan.routing.params
-        znodes = params["znodes"]
-        zid_bits = field_width(znodes) if znodes > 1 else 0
-        return len(params["z"]) + zid_bits + sum(field_width(z) for z in params["z"])
-    return max(1, (len(plan.endpoints) - 1).bit_length())
 
 
 class FlitLayout(data.StructLayout):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple
 
-from ..plan import PlanView
+from ..plan import FabricPlan, PlanView
 from ..spec import Reader
 
 __all__ = ["Hop", "Decision", "Injection", "RoutingFunction", "routing", "ROUTINGS", "make_routing"]
@@ -50,6 +50,11 @@ class RoutingFunction:
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         """Validate the user's routing options (``routing: {name: ..., ...}``); none by default."""
         return {}
+
+    @classmethod
+    def head_width(cls, plan: FabricPlan) -> int:
+        """Bits of the routing head a head flit carries: by default a destination endpoint id."""
+        return max(1, (len(plan.endpoints) - 1).bit_length())
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         """Where ``src`` may inject a packet for ``dst`` and with which head (all choices)."""
@@ -91,3 +96,8 @@ def routing(name: str) -> Callable[[type[RoutingFunction]], type[RoutingFunction
 
 def make_routing(view: PlanView) -> RoutingFunction:
     return ROUTINGS[view.plan.routing.name](view)
+
+
+def routing_head_width(plan: FabricPlan) -> int:
+    """Bits of the routing head in the low payload bits of ``plan``'s head flits."""
+    return ROUTINGS[plan.routing.name].head_width(plan)

@@ -92,6 +92,14 @@ class Sliced(RoutingFunction):
 
     uses_input_port = True
 
+    @classmethod
+    def head_width(cls, plan) -> int:
+        """The widest header, turning at the top level: a level bit per level, the Znode id
+        (when there are several) and one label per level."""
+        z, znodes = plan.routing.params["z"], plan.routing.params["znodes"]
+        zid_bits = field_width(znodes) if znodes > 1 else 0
+        return len(z) + zid_bits + sum(field_width(zj) for zj in z)
+
     def __init__(self, view):
         super().__init__(view)
         self.z = tuple(self.params["z"])

@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..errors import SpecError
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
 from ..spec import FabricSpec, Reader
 
@@ -61,6 +62,15 @@ def finish_plan(
         buffer_depth=spec.buffer_depth,
         packet_length=spec.packet_length,
     )
+    from ..routing import routing_head_width  # here: the routing package imports topologies
+
+    head = routing_head_width(plan)
+    if head > spec.flit_width:
+        raise SpecError(
+            "flit_width",
+            f"the {spec.routing} routing head of {spec.name} needs {head} bits, "
+            f"more than the {spec.flit_width}-bit flit",
+        )
     return plan, builder.graph
 
 

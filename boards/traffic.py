@@ -471,13 +471,23 @@ class Generator(wiring.Component):
         ]
         tag_bits = tag.as_value()
         mixed = Signal(32)
+        # The beat's data goes through its own signal: driving ``o.payload.data`` inside the
+        # Switch while ``dst``/``first``/``last`` are plain assignments makes the Verilog
+        # backend (Yosys write_verilog, via amaranth.back.verilog) emit the payload as a ``reg``
+        # with one ``always @*`` per field, and the one-line ones lack the time-0 trigger the
+        # others get. Verilog runs an ``always @*`` only when an input changes, so in Icarus
+        # ``first`` (``beat == 0``, true from reset) stayed x until the first transfer, which
+        # needs ``first``: the network never granted and the generators stalled. Here the
+        # payload is only continuous assignments.
+        data = Signal(fmt.flit_width)
         with m.Switch(beat):
             for k, (usable, chunk, offset) in enumerate(fmt.beats):
                 with m.Case(k):
                     bits = tag_bits[offset : offset + chunk]
                     m.d.comb += mixed.eq(state ^ _hw_fold32(bits) if chunk else state)
                     fill = _hw_expand(mixed, usable)
-                    m.d.comb += self.o.payload.data.eq(Cat(bits, fill[chunk:usable]))
+                    m.d.comb += data.eq(Cat(bits, fill[chunk:usable]))
+        m.d.comb += self.o.payload.data.eq(data)
 
         m.d.sync += self.created.eq(start)
         with m.If(transfer):

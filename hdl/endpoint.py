@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from amaranth.hdl import Cat, Const, Module, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -349,15 +349,15 @@ class Endpoint(wiring.Component):
             flit = self.eject[a].flit
             kind = flit.payload.kind.as_value()
             out = self.o[a]
+            data = flit.payload.payload
             m.d.comb += [
                 out.valid.eq(flit.valid),
                 out.payload.first.eq(kind[0]),
                 out.payload.last.eq(kind[1]),
-                out.payload.data.eq(flit.payload.payload),
+                # a head's data sits above the routing head; one Mux, not a piecewise reg
+                out.payload.data.eq(Mux(kind[0], data[layout.head_width :], data)),
                 self.eject[a].credit.eq(flit.valid),  # a local output keeps no count of these
             ]
-            with m.If(kind[0]):
-                m.d.comb += out.payload.data.eq(flit.payload.payload[layout.head_width :])
         return m
 
 

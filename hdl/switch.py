@@ -7,7 +7,7 @@ output units register them onto the links. With the link register that makes 2 c
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -221,10 +221,11 @@ class Switch(wiring.Component):
                     alloc.cand[port][vc].eq(route.cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
+                # one assignment of the whole value: a piecewise one becomes an always @* that
+                # Icarus never runs until an input changes (tests/hdl/test_verilog.py)
                 routed = Signal(layout.payload_width, name=f"routed{port}_{vc}")
-                m.d.comb += routed.eq(payload)
-                with m.If(kind[0]):
-                    m.d.comb += routed[: layout.head_width].eq(route.next_head)
+                next_head = Cat(route.next_head, payload[layout.head_width :])
+                m.d.comb += routed.eq(Mux(kind[0], next_head, payload))
                 flit = Cat(kind, Const(0, layout.vc_width), routed)
                 forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))
             m.d.comb += xbar.i[port].eq(forward)

@@ -41,6 +41,7 @@ __all__ = [
     "BlackBox",
     "Emission",
     "emit",
+    "untriggered_comb_blocks",
     "write",
 ]
 
@@ -174,3 +175,16 @@ def write(plan: FabricPlan, directory: Path, *, share: bool = True) -> Emission:
         "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
     )
     return emission
+
+
+def untriggered_comb_blocks(text: str) -> list[str]:
+    """The ``always @*`` blocks of ``text`` without Yosys' time-0 trigger.
+
+    Verilog runs an ``always @*`` only when one of its inputs changes. Yosys' write_verilog
+    gives its combinational processes a dummy ``reg`` that changes at time 0 so they run once,
+    but not the one-line processes it emits for a signal assigned piecewise (part of it under
+    an ``If``, the rest outside). Such a block holds x in Icarus until an input changes, and
+    forever when none does; our RTL keeps every comb signal in one assignment so there are none.
+    """
+    blocks = re.findall(r"always @\*(.*\n.*)", text)
+    return [block for block in blocks if not re.match(r" begin\n\s*if \(\\\$auto\$", block)]

@@ -12,7 +12,7 @@ from hdl_bench import small_plan
 
 from hdl.endpoint import dst_width
 from hdl.flit import FlitLayout
-from hdl.verilog import emit, write
+from hdl.verilog import emit, untriggered_comb_blocks, write
 
 KINDS = [
     # (fabric, instances per kind, from the plan's structure)
@@ -21,6 +21,14 @@ KINDS = [
     # level-1 and level-2 switches of each Znode (side ports name the other Znode)
     ("snode-16", {"switch": [2, 2, 8, 8], "endpoint": [16]}),
 ]
+
+
+@pytest.mark.parametrize("name", [k[0] for k in KINDS])
+def test_every_comb_block_runs_at_time_zero(example, name):
+    """A piecewise-assigned signal would sit at x in Icarus until an input changed."""
+    text = emit(small_plan(example, name)).text
+    assert "always @*" in text
+    assert untriggered_comb_blocks(text) == []
 
 
 @pytest.mark.parametrize("name, kinds", KINDS, ids=[k[0] for k in KINDS])

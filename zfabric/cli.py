@@ -525,7 +525,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         plot_curves(
             {spec.name: points},
             staging / "curve.png",
-            title=f"{spec.name}: uniform traffic",
+            title=f"{spec.name}: {args.traffic} traffic",
             bounds={spec.name: bound.bound},
         )
         (staging / "report.md").write_text(
@@ -544,14 +544,13 @@ def _run_cosim(plan, args: argparse.Namespace) -> dict[str, Any] | None:
     """The main job's short lock-step co-simulation, or None when skipped (no simulator, or
     ``--cosim-cycles 0``); a simulator that cannot build counts as a failure, not a skip."""
     from sim.tb.runner import CosimError, cosim, format_report, simulator_available, traffic_trace
-    from sim.traffic import TrafficConfig
 
     if args.cosim_cycles <= 0:
         return None
     if not simulator_available(args.sim):
         print(f"cosim: skipped, {args.sim} not found (scripts/setup.sh installs iverilog)")
         return None
-    config = TrafficConfig(pattern="uniform", rate=0.1, packet_length=args.packet_length)
+    config = _traffic_config(args, 0.1)
     trace = traffic_trace(plan, config, args.cosim_cycles, seed=args.seed)
     print(f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
     try:
@@ -575,9 +574,9 @@ def _cosim_markdown(report: dict[str, Any] | None, args: argparse.Namespace) -> 
         if report["passed"]
         else f"**FAIL**: {report['mismatches']} mismatches; first: {report['first_mismatch_text']}"
     )
-    return f"""Uniform Bernoulli traffic at 0.1 flits/cycle/endpoint for {args.cosim_cycles}
-cycles (seed {args.seed}), {report["sim"]}: {packets["trace"]} packets, {report["cycles"]}
-cycles simulated.
+    return f"""{args.traffic.capitalize()} {args.process} traffic at 0.1 flits/cycle/endpoint for
+{args.cosim_cycles} cycles (seed {args.seed}), {report["sim"]}: {packets["trace"]} packets,
+{report["cycles"]} cycles simulated.
 
 | | packets delivered | mean latency | max latency |
 | --- | --- | --- | --- |
@@ -610,9 +609,9 @@ def _report_markdown(spec, summary, bound, zero, points, args, emission, cosim) 
 
 ## Performance (cycle-level reference model)
 
-Uniform {args.process} traffic, {lengths}-flit packets, warm-up {args.warmup} cycles,
-measurement window {args.cycles} cycles, seed {args.seed}. Latency is from packet creation to
-tail delivery, in cycles.
+{args.traffic.capitalize()} {args.process} traffic, {lengths}-flit packets, warm-up
+{args.warmup} cycles, measurement window {args.cycles} cycles, seed {args.seed}. Latency is from
+packet creation to tail delivery, in cycles.
 
 - Zero-load latency (analytic, 2·hops + L + 2): {zero:.2f} cycles
 - Channel-load bound under uniform traffic: {bound.bound:.3f} flits/cycle/endpoint
@@ -781,7 +780,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=200,
         metavar="N",
-        help="cycles of uniform traffic at 0.1 in the lock-step co-simulation (0: skip it)",
+        help="cycles of traffic at 0.1 flits/cycle/endpoint in the lock-step co-simulation"
+        " (0: skip it)",
     )
     run.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
     _traffic_arguments(run)

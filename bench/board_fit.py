@@ -6,6 +6,7 @@ first that does not fit the device or misses the board clock. Prints one line pe
 (utilisation, Fmax, build time); the last line names the largest that fitted.
 
     .venv/bin/python bench/board_fit.py icebreaker torus [--flit-width 16] [--buffer-depth 2]
+                                        [--start I] [--count N]
 
 Families and their sizes, in order: torus (rings of 2..4, then k x k' tori), ndt (2-D then
 3-D twin tori), znode (k-ary n-trees). Large ECP5 builds take tens of minutes each.
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--flit-width", type=int, default=16)
     parser.add_argument("--buffer-depth", type=int, default=4)
     parser.add_argument("--start", type=int, default=0, help="skip the first sizes")
+    parser.add_argument("--count", type=int, help="build at most this many sizes")
     args = parser.parse_args()
 
     import yaml
@@ -59,7 +61,8 @@ def main() -> None:
         f"buffers of {args.buffer_depth}, 4-flit packets; default clock"
     )
     largest = None
-    for kind, params, routing in FAMILIES[args.family][args.start :]:
+    stop = None if args.count is None else args.start + args.count
+    for kind, params, routing in FAMILIES[args.family][args.start : stop]:
         spec = spec_for(kind, params, routing, args.flit_width, args.buffer_depth)
         with tempfile.TemporaryDirectory() as tmp:
             path = f"{tmp}/{spec['name']}.yaml"

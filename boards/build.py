@@ -310,6 +310,7 @@ def build(
         except BuildError as error:
             if tool.startswith("nextpnr"):
                 _raise_if_full(out_dir / f"{name}.tim", log, target, error)
+                _raise_if_slow(out_dir / f"{name}.tim", log, target, error)
             raise
         steps.append({"tool": tool, "executable": executable, "seconds": round(seconds, 1)})
 
@@ -347,6 +348,21 @@ def _raise_if_full(tim: Path, log: Path, target, error: BuildError) -> None:
         raise BuildError(
             f"the design does not fit the {target.device} of the {target.board}: "
             + "; ".join(full),
+            step=error.step,
+            log=error.log,
+        ) from None
+
+
+def _raise_if_slow(tim: Path, log: Path, target, error: BuildError) -> None:
+    """nextpnr stops with an error (and no bitstream) when routing ends below the clock."""
+    slow = [
+        f"Fmax {timing['fmax_mhz']:.2f} MHz for {clock}, below {timing['target_mhz']:g} MHz"
+        for clock, timing in parse_fmax(_read(tim) + _read(log)).items()
+        if not timing["pass"]
+    ]
+    if slow:
+        raise BuildError(
+            f"the design misses the {target.board}'s clock: " + "; ".join(slow),
             step=error.step,
             log=error.log,
         ) from None

@@ -11,6 +11,7 @@ from amaranth.hdl import Elaboratable, Module, Signal
 
 from boards.build import (
     BuildError,
+    _raise_if_slow,
     board_build,
     build,
     format_report,
@@ -115,6 +116,14 @@ def test_overflow_names_the_resource():
     assert overflow(ICE40_FULL.split("Info: Placed")[1]) == [
         "logic cells (LUT4 + FF) (ICESTORM_LC) ran out"
     ]
+
+
+def test_a_build_that_misses_its_clock_says_so(tmp_path):
+    tim = tmp_path / "top.tim"
+    tim.write_text(ECP5_TIM)  # post-route: 18.20 MHz, FAIL at 25
+    failed = BuildError("nextpnr-ecp5 failed (exit 1)", step="nextpnr-ecp5", log=tim)
+    with pytest.raises(BuildError, match=r"misses the Radiona ULX3S.*'s clock: Fmax 18\.20 MHz"):
+        _raise_if_slow(tim, tmp_path / "missing.log", TARGETS["ulx3s-85f"], failed)
 
 
 # -- build plans for every target --------------------------------------------------------------

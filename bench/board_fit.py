@@ -27,7 +27,8 @@ FAMILIES = {
     ],
     "ndt": [("ndt", {"k": k}, "dort") for k in ([2, 2], [2, 3], [3, 3], [2, 2, 2], [3, 3, 2])],
     "znode": [
-        ("kary_ntree", {"k": k, "n": n}, "sliced") for k, n in ((2, 2), (2, 3), (4, 2), (2, 4))
+        ("kary_ntree", {"k": k, "n": n}, "sliced")
+        for k, n in ((2, 2), (2, 3), (4, 2), (2, 4), (2, 5), (4, 3))
     ],
 }
 

@@ -74,6 +74,9 @@ def main() -> None:
                 report = board_build(args.target, path, f"{tmp}/build", progress=None)
             except BuildError as error:
                 print(f"{spec['name']:12} does not build: {error}", flush=True)
+                if error.log is not None and error.log.exists():  # the folder goes away
+                    tail = error.log.read_text(errors="replace").splitlines()[-8:]
+                    print("\n".join(f"    | {line}" for line in tail), flush=True)
                 break
             seconds = time.monotonic() - start
         util = report["utilisation"]

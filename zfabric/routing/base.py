@@ -15,7 +15,16 @@ from typing import Any, ClassVar, NamedTuple
 from ..plan import FabricPlan, PlanView
 from ..spec import Reader
 
-__all__ = ["Hop", "Decision", "Injection", "RoutingFunction", "routing", "ROUTINGS", "make_routing"]
+__all__ = [
+    "Hop",
+    "Decision",
+    "Injection",
+    "RoutingFunction",
+    "routing",
+    "ROUTINGS",
+    "make_routing",
+    "routing_head_width",
+]
 
 
 class Hop(NamedTuple):

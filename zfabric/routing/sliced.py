@@ -97,8 +97,7 @@ class Sliced(RoutingFunction):
         """The widest header, turning at the top level: a level bit per level, the Znode id
         (when there are several) and one label per level."""
         z, znodes = plan.routing.params["z"], plan.routing.params["znodes"]
-        zid_bits = field_width(znodes) if znodes > 1 else 0
-        return len(z) + zid_bits + sum(field_width(zj) for zj in z)
+        return len(z) + field_width(znodes) + sum(field_width(zj) for zj in z)
 
     def __init__(self, view):
         super().__init__(view)

@@ -18,7 +18,7 @@ import argparse
 import tempfile
 import time
 
-from boards.build import BuildError, board_build
+from zfabric.boards.build import BuildError, board_build
 
 FAMILIES = {
     "torus": [

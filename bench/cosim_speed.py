@@ -8,7 +8,7 @@ the reference model. Figures:
   monitors, scoreboard and simulator together; start-up and build excluded);
 - run s: the whole ``cocotb_tools.runner`` test call, simulator start-up included;
 - build s: Verilog emission and simulator build when not cached (0 when reused);
-- model cycles/s: ``sim.model.FabricModel`` replaying the same trace (pure Python).
+- model cycles/s: ``zfabric.sim.model.FabricModel`` replaying the same trace (pure Python).
 
 Every run must also pass the lock-step check. Last line: the headline figures.
 
@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from sim.tb.runner import cosim, simulator_available, traffic_trace
-from sim.traffic import TrafficConfig
+from zfabric.sim.tb.runner import cosim, simulator_available, traffic_trace
+from zfabric.sim.traffic import TrafficConfig
+
 from zfabric import compile_plan, load_spec
 
 FABRICS = {

@@ -25,8 +25,9 @@ RATES = (0.05, 0.3)
 
 
 def one(topology: dict, rate: float, cycles: int) -> dict:
-    from sim.model import FabricModel
-    from sim.traffic import Traffic, TrafficConfig
+    from zfabric.sim.model import FabricModel
+    from zfabric.sim.traffic import Traffic, TrafficConfig
+
     from zfabric import compile_plan, load_spec
 
     plan = compile_plan(load_spec({"name": "bench", "topology": topology}))

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sim.analytic import uniform_channel_load, zero_load_latency
-from sim.measure import simulate
-from sim.traffic import Traffic, TrafficConfig
+from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
+from zfabric.sim.measure import simulate
+from zfabric.sim.traffic import Traffic, TrafficConfig
+
 from zfabric import analyse_routing, compile_plan, load_spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

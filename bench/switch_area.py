@@ -25,13 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from boards.build import parse_fmax
-from hdl.fabric import Fabric
-from hdl.flit import FlitLayout
-from hdl.node import TwinSwitchNode, twin_nodes
-from hdl.router.route import RouteRow, RouteRows, SwitchPorts, TableRoute
-from hdl.switch import Switch
-from hdl.verilog import convert
+from zfabric.boards.build import parse_fmax
+from zfabric.hdl.fabric import Fabric
+from zfabric.hdl.flit import FlitLayout
+from zfabric.hdl.node import TwinSwitchNode, twin_nodes
+from zfabric.hdl.router.route import RouteRow, RouteRows, SwitchPorts, TableRoute
+from zfabric.hdl.switch import Switch
+from zfabric.hdl.verilog import convert
+
 from zfabric import compile_plan, load_spec
 
 VENV_BIN = Path(__file__).parents[1] / ".venv/bin"

@@ -16,7 +16,8 @@ import math
 import platform
 import time
 
-from hdl.verilog import emit
+from zfabric.hdl.verilog import emit
+
 from zfabric import compile_plan, load_spec
 
 FAMILIES = {

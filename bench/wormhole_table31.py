@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim.wormhole_analytic import ould_khaoua_latency, saturation_rate
+from zfabric.sim.wormhole_analytic import ould_khaoua_latency, saturation_rate
 
 K, N, V, M = 8, 2, 5, 16
 

@@ -261,7 +261,7 @@ def build(
     ----------
     target : Target
     top : Elaboratable
-        Usually a :class:`~boards.top.BoardTop`.
+        Usually a :class:`~zfabric.boards.top.BoardTop`.
     do_build : bool
         ``False`` writes the build plan (the design, constraints and scripts) and stops.
     out_dir : path
@@ -383,10 +383,10 @@ def board_build(
     """``zfabric board build TARGET [SPEC] [-o DIR] [--plan-only]``.
 
     Compiles the spec (the target's default when ``spec_path`` is None), refuses one whose
-    channel dependency graph is cyclic, and builds :class:`~boards.top.BoardTop` for the target.
-    ``options`` go to :class:`~boards.top.BoardCore` (``network``, ``settings``, ...). Returns
-    the report of :func:`build` with the spec's name and path, the fabric's size and the
-    packet format added.
+    channel dependency graph is cyclic, and builds :class:`~zfabric.boards.top.BoardTop` for the
+    target. ``options`` go to :class:`~zfabric.boards.top.BoardCore` (``network``,
+    ``settings``, ...). Returns the report of :func:`build` with the spec's name and path, the
+    fabric's size and the packet format added.
     """
     from zfabric import analyse_routing, build_fabric, load_spec
 

@@ -132,7 +132,7 @@ TARGETS: dict[str, Target] = {
                 "error": ("rgb_led", 0, "r"),
                 "active": ("rgb_led", 0, "b"),
             },
-            extra_resources="boards.targets:orangecrab_resources",
+            extra_resources="zfabric.boards.targets:orangecrab_resources",
         ),
     )
 }

@@ -1,7 +1,8 @@
 """The self-checking board design: a fabric with a traffic generator and checker per endpoint.
 
 :class:`BoardCore` is platform-free (so it simulates as it builds): the network, one
-:class:`~boards.traffic.Generator` per endpoint, one :class:`~boards.traffic.Checker` per
+:class:`~zfabric.boards.traffic.Generator` per endpoint, one
+:class:`~zfabric.boards.traffic.Checker` per
 endpoint attachment, global counters, the report line on a UART and the LED signals.
 :class:`BoardTop` puts a core on a board: it is the only place that calls ``platform.request``.
 
@@ -100,8 +101,8 @@ class BoardCore(wiring.Component):
     clk_hz : float
         The clock frequency: sets the baud divisor, the report period and the heartbeat.
     network : str
-        ``"fabric"`` builds ``hdl.fabric.Fabric(plan)``; ``"ideal"`` a crossbar stand-in
-        (:class:`~boards.traffic.IdealNetwork`) with the same endpoint interface.
+        ``"fabric"`` builds ``zfabric.hdl.fabric.Fabric(plan)``; ``"ideal"`` a crossbar stand-in
+        (:class:`~zfabric.boards.traffic.IdealNetwork`) with the same endpoint interface.
     settings : TrafficSettings
     baud : int
     report_period : int or None
@@ -162,8 +163,8 @@ class BoardCore(wiring.Component):
             if not 0 <= endpoint < len(plan.endpoints):
                 raise ValueError(f"fault endpoint {endpoint} is not an endpoint of {plan.name}")
         self.formatter = ReportFormatter(report_fields(settings.timestamp_bits))
-        #: filled by ``elaborate``: the network (``hdl.fabric.Fabric`` or
-        #: :class:`~boards.traffic.IdealNetwork`), the generators (per endpoint) and the
+        #: filled by ``elaborate``: the network (``zfabric.hdl.fabric.Fabric`` or
+        #: :class:`~zfabric.boards.traffic.IdealNetwork`), the generators (per endpoint) and the
         #: checkers (per endpoint, per attachment)
         self.network = None
         self.generators: list[Generator] = []
@@ -191,7 +192,7 @@ class BoardCore(wiring.Component):
     def _make_network(self):
         if self._network == "ideal":
             return IdealNetwork(self.fmt)
-        from hdl.fabric import Fabric
+        from zfabric.hdl.fabric import Fabric
 
         return Fabric(self._plan)
 

@@ -44,8 +44,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-
-from sim.traffic import TrafficConfig, destination_function
+from zfabric.sim.traffic import TrafficConfig, destination_function
 
 __all__ = [
     "ErrorKind",
@@ -63,7 +62,7 @@ __all__ = [
 #: routings that deliver every (source, destination) flow in order over one path
 ORDERED_ROUTINGS = ("dor", "dort")
 
-#: patterns the generator draws in hardware; the permutations come from ``sim.traffic``
+#: patterns the generator draws in hardware; the permutations come from ``zfabric.sim.traffic``
 RANDOM_PATTERNS = ("uniform", "hotspot")
 FIXED_PATTERNS = ("transpose", "bit-reversal", "bit-complement", "shuffle", "tornado", "neighbour")
 
@@ -87,14 +86,14 @@ class ErrorKind:
 
 
 def packet_in_layout(flit_width: int, dst_width: int) -> data.StructLayout:
-    """A beat into the fabric: ``data``, ``dst``, ``first``, ``last`` (``hdl.endpoint``)."""
+    """A beat into the fabric: ``data``, ``dst``, ``first``, ``last`` (``zfabric.hdl.endpoint``)."""
     return data.StructLayout(
         {"data": unsigned(flit_width), "dst": unsigned(dst_width), "first": 1, "last": 1}
     )
 
 
 def packet_out_layout(flit_width: int) -> data.StructLayout:
-    """A beat out of the fabric: ``data``, ``first``, ``last`` (``hdl.endpoint``)."""
+    """A beat out of the fabric: ``data``, ``first``, ``last`` (``zfabric.hdl.endpoint``)."""
     return data.StructLayout({"data": unsigned(flit_width), "first": 1, "last": 1})
 
 
@@ -223,7 +222,7 @@ class PacketFormat:
 
     @classmethod
     def from_plan(cls, plan, **kwargs) -> PacketFormat:
-        from hdl.flit import head_width
+        from zfabric.hdl.flit import head_width
 
         return cls(
             n_endpoints=len(plan.endpoints),
@@ -296,7 +295,8 @@ class PacketFormat:
 class TrafficSettings:
     """What the generators offer.
 
-    ``rate`` is offered flits per cycle per endpoint, as in ``sim.traffic``: an idle generator
+    ``rate`` is offered flits per cycle per endpoint, as in ``zfabric.sim.traffic``: an idle
+    generator
     starts a packet in a cycle with probability ``rate / packet_length`` (Bernoulli, 16-bit
     threshold). A generator has no source queue: while its packet waits for the fabric it
     creates nothing, so under congestion it offers less than ``rate``.
@@ -304,7 +304,7 @@ class TrafficSettings:
     ``pattern``: ``uniform`` (any other endpoint; the 8-bit draw is scaled by ``n - 1`` with a
     multiplier, so the spread is uniform to within 1/256), ``hotspot`` (``hotspot_fraction`` of
     packets to a hotspot other than the source, the rest uniform), or one of the fixed patterns
-    of ``sim.traffic`` (each source has one destination; a source mapped onto itself sends
+    of ``zfabric.sim.traffic`` (each source has one destination; a source mapped onto itself sends
     nothing).
     """
 

@@ -3,7 +3,7 @@
 The board report is one line of ASCII per report period, ``name=value`` fields separated by
 single spaces and ended by ``\\r\\n``. Every value is **lower-case hexadecimal**, zero-padded to
 the field's width (``ceil(width / 4)`` digits), so the line has a fixed length and a fixed
-layout. For example (the fields :class:`boards.top.BoardCore` reports)::
+layout. For example (the fields :class:`zfabric.boards.top.BoardCore` reports)::
 
     cyc=0001e240 sent=00000a1c recv=00000a1a err=00000000 lat_sum=00000110e4 lat_max=0031 ek=0 gen=1
 

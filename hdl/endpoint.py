@@ -11,7 +11,7 @@ cycle it is created sees the model's timing. A head flit carries the routing hea
 it; other flits carry ``data`` whole.
 
 A packet must not be addressed to its own source: the model refuses it, and switches build
-no logic for turns no packet takes (``hdl.router.route.reachable_turns``), so it would wait
+no logic for turns no packet takes (``zfabric.hdl.router.route.reachable_turns``), so it would wait
 forever.
 
 Ejection: a flit on an ejection link is presented on that attachment's ``o`` stream in the same

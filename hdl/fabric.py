@@ -29,13 +29,13 @@ class Fabric(wiring.Component):
     identity_ports : bool
         Build switches, nodes and endpoints with ``identity`` inputs (driven here with
         constants), so that each kind elaborates to one module whatever its position: what
-        :mod:`hdl.verilog` emits. The behaviour is the same either way.
+        :mod:`zfabric.hdl.verilog` emits. The behaviour is the same either way.
     arithmetic : bool
         Route ``dor`` / ``dort`` by coordinates rather than by tables (see
-        :class:`~hdl.router.route.RouteRows`).
+        :class:`~zfabric.hdl.router.route.RouteRows`).
     wrap : callable, optional
         Applied to every node, switch and endpoint before it becomes a submodule; the
-        connections are made to the original's members. :mod:`hdl.verilog` passes black
+        connections are made to the original's members. :mod:`zfabric.hdl.verilog` passes black
         boxes that instantiate one module per kind.
 
     Members

@@ -38,7 +38,7 @@ class TwinSwitchNode(wiring.Component):
     switches : (int, int)
         The two switch ids (the node's cards), joined by their internal ports.
     identity_ports : bool
-        Give the cards ``identity`` inputs (see :class:`~hdl.switch.Switch`), forwarded as
+        Give the cards ``identity`` inputs (see :class:`~zfabric.hdl.switch.Switch`), forwarded as
         ``s<c>_identity``: every node is then the same module.
 
     Members

@@ -52,7 +52,7 @@ class Switch(wiring.Component):
         Flits per input VC buffer, and the initial credit of every output VC.
     routes : RouteRow
         Builds the route unit of each (input port, input VC); see
-        :class:`~hdl.router.route.RouteRows`.
+        :class:`~zfabric.hdl.router.route.RouteRows`.
     identity_port : bool
         Take the switch's identity (coordinates, Znode id: ``routes.identity``) from an
         ``identity`` input instead of a constant, so that every switch of a kind is one module.

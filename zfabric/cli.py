@@ -146,7 +146,7 @@ def cmd_verilog(args: argparse.Namespace) -> int:
     spec, plan, _analysis, ok = _checked_plan(args)
     if not ok:
         return 1
-    from hdl.verilog import write
+    from zfabric.hdl.verilog import write
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,7 +222,7 @@ def cmd_ndt_configs(args: argparse.Namespace) -> int:
 
 
 def _traffic_config(args: argparse.Namespace, rate: float):
-    from sim.traffic import TrafficConfig
+    from zfabric.sim.traffic import TrafficConfig
 
     try:
         return TrafficConfig(
@@ -254,7 +254,7 @@ def _checked_plan(args: argparse.Namespace):
 def _read_trace(path: str, plan) -> list:
     """The trace file's entries, each checked against the plan's endpoints (a bad line or an
     endpoint out of range is a user error naming ``--trace``)."""
-    from sim.traffic import read_trace
+    from zfabric.sim.traffic import read_trace
 
     try:
         trace = read_trace(path)
@@ -268,9 +268,9 @@ def _read_trace(path: str, plan) -> list:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from sim.analytic import zero_load_latency
-    from sim.measure import replay, simulate
-    from sim.traffic import Traffic
+    from zfabric.sim.analytic import zero_load_latency
+    from zfabric.sim.measure import replay, simulate
+    from zfabric.sim.traffic import Traffic
 
     config = _traffic_config(args, args.rate)
     spec, plan, analysis, ok = _checked_plan(args)
@@ -325,7 +325,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_cosim(args: argparse.Namespace) -> int:
     """Lock-step co-simulation of the spec's Verilog against the model (exit 1 on a mismatch)."""
-    from sim.tb.runner import CosimError, cosim, format_report, traffic_trace
+    from zfabric.sim.tb.runner import CosimError, cosim, format_report, traffic_trace
 
     spec, plan, _analysis, ok = _checked_plan(args)
     if not ok:
@@ -345,7 +345,7 @@ def cmd_cosim(args: argparse.Namespace) -> int:
 
 def cmd_board_targets(args: argparse.Namespace) -> int:
     """The boards ``zfabric board build`` knows, with their default specs."""
-    from boards.targets import TARGETS
+    from zfabric.boards.targets import TARGETS
 
     for target in TARGETS.values():
         print(f"{target.name:12} {target.board} ({target.device}); default spec {target.spec}")
@@ -354,8 +354,8 @@ def cmd_board_targets(args: argparse.Namespace) -> int:
 
 def cmd_board_build(args: argparse.Namespace) -> int:
     """Build (or with --plan-only, prepare) a self-checking board design around a fabric."""
-    from boards.build import BuildError, board_build, format_report
-    from boards.targets import TARGETS
+    from zfabric.boards.build import BuildError, board_build, format_report
+    from zfabric.boards.targets import TARGETS
 
     if args.target not in TARGETS:
         raise SpecError("TARGET", f"unknown board {args.target!r}; known: {', '.join(TARGETS)}")
@@ -391,7 +391,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.plot:
         bounds = None
         if args.traffic == "uniform":
-            from sim.analytic import uniform_channel_load
+            from zfabric.sim.analytic import uniform_channel_load
 
             bounds = {name: uniform_channel_load(plan).bound for name, plan in plans.items()}
         plot_curves(curves, Path(args.plot), title=f"{args.traffic} traffic", bounds=bounds)
@@ -412,8 +412,8 @@ def sweep_curve(
     name: str, plan, args: argparse.Namespace, rates: list[float]
 ) -> list[dict[str, Any]]:
     """Simulate each rate in turn (stopping at saturation), reporting progress on stderr."""
-    from sim.measure import simulate
-    from sim.traffic import Traffic
+    from zfabric.sim.measure import simulate
+    from zfabric.sim.traffic import Traffic
 
     points = []
     for index, rate in enumerate(rates):
@@ -492,7 +492,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     curve with plot, and a Markdown report (exit 1 if the RTL and the model disagree)."""
     import shutil
 
-    from sim.analytic import uniform_channel_load, zero_load_latency
+    from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
 
     spec = load_spec(args.spec)
     plan, graph = build_fabric(spec)
@@ -511,7 +511,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.staging-"))
     try:
-        from hdl.verilog import write
+        from zfabric.hdl.verilog import write
 
         emission = write(plan, staging / "verilog")
         print(f"verilog: {len(emission.kinds)} modules, {emission.seconds:.1f} s")
@@ -543,7 +543,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_cosim(plan, args: argparse.Namespace) -> dict[str, Any] | None:
     """The main job's short lock-step co-simulation, or None when skipped (no simulator, or
     ``--cosim-cycles 0``); a simulator that cannot build counts as a failure, not a skip."""
-    from sim.tb.runner import CosimError, cosim, format_report, simulator_available, traffic_trace
+    from zfabric.sim.tb.runner import (
+        CosimError,
+        cosim,
+        format_report,
+        simulator_available,
+        traffic_trace,
+    )
 
     if args.cosim_cycles <= 0:
         return None
@@ -653,7 +659,7 @@ def _packet_length(text: str) -> int | tuple[int, int]:
 
 
 def _traffic_arguments(parser: argparse.ArgumentParser) -> None:
-    from sim.traffic import PATTERNS
+    from zfabric.sim.traffic import PATTERNS
 
     parser.add_argument("--traffic", choices=PATTERNS, default="uniform")
     parser.add_argument(

@@ -1,6 +1,7 @@
 """The generic lock-step bench: any fabric, any trace, configured from the environment.
 
-Run by :func:`sim.tb.runner.cosim` through ``cocotb_tools.runner`` on the ``cosim_top`` wrapper
+Run by :func:`zfabric.sim.tb.runner.cosim` through ``cocotb_tools.runner`` on the ``cosim_top``
+wrapper
 it emits around a fabric. The environment names the inputs and the output:
 
 ``NOC_PLAN``
@@ -8,7 +9,8 @@ it emits around a fabric. The environment names the inputs and the output:
 ``NOC_TRACE``
     the injection trace (``cycle src dst length`` lines, sim/traffic.py)
 ``NOC_EXPECT``
-    the model's expectations (:func:`sim.tb.scoreboard.save_expectations`); computed here from
+    the model's expectations (:func:`zfabric.sim.tb.scoreboard.save_expectations`); computed here
+    from
     the plan and trace when absent
 ``NOC_RESULT``
     where to write the run's result (JSON)
@@ -34,8 +36,8 @@ from pathlib import Path
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
+from zfabric.sim.traffic import read_trace
 
-from sim.traffic import read_trace
 from zfabric.plan import plan_from_json
 
 from .endpoint import CycleLoop, EjectionBus, EndpointBus, EndpointMonitor, EndpointSource, TbPacket

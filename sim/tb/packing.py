@@ -50,8 +50,8 @@ class PacketCodec:
     """
 
     def __init__(self, plan: FabricPlan):
-        from hdl.endpoint import PacketInLayout, PacketOutLayout, dst_width
-        from hdl.flit import FlitLayout
+        from zfabric.hdl.endpoint import PacketInLayout, PacketOutLayout, dst_width
+        from zfabric.hdl.flit import FlitLayout
 
         layout = FlitLayout.from_plan(plan)
         self.payload_width = layout.payload_width

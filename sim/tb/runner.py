@@ -1,8 +1,9 @@
 """Lock-step co-simulation of a plan's Verilog against the reference model.
 
-:func:`cosim` emits the fabric's Verilog (``hdl.verilog.emit``), wraps it in ``cosim_top``,
+:func:`cosim` emits the fabric's Verilog (``zfabric.hdl.verilog.emit``), wraps it in ``cosim_top``,
 builds it for Icarus or Verilator through ``cocotb_tools.runner``, replays the trace on the
-model and on the RTL (:mod:`sim.tb.bench`) and returns a report. Verilog and simulator builds
+model and on the RTL (:mod:`zfabric.sim.tb.bench`) and returns a report. Verilog and simulator
+builds
 are cached under a directory keyed by a hash of the plan JSON and of the generator's sources,
 so a second run of the same plan starts at the simulation.
 
@@ -25,7 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sim.traffic import TraceEntry, Traffic, TrafficConfig, read_trace, write_trace
+from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig, read_trace, write_trace
+
 from zfabric.plan import FabricPlan, plan_from_json
 
 from .scoreboard import Mismatch, model_expectations, save_expectations
@@ -182,7 +184,7 @@ def _emit_unlocked(plan: FabricPlan, root: Path, emit: Callable | None):
     if all(path.exists() for path in sources):
         return sources, 0.0
     if emit is None:
-        from hdl.verilog import emit
+        from zfabric.hdl.verilog import emit
     start = time.perf_counter()
     emission = emit(plan)
     root.mkdir(parents=True, exist_ok=True)
@@ -326,14 +328,14 @@ def _run(
 ) -> tuple[dict, float]:
     result = run_dir / ("result-vcd.json" if vcd else "result.json")
     result.unlink(missing_ok=True)
-    log = run_dir / ("sim-vcd.log" if vcd else "sim.log")
+    log = run_dir / ("sim-vcd.log" if vcd else "zfabric.sim.log")
     runner = _vcd_icarus() if vcd and sim == "icarus" else _runner(sim)
     start = time.perf_counter()
     try:
         runner.test(
             hdl_toplevel="cosim_top",
             hdl_toplevel_lang="verilog",
-            test_module="sim.tb.bench",
+            test_module="zfabric.sim.tb.bench",
             build_dir=build_dir,
             test_dir=run_dir,
             extra_env={**env, "NOC_RESULT": str(result), "COCOTB_LOG_LEVEL": "WARNING"},

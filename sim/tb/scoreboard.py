@@ -1,6 +1,6 @@
 """The lock-step scoreboard: what the reference model delivers, packet by packet, cycle by cycle.
 
-:func:`model_expectations` replays an injection trace on :class:`sim.model.FabricModel` and
+:func:`model_expectations` replays an injection trace on :class:`zfabric.sim.model.FabricModel` and
 keeps, per packet (src, sequence), the model's injection and delivery cycles, the attachment it
 leaves by and its path. :class:`LockstepScoreboard` takes the RTL's side from the endpoint
 sources and monitors and records a :class:`Mismatch` for every packet the RTL delivers in
@@ -14,8 +14,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sim.model import FabricModel, ModelDeadlock
-from sim.traffic import TraceEntry
+from zfabric.sim.model import FabricModel, ModelDeadlock
+from zfabric.sim.traffic import TraceEntry
+
 from zfabric.plan import FabricPlan, PlanView, PortRef
 
 from .packing import PacketCodec

@@ -20,4 +20,4 @@ def torus_plan(k, *, flit_width=16, buffer_depth=4, packet_length=4, name=None):
 
 
 def have_fabric() -> bool:
-    return importlib.util.find_spec("hdl.fabric") is not None
+    return importlib.util.find_spec("zfabric.hdl.fabric") is not None

@@ -33,7 +33,7 @@ def boards_package():
 @pytest.fixture
 def fpga_tools(boards_package):
     """The YoWASP tools (or the user's own, by environment variable) must be there."""
-    from boards.build import YOWASP, _find_tool
+    from zfabric.boards.build import YOWASP, _find_tool
 
     missing = [
         exe

@@ -4,7 +4,7 @@
 The pytest side emits the core (RTL fabric on a 2x2 torus, generators stopped after
 ``RUN`` cycles so the fabric drains before the report) and runs the cocotb bench below in
 Icarus. The bench samples ``tx`` every cycle, decodes it with the receiver model
-(``boards.uart.decode_uart``) and checks the report line: nothing lost, no error; with a
+(``zfabric.boards.uart.decode_uart``) and checks the report line: nothing lost, no error; with a
 corrupted flit injected, exactly one data error and the error LED on.
 """
 
@@ -34,10 +34,9 @@ def test_board_verilog_comb_blocks_run_at_time_zero():
     """
     from amaranth.back import verilog
     from board_helpers import torus_plan
-
-    from boards.top import BoardCore
-    from boards.traffic import TrafficSettings
-    from hdl.verilog import untriggered_comb_blocks
+    from zfabric.boards.top import BoardCore
+    from zfabric.boards.traffic import TrafficSettings
+    from zfabric.hdl.verilog import untriggered_comb_blocks
 
     core = BoardCore(
         torus_plan([2, 2]),
@@ -63,9 +62,8 @@ def test_board_core_in_icarus(tmp_path, fault):
     from amaranth.back import verilog
     from board_helpers import have_fabric, torus_plan
     from cocotb_tools.check_results import get_results
-
-    from boards.top import BoardCore
-    from boards.traffic import TrafficSettings
+    from zfabric.boards.top import BoardCore
+    from zfabric.boards.traffic import TrafficSettings
 
     core = BoardCore(
         torus_plan([2, 2]),
@@ -115,8 +113,8 @@ if cocotb is not None:
 
     @cocotb.test()
     async def board_report(dut):
-        from boards.traffic import ErrorKind
-        from boards.uart import decode_uart, parse_report_line
+        from zfabric.boards.traffic import ErrorKind
+        from zfabric.boards.uart import decode_uart, parse_report_line
 
         expect = json.loads(os.environ["BOARD_EXPECT"])
         Clock(dut.clk, 10, unit="ns").start()

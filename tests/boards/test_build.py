@@ -8,8 +8,7 @@ import json
 
 import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
-
-from boards.build import (
+from zfabric.boards.build import (
     BuildError,
     _raise_if_slow,
     board_build,
@@ -20,7 +19,8 @@ from boards.build import (
     parse_utilisation,
     yosys_cells,
 )
-from boards.targets import TARGETS, get_target
+from zfabric.boards.targets import TARGETS, get_target
+
 from zfabric import load_spec
 from zfabric.cli import main
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 from amaranth.sim import Simulator
 from board_helpers import have_fabric, torus_plan
-
-from boards.top import BoardCore, report_fields
-from boards.traffic import ErrorKind, TrafficSettings
-from boards.uart import decode_uart, parse_report_line
+from zfabric.boards.top import BoardCore, report_fields
+from zfabric.boards.traffic import ErrorKind, TrafficSettings
+from zfabric.boards.uart import decode_uart, parse_report_line
 
 # divisor 4: 1 bit = 4 cycles, so a 108-character line takes ~4.4k cycles
 CLK_HZ = 4 * 115200
@@ -98,7 +97,7 @@ def test_options_are_validated():
         BoardCore(plan, clk_hz=CLK_HZ, fault=(9, 0))
 
 
-fabric = pytest.mark.skipif(not have_fabric(), reason="hdl.fabric is not there yet")
+fabric = pytest.mark.skipif(not have_fabric(), reason="zfabric.hdl.fabric is not there yet")
 
 
 @fabric
@@ -121,7 +120,7 @@ def test_fabric_report_matches_the_model(k):
 
 def model_latencies(plan, created, cycles, *, packets=None):
     """The reference model fed the same creations: each delivered packet's latency."""
-    from sim.model.fabric_model import FabricModel
+    from zfabric.sim.model.fabric_model import FabricModel
 
     model = FabricModel(plan)
     by_cycle = {}

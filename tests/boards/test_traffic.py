@@ -9,8 +9,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from board_helpers import have_fabric, torus_plan
-
-from boards.traffic import (
+from zfabric.boards.traffic import (
     Checker,
     ErrorKind,
     FaultInjector,
@@ -334,11 +333,11 @@ def test_loopback_fault_is_reported():
     assert totals["recv"] == totals["sent"]
 
 
-@pytest.mark.skipif(not have_fabric(), reason="hdl.fabric is not there yet")
+@pytest.mark.skipif(not have_fabric(), reason="zfabric.hdl.fabric is not there yet")
 def test_layouts_match_the_endpoint():
-    from boards.traffic import packet_in_layout, packet_out_layout
-    from hdl.endpoint import PacketInLayout, PacketOutLayout
-    from hdl.flit import FlitLayout
+    from zfabric.boards.traffic import packet_in_layout, packet_out_layout
+    from zfabric.hdl.endpoint import PacketInLayout, PacketOutLayout
+    from zfabric.hdl.flit import FlitLayout
 
     plan = torus_plan([2, 2])
     layout = FlitLayout.from_plan(plan)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 from amaranth.sim import Simulator
-
-from boards.uart import (
+from zfabric.boards.uart import (
     ReportFormatter,
     UARTTransmitter,
     baud_divisor,

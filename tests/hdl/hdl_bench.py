@@ -6,9 +6,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
-
-from hdl.fabric import Fabric
-from sim.model import FabricModel
+from zfabric.hdl.fabric import Fabric
+from zfabric.sim.model import FabricModel
 
 
 @dataclass

@@ -7,9 +7,16 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 from hdl_bench import small_plan
+from zfabric.hdl.endpoint import (
+    DirectHeads,
+    Endpoint,
+    SlicedHeads,
+    TableHeads,
+    dst_width,
+    heads_for,
+)
+from zfabric.hdl.flit import FlitKind, FlitLayout
 
-from hdl.endpoint import DirectHeads, Endpoint, SlicedHeads, TableHeads, dst_width, heads_for
-from hdl.flit import FlitKind, FlitLayout
 from zfabric.plan import PlanView, PortRef
 from zfabric.routing import make_routing
 

@@ -7,8 +7,8 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In
+from zfabric.hdl.flit import FlitKind, FlitLayout, LinkSignature, head_width
 
-from hdl.flit import FlitKind, FlitLayout, LinkSignature, head_width
 from zfabric import compile_plan, load_spec
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing

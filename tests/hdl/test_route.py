@@ -15,8 +15,8 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 from hdl_bench import small_plan
+from zfabric.hdl.router.route import RouteRows, SwitchPorts, route_row
 
-from hdl.router.route import RouteRows, SwitchPorts, route_row
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
 

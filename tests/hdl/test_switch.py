@@ -15,10 +15,10 @@ from collections import deque
 import pytest
 from amaranth.sim import Simulator
 from hdl_bench import small_plan
+from zfabric.hdl.flit import FlitKind
+from zfabric.hdl.router.route import SwitchPorts
+from zfabric.hdl.switch import Switch
 
-from hdl.flit import FlitKind
-from hdl.router.route import SwitchPorts
-from hdl.switch import Switch
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
 

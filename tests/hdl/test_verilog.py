@@ -9,10 +9,9 @@ import subprocess
 
 import pytest
 from hdl_bench import small_plan
-
-from hdl.endpoint import dst_width
-from hdl.flit import FlitLayout
-from hdl.verilog import emit, untriggered_comb_blocks, write
+from zfabric.hdl.endpoint import dst_width
+from zfabric.hdl.flit import FlitLayout
+from zfabric.hdl.verilog import emit, untriggered_comb_blocks, write
 
 KINDS = [
     # (fabric, instances per kind, from the plan's structure)

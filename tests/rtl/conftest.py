@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from zfabric.sim.tb.runner import default_cache, simulator_available
 
-from sim.tb.runner import default_cache, simulator_available
 from zfabric import compile_plan, load_spec
 
 

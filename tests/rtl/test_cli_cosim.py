@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+import zfabric.sim.tb.runner
 
-import sim.tb.runner
 from zfabric.cli import main
 
 pytestmark = pytest.mark.rtl
@@ -39,7 +39,7 @@ def test_cosim_replays_a_trace_file_and_rejects_a_bad_one(example, need_sim, tmp
 
 
 def test_cosim_without_its_simulator_exits_3(example, monkeypatch, capsys):
-    monkeypatch.setattr(sim.tb.runner, "simulator_available", lambda name: False)
+    monkeypatch.setattr(zfabric.sim.tb.runner, "simulator_available", lambda name: False)
     assert main(["cosim", str(example("ring-2")), "--cycles", "10"]) == 3
     assert "icarus is not available" in capsys.readouterr().err
 

@@ -12,11 +12,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-
-import hdl.router.allocator
-from hdl.verilog import emit
-from sim.tb.runner import cosim, format_report, traffic_trace
-from sim.traffic import TraceEntry, TrafficConfig
+import zfabric.hdl.router.allocator
+from zfabric.hdl.verilog import emit
+from zfabric.sim.tb.runner import cosim, format_report, traffic_trace
+from zfabric.sim.traffic import TraceEntry, TrafficConfig
 
 pytestmark = pytest.mark.rtl
 
@@ -108,7 +107,7 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
 
     def broken_emit(plan):
         with monkeypatch.context() as patch:
-            patch.setattr(hdl.router.allocator, "after", frozen_pointer)
+            patch.setattr(zfabric.hdl.router.allocator, "after", frozen_pointer)
             return emit(plan)
 
     report = cosim(

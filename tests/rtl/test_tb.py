@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from zfabric.hdl.endpoint import PacketInLayout, PacketOutLayout, dst_width
+from zfabric.hdl.flit import FlitLayout
+from zfabric.sim.tb.packing import PacketCodec
+from zfabric.sim.tb.runner import top_ports, wrapper_verilog
+from zfabric.sim.tb.scoreboard import Expected, LockstepScoreboard, model_expectations
+from zfabric.sim.traffic import TraceEntry
 
-from hdl.endpoint import PacketInLayout, PacketOutLayout, dst_width
-from hdl.flit import FlitLayout
-from sim.tb.packing import PacketCodec
-from sim.tb.runner import top_ports, wrapper_verilog
-from sim.tb.scoreboard import Expected, LockstepScoreboard, model_expectations
-from sim.traffic import TraceEntry
 from zfabric import compile_plan, load_spec
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
+from zfabric.sim.measure import batch_means_ci95, replay, simulate
+from zfabric.sim.model import FabricModel
+from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig, write_trace
 
-from sim.analytic import uniform_channel_load, zero_load_latency
-from sim.measure import batch_means_ci95, replay, simulate
-from sim.model import FabricModel
-from sim.traffic import TraceEntry, Traffic, TrafficConfig, write_trace
 from zfabric import analyse_routing, compile_plan, load_spec
 from zfabric.cli import main
 

@@ -8,10 +8,10 @@ from collections import defaultdict
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zfabric.sim.analytic import zero_load_latency
+from zfabric.sim.model import FabricModel, ModelDeadlock
+from zfabric.sim.traffic import Traffic, TrafficConfig
 
-from sim.analytic import zero_load_latency
-from sim.model import FabricModel, ModelDeadlock
-from sim.traffic import Traffic, TrafficConfig
 from zfabric import analyse_routing, compile_plan, load_spec
 
 ZERO_LOAD_EXAMPLES = ["torus-4x4", "ndt-2x2x2", "ndt-4x4x4", "znode-64", "snode-128"]

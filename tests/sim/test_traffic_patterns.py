@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from sim.traffic import (
+from zfabric.sim.traffic import (
     PATTERNS,
     TraceEntry,
     Traffic,

@@ -7,8 +7,7 @@ import math
 import random
 
 import pytest
-
-from sim.wormhole_analytic import (
+from zfabric.sim.wormhole_analytic import (
     dally_vc_probabilities,
     draper_ghosh_scv,
     mg1_number_in_system,

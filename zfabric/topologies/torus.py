@@ -1,4 +1,4 @@
-"""k-ary n-cube torus (or mesh with ``wrap: false``) with a size per dimension."""
+"""k-ary n-cube torus, or mesh (``wrap: false``, or ``kind: mesh``), with a size per dimension."""
 
 from __future__ import annotations
 
@@ -19,8 +19,14 @@ class TorusParams:
     wrap: bool = True
 
 
-def parse(reader: Reader) -> TorusParams:
-    return TorusParams(k=reader.get("k", int_list(2)), wrap=reader.get("wrap", boolean, True))
+def parse(reader: Reader, *, mesh: bool = False) -> TorusParams:
+    k = reader.get("k", int_list(2))
+    return TorusParams(k=k, wrap=False if mesh else reader.get("wrap", boolean, True))
+
+
+def parse_mesh(reader: Reader) -> TorusParams:
+    """``kind: mesh`` is a torus with ``wrap: false`` (a ``wrap`` key there is unknown)."""
+    return parse(reader, mesh=True)
 
 
 def size(params: TorusParams) -> tuple[int, int]:
@@ -75,3 +81,6 @@ def build(spec: FabricSpec):
         {"k": list(k), "wrap": params.wrap},
         {"k": list(k), "wrap": params.wrap, "datelines": datelines},
     )
+
+
+topology("mesh", parse=parse_mesh, size=size, routings=("dor",), builds="torus")(build)

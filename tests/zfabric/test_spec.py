@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from zfabric import SpecError, load_spec
-from zfabric.spec import MAX_SWITCHES
+from zfabric import SpecError, compile_plan, load_spec
+from zfabric.spec import (
+    MAX_ERRORS,
+    MAX_LIST_LENGTH,
+    MAX_SPEC_BYTES,
+    MAX_SWITCHES,
+    VALUE_CHARS,
+    describe,
+)
 
 
 def spec(**topology):
@@ -70,3 +77,139 @@ def test_spec_is_frozen():
     loaded = load_spec(spec(k=[4]))
     with pytest.raises(AttributeError):
         loaded.name = "other"
+
+
+# ---- all errors at once ------------------------------------------------------------------------
+
+
+def test_independent_errors_are_reported_together():
+    data = {
+        "name": "t",
+        "topology": {"kind": "torus", "k": [1, 4, "x"]},
+        "routing": "xy",
+        "flit_width": 2,
+        "bufer_depth": 4,
+    }
+    with pytest.raises(SpecError) as caught:
+        load_spec(data)
+    assert caught.value.lines == [
+        "topology.k[0]: must be an integer >= 2, got 1",
+        "topology.k[2]: must be an integer >= 2, got 'x'",
+        "routing: must be one of dor, got 'xy'",
+        "flit_width: must be an integer in 8..1024, got 2",
+        "bufer_depth: unknown key (known: buffer_depth, description, flit_width, name, "
+        "packet_length, routing, topology, traffic); did you mean 'buffer_depth'?",
+    ]
+    # one line per error; every line after the first carries the CLI's prefix
+    assert str(caught.value).split("\nzfabric: error: ") == caught.value.lines
+    assert caught.value.path == "topology.k[0]"
+
+
+def test_keys_that_depend_on_a_bad_kind_are_skipped():
+    data = {"topology": {"kind": "tor", "k": [4]}, "routing": "dor", "flit_width": 1}
+    with pytest.raises(SpecError) as caught:
+        load_spec(data)
+    assert [line.split(":")[0] for line in caught.value.lines] == ["topology.kind", "flit_width"]
+
+
+def test_a_single_error_is_one_line():
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec(k=[4, 1]))
+    assert str(caught.value) == "topology.k[1]: must be an integer >= 2, got 1"
+    assert caught.value.errors == (caught.value,)
+
+
+def test_the_error_count_is_capped():
+    data = {"topology": {"kind": "torus", "k": [4]}, **{f"extra{i}": i for i in range(50)}}
+    with pytest.raises(SpecError) as caught:
+        load_spec(data)
+    lines = str(caught.value).split("\n")
+    assert len(caught.value.errors) == MAX_ERRORS
+    assert len(lines) == MAX_ERRORS + 1
+    assert (
+        lines[-1]
+        == f"zfabric: error: (stopped after {MAX_ERRORS} errors; fix these and check again)"
+    )
+
+
+# ---- bounded inputs ----------------------------------------------------------------------------
+
+
+def test_quoted_values_are_cut_short():
+    text = describe("x" * 1000)
+    assert len(text) == VALUE_CHARS and text.startswith("'xxx") and "..." in text
+    huge = 10**5000  # repr() of this raises ValueError
+    assert describe(huge) == "<an integer of about 5001 digits>"
+    bomb = ["lol"] * 9
+    for _ in range(8):
+        bomb = [bomb] * 9
+    assert len(describe(bomb)) <= len("a list ") + VALUE_CHARS
+
+
+def test_long_lists_are_refused_before_their_entries_are_read():
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec(k=["bad"] * 15000))
+    assert str(caught.value).startswith(
+        f"topology.k: must have at most {MAX_LIST_LENGTH} entries, got 15000: ['bad', 'bad'"
+    )
+
+
+def test_integers_without_a_range_are_bounded():
+    with pytest.raises(SpecError, match=r"^topology\.k\[0\]: must be at most 1000000 \(no fabric"):
+        load_spec(spec(k=[10**7]))
+
+
+# ---- YAML files --------------------------------------------------------------------------------
+
+
+def write(tmp_path, content: str | bytes):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+def test_duplicate_keys_name_the_path_and_both_lines(tmp_path):
+    text = "name: a\ntopology:\n  kind: torus\n  k: [4]\n  k: [8]\nname: b\n"
+    with pytest.raises(SpecError) as caught:
+        load_spec(write(tmp_path, text))
+    assert caught.value.lines == [
+        "topology.k: duplicate key (lines 4 and 5); keep one",
+        "name: duplicate key (lines 1 and 6); keep one",
+    ]
+
+
+def test_merge_keys_are_not_duplicates(tmp_path):
+    text = "topology:\n  <<: {kind: torus, k: [3]}\n  k: [4]\n"
+    assert load_spec(write(tmp_path, text)).params.k == (4,)
+
+
+def test_non_utf8_is_refused(tmp_path):
+    with pytest.raises(SpecError, match=r"s\.yaml: not UTF-8 text \(byte 0xe9 at offset 9\)"):
+        load_spec(write(tmp_path, b"name: caf\xe9\n"))
+
+
+def test_a_bad_scalar_gives_its_line(tmp_path):
+    with pytest.raises(SpecError, match=r"bad YAML value at line 2, column 7: bad value '2024-13"):
+        load_spec(write(tmp_path, "name: x\nwhen: 2024-13-01\n"))
+
+
+def test_the_top_level_must_be_a_mapping(tmp_path):
+    with pytest.raises(SpecError, match=r"s\.yaml: the spec must be a mapping of keys, got a list"):
+        load_spec(write(tmp_path, "- a\n- b\n"))
+
+
+def test_oversized_files_are_refused_unread(tmp_path):
+    with pytest.raises(SpecError, match=r"larger than 64 KiB"):
+        load_spec(write(tmp_path, "description: " + "x" * MAX_SPEC_BYTES + "\n"))
+
+
+# ---- mesh --------------------------------------------------------------------------------------
+
+
+def test_mesh_is_a_torus_without_wrap():
+    mesh = load_spec({"name": "m", "topology": {"kind": "mesh", "k": [3, 4]}})
+    torus = load_spec({"name": "m", "topology": {"kind": "torus", "k": [3, 4], "wrap": False}})
+    assert (mesh.kind, mesh.topology) == ("mesh", "torus")
+    assert compile_plan(mesh).to_json() == compile_plan(torus).to_json()
+    with pytest.raises(SpecError, match=r"^topology\.wrap: unknown key \(known: k, kind\)$"):
+        load_spec({"name": "m", "topology": {"kind": "mesh", "k": [3], "wrap": True}})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -138,10 +139,6 @@ class Errors:
                 self.add(error)
             return False, None
         return len(self.found) == before, value
-
-    def raise_if_any(self) -> None:
-        if self.found:
-            raise SpecError.combine(self.found)
 
 
 class Reader:
@@ -285,6 +282,18 @@ def string(value: Any, path: str) -> str:
     return value
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+_NAME_RULE = "letters, digits, '.', '_', '+', '-', at most 64, starting with a letter or digit"
+
+
+def fabric_name(value: Any, path: str) -> str:
+    """The fabric's name: it becomes file and folder names (``out/NAME``) and Verilog modules,
+    so it may not hold a path separator, a space or a leading dot."""
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise SpecError(path, f"must be a name ({_NAME_RULE}), got {describe(value)}")
+    return value
+
+
 def choice(options: list[str] | tuple[str, ...]) -> Callable[[Any, str], str]:
     def check(value: Any, path: str) -> str:
         if not isinstance(value, str) or value not in options:
@@ -388,7 +397,10 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     from .topologies import TOPOLOGIES
 
     top = Reader(data, "", errors)
-    name = top.get("name", string, source)
+    if not top.has("name") and not _NAME.fullmatch(source):
+        message = f"missing, and the file name {short(source)} is not a name ({_NAME_RULE})"
+        top.report(SpecError("name", message))
+    name = top.get("name", fabric_name, source)
     top.get("description", string, None)
 
     kind = topology = params = None
@@ -435,14 +447,16 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
 def _checked(read: Callable[[Errors], FabricSpec | None]) -> FabricSpec:
     """Run a whole check; raise every error it found as one SpecError."""
     errors = Errors()
+    spec, note = None, None
     try:
-        spec = read(errors)
+        try:
+            spec = read(errors)
+        except SpecError as error:  # the file, or the top level is not a mapping
+            errors.add(error)
     except _TooMany:
         note = f"(stopped after {MAX_ERRORS} errors; fix these and check again)"
-        raise SpecError.combine(errors.found, note) from None
-    except SpecError as error:  # the top level itself is not a mapping
-        errors.add(error)
-    errors.raise_if_any()
+    if errors.found:
+        raise SpecError.combine(errors.found, note)
     assert spec is not None
     return spec
 
@@ -545,11 +559,8 @@ def _parse_yaml(path: Path, errors: Errors) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        what = (
-            "bad YAML value"
-            if isinstance(error, yaml.constructor.ConstructorError)
-            else ("YAML syntax error")
-        )
+        syntax = not isinstance(error, yaml.constructor.ConstructorError)
+        what = "YAML syntax error" if syntax else "bad YAML value"
         problem = _one_line(error.problem or error.context or "")
         raise SpecError("", f"{path}: {what}{where}: {problem}") from None
     except yaml.YAMLError as error:

@@ -90,7 +90,10 @@ CASES = [
     case(
         "bomb-in-name",
         bomb() + "name: *a8\ntopology: {kind: torus, k: [4]}\n",
-        ("name", f"must be a non-empty string, got a list {LAUGHS}"),
+        (
+            "name",
+            f"a letter or digit), got a list {LAUGHS}",
+        ),
         *((f"a{i}", "unknown key") for i in range(9)),
     ),
     case(
@@ -136,6 +139,14 @@ CASES = [
     case("topology-list", "topology: [1]\n", ("topology", "must be a mapping, got a list [1]")),
     case("unknown-kind", torus().replace("torus", "toruss"), ("topology.kind", "'toruss'")),
     case("name-list", torus().replace("name: t", "name: [a]"), ("name", "got a list ['a']")),
+    case("name-path", torus().replace("name: t", "name: ../../home"), ("name", "got '../../home'")),
+    case("name-space", torus().replace("name: t", "name: my fabric"), ("name", "got 'my fabric'")),
+    case(
+        "name-from-file",
+        torus().replace("name: t\n", ""),
+        ("name", "missing, and the file name 'my spec' is not a name"),
+        spec="my spec.yaml",
+    ),
     case("description-int", torus("description: 5\n"), ("description", "got 5")),
     case("typo-key", torus("flit_widht: 32\n"), ("flit_widht", "did you mean 'flit_width'?")),
     case(
@@ -206,6 +217,7 @@ CASES = [
     ),
     case("znode-vcs", "topology: {kind: znode, z: [4], R: [1], vcs: 0}\n", ("topology.vcs", "0")),
     case("kary-k1", "topology: {kind: kary_ntree, k: 1, n: 3}\n", ("topology.k", "got 1")),
+    case("kary-n-huge", "topology: {kind: kary_ntree, k: 2, n: 20000}\n", ("topology.n", "1..64")),
     case("kary-n-text", "topology: {kind: kary_ntree, k: 4, n: three}\n", ("topology.n", "three")),
     case(
         "xgft-m-length",
@@ -312,7 +324,7 @@ def prepare(tmp_path: Path, item: Case) -> None:
     (tmp_path / "keep.txt").write_text("the user's own file\n")
     if item.content is not None:
         data = item.content.encode() if isinstance(item.content, str) else item.content
-        (tmp_path / "spec.yaml").write_bytes(data)
+        (tmp_path / (item.spec if item.spec.endswith(".yaml") else "spec.yaml")).write_bytes(data)
 
 
 def check_stderr(stderr: str, item: Case) -> None:

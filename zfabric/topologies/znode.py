@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 from ..plan import PlanBuilder, Port, Switch
-from ..spec import FabricSpec, Reader, choice, int_list, integer
+from ..spec import MAX_LIST_LENGTH, FabricSpec, Reader, choice, int_list, integer
 from .base import finish_plan, topology
 
 __all__ = [
@@ -257,7 +257,7 @@ def _validate(params: ZnodeParams, reader: Reader) -> None:
 
 def _parse_kary_ntree(reader: Reader) -> ZnodeParams:
     k = reader.get("k", integer(2))
-    n = reader.get("n", integer(1))
+    n = reader.get("n", integer(1, MAX_LIST_LENGTH))  # levels: as many as a z list may have
     params = ZnodeParams(
         z=(k,) * n,
         R=tuple(k**i for i in range(n)),

@@ -109,7 +109,7 @@ def _join(path: str, name: str) -> str:
 
 
 class _TooMany(Exception):
-    """Raised when :data:`MAX_ERRORS` errors are found: the check stops there."""
+    """Raised when error ``MAX_ERRORS + 1`` is found: the check stops there."""
 
 
 class Errors:
@@ -122,7 +122,7 @@ class Errors:
         for single in error.errors:
             if single not in self.found:
                 self.found.append(single)
-        if len(self.found) >= MAX_ERRORS:
+        if len(self.found) > MAX_ERRORS:
             raise _TooMany
 
     def attempt(self, read: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
@@ -456,7 +456,7 @@ def _checked(read: Callable[[Errors], FabricSpec | None]) -> FabricSpec:
     except _TooMany:
         note = f"(stopped after {MAX_ERRORS} errors; fix these and check again)"
     if errors.found:
-        raise SpecError.combine(errors.found, note)
+        raise SpecError.combine(errors.found[:MAX_ERRORS], note)
     assert spec is not None
     return spec
 

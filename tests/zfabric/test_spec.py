@@ -213,3 +213,11 @@ def test_mesh_is_a_torus_without_wrap():
     assert compile_plan(mesh).to_json() == compile_plan(torus).to_json()
     with pytest.raises(SpecError, match=r"^topology\.wrap: unknown key \(known: k, kind\)$"):
         load_spec({"name": "m", "topology": {"kind": "mesh", "k": [3], "wrap": True}})
+
+
+def test_exactly_the_cap_is_not_cut():
+    data = {"topology": {"kind": "torus", "k": [4]}, **{f"extra{i}": i for i in range(MAX_ERRORS)}}
+    with pytest.raises(SpecError) as caught:
+        load_spec(data)
+    assert len(caught.value.errors) == MAX_ERRORS
+    assert "stopped" not in str(caught.value)

@@ -105,6 +105,11 @@ CASES = [
         ),
         *((f"a{i}", "unknown key") for i in range(3)),
     ),
+    case(
+        "recursive-alias",
+        "topology: &t {kind: torus, k: &a [2, *a], x: *t}\n",
+        ("topology.k[1]", "got a list [2, [2, [2, [...]]]]"),
+    ),
     case("huge-k", torus(topology="k: [1" + "0" * 1000 + "]"), ("topology.k[0]", "about 1001 dig")),
     case(
         "too-many-switches",

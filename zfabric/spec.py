@@ -294,6 +294,13 @@ def fabric_name(value: Any, path: str) -> str:
     return value
 
 
+def name_from_file(stem: str) -> str:
+    """The default name of a spec without ``name:``: its file name with every character a name
+    may not hold replaced by ``-`` (``my spec.yaml`` is ``my-spec``)."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "-", stem).lstrip("._+-")[:64]
+    return name or "fabric"
+
+
 def choice(options: list[str] | tuple[str, ...]) -> Callable[[Any, str], str]:
     def check(value: Any, path: str) -> str:
         if not isinstance(value, str) or value not in options:
@@ -397,10 +404,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     from .topologies import TOPOLOGIES
 
     top = Reader(data, "", errors)
-    if not top.has("name") and not _NAME.fullmatch(source):
-        message = f"missing, and the file name {short(source)} is not a name ({_NAME_RULE})"
-        top.report(SpecError("name", message))
-    name = top.get("name", fabric_name, source)
+    name = top.get("name", fabric_name, name_from_file(source))
     top.get("description", string, None)
 
     kind = topology = params = None

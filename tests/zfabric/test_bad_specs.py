@@ -146,12 +146,6 @@ CASES = [
     case("name-list", torus().replace("name: t", "name: [a]"), ("name", "got a list ['a']")),
     case("name-path", torus().replace("name: t", "name: ../../home"), ("name", "got '../../home'")),
     case("name-space", torus().replace("name: t", "name: my fabric"), ("name", "got 'my fabric'")),
-    case(
-        "name-from-file",
-        torus().replace("name: t\n", ""),
-        ("name", "missing, and the file name 'my spec' is not a name"),
-        spec="my spec.yaml",
-    ),
     case("description-int", torus("description: 5\n"), ("description", "got 5")),
     case("typo-key", torus("flit_widht: 32\n"), ("flit_widht", "did you mean 'flit_width'?")),
     case(

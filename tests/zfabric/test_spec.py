@@ -73,6 +73,15 @@ def test_name_defaults_to_the_file_stem(tmp_path):
     assert loaded.routing == "dor"
 
 
+@pytest.mark.parametrize(
+    ("stem", "name"), [("my spec", "my-spec"), (".hidden ring", "hidden-ring"), ("...", "fabric")]
+)
+def test_a_file_stem_that_is_no_name_is_made_one(tmp_path, stem, name):
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text("topology: {kind: torus, k: [8]}\n")
+    assert load_spec(path).name == name
+
+
 def test_spec_is_frozen():
     loaded = load_spec(spec(k=[4]))
     with pytest.raises(AttributeError):

@@ -30,8 +30,8 @@ from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
-from zfabric.routing.base import Hop, RoutingFunction
-from zfabric.routing.dort import split_dims
+from zfabric.routing.base import Hop, RoutingFunction, class_vcs
+from zfabric.routing.dort import external_classes, internal_class_vcs, split_dims
 from zfabric.topologies.znode import field_width
 
 from ..flit import head_width
@@ -129,6 +129,11 @@ class RouteUnitSignature(wiring.Signature):
 
 def _bit(ports: SwitchPorts, port: int, vc: int) -> int:
     return 1 << (ports.base(port) + vc)
+
+
+def _bits(ports: SwitchPorts, port: int, vcs) -> int:
+    """The mask of a candidate that may take any of ``vcs`` on ``port``."""
+    return sum(_bit(ports, port, vc) for vc in vcs)
 
 
 def _digits(value: Value, radices) -> list[Value]:
@@ -286,9 +291,9 @@ class DORRoute(wiring.Component):
 
     The destination id is the linear index of its switch (dimension 0 least significant). The
     first dimension whose coordinates differ is routed the shorter way round (ties toward +,
-    or toward the destination on a mesh) on VC 0 if the destination coordinate is above the
-    current one and VC 1 otherwise (dateline classes; VC 0 alone without datelines). Equal
-    coordinates deliver on the local port.
+    or toward the destination on a mesh) on the VCs of class 0 if the destination coordinate is
+    above the current one and of class 1 otherwise (dateline classes of ``vcs`` VCs each; class
+    0 alone without datelines). Equal coordinates deliver on the local port.
 
     Parameters
     ----------
@@ -296,12 +301,15 @@ class DORRoute(wiring.Component):
     ports : SwitchPorts
     k : tuple of int
     wrap, datelines : bool
+    vcs : int
+        VCs per class.
     port_of : tuple of ((dim, sign), port)
     local_port : int
     """
 
-    def __init__(self, *, head_width, ports, k, wrap, datelines, port_of, local_port):
+    def __init__(self, *, head_width, ports, k, wrap, datelines, vcs, port_of, local_port):
         self._ports, self._k, self._wrap, self._datelines = ports, tuple(k), wrap, datelines
+        self._classes = (class_vcs(0, vcs), class_vcs(1, vcs))
         self._port_of, self._local_port = dict(port_of), local_port
         super().__init__(
             RouteUnitSignature(head_width, ports.n_out_vcs, sum(_coord_widths(self._k)))
@@ -311,9 +319,10 @@ class DORRoute(wiring.Component):
         port = self._port_of.get((dim, sign))
         if port is None:  # a mesh edge: this direction never routes
             return 0
+        up, down = (_bits(self._ports, port, vcs) for vcs in self._classes)
         if not self._datelines:
-            return _bit(self._ports, port, 0)
-        return Mux(upper, _bit(self._ports, port, 0), _bit(self._ports, port, 1))
+            return up
+        return Mux(upper, up, down)
 
     def elaborate(self, platform):
         m = Module()
@@ -340,9 +349,9 @@ class DORTRoute(wiring.Component):
     The destination id is 2 x (linear index of its node) + its card. Same node: deliver on the
     local port if the card matches, else cross the internal link on the ``pe`` VC. Otherwise the
     first differing dimension is routed the shorter way round (ties by ``tie``): through this
-    card's port in that direction (dateline VC: 0 upward, 1 downward; VC 0 with one external
-    VC), or across the internal link on the ``ring_upper`` / ``ring_lower`` VC if the dimension
-    is split, on the ``ch`` VC if not.
+    card's port in that direction (the upper or lower dateline class's VCs; VC 0 with one
+    external VC), or across the internal link on the ``ring_upper`` / ``ring_lower`` VCs if the
+    dimension is split, on the ``ch`` VCs if not.
 
     Parameters
     ----------
@@ -356,8 +365,10 @@ class DORTRoute(wiring.Component):
     split : tuple of int
     tie : tuple of int
         +1 / -1 per dimension.
-    internal_vcs : tuple of (str, int)
-    two_external : bool
+    internal_vcs : tuple of (str, tuple of int)
+        The VCs of each internal class.
+    external_vcs : int
+        VCs on external links (:func:`~zfabric.routing.dort.external_classes`).
     """
 
     def __init__(
@@ -373,26 +384,26 @@ class DORTRoute(wiring.Component):
         split,
         tie,
         internal_vcs,
-        two_external,
+        external_vcs,
     ):
         self._ports, self._k, self._card = ports, tuple(k), card
         self._port_of = dict(port_of)
         self._internal_port, self._local_port = internal_port, local_port
         self._split, self._tie = set(split), tuple(tie)
-        self._internal_vcs, self._two_external = dict(internal_vcs), two_external
+        self._internal_vcs = dict(internal_vcs)
+        self._external = external_classes(external_vcs)
         super().__init__(
             RouteUnitSignature(head_width, ports.n_out_vcs, sum(_coord_widths(self._k)))
         )
 
     def _internal(self, name):
-        return _bit(self._ports, self._internal_port, self._internal_vcs[name])
+        return _bits(self._ports, self._internal_port, self._internal_vcs[name])
 
     def _hop(self, dim, sign, upper):
         port = self._port_of.get((dim, sign))
         if port is not None:
-            if not self._two_external:
-                return _bit(self._ports, port, 0)
-            return Mux(upper, _bit(self._ports, port, 0), _bit(self._ports, port, 1))
+            up, down = (_bits(self._ports, port, vcs) for vcs in self._external)
+            return up if up == down else Mux(upper, up, down)
         if dim in self._split:
             return Mux(upper, self._internal("ring_upper"), self._internal("ring_lower"))
         return self._internal("ch")
@@ -681,6 +692,7 @@ class RouteRows:
             "k": tuple(params["k"]),
             "wrap": params["wrap"],
             "datelines": params["datelines"],
+            "vcs": params.get("vcs", 1),
             "port_of": tuple(
                 ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
             ),
@@ -715,8 +727,8 @@ class RouteRows:
             "local_port": self.view.ports_by_role[switch]["local"][0],
             "split": tuple(split),
             "tie": tie,
-            "internal_vcs": tuple(sorted(params["internal_vcs"].items())),
-            "two_external": params.get("external_vcs", 2) == 2,
+            "internal_vcs": tuple(sorted(internal_class_vcs(params["internal_vcs"]).items())),
+            "external_vcs": params.get("external_vcs", 2),
         }
         hw = self.head_width
         return RouteRow(

@@ -450,8 +450,20 @@ def test_bad_k():
         ((4, 4, 4), {"internal_vcs": {"ch": 0, "pe": 1}}, r"internal_vcs\.ring_upper: missing"),
         ((4, 4), {"internal_vcs": {"ch": 0, "ring_upper": 1, "pe": 1}}, r"not used"),
         ((4, 4), {"internal_vcs": {"ch": 0, "pee": 1}}, r"internal_vcs\.pe: missing"),
-        ((4, 4), {"internal_vcs": {"ch": 0, "pe": -1}}, r"internal_vcs\.pe: must be an integer"),
-        ((4, 4), {"external_vcs": 3}, r"^routing\.external_vcs: must be an integer in 1\.\.2"),
+        ((4, 4), {"internal_vcs": {"ch": 0, "pe": -1}}, r"internal_vcs\.pe: must be a VC index"),
+        # 16 VCs at most per link: index 16 would be the 17th
+        (
+            (4, 4),
+            {"internal_vcs": {"ch": 0, "pe": 16}},
+            r"\.pe: must be a VC index in 0\.\.15.* 16$",
+        ),
+        ((4, 4), {"internal_vcs": {"ch": [0, 1], "pe": []}}, r"\.pe: must be a VC index.*\[\]$"),
+        ((4, 4), {"internal_vcs": {"ch": [0, 1, 0], "pe": 2}}, r"\.ch\[2\]: duplicate VC 0 "),
+        ((4, 4), {"internal_vcs": {"ch": [0, "1"], "pe": 2}}, r"\.ch\[1\]: must be a VC.*'1'$"),
+        # two dateline classes split the external VCs in halves: an odd count cannot
+        ((4, 4), {"external_vcs": 3}, r"^routing\.external_vcs: must be 1 or even .*got 3$"),
+        ((4, 4), {"external_vcs": 18}, r"^routing\.external_vcs: must be an integer in 1\.\.16"),
+        ((4, 4), {"external_vcs": 0}, r"^routing\.external_vcs: must be an integer in 1\.\.16"),
         ((4, 4), {"tie": "minus"}, r"^routing\.tie: must be one of card0, plus"),
     ],
 )

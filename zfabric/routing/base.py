@@ -24,7 +24,12 @@ __all__ = [
     "ROUTINGS",
     "make_routing",
     "routing_head_width",
+    "MAX_VCS",
+    "class_vcs",
 ]
+
+#: VCs a link may carry (the spec's limit; the flit's VC field is sized from the plan)
+MAX_VCS = 16
 
 
 class Hop(NamedTuple):
@@ -87,6 +92,17 @@ class RoutingFunction:
             if attachment.switch == switch:
                 return Hop(attachment.port, (0,))
         raise LookupError(f"endpoint {dst} is not attached to switch {switch}")
+
+
+def class_vcs(vc_class: int, per_class: int) -> tuple[int, ...]:
+    """The VCs of class ``vc_class`` on a link with ``per_class`` VCs per class.
+
+    Classes are contiguous blocks (class c holds VCs c*per_class .. (c+1)*per_class - 1), so
+    one VC per class keeps the class number as the VC. A packet may take any VC of its class:
+    VCs of one class are interchangeable for the proof (they have the same dependencies), and
+    the switch takes the first free one with a credit, ascending.
+    """
+    return tuple(range(vc_class * per_class, (vc_class + 1) * per_class))
 
 
 ROUTINGS: dict[str, type[RoutingFunction]] = {}

@@ -1,11 +1,16 @@
-"""Dimension-order routing for tori and meshes, with dateline VC classes on wrap-around rings."""
+"""Dimension-order routing for tori and meshes, with dateline VC classes on wrap-around rings.
+
+Each class holds ``vcs`` VCs (the topology's ``vcs`` key; 1 by default) and a hop offers all of
+them (:func:`~zfabric.routing.base.class_vcs`): on a torus class 0 is VCs 0..vcs-1 and class 1
+is VCs vcs..2 vcs-1; on a mesh, or without datelines, every hop is in class 0.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..spec import Reader, boolean
-from .base import Decision, Hop, Injection, RoutingFunction, routing
+from .base import Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 
 __all__ = ["DOR", "ring_direction"]
 
@@ -47,6 +52,8 @@ class DOR(RoutingFunction):
         self.k = tuple(self.params["k"])
         self.wrap = self.params["wrap"]
         self.datelines = self.params["datelines"]
+        per_class = self.params.get("vcs", 1)  # plans written before per-class counts: 1
+        self.classes = (class_vcs(0, per_class), class_vcs(1, per_class))
         self.coords = [tuple(s.position["coords"]) for s in view.switches]
         self.port_of = [
             {(p.dim, p.sign): i for i, p in enumerate(s.ports) if p.role == "external"}
@@ -63,6 +70,6 @@ class DOR(RoutingFunction):
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap)
             if sign:
-                vc = dateline_vc(cur, dst) if self.datelines else 0
-                return Decision((Hop(self.port_of[switch][(dim, sign)], (vc,)),), head)
+                vcs = self.classes[dateline_vc(cur, dst) if self.datelines else 0]
+                return Decision((Hop(self.port_of[switch][(dim, sign)], vcs),), head)
         return Decision((self.local_hop(switch, head),), head)

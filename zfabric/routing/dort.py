@@ -25,8 +25,11 @@ configuration splitting several dimensions would need a ring pair per split dime
 (2n+1 internal VCs for all-split, ndt.md §4.3); with the shared pair the CDG check finds the cycle
 (ndt.md §4.5, "SC0 with CBest's VC rules") and zfabric refuses the fabric.
 
-Routing options: ``internal_vcs`` maps each class in use to a VC (merging classes reproduces the
-deadlocks of ndt.md §4.2); ``external_vcs: 1`` puts every external hop on VC 0; ``tie``.
+Routing options: ``internal_vcs`` maps each class in use to a VC, or to a list of VCs the class
+may take (merging classes reproduces the deadlocks of ndt.md §4.2); ``external_vcs`` is the VC
+count of external links: 2 (default) or any even count up to 16 splits them into the upper and
+lower classes, ``external_vcs / 2`` VCs each (:func:`~zfabric.routing.base.class_vcs`), and 1
+puts every external hop on VC 0 (the 1-VC ring cycle); ``tie``.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import Reader, choice, integer
-from .base import Decision, Hop, Injection, RoutingFunction, routing
+from ..spec import Reader, choice, describe
+from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 from .dor import dateline_vc, ring_direction
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "internal_classes",
     "default_internal_vcs",
     "internal_link_vcs",
+    "internal_class_vcs",
+    "external_classes",
 ]
 
 #: internal-link traffic classes, in Alg 2's VC order (ndt.md §8.4)
@@ -76,8 +81,56 @@ def default_internal_vcs(card0: Any, n: int) -> dict[str, int]:
     return {"ch": 0, "pe": 1}
 
 
-def internal_link_vcs(internal_vcs: dict[str, int]) -> int:
-    return 1 + max(internal_vcs.values())
+def internal_class_vcs(internal_vcs: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The ``internal_vcs`` option as class -> the VCs it may take, ascending (the order the
+    switch tries them in); a single VC as a 1-tuple."""
+    return {
+        name: (vcs,) if isinstance(vcs, int) else tuple(sorted(vcs))
+        for name, vcs in internal_vcs.items()
+    }
+
+
+def internal_link_vcs(internal_vcs: dict[str, Any]) -> int:
+    """VCs the internal link needs: one past the highest VC any class takes."""
+    return 1 + max(max(vcs) for vcs in internal_class_vcs(internal_vcs).values())
+
+
+def external_classes(external_vcs: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The external-link VCs of the upper and lower classes (both VC 0 with one external VC)."""
+    if external_vcs == 1:
+        return (0,), (0,)
+    return class_vcs(0, external_vcs // 2), class_vcs(1, external_vcs // 2)
+
+
+def _internal_vc(value: Any, path: str) -> int | list[int]:
+    """One class's internal VC(s): an index, or a non-empty list of distinct indices."""
+    want = f"a VC index in 0..{MAX_VCS - 1} or a non-empty list of distinct ones"
+
+    def index(item: Any, where: str) -> int:
+        if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < MAX_VCS:
+            raise SpecError(where, f"must be {want}, got {describe(item)}")
+        return item
+
+    if not isinstance(value, list):
+        return index(value, path)
+    if not value:
+        raise SpecError(path, f"must be {want}, got {describe(value)}")
+    vcs = [index(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    for i, vc in enumerate(vcs):
+        if vc in vcs[:i]:
+            raise SpecError(f"{path}[{i}]", f"duplicate VC {vc} (already {path}[{vcs.index(vc)}])")
+    return vcs
+
+
+def _external_vcs(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VCS:
+        raise SpecError(path, f"must be an integer in 1..{MAX_VCS}, got {describe(value)}")
+    if value > 1 and value % 2:
+        raise SpecError(
+            path,
+            f"must be 1 or even (the upper and lower dateline classes get half each), got {value}",
+        )
+    return value
 
 
 @routing("dort")
@@ -98,10 +151,10 @@ class DORT(RoutingFunction):
                         f"class {name!r} is not used by this port configuration "
                         f"(classes in use: {', '.join(used)})",
                     )
-            params["internal_vcs"] = {name: sub.get(name, integer(0, 63)) for name in used}
+            params["internal_vcs"] = {name: sub.get(name, _internal_vc) for name in used}
             sub.finish()
         if reader.has("external_vcs"):
-            params["external_vcs"] = reader.get("external_vcs", integer(1, 2))
+            params["external_vcs"] = reader.get("external_vcs", _external_vcs)
         if reader.has("tie"):
             params["tie"] = reader.get("tie", choice(list(TIES)))
         return params
@@ -113,8 +166,8 @@ class DORT(RoutingFunction):
         n = len(k)
         card0 = {(dim, sign) for dim, sign in params["card0"]}
         split = set(split_dims(card0, n))
-        internal_vcs = params["internal_vcs"]
-        two_external = params.get("external_vcs", 2) == 2
+        internal_vcs = internal_class_vcs(params["internal_vcs"])
+        upper, lower = external_classes(params.get("external_vcs", 2))
         if params.get("tie", "card0") == "card0":
             tie = [(1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(n)]
         else:
@@ -140,7 +193,7 @@ class DORT(RoutingFunction):
             on_card = {
                 (p.dim, p.sign): i for i, p in enumerate(switch.ports) if p.role == "external"
             }
-            self.to_pe.append((Hop(internal, (internal_vcs["pe"],)),))
+            self.to_pe.append((Hop(internal, internal_vcs["pe"]),))
             rows = []
             for dim in range(n):
                 row: list[tuple[Hop, ...] | None] = []
@@ -149,15 +202,15 @@ class DORT(RoutingFunction):
                     if not sign:
                         row.append(None)
                         continue
-                    vc = dateline_vc(here[dim], dst)
+                    is_upper = dateline_vc(here[dim], dst) == 0
                     port = on_card.get((dim, sign))
                     if port is not None:
-                        row.append((Hop(port, (vc if two_external else 0,)),))
+                        row.append((Hop(port, upper if is_upper else lower),))
                     elif dim in split:
-                        ring = "ring_upper" if vc == 0 else "ring_lower"
-                        row.append((Hop(internal, (internal_vcs[ring],)),))
+                        ring = "ring_upper" if is_upper else "ring_lower"
+                        row.append((Hop(internal, internal_vcs[ring]),))
                     else:
-                        row.append((Hop(internal, (internal_vcs["ch"],)),))
+                        row.append((Hop(internal, internal_vcs["ch"]),))
                 rows.append(row)
             self.table.append(rows)
 

@@ -14,7 +14,9 @@ switches do, and returns one candidate:
 - otherwise it goes up through up port ``p_i mod (number of up ports)``, with p_i the
   destination's label at this level (DESTRO-like, ``reference/ndt.md`` §2.2).
 
-Routes are up* -> (at most one side hop) -> down*: deadlock-free with one VC.
+Routes are up* -> (at most one side hop) -> down*: deadlock-free with one VC. With more VCs per
+link (the topology's ``vcs``) every hop offers all of them: the port stays deterministic, the
+switch takes the first free VC with a credit.
 """
 
 from __future__ import annotations
@@ -72,4 +74,5 @@ class UpDown(RoutingFunction):
         return Decision((self._hop(switch, ports[label % len(ports)]),), head)
 
     def _hop(self, switch: int, port: int) -> Hop:
-        return Hop(port, (0,))
+        link = self.view.out_link[switch][port]
+        return Hop(port, tuple(range(link.vcs)) if link else (0,))

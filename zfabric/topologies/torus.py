@@ -1,4 +1,9 @@
-"""k-ary n-cube torus, or mesh (``wrap: false``, or ``kind: mesh``), with a size per dimension."""
+"""k-ary n-cube torus, or mesh (``wrap: false``, or ``kind: mesh``), with a size per dimension.
+
+``vcs`` counts VCs per dateline class on a torus (a link carries 2 x vcs: DOR's upper and lower
+classes) and VCs per link on a mesh (one class: DOR on a mesh is deadlock-free with one VC, more
+VCs only let packets pass a blocked one).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from ..errors import SpecError
 from ..plan import PlanBuilder, Port
-from ..spec import FabricSpec, Reader, boolean, int_list
+from ..routing.base import MAX_VCS
+from ..spec import FabricSpec, Reader, boolean, describe, int_list
 from .base import finish_plan, topology
 
 __all__ = ["TorusParams", "linear_index", "coordinates"]
@@ -17,11 +24,30 @@ __all__ = ["TorusParams", "linear_index", "coordinates"]
 class TorusParams:
     k: tuple[int, ...]
     wrap: bool = True
+    vcs: int = 1  # per dateline class on a torus, per link on a mesh
+
+
+def _vcs(wrap: bool):
+    """``vcs`` check: on a torus the two dateline classes share the link's :data:`MAX_VCS`."""
+    most = MAX_VCS // 2 if wrap else MAX_VCS
+    why = (
+        f"VCs per dateline class: a torus link carries 2 x vcs, at most {MAX_VCS}"
+        if wrap
+        else f"VCs per mesh link, at most {MAX_VCS}"
+    )
+
+    def check(value, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            raise SpecError(path, f"must be an integer in 1..{most} ({why}), got {describe(value)}")
+        return value
+
+    return check
 
 
 def parse(reader: Reader, *, mesh: bool = False) -> TorusParams:
     k = reader.get("k", int_list(2))
-    return TorusParams(k=k, wrap=False if mesh else reader.get("wrap", boolean, True))
+    wrap = False if mesh else reader.get("wrap", boolean, True)
+    return TorusParams(k=k, wrap=wrap, vcs=reader.get("vcs", _vcs(wrap), 1))
 
 
 def parse_mesh(reader: Reader) -> TorusParams:
@@ -52,7 +78,7 @@ def build(spec: FabricSpec):
     params: TorusParams = spec.params
     k, n = params.k, len(params.k)
     datelines = params.wrap and spec.routing_params.get("datelines", True)
-    vcs = 2 if datelines else 1
+    vcs = 2 * params.vcs if datelines else params.vcs
     builder = PlanBuilder()
     port_of: list[dict[tuple[int, int], int]] = []
     for coords in coordinates(k):
@@ -78,8 +104,8 @@ def build(spec: FabricSpec):
     return finish_plan(
         builder,
         spec,
-        {"k": list(k), "wrap": params.wrap},
-        {"k": list(k), "wrap": params.wrap, "datelines": datelines},
+        {"k": list(k), "wrap": params.wrap, "vcs": params.vcs},
+        {"k": list(k), "wrap": params.wrap, "datelines": datelines, "vcs": params.vcs},
     )
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 from ..plan import PlanBuilder, Port, Switch
+from ..routing.base import MAX_VCS
 from ..spec import MAX_LIST_LENGTH, FabricSpec, Reader, choice, int_list, integer
 from .base import finish_plan, topology
 
@@ -203,7 +204,7 @@ def _parse_znode(reader: Reader) -> ZnodeParams:
         znodes=znodes,
         side=reader.get("side", int_list(0, length=n), (1,) * n),
         theta=reader.get("theta", integer(1), 64),
-        vcs=reader.get("vcs", integer(1, 16), 1),
+        vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
     if reader.has("processors"):
         processors = reader.get("processors", integer(1))
@@ -263,6 +264,7 @@ def _parse_kary_ntree(reader: Reader) -> ZnodeParams:
         R=tuple(k**i for i in range(n)),
         psi=(1,) * n,
         theta=reader.get("theta", integer(1), 64),
+        vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
     _validate(params, reader)
     return params
@@ -278,6 +280,7 @@ def _parse_xgft(reader: Reader) -> ZnodeParams:
         psi=(1,) * h,
         pattern="omega",
         theta=reader.get("theta", integer(1), 64),
+        vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
     _validate(params, reader)
     return params

@@ -6,6 +6,8 @@ the accepted throughput at full offered load (1 flit/cycle/endpoint). The channe
 is computed from the plan's routing (sim/analytic.py). Last line: one summary per fabric.
 
     .venv/bin/python bench/saturation.py [--cycles 3000] [--step 0.025] [fabric ...]
+
+A fabric is an example's name or a path to a spec (``*.yaml``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ def main() -> None:
     )
     summary = []
     for name in args.fabrics:
-        plan = compile_plan(load_spec(EXAMPLES / f"{name}.yaml"))
+        plan = compile_plan(
+            load_spec(name if name.endswith(".yaml") else EXAMPLES / f"{name}.yaml")
+        )
         bound = uniform_channel_load(plan)
         zero = zero_load_latency(analyse_routing(plan).average_hops, args.packet_length)
         print(

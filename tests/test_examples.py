@@ -25,6 +25,19 @@ EXPECTED = {
         vcs={"external": 2},
         bisection=8,
     ),
+    # 4x4 mesh: 3 links per row and column -> 2·3·4; per dimension the mean |i - j| over the
+    # 16 ordered pairs of a 4-line is 20/16, so 2·20/16 over all pairs, ·16/15 without self;
+    # the middle cut crosses 4 links; 2 VCs (the spec's vcs)
+    "mesh-4x4": dict(
+        endpoints=16,
+        switches=16,
+        links=24,
+        max_radix=5,
+        diameter=6,
+        average_hops=2 * 20 / 16 * 16 / 15,
+        vcs={"external": 2},
+        bisection=4,
+    ),
     # board fabrics (boards/targets.py). Ring of 2: the two links join the same pair, one hop;
     # bisection is max-flow from endpoints [0, N/2): capped by their N/2 endpoint links
     "ring-2": dict(

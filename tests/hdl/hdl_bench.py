@@ -249,6 +249,36 @@ SMALL_SPECS = {
         "topology": {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2], "vcs": 2},
         "routing": "sliced",
     },
+    # several VCs per class (the head takes the first free VC of its class): a 2-VC mesh, 2 VCs
+    # per dateline class on a torus, an nDT with 4 external VCs and 2 per internal class, a
+    # deterministic up/down tree with 2 VCs per link
+    "mesh-3x4-vcs2": {
+        "name": "mesh-3x4-vcs2",
+        "topology": {"kind": "torus", "k": [3, 4], "wrap": False, "vcs": 2},
+    },
+    "torus-3x4-vcs2": {
+        "name": "torus-3x4-vcs2",
+        "topology": {"kind": "torus", "k": [3, 4], "vcs": 2},
+    },
+    "ndt-3x2x3-vcs2": {
+        "name": "ndt-3x2x3-vcs2",
+        "topology": {"kind": "ndt", "k": [3, 2, 3]},
+        "routing": {
+            "name": "dort",
+            "external_vcs": 4,
+            "internal_vcs": {
+                "ch": [0, 1],
+                "ring_upper": [2, 3],
+                "ring_lower": [4, 5],
+                "pe": [6, 7],
+            },
+        },
+    },
+    "snode-16-updown-vcs2": {
+        "name": "snode-16-updown-vcs2",
+        "topology": {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2], "vcs": 2},
+        "routing": "updown",
+    },
     "snode-16-updown": {
         "name": "snode-16-updown",
         "topology": {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2]},

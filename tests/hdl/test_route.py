@@ -80,6 +80,11 @@ DESTINATION = [
     ("ndt-3x2x3", True),
     ("ndt-2x4x2-plus", True),
     ("snode-16-updown", False),
+    ("mesh-3x4-vcs2", True),
+    ("torus-3x4-vcs2", True),
+    ("ndt-3x2x3-vcs2", True),
+    ("ndt-3x2x3-vcs2", False),
+    ("snode-16-updown-vcs2", False),
 ]
 
 

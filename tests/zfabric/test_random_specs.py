@@ -35,15 +35,15 @@ sizes = st.lists(st.integers(2, 5), min_size=1, max_size=3)
 
 
 @settings(max_examples=25, deadline=None)
-@given(k=sizes, wrap=st.booleans())
-def test_random_tori_and_meshes(k, wrap):
-    proven({"kind": "torus", "k": k, "wrap": wrap})
+@given(k=sizes, wrap=st.booleans(), vcs=st.integers(1, 3))
+def test_random_tori_and_meshes(k, wrap, vcs):
+    proven({"kind": "torus", "k": k, "wrap": wrap, "vcs": vcs})
 
 
 @settings(max_examples=20, deadline=None)
-@given(k=st.lists(st.integers(2, 4), min_size=2, max_size=4))
-def test_random_twin_tori_with_cbest(k):
-    proven({"kind": "ndt", "k": k})
+@given(k=st.lists(st.integers(2, 4), min_size=2, max_size=4), external_vcs=st.sampled_from([2, 4]))
+def test_random_twin_tori_with_cbest(k, external_vcs):
+    proven({"kind": "ndt", "k": k}, {"name": "dort", "external_vcs": external_vcs})
 
 
 @st.composite
@@ -62,6 +62,7 @@ def znode_specs(draw):
         "layers": draw(st.integers(1, 2)),
         "znodes": znodes,
         "side": [draw(st.integers(0, 1)) for _ in range(n - 1)] + [1],
+        "vcs": draw(st.integers(1, 2)),
     }
     return spec
 

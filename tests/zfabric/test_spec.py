@@ -220,7 +220,7 @@ def test_mesh_is_a_torus_without_wrap():
     torus = load_spec({"name": "m", "topology": {"kind": "torus", "k": [3, 4], "wrap": False}})
     assert (mesh.kind, mesh.topology) == ("mesh", "torus")
     assert compile_plan(mesh).to_json() == compile_plan(torus).to_json()
-    with pytest.raises(SpecError, match=r"^topology\.wrap: unknown key \(known: k, kind\)$"):
+    with pytest.raises(SpecError, match=r"^topology\.wrap: unknown key \(known: k, kind, vcs\)$"):
         load_spec({"name": "m", "topology": {"kind": "mesh", "k": [3], "wrap": True}})
 
 

@@ -155,6 +155,7 @@ def test_defaults_are_unchanged():
             {"kind": "torus", "k": [4, 4], "wrap": False, "vcs": 17},
             r"^topology\.vcs: must be an integer in 1\.\.16 \(VCs per mesh link.*got 17$",
         ),
+        ({"kind": "mesh", "k": [4, 4], "vcs": 17}, r"^topology\.vcs: .*1\.\.16 \(VCs per mesh"),
         ({"kind": "torus", "k": [4], "vcs": "2"}, r"^topology\.vcs: must be .*got '2'$"),
         ({"kind": "torus", "k": [4], "vcs": True}, r"^topology\.vcs: must be .*got True$"),
         ({"kind": "kary_ntree", "k": 2, "n": 2, "vcs": 17}, r"^topology\.vcs: .*1\.\.16, got 17$"),

@@ -175,6 +175,7 @@ def test_run_writes_the_report_folder(example, tmp_path, capsys):
     args += ["--cosim-cycles", "0"]  # tests/rtl/test_cli_cosim.py runs it
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == [
+        ".zfabric-manifest",
         "check.json",
         "curve.png",
         "plan.json",

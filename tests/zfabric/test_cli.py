@@ -109,7 +109,9 @@ def test_verilog_writes_module_plan_and_ports(tmp_path, capsys):
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n")
     out = tmp_path / "rtl"
     assert main(["verilog", str(spec), "-o", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["ring_3.plan.json", "ring_3.ports", "ring_3.v"]
+    written = ["ring_3.plan.json", "ring_3.ports", "ring_3.v"]
+    assert sorted(p.name for p in out.iterdir()) == [".zfabric-manifest", *written]
+    assert (out / ".zfabric-manifest").read_text().split() == written
     assert "module ring_3(" in (out / "ring_3.v").read_text()
     assert plan_from_json((out / "ring_3.plan.json").read_text()).name == "ring-3"
     ports = {

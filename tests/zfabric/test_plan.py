@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import pytest
@@ -40,8 +41,27 @@ def test_malformed_plan_json_is_a_plan_error():
         plan_from_json('{"name": "x"}')
 
 
-def test_compiler_never_imports_amaranth(monkeypatch):
+COMPILER = ["zfabric", "zfabric.spec", "zfabric.plan", "zfabric.deadlock", "zfabric.metrics"]
+COMPILER += ["zfabric.topologies", "zfabric.routing"]
+ABOVE = ("zfabric.cli", "zfabric.hdl", "zfabric.sim", "zfabric.boards")
+
+
+def _fresh_imports(monkeypatch) -> None:
+    """Forget every zfabric module (restored afterwards) and make amaranth unimportable."""
     monkeypatch.setitem(sys.modules, "amaranth", None)
     for module in [m for m in sys.modules if m == "zfabric" or m.startswith("zfabric.")]:
         monkeypatch.delitem(sys.modules, module)
-    import zfabric.cli  # noqa: F401  (an amaranth import would raise ImportError here)
+
+
+def test_compiler_imports_nothing_above_it(monkeypatch):
+    _fresh_imports(monkeypatch)
+    for name in COMPILER:  # an amaranth import would raise ImportError here
+        importlib.import_module(name)
+    assert [m for m in sys.modules if m.startswith(ABOVE)] == []
+
+
+def test_the_command_line_starts_without_amaranth(monkeypatch):
+    _fresh_imports(monkeypatch)
+    import zfabric.cli
+
+    zfabric.cli.build_parser()  # registering every subcommand imports no RTL

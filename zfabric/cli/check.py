@@ -1,0 +1,136 @@
+"""``zfabric check``: compile a spec, prove it deadlock-free, print its metrics.
+
+Also the summary and JSON report ``run`` reuses, and :func:`checked_plan`, the compile-and-
+refuse-a-cyclic-plan step of every command that simulates or emits a fabric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from zfabric.deadlock import analyse_routing
+from zfabric.metrics import FabricMetrics, fabric_metrics
+from zfabric.spec import FabricSpec, load_spec
+from zfabric.topologies import build_fabric
+
+from .common import add_command, check_output_file, progress, write_atomically
+
+__all__ = ["register", "run", "check_report", "summary", "checked_plan", "short"]
+
+
+def register(commands) -> None:
+    parser = add_command(
+        commands, "check", "compile a spec, prove it deadlock-free and print its metrics"
+    )
+    parser.add_argument("spec", help="fabric spec (YAML)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--plan-out", metavar="PLAN.json", help="write the compiled plan as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plan_out:
+        check_output_file(args.plan_out, "--plan-out")
+    spec = load_spec(args.spec)
+    plan, graph = build_fabric(spec)
+    with progress(args, "routes", "destinations") as update:
+        analysis = analyse_routing(plan, progress=update)
+    if args.plan_out:
+        write_atomically(args.plan_out, plan.to_json(indent=1) + "\n")
+    metrics = fabric_metrics(plan, analysis, graph)
+    if args.json:
+        print(json.dumps(check_report(spec, metrics, analysis), indent=1))
+    else:
+        print(summary(spec, metrics, analysis.cycle))
+    return 0 if analysis.deadlock_free else 1
+
+
+def checked_plan(args: argparse.Namespace, spec_path: str):
+    """Compile the spec and refuse a cyclic channel dependency graph unless
+    ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``."""
+    spec = load_spec(spec_path)
+    plan, _graph = build_fabric(spec)
+    with progress(args, f"{spec.name} routes", "destinations") as update:
+        analysis = analyse_routing(plan, progress=update)
+    if analysis.cycle and not getattr(args, "allow_deadlock", False):
+        print(
+            f"zfabric: {spec.name} is not deadlock-free (use --allow-deadlock to simulate it):\n  "
+            + " ->\n  ".join([*analysis.cycle, analysis.cycle[0]]),
+            file=sys.stderr,
+        )
+        return spec, plan, analysis, False
+    return spec, plan, analysis, True
+
+
+def short(value: Any) -> str:
+    """A parameter as a person writes it: ``4x4``, ``d0+ d1-``."""
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return "x".join(map(str, value))
+    if isinstance(value, tuple) and all(_is_port_key(v) for v in value):
+        return " ".join(f"d{dim}{'+' if sign > 0 else '-'}" for dim, sign in value)
+    return str(value)
+
+
+def _is_port_key(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[1] in (1, -1)
+
+
+def _describe_topology(spec: FabricSpec) -> str:
+    shown = ", ".join(f"{key}={short(value)}" for key, value in spec.params.__dict__.items())
+    return f"{spec.kind} ({shown})"
+
+
+def summary(spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None) -> str:
+    """The text ``check`` prints."""
+    radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
+    vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
+    bisection = (
+        f"{metrics.bisection} links" if metrics.bisection is not None else "skipped (too large)"
+    )
+    lines = [
+        f"{spec.name}: {_describe_topology(spec)}, routing {spec.routing}",
+        f"  endpoints {metrics.endpoints}, switches {metrics.switches}, links {metrics.links}"
+        f" (+{metrics.endpoint_links} endpoint links)",
+        f"  radix: {radix}",
+        f"  VCs per link: {vcs}",
+        f"  routes: diameter {metrics.diameter}, average {metrics.average_hops:.3f}"
+        " switch-to-switch hops",
+        f"  bisection: {bisection}",
+    ]
+    transit = metrics.extra.get("internal_transit")
+    if transit:
+        lines.append(
+            f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
+        )
+    if cycle:
+        lines.append("  DEADLOCK: channel dependency cycle:")
+        lines.extend(f"    {channel} ->" for channel in cycle)
+        lines.append(f"    {cycle[0]}")
+    else:
+        lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
+    return "\n".join(lines)
+
+
+def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str, Any]:
+    """The ``check --json`` object."""
+    return {
+        "name": spec.name,
+        "topology": spec.kind,
+        "routing": spec.routing,
+        "endpoints": metrics.endpoints,
+        "switches": metrics.switches,
+        "links": metrics.links,
+        "endpoint_links": metrics.endpoint_links,
+        "max_radix": metrics.max_radix,
+        "radix": metrics.radix,
+        "vcs": metrics.vcs,
+        "diameter": metrics.diameter,
+        "average_hops": metrics.average_hops,
+        "bisection": metrics.bisection,
+        "deadlock_free": analysis.deadlock_free,
+        "cycle": analysis.cycle,
+        **metrics.extra,
+    }

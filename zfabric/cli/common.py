@@ -1,0 +1,336 @@
+"""What every subcommand shares: the parser class, argument types, output paths and folders,
+atomic writes with the user's umask, progress bars and status text.
+
+Every user error is a :class:`~zfabric.errors.SpecError` naming the argument (``--cycles``) or
+the key path, which :func:`zfabric.cli.main` prints as one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from zfabric.errors import SpecError
+
+__all__ = [
+    "MAX_CYCLES",
+    "MAX_PACKET_LENGTH",
+    "Parser",
+    "HelpFormatter",
+    "OutputFolder",
+    "add_command",
+    "check_output_file",
+    "check_output_dir",
+    "clip",
+    "integer",
+    "fraction",
+    "rate",
+    "rates",
+    "packet_length",
+    "write_atomically",
+    "progress",
+    "status",
+]
+
+#: the largest warm-up or measurement window accepted (cycles): 10^8 cycles of the model on
+#: torus-4x4 take about a day, so a bigger number is a typo
+MAX_CYCLES = 10**8
+#: the spec's own limit on packet_length
+MAX_PACKET_LENGTH = 4096
+#: the file, in a folder zfabric writes, listing the files zfabric wrote there
+MANIFEST = ".zfabric-manifest"
+
+
+def clip(value: Any, limit: int = 100) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so one bad value cannot flood the terminal."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---- the parser ---------------------------------------------------------------------------------
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show (flags, and options
+    resolved after parsing, whose help text states the default itself)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_command(commands, name: str, help: str, description: str | None = None) -> Parser:
+    """A subcommand parser with the shared formatter and ``-q``."""
+    parser = commands.add_parser(
+        name, help=help, description=description or help, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars or status lines (results still print)",
+    )
+    return parser
+
+
+# ---- argument types: each refuses a bad value naming it -----------------------------------------
+
+
+def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An ``int`` argument in ``minimum..maximum``."""
+    want = f"an integer in {minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _real(text: str, low: float, high: float, *, open_low: bool, want: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+    inside = (low < value if open_low else low <= value) and value <= high  # NaN fails too
+    if not inside:
+        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+    return value
+
+
+def rate(text: str) -> float:
+    """An injection rate in (0, 1] flits/cycle/endpoint."""
+    return _real(text, 0.0, 1.0, open_low=True, want="a rate in (0, 1] flits/cycle/endpoint")
+
+
+def fraction(text: str) -> float:
+    """A fraction in [0, 1]."""
+    return _real(text, 0.0, 1.0, open_low=False, want="a fraction in [0, 1]")
+
+
+def rates(text: str) -> tuple[float, ...]:
+    """Comma-separated rates, each in (0, 1], sorted."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or not all(parts):
+        raise argparse.ArgumentTypeError(f"must be comma-separated rates, got {clip(text)}")
+    values = []
+    for part in parts:
+        try:
+            values.append(rate(part))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"each rate must be in (0, 1] flits/cycle/endpoint, got {clip(part)}"
+                f" in {clip(text)}"
+            ) from None
+    return tuple(sorted(set(values)))
+
+
+def packet_length(text: str) -> int | tuple[int, int]:
+    """``N`` or ``MIN-MAX`` flits, each in 1..4096 (the spec's limit)."""
+    want = f"N or MIN-MAX flits, each in 1..{MAX_PACKET_LENGTH} and MIN <= MAX"
+    try:
+        low, _, high = text.partition("-")
+        value = (int(low), int(high)) if high else int(low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+    ends = value if isinstance(value, tuple) else (value, value)
+    if not 1 <= ends[0] <= ends[1] <= MAX_PACKET_LENGTH:
+        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+    return value
+
+
+# ---- output paths -------------------------------------------------------------------------------
+
+
+def _check_ancestors(folder: Path, argument: str, shown: Path) -> None:
+    """The nearest existing ancestor of ``folder`` must be a folder we may write in."""
+    for ancestor in (folder, *folder.parents):
+        if ancestor.is_dir():
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise SpecError(argument, f"cannot write {str(shown)!r}: {ancestor} is read-only")
+            return
+        if ancestor.exists() or ancestor.is_symlink():
+            raise SpecError(argument, f"cannot write {str(shown)!r}: {ancestor} is not a folder")
+
+
+def check_output_file(path: str | Path, argument: str) -> Path:
+    """Refuse, before any work, an output file that cannot be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise SpecError(argument, f"{str(path)!r} is a folder, expected a file name")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise SpecError(argument, f"cannot write {str(path)!r}: the file is read-only")
+    _check_ancestors(path.parent, argument, path)
+    return path
+
+
+def check_output_dir(path: str | Path, argument: str) -> Path:
+    """Refuse, before any work, an output folder that is a file or cannot be created."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SpecError(argument, f"{str(path)!r} is a file, expected a folder")
+    _check_ancestors(path, argument, path)
+    return path
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write ``path`` via a temporary file, so a failure leaves no partial file; the file gets
+    the user's umask (``mkstemp`` alone would make it 0600)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+class OutputFolder:
+    """A folder zfabric writes its files into without touching anybody else's.
+
+    The folder's ``.zfabric-manifest`` lists (one relative path a line) the files zfabric wrote
+    there. A commit writes the new files, removes the listed ones it did not write again, and
+    refuses a name that exists without being listed: a file zfabric did not write is never
+    deleted or overwritten. With ``exclusive`` a non-empty folder without a manifest is refused
+    as a whole (``zfabric run``: a report goes to a folder of its own).
+    """
+
+    def __init__(self, path: str | Path, argument: str, *, exclusive: bool):
+        self.path = check_output_dir(path, argument)
+        self.argument = argument
+        manifest = self.path / MANIFEST
+        self.owned: set[str] = set()
+        if manifest.is_file():
+            self.owned = {line for line in manifest.read_text().splitlines() if line}
+        elif exclusive and self.path.is_dir() and any(self.path.iterdir()):
+            raise SpecError(
+                argument,
+                f"{str(self.path)!r} is not empty and was not written by zfabric (no {MANIFEST});"
+                " choose a new or empty folder",
+            )
+
+    def check(self, names: Iterable[str]) -> None:
+        """Refuse names that exist without zfabric having written them (or under a file)."""
+        for name in names:
+            target = self.path / name
+            for parent in list(Path(name).parents)[:-1]:
+                if (self.path / parent).exists() and not (self.path / parent).is_dir():
+                    raise SpecError(self.argument, f"{str(self.path / parent)!r} is not a folder")
+            if (target.exists() or target.is_symlink()) and name not in self.owned:
+                raise SpecError(
+                    self.argument,
+                    f"{str(target)!r} exists and was not written by zfabric; refusing to"
+                    " overwrite it",
+                )
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A temporary folder inside the output folder (same file system, so moves are atomic),
+        removed afterwards; the output folder is removed again if it was made for nothing."""
+        created = not self.path.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=self.path, prefix=".zfabric-staging-"))
+        try:
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # our own temporary folder
+            if created and not any(self.path.iterdir()):
+                self.path.rmdir()
+
+    def commit(self, staging: Path) -> list[str]:
+        """Move every file of ``staging`` into the folder; returns their relative paths."""
+        new = sorted(
+            path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file()
+        )
+        self.check(new)
+        # list old and new first: an interruption leaves nothing unlisted that zfabric wrote
+        write_atomically(
+            self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned | set(new)))
+        )
+        mode = 0o777 & ~_umask()
+        for name in new:
+            target = self.path / name
+            for parent in reversed(list(Path(name).parents)[:-1]):
+                if not (self.path / parent).is_dir():
+                    (self.path / parent).mkdir()
+                    os.chmod(self.path / parent, mode)
+            os.replace(staging / name, target)
+        for name in sorted(self.owned - set(new)):
+            (self.path / name).unlink(missing_ok=True)
+            for parent in list(Path(name).parents)[:-1]:  # drop folders left empty
+                with contextlib.suppress(OSError):
+                    (self.path / parent).rmdir()
+        write_atomically(self.path / MANIFEST, "".join(f"{n}\n" for n in new))
+        self.owned = set(new)
+        return new
+
+
+# ---- progress and status ------------------------------------------------------------------------
+
+
+def _quiet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+@contextlib.contextmanager
+def progress(
+    args: argparse.Namespace, label: str, unit: str = "it"
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A tqdm bar on stderr as a ``(done, total)`` callback, or None when stderr is not a
+    terminal or with ``-q`` (so the library skips the calls)."""
+    if _quiet(args) or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    with tqdm(desc=label, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+
+        def update(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield update
+
+
+def status(args: argparse.Namespace, text: str) -> None:
+    """A status line: on stderr, not at all with ``-q`` (stdout holds the results)."""
+    if not _quiet(args):
+        from tqdm import tqdm
+
+        tqdm.write(text, file=sys.stderr)

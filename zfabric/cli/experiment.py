@@ -1,0 +1,221 @@
+"""The traffic options of ``simulate``, ``sweep``, ``cosim`` and ``run``, resolved against the
+spec, and trace files.
+
+Precedence, per option: the command-line flag, else the spec's ``traffic:`` section, else (for
+the packet length) the spec's top-level ``packet_length``, else the built-in default. The
+options default to None in argparse so that a given flag can be told from a default one; their
+help text states the built-in default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zfabric.errors import SpecError
+
+from .common import MAX_CYCLES, clip, fraction, integer, packet_length, rate, rates
+
+__all__ = ["Experiment", "add_traffic_arguments", "resolve", "read_checked_trace"]
+
+#: field -> (flag, built-in default)
+OPTIONS: dict[str, tuple[str, Any]] = {
+    "pattern": ("--traffic", "uniform"),
+    "rate": ("--rate", 0.1),
+    "rates": ("--rates", (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)),
+    "packet_length": ("--packet-length", None),  # the spec always has one
+    "process": ("--process", "bernoulli"),
+    "hotspot_fraction": ("--hotspot-fraction", 0.2),
+    "seed": ("--seed", 1),
+    "warmup": ("--warmup", 1000),
+    "cycles": ("--cycles", 10000),
+}
+
+
+def _default(field_name: str, builtin: Any) -> str:
+    shown = ",".join(map(str, builtin)) if isinstance(builtin, tuple) else builtin
+    return f"(default: the spec's traffic.{field_name}, else {shown})"
+
+
+def add_traffic_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    single_rate: bool = False,
+    sweep: bool = False,
+    windows: bool = True,
+    defaults: Mapping[str, Any] | None = None,
+) -> None:
+    """The traffic options; ``defaults`` overrides built-in defaults for this command."""
+    from zfabric.sim.traffic import PATTERNS
+
+    builtin = {name: default for name, (_flag, default) in OPTIONS.items()}
+    builtin.update(defaults or {})
+    parser.set_defaults(builtin_defaults=builtin)
+    parser.add_argument(
+        "--traffic",
+        dest="pattern",
+        choices=PATTERNS,
+        help="traffic pattern " + _default("pattern", builtin["pattern"]),
+    )
+    if single_rate:
+        parser.add_argument(
+            "--rate",
+            type=rate,
+            help="offered load in flits/cycle/endpoint, in (0, 1] "
+            + _default("rate", builtin["rate"]),
+        )
+    if sweep:
+        parser.add_argument(
+            "--rates",
+            type=rates,
+            help="comma-separated offered loads, each in (0, 1] "
+            + _default("rates", builtin["rates"]),
+        )
+    parser.add_argument(
+        "--packet-length",
+        type=packet_length,
+        help="flits per packet: N, or MIN-MAX for uniformly distributed lengths, up to 4096"
+        " (default: the spec's traffic.packet_length, else its packet_length, else 4)",
+    )
+    parser.add_argument(
+        "--process",
+        choices=["bernoulli", "poisson"],
+        help="injection process " + _default("process", builtin["process"]),
+    )
+    parser.add_argument(
+        "--hotspot-fraction",
+        type=fraction,
+        help="share of packets sent to the hotspot under --traffic hotspot, in [0, 1] "
+        + _default("hotspot_fraction", builtin["hotspot_fraction"]),
+    )
+    parser.add_argument(
+        "--seed", type=integer(0), help="random seed " + _default("seed", builtin["seed"])
+    )
+    if windows:
+        parser.add_argument(
+            "--warmup",
+            type=integer(0, MAX_CYCLES),
+            help="cycles simulated before measuring " + _default("warmup", builtin["warmup"]),
+        )
+    parser.add_argument(
+        "--cycles",
+        type=integer(1, MAX_CYCLES),
+        help=("measurement window in cycles " if windows else "cycles of injection ")
+        + _default("cycles", builtin["cycles"]),
+    )
+    parser.add_argument(
+        "--allow-deadlock",
+        action="store_true",
+        help="simulate a fabric whose channel dependency graph is cyclic; report a run-time"
+        " deadlock",
+    )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The resolved traffic options; ``sources`` says where each came from (the flag, the
+    spec, or ``default``)."""
+
+    values: Mapping[str, Any]
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def config(self, offered: float | None = None):
+        """The :class:`~zfabric.sim.traffic.TrafficConfig` at ``offered`` (default: the rate)."""
+        from zfabric.sim.traffic import TrafficConfig
+
+        try:
+            return TrafficConfig(
+                pattern=self.pattern,
+                rate=offered if offered is not None else self.rate,
+                packet_length=self.packet_length,
+                process=self.process,
+                hotspot_fraction=self.hotspot_fraction,
+            )
+        except ValueError as error:
+            raise SpecError("traffic", str(error)) from None
+
+    def lengths(self) -> str:
+        """``4 flits (spec packet_length)``: the packet length and where it came from."""
+        length = self.packet_length
+        shown = f"{length[0]}-{length[1]}" if isinstance(length, tuple) else str(length)
+        return f"{shown} flits ({self.sources['packet_length']})"
+
+    def inputs(self, spec_name: str) -> dict[str, Any]:
+        """What a JSON output records about how it was made."""
+        data: dict[str, Any] = {"spec": spec_name}
+        for name, value in self.values.items():
+            data[name] = list(value) if isinstance(value, tuple) else value
+        data["sources"] = dict(self.sources)
+        return data
+
+
+def resolve(args: argparse.Namespace, spec) -> Experiment:
+    """The options ``args`` has, each from the flag, the spec or the built-in default."""
+    traffic = getattr(spec, "traffic", None)
+    builtin = getattr(args, "builtin_defaults", {})
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, (flag, _default) in OPTIONS.items():
+        if not hasattr(args, name):
+            continue
+        given = getattr(args, name)
+        from_spec = getattr(traffic, name, None) if traffic is not None else None
+        if given is not None:
+            values[name], sources[name] = given, flag
+        elif from_spec is not None:
+            values[name], sources[name] = from_spec, f"spec traffic.{name}"
+        elif name == "packet_length":
+            values[name], sources[name] = spec.packet_length, "spec packet_length"
+        else:
+            values[name], sources[name] = builtin[name], "default"
+        if isinstance(values[name], list):
+            values[name] = tuple(values[name])
+    if "rates" in values:
+        values["rates"] = tuple(sorted(values["rates"]))
+    return Experiment(values, sources)
+
+
+def read_checked_trace(path: str, plan) -> list:
+    """The trace file's entries, each checked against the plan's endpoints: a bad line is a
+    user error naming ``--trace``, the file, the line and the value."""
+    from zfabric.sim.traffic import read_trace
+
+    try:
+        trace = read_trace(path)
+    except (OSError, ValueError) as error:
+        text = str(error)
+        raise SpecError("--trace", text if len(text) <= 200 else text[:197] + "...") from None
+    n = len(plan.endpoints)
+    for entry in trace:
+        for role in ("src", "dst"):
+            value = getattr(entry, role)
+            if not 0 <= value < n:
+                line = _line_of(Path(path), entry)
+                raise SpecError(
+                    "--trace",
+                    f"{path}:{line}: {role} {clip(value)} is not an endpoint of {plan.name}"
+                    f" (0..{n - 1})",
+                )
+    return trace
+
+
+def _line_of(path: Path, entry) -> int | str:
+    """The line of ``path`` that holds ``entry`` (read_trace sorts its entries by cycle)."""
+    wanted = [entry.cycle, entry.src, entry.dst, entry.length]
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        fields = line.split("#", 1)[0].replace(",", " ").split()
+        try:
+            if [int(f) for f in fields] == wanted:
+                return number
+        except ValueError:
+            continue
+    return "?"

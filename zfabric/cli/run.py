@@ -1,0 +1,257 @@
+"""``zfabric run``: the main job. Check, Verilog, a short lock-step co-simulation, the model's
+latency-throughput curve with plot, and a Markdown report, written into one folder.
+
+The folder rule: a new or empty folder, or one zfabric wrote before (it holds the manifest
+``.zfabric-manifest``). zfabric then replaces only the files that manifest lists; a non-empty
+folder without one is refused, and no file zfabric did not write is ever touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from zfabric.deadlock import analyse_routing
+from zfabric.metrics import fabric_metrics
+from zfabric.spec import load_spec
+from zfabric.topologies import build_fabric
+
+from .cache import cosim_cache
+from .check import check_report, summary
+from .common import OutputFolder, add_command, integer, progress, status, write_atomically
+from .experiment import Experiment, add_traffic_arguments, resolve
+from .sweep import plot_curves, sweep_curve
+
+__all__ = ["register", "run"]
+
+#: the offered load of the short co-simulation (flits/cycle/endpoint)
+COSIM_RATE = 0.1
+#: files the report folder holds (plus verilog/ and, when run, cosim.json)
+FILES = ("report.md", "plan.json", "check.json", "sweep.json", "curve.png", "cosim.json")
+
+
+def register(commands) -> None:
+    parser = add_command(
+        commands,
+        "run",
+        "the main job: check, Verilog, co-simulation, latency-throughput sweep with plot,"
+        " Markdown report",
+    )
+    parser.add_argument("spec", help="fabric spec (YAML)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="report folder: new, empty, or written by zfabric before (default: out/NAME)",
+    )
+    parser.add_argument(
+        "--cosim-cycles",
+        type=integer(0, 10**6),
+        default=200,
+        metavar="N",
+        help=f"cycles of traffic at {COSIM_RATE} flits/cycle/endpoint in the lock-step"
+        " co-simulation (0: skip it)",
+    )
+    parser.add_argument(
+        "--sim", choices=["icarus", "verilator"], default="icarus", help="Verilog simulator"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (status text goes to stderr)",
+    )
+    add_traffic_arguments(
+        parser,
+        sweep=True,
+        defaults={
+            "warmup": 500,
+            "cycles": 2000,
+            "rates": tuple(round(0.05 * i, 2) for i in range(1, 21)),
+        },
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree."""
+    from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
+
+    if args.output:  # before any work; the default needs the spec's name
+        OutputFolder(args.output, "--output", exclusive=True)
+    spec = load_spec(args.spec)
+    out = OutputFolder(args.output or f"out/{spec.name}", "--output", exclusive=True)
+    out.check(FILES)
+    experiment = resolve(args, spec)
+    plan, graph = build_fabric(spec)
+    with progress(args, "routes", "destinations") as update:
+        analysis = analyse_routing(plan, progress=update)
+    metrics = fabric_metrics(plan, analysis, graph)
+    text = summary(spec, metrics, analysis.cycle)
+    say = (lambda line: status(args, line)) if args.json else print
+    say(text)
+    if not analysis.deadlock_free:
+        if args.json:
+            print(json.dumps({"check": check_report(spec, metrics, analysis)}, indent=1))
+        return 1
+    bound = uniform_channel_load(plan)
+    zero = zero_load_latency(analysis.average_hops, experiment.config(COSIM_RATE).mean_length)
+    points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
+
+    with out.staging() as staging:
+        from zfabric.hdl.verilog import write
+
+        status(args, f"{spec.name}: emitting Verilog")
+        emission = write(plan, staging / "verilog")
+        say(f"verilog: {len(emission.kinds)} modules, {emission.seconds:.1f} s")
+        cosim = _run_cosim(plan, args, experiment, say)
+        if cosim is not None:
+            write_atomically(staging / "cosim.json", json.dumps(cosim, indent=1) + "\n")
+        write_atomically(staging / "plan.json", plan.to_json(indent=1) + "\n")
+        report = check_report(spec, metrics, analysis)
+        write_atomically(staging / "check.json", json.dumps(report, indent=1) + "\n")
+        sweep = {"inputs": experiment.inputs(spec.name), "points": points}
+        write_atomically(staging / "sweep.json", json.dumps(sweep, indent=1) + "\n")
+        plot_curves(
+            {spec.name: points},
+            staging / "curve.png",
+            title=f"{spec.name}: {experiment.pattern} traffic, packets of {experiment.lengths()}",
+            bounds={spec.name: bound.bound} if experiment.pattern == "uniform" else None,
+        )
+        write_atomically(
+            staging / "report.md",
+            _report_markdown(spec, text, bound, zero, points, experiment, args, emission, cosim),
+        )
+        files = out.commit(staging)
+    passed = cosim is None or cosim["passed"]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "name": spec.name,
+                    "inputs": experiment.inputs(spec.name),
+                    "output": str(out.path),
+                    "files": files,
+                    "check": report,
+                    "zero_load_latency": zero,
+                    "sweep": points,
+                    "cosim": cosim,
+                    "passed": passed,
+                },
+                indent=1,
+            )
+        )
+    else:
+        print(f"report: {out.path / 'report.md'}")
+    return 0 if passed else 1
+
+
+def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> dict | None:
+    """The short lock-step co-simulation, or None when skipped (no simulator, or
+    ``--cosim-cycles 0``); a simulator that cannot build counts as a failure, not a skip."""
+    from zfabric.sim.model import ModelDeadlock
+    from zfabric.sim.tb.runner import (
+        CosimError,
+        cosim,
+        format_report,
+        simulator_available,
+        traffic_trace,
+    )
+
+    if args.cosim_cycles <= 0:
+        return None
+    if not simulator_available(args.sim):
+        say(f"cosim: skipped, {args.sim} not found (scripts/setup.sh installs iverilog)")
+        return None
+    config = experiment.config(COSIM_RATE)
+    trace = traffic_trace(plan, config, args.cosim_cycles, seed=experiment.seed)
+    status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
+    try:
+        report = cosim(plan, trace, sim=args.sim, build_dir=cosim_cache())
+    except (CosimError, ModelDeadlock) as error:
+        report = {"passed": False, "error": str(error)}
+        print(f"cosim: could not run: {error}", file=sys.stderr)
+    else:
+        say(format_report(report))
+    return report
+
+
+def _cosim_markdown(report: dict[str, Any] | None, experiment: Experiment, args) -> str:
+    if report is None:
+        return "Skipped (no simulator, or `--cosim-cycles 0`)."
+    if "error" in report:
+        return f"**FAILED to run**: {report['error']}"
+    packets, latency = report["packets"], report["latency"]
+    verdict = (
+        "**PASS**: every packet delivered by the RTL intact, once, in the model's cycle."
+        if report["passed"]
+        else f"**FAIL**: {report['mismatches']} mismatches; first: {report['first_mismatch_text']}"
+    )
+    return f"""{experiment.pattern.capitalize()} {experiment.process} traffic at {COSIM_RATE}
+flits/cycle/endpoint, packets of {experiment.lengths()}, for {args.cosim_cycles} cycles (seed
+{experiment.seed}), {report["sim"]}: {packets["trace"]} packets, {report["cycles"]} cycles
+simulated.
+
+| | packets delivered | mean latency | max latency |
+| --- | --- | --- | --- |
+| model | {packets["model"]} | {latency["model"]["mean"]} | {latency["model"]["max"]} |
+| RTL | {packets["rtl"]} | {latency["rtl"]["mean"]} | {latency["rtl"]["max"]} |
+
+{verdict}"""
+
+
+def _report_markdown(
+    spec, text, bound, zero, points, experiment: Experiment, args, emission, cosim
+) -> str:
+    rows = "\n".join(
+        f"| {p['offered']:.3f} | {p['accepted']:.3f} | "
+        + (
+            "n/a | n/a"
+            if p["latency"]["mean"] is None
+            else f"{p['latency']['mean']:.2f} | {p['latency']['p99']:.0f}"
+        )
+        + f" | {'yes' if p['saturated'] else 'no'} |"
+        for p in points
+    )
+    knee = max((p["offered"] for p in points if not p["saturated"]), default=0.0)
+    return f"""# {spec.name}
+
+## Fabric
+
+```
+{text}
+```
+
+## Performance (cycle-level reference model)
+
+{experiment.pattern.capitalize()} {experiment.process} traffic, packets of
+{experiment.lengths()}, warm-up {experiment.warmup} cycles, measurement window
+{experiment.cycles} cycles, seed {experiment.seed}. Latency is from packet creation to tail
+delivery, in cycles.
+
+- Zero-load latency (analytic, 2·hops + L + 2): {zero:.2f} cycles
+- Channel-load bound under uniform traffic: {bound.bound:.3f} flits/cycle/endpoint
+  (busiest channel {bound.busiest}, load {bound.max_load:.3f} per unit injection)
+- Highest offered load accepted in this sweep: {knee:.3f} flits/cycle/endpoint
+
+![latency-throughput curve](curve.png)
+
+| offered | accepted | mean latency | p99 latency | saturated |
+| --- | --- | --- | --- | --- |
+{rows}
+
+## RTL
+
+`verilog/{emission.top}.v`: {sum(emission.kinds.values())} instances of {len(emission.kinds)}
+modules, emitted in {emission.seconds:.1f} s (with `{emission.top}.plan.json` and the port list
+`{emission.top}.ports`).
+
+## Lock-step co-simulation (RTL against the model)
+
+{_cosim_markdown(cosim, experiment, args)}
+
+Files: `plan.json` (the compiled plan), `check.json` (`zfabric check --json`),
+`sweep.json` (the inputs and every measured point), `verilog/`, `cosim.json` (the
+co-simulation report), `.zfabric-manifest` (the files zfabric wrote here).
+"""

@@ -1,0 +1,129 @@
+"""``zfabric simulate``: run the cycle-level reference model, report latency and throughput."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from typing import Any
+
+from .check import checked_plan
+from .common import add_command, check_output_file, progress, write_atomically
+from .experiment import add_traffic_arguments, read_checked_trace, resolve
+
+__all__ = ["register", "run", "latency_text", "write_records"]
+
+
+def register(commands) -> None:
+    parser = add_command(
+        commands,
+        "simulate",
+        "run the cycle-level reference model and report latency and throughput",
+    )
+    parser.add_argument("spec", help="fabric spec (YAML)")
+    parser.add_argument(
+        "--trace", metavar="FILE", help="replay 'cycle src dst length' lines instead of traffic"
+    )
+    parser.add_argument(
+        "--records",
+        metavar="FILE",
+        help="write per-packet records: CSV when FILE ends in .csv, else JSON",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_traffic_arguments(parser, single_rate=True)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zfabric.sim.analytic import zero_load_latency
+    from zfabric.sim.measure import replay, simulate
+    from zfabric.sim.traffic import Traffic
+
+    if args.records:
+        check_output_file(args.records, "--records")
+    spec, plan, analysis, ok = checked_plan(args, args.spec)
+    if not ok:
+        return 1
+    experiment = resolve(args, spec)
+    if args.trace:
+        trace = read_checked_trace(args.trace, plan)
+        inputs: dict[str, Any] = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
+        result = replay(plan, trace)
+        mean_length = sum(e.length for e in trace) / len(trace) if trace else 0.0
+        title = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
+    else:
+        config = experiment.config()
+        inputs = experiment.inputs(spec.name)
+        traffic = Traffic(config, len(plan.endpoints), seed=experiment.seed)
+        with progress(args, f"{spec.name} cycles", "cycles") as update:
+            result = simulate(
+                plan,
+                traffic,
+                warmup=experiment.warmup,
+                cycles=experiment.cycles,
+                records=bool(args.records),
+                progress=update,
+            )
+        mean_length = config.mean_length
+        title = (
+            f"{spec.name}: {config.pattern} {config.process} traffic at {config.rate}"
+            f" flits/cycle/endpoint ({experiment.sources['rate']}),"
+            f" packets of {experiment.lengths()}"
+        )
+    report = result.to_dict()
+    report["zero_load_latency"] = zero_load_latency(analysis.average_hops, mean_length)
+    records = report.pop("records", None)
+    if args.records and records is not None:
+        write_records(args.records, records)
+    if args.json:
+        print(json.dumps({"name": spec.name, "inputs": inputs, **report}, indent=1))
+    else:
+        print(title)
+        if not args.trace:
+            print(
+                f"  offered {result.offered:.4f}, accepted {result.accepted:.4f}"
+                " flits/cycle/endpoint"
+            )
+        print(f"  {latency_text(report)}")
+        print(f"  packets {result.packets}, average hops {result.average_hops}")
+        if result.saturated:
+            print("  SATURATED: the fabric does not accept the offered load")
+    if result.deadlock:
+        channels = result.deadlock["channels"]
+        print(
+            f"zfabric: deadlock at cycle {result.deadlock['cycle']}; waiting channels:\n  "
+            + " ->\n  ".join([*channels, channels[0]] if channels else ["(none found)"]),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def latency_text(report: dict[str, Any]) -> str:
+    """Packet latency (and network latency, from head injection, when the model gives it)."""
+    latency = report["latency"]
+    mean = "n/a" if latency["mean"] is None else f"{latency['mean']:.2f}"
+    ci = "" if latency.get("ci95") is None else f" ±{latency['ci95']:.2f}"
+    text = (
+        f"latency: mean {mean}{ci}, p50 {latency['p50']}, p99 {latency['p99']},"
+        f" max {latency['max']} cycles (zero-load {report['zero_load_latency']:.2f})"
+    )
+    network = report.get("network_latency")
+    if isinstance(network, dict) and network.get("mean") is not None:
+        text += f"; network latency mean {network['mean']:.2f}"
+    return text
+
+
+def write_records(path: str, records: list[dict[str, Any]]) -> None:
+    """Per-packet records as CSV (``.csv``) or JSON."""
+    if path.lower().endswith(".csv"):
+        buffer = io.StringIO()
+        fields = list(records[0]) if records else ["id", "src", "dst", "length"]
+        writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+        write_atomically(path, buffer.getvalue())
+    else:
+        write_atomically(path, json.dumps(records, indent=0) + "\n")

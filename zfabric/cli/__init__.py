@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head and the like
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:  # a file system refusing what the checks up front allowed
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"zfabric: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("zfabric: interrupted", file=sys.stderr)
         return 130

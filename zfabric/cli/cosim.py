@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfabric: the model deadlocked, nothing to compare: {error}", file=sys.stderr)
         return 1
     if vcd is not None and report["vcd"]:
+        vcd.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(report["vcd"], vcd)
         report["vcd"] = str(vcd)
     report["inputs"] = inputs

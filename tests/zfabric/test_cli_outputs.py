@@ -1,0 +1,298 @@
+"""The command line's defects of issue 10, one test each: output folders never lose a user's
+file, the spec's packet length and traffic are honoured, files get the user's umask, trace
+replays say what they are, and the everyday conventions (--version, -q, --json, CSV records,
+caches, board help)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+import sys
+from importlib.metadata import version
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from zfabric.cli import build_parser, main
+from zfabric.cli.experiment import resolve
+
+#: cheap runs: no co-simulation, short windows, one or two rates
+QUICK = ["--cosim-cycles", "0", "--warmup", "50", "--cycles", "200", "--rates", "0.1"]
+#: torus-4x4 under DOR: 32/15 switch-to-switch hops on average (tests/test_examples.py)
+TORUS_HOPS = 32 / 15
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+# ---- defect 1: run -o DIR never deletes or overwrites a file zfabric did not write ------------
+
+
+def test_run_refuses_a_folder_of_foreign_files_and_leaves_them_intact(example, tmp_path, capsys):
+    out = tmp_path / "mine"
+    (out / "sub").mkdir(parents=True)
+    (out / "thesis.tex").write_bytes(b"\\documentclass{article}\n\x00\xff binary tail")
+    (out / "report.md").write_text("my own report\n")
+    (out / "sub" / "data.csv").write_text("1,2,3\n")
+    before = _snapshot(out)
+    assert main(["run", str(example("ring-2")), "-o", str(out), *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--output" in err and "not written by zfabric" in err
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in out.iterdir()) == ["report.md", "sub", "thesis.tex"]
+
+
+def test_run_into_its_own_folder_replaces_only_its_files(example, tmp_path, capsys):
+    out = tmp_path / "report"
+    args = ["run", str(example("ring-2")), "-o", str(out), *QUICK]
+    assert main(args) == 0
+    written = (out / ".zfabric-manifest").read_text().split()
+    assert "report.md" in written and "verilog/ring_2.v" in written
+    (out / "notes.txt").write_text("added by the user\n")
+    (out / "verilog" / "tweak.v").write_text("// the user's module\n")
+    assert main(args) == 0  # the second run replaces zfabric's own files
+    assert (out / "notes.txt").read_text() == "added by the user\n"
+    assert (out / "verilog" / "tweak.v").read_text() == "// the user's module\n"
+    assert (out / ".zfabric-manifest").read_text().split() == written
+    assert not [p for p in out.iterdir() if p.name.startswith(".zfabric-staging")]
+
+
+def test_run_refuses_a_listed_folder_holding_an_unlisted_file_of_its_name(
+    example, tmp_path, capsys
+):
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / ".zfabric-manifest").write_text("report.md\n")
+    (out / "plan.json").write_text('{"the user": "plan"}\n')
+    assert main(["run", str(example("ring-2")), "-o", str(out), *QUICK]) == 2
+    assert "plan.json" in capsys.readouterr().err
+    assert (out / "plan.json").read_text() == '{"the user": "plan"}\n'
+
+
+def test_run_dot_refuses_a_non_empty_working_folder_and_fills_an_empty_one(
+    example, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.txt").write_text("keep me\n")
+    assert main(["run", str(example("ring-2")), "-o", ".", *QUICK]) == 2
+    assert os.listdir(tmp_path) == ["keep.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    assert main(["run", str(example("ring-2")), "-o", ".", *QUICK]) == 0
+    assert (empty / "report.md").is_file() and (tmp_path / "keep.txt").read_text() == "keep me\n"
+
+
+def test_verilog_never_overwrites_a_file_it_did_not_write(tmp_path, capsys):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\n")
+    out = tmp_path / "rtl"
+    out.mkdir()
+    (out / "ring_3.v").write_text("// hand-written\n")
+    (out / "other.v").write_text("// unrelated\n")
+    assert main(["verilog", str(spec), "-o", str(out)]) == 2
+    assert "ring_3.v" in capsys.readouterr().err
+    assert (out / "ring_3.v").read_text() == "// hand-written\n"
+    (out / "ring_3.v").unlink()
+    assert main(["verilog", str(spec), "-o", str(out)]) == 0
+    assert main(["verilog", str(spec), "-o", str(out)]) == 0  # its own files: replaced
+    assert (out / "other.v").read_text() == "// unrelated\n"
+
+
+def test_outputs_get_the_users_umask(example, tmp_path, capsys):
+    previous = os.umask(0o027)
+    try:
+        plan = tmp_path / "plan.json"
+        assert main(["check", str(example("torus-4x4")), "--plan-out", str(plan)]) == 0
+        records = tmp_path / "records.json"
+        args = ["simulate", str(example("torus-4x4")), "--cycles", "100", "--warmup", "10"]
+        assert main([*args, "--records", str(records)]) == 0
+        out = tmp_path / "report"
+        assert main(["run", str(example("ring-2")), "-o", str(out), *QUICK]) == 0
+    finally:
+        os.umask(previous)
+    for path in (plan, records, out / "report.md", out / "curve.png", out / "verilog" / "ring_2.v"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640, path
+    for path in (out, out / "verilog"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o750, path
+
+
+# ---- defect 2: the spec's packet length (and traffic section) are the defaults -----------------
+
+
+def _spec(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "t8.yaml"
+    path.write_text(f"name: t8\ntopology: {{kind: torus, k: [4, 4]}}\npacket_length: 8\n{extra}")
+    return path
+
+
+def test_simulate_uses_the_specs_packet_length_unless_the_flag_overrides(tmp_path, capsys):
+    args = ["simulate", str(_spec(tmp_path)), "--cycles", "300", "--warmup", "50"]
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["inputs"]["packet_length"] == 8
+    assert report["inputs"]["sources"]["packet_length"] == "spec packet_length"
+    # zero-load latency 2·hops + L + 2 (docs, sim/analytic.py) with L = 8
+    assert report["zero_load_latency"] == pytest.approx(2 * TORUS_HOPS + 8 + 2)
+    assert main([*args, "--packet-length", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "packets of 2 flits (--packet-length)" in out
+    assert f"zero-load {2 * TORUS_HOPS + 2 + 2:.2f}" in out
+    assert main(args) == 0
+    assert "packets of 8 flits (spec packet_length)" in capsys.readouterr().out
+
+
+def test_run_report_says_which_packet_length_it_used(tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["run", str(_spec(tmp_path)), "-o", str(out), *QUICK]) == 0
+    report = (out / "report.md").read_text()
+    assert "8 flits (spec packet_length)" in report
+    assert f"2·hops + L + 2): {2 * TORUS_HOPS + 8 + 2:.2f} cycles" in report
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["inputs"]["packet_length"] == 8
+
+
+def test_precedence_flag_then_spec_traffic_then_spec_then_default():
+    """``spec.traffic`` (the spec helper's TrafficSpec) is read defensively: None = not given."""
+    traffic = SimpleNamespace(rate=0.3, packet_length=6, seed=None, pattern="transpose")
+    spec = SimpleNamespace(packet_length=8, traffic=traffic)
+    args = build_parser().parse_args(["simulate", "x.yaml", "--seed", "7"])
+    experiment = resolve(args, spec)
+    assert (experiment.rate, experiment.sources["rate"]) == (0.3, "spec traffic.rate")
+    assert experiment.packet_length == 6 and experiment.pattern == "transpose"
+    assert (experiment.seed, experiment.sources["seed"]) == (7, "--seed")
+    assert (experiment.cycles, experiment.sources["cycles"]) == (10000, "default")
+    bare = resolve(args, SimpleNamespace(packet_length=8))  # a spec without traffic:
+    assert (bare.packet_length, bare.rate) == (8, 0.1)
+    run_args = build_parser().parse_args(["run", "x.yaml"])
+    assert (resolve(run_args, spec).warmup, resolve(run_args, spec).cycles) == (500, 2000)
+
+
+# ---- defect 4: output paths checked before the work -------------------------------------------
+
+
+def test_an_unwritable_output_is_refused_before_the_work(example, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    args = ["sweep", str(example("torus-4x4")), "--rates", "0.1", "--plot", f"{blocker}/c.png"]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--plot" in err
+    assert "rate" not in err  # refused before simulating anything
+
+
+# ---- defect 7: trace replays ------------------------------------------------------------------
+
+
+def test_trace_replay_reports_the_trace_not_a_rate(example, tmp_path, capsys):
+    trace = tmp_path / "t.trace"
+    trace.write_text("# cycle src dst length\n0 0 5 4\n3 1 9 2\n")
+    assert main(["simulate", str(example("torus-4x4")), "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert f"trace {trace} (2 packets)" in out
+    assert "offered" not in out and "uniform" not in out
+    assert main(["simulate", str(example("torus-4x4")), "--trace", str(trace), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"] == {
+        "spec": "torus-4x4",
+        "trace": str(trace),
+        "packets": 2,
+    }
+
+
+def test_a_bad_trace_endpoint_names_the_file_line_and_value(example, tmp_path, capsys):
+    trace = tmp_path / "t.trace"
+    trace.write_text("5 0 5 4\n\n0 16 3 4\n")  # sorted by cycle, the bad entry comes first
+    assert main(["simulate", str(example("torus-4x4")), "--trace", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert f"{trace}:3: src 16 is not an endpoint of torus-4x4 (0..15)" in err
+
+
+# ---- defect 8 and the conventions -------------------------------------------------------------
+
+
+def test_board_build_help_lists_the_real_targets(capsys):
+    from zfabric.boards.targets import TARGETS
+
+    with pytest.raises(SystemExit):
+        main(["board", "build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in TARGETS)
+    assert "orangecrab," not in text  # the old help's name, which the command refused
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"zfabric {version('zfabric')}"
+
+
+def test_every_option_has_help_and_shows_its_default():
+    parser = build_parser()
+    pending = [parser]
+    while pending:
+        current = pending.pop()
+        for action in current._actions:
+            if action.choices and isinstance(action.choices, dict):  # subcommands
+                pending.extend(action.choices.values())
+            elif action.option_strings:
+                assert action.help, (current.prog, action.option_strings)
+        text = current.format_help()
+        assert "(default: None)" not in text, current.prog
+    assert "(default: icarus)" in " ".join(
+        parser._subparsers._group_actions[0].choices["cosim"].format_help().split()
+    )
+
+
+def test_quiet_silences_status_and_progress(example, capsys, monkeypatch):
+    args = ["sweep", str(example("torus-4x4")), "--rates", "0.05", "--cycles", "200"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # progress bars when a terminal
+    assert main([*args, "--warmup", "50"]) == 0
+    err = capsys.readouterr().err
+    assert "[1/1] torus-4x4 rate 0.05" in err and "rates" in err
+    assert main([*args, "--warmup", "50", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_run_json_is_one_object_with_its_inputs(example, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["run", str(example("ring-2")), "-o", str(out), *QUICK, "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # the whole of stdout is one JSON object
+    assert report["inputs"]["spec"] == "ring-2" and report["inputs"]["cycles"] == 200
+    assert report["check"]["deadlock_free"] and report["output"] == str(out)
+    assert "deadlock-free: yes" in captured.err  # the summary went to stderr
+
+
+def test_records_as_csv(example, tmp_path, capsys):
+    records = tmp_path / "records.csv"
+    args = ["simulate", str(example("torus-4x4")), "--cycles", "200", "--warmup", "20"]
+    assert main([*args, "--records", str(records), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    with records.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {"id", "src", "dst", "length", "created", "delivered"} <= set(rows[0])
+    assert sum(row["delivered"] != "" for row in rows) == report["packets"]
+
+
+def test_cache_info_and_clean_touch_only_zfabrics_folders(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("ZFABRIC_COSIM_DIR", raising=False)
+    cosim = tmp_path / "zfabric" / "cosim"
+    (cosim / "fabric").mkdir(parents=True)
+    (cosim / "fabric" / "sim.vvp").write_bytes(b"x" * 1000)
+    (tmp_path / "other-app").mkdir()
+    (tmp_path / "other-app" / "keep").write_text("keep")
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cosim"] == {"path": str(cosim), "exists": True, "bytes": 1000, "files": 1}
+    assert main(["cache", "clean"]) == 0
+    assert f"removed cosim cache {cosim}" in capsys.readouterr().out
+    assert not cosim.exists() and (tmp_path / "other-app" / "keep").read_text() == "keep"
+    monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(tmp_path / "elsewhere"))
+    assert main(["cache", "info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cosim"]["path"] == str(tmp_path / "elsewhere")

@@ -94,7 +94,9 @@ def add_command(commands, name: str, help: str, description: str | None = None) 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An ``int`` argument in ``minimum..maximum``."""
-    want = f"an integer in {minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+    want = (
+        f"an integer in {minimum}..{maximum}" if maximum is not None else f"an integer >= {minimum}"
+    )
 
     def parse(text: str) -> int:
         try:

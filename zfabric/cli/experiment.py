@@ -58,12 +58,14 @@ def add_traffic_arguments(
         "--traffic",
         dest="pattern",
         choices=PATTERNS,
-        help="traffic pattern " + _default("pattern", builtin["pattern"]),
+        metavar="PATTERN",
+        help=f"traffic pattern: {', '.join(PATTERNS)} " + _default("pattern", builtin["pattern"]),
     )
     if single_rate:
         parser.add_argument(
             "--rate",
             type=rate,
+            metavar="R",
             help="offered load in flits/cycle/endpoint, in (0, 1] "
             + _default("rate", builtin["rate"]),
         )
@@ -71,12 +73,14 @@ def add_traffic_arguments(
         parser.add_argument(
             "--rates",
             type=rates,
+            metavar="R,R,...",
             help="comma-separated offered loads, each in (0, 1] "
             + _default("rates", builtin["rates"]),
         )
     parser.add_argument(
         "--packet-length",
         type=packet_length,
+        metavar="L",
         help="flits per packet: N, or MIN-MAX for uniformly distributed lengths, up to 4096"
         " (default: the spec's traffic.packet_length, else its packet_length, else 4)",
     )
@@ -88,21 +92,27 @@ def add_traffic_arguments(
     parser.add_argument(
         "--hotspot-fraction",
         type=fraction,
+        metavar="F",
         help="share of packets sent to the hotspot under --traffic hotspot, in [0, 1] "
         + _default("hotspot_fraction", builtin["hotspot_fraction"]),
     )
     parser.add_argument(
-        "--seed", type=integer(0), help="random seed " + _default("seed", builtin["seed"])
+        "--seed",
+        type=integer(0),
+        metavar="N",
+        help="random seed " + _default("seed", builtin["seed"]),
     )
     if windows:
         parser.add_argument(
             "--warmup",
             type=integer(0, MAX_CYCLES),
+            metavar="N",
             help="cycles simulated before measuring " + _default("warmup", builtin["warmup"]),
         )
     parser.add_argument(
         "--cycles",
         type=integer(1, MAX_CYCLES),
+        metavar="N",
         help=("measurement window in cycles " if windows else "cycles of injection ")
         + _default("cycles", builtin["cycles"]),
     )

@@ -211,6 +211,25 @@ def test_a_bad_trace_endpoint_names_the_file_line_and_value(example, tmp_path, c
     assert f"{trace}:3: src 16 is not an endpoint of torus-4x4 (0..15)" in err
 
 
+# ---- defect 6 (the command-line part): a model deadlock in cosim is reported, not a traceback --
+
+
+def test_cosim_reports_a_model_deadlock(tmp_path, capsys):
+    from zfabric.sim.tb.runner import simulator_available
+
+    if not simulator_available("icarus"):
+        pytest.skip("needs Icarus Verilog")
+    spec = tmp_path / "ring.yaml"  # no datelines: the ring's CDG is one cycle of six channels
+    spec.write_text(
+        "name: ring6\ntopology: {kind: torus, k: [6]}\nrouting: {name: dor, datelines: false}\n"
+    )
+    args = ["cosim", str(spec), "-q", "--allow-deadlock", "--rate", "0.9", "--cycles", "200"]
+    assert main([*args, "--packet-length", "8", "--build-dir", str(tmp_path / "cache")]) == 1
+    err = capsys.readouterr().err
+    assert "zfabric: the model deadlocked" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
 # ---- defect 8 and the conventions -------------------------------------------------------------
 
 

@@ -59,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         trace = read_checked_trace(args.trace, plan)
         inputs = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
+        heading = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
     else:
         trace = traffic_trace(plan, experiment.config(), experiment.cycles, seed=experiment.seed)
         inputs = experiment.inputs(spec.name)
-        status(
-            args,
-            f"{spec.name}: {experiment.pattern} traffic at {experiment.rate} for"
-            f" {experiment.cycles} cycles, packets of {experiment.lengths()}",
+        heading = (
+            f"{spec.name}: {experiment.pattern} {experiment.process} traffic at"
+            f" {experiment.rate} flits/cycle/endpoint ({experiment.sources['rate']}) for"
+            f" {experiment.cycles} cycles, packets of {experiment.lengths()}"
         )
     if not trace:
         where = f"--trace {args.trace}" if args.trace else f"--cycles {experiment.cycles}"
@@ -85,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
         shutil.move(report["vcd"], vcd)
         report["vcd"] = str(vcd)
     report["inputs"] = inputs
-    print(json.dumps(report, indent=1) if args.json else format_report(report))
+    print(json.dumps(report, indent=1) if args.json else f"{heading}\n{format_report(report)}")
     return 0 if report["passed"] else 1

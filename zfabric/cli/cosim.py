@@ -48,10 +48,22 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 on a mismatch (or a model deadlock), 3 when the simulation cannot run."""
     from zfabric.sim.model import ModelDeadlock
-    from zfabric.sim.tb.runner import CosimError, cosim, format_report, traffic_trace
+    from zfabric.sim.tb.runner import (
+        CosimError,
+        cosim,
+        format_report,
+        simulator_available,
+        traffic_trace,
+    )
 
     vcd = check_output_file(args.vcd, "--vcd") if args.vcd else None
     build_dir = check_output_dir(args.build_dir or cosim_cache(), "--build-dir")
+    if not simulator_available(args.sim):  # before any work
+        print(
+            f"zfabric: the co-simulation could not run: {args.sim} is not available",
+            file=sys.stderr,
+        )
+        return 3
     spec, plan, _analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1

@@ -126,17 +126,19 @@ def add_traffic_arguments(
 
 @dataclass(frozen=True)
 class Experiment:
-    """The resolved traffic options; ``sources`` says where each came from (the flag, the
-    spec, or ``default``)."""
+    """The resolved traffic options (None: the command has no such option); ``sources`` says
+    where each came from (the flag, the spec, or ``default``)."""
 
-    values: Mapping[str, Any]
+    pattern: str
+    packet_length: int | tuple[int, int]
+    process: str
+    hotspot_fraction: float
+    seed: int
+    rate: float | None = None
+    rates: tuple[float, ...] | None = None
+    warmup: int | None = None
+    cycles: int | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
     def config(self, offered: float | None = None):
         """The :class:`~zfabric.sim.traffic.TrafficConfig` at ``offered`` (default: the rate)."""
@@ -162,7 +164,8 @@ class Experiment:
     def inputs(self, spec_name: str) -> dict[str, Any]:
         """What a JSON output records about how it was made."""
         data: dict[str, Any] = {"spec": spec_name}
-        for name, value in self.values.items():
+        for name in self.sources:
+            value = getattr(self, name)
             data[name] = list(value) if isinstance(value, tuple) else value
         data["sources"] = dict(self.sources)
         return data
@@ -191,7 +194,7 @@ def resolve(args: argparse.Namespace, spec) -> Experiment:
             values[name] = tuple(values[name])
     if "rates" in values:
         values["rates"] = tuple(sorted(values["rates"]))
-    return Experiment(values, sources)
+    return Experiment(**values, sources=sources)
 
 
 def read_checked_trace(path: str, plan) -> list:

@@ -315,3 +315,16 @@ def test_cache_info_and_clean_touch_only_zfabrics_folders(tmp_path, monkeypatch,
     monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(tmp_path / "elsewhere"))
     assert main(["cache", "info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cosim"]["path"] == str(tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize(
+    "argv, quiet",
+    [
+        (["-q", "check", "x.yaml"], True),
+        (["check", "x.yaml", "-q"], True),
+        (["board", "-q", "build", "icebreaker"], True),
+        (["check", "x.yaml"], False),
+    ],
+)
+def test_quiet_before_or_after_the_command(argv, quiet):
+    assert build_parser().parse_args(argv).quiet is quiet

@@ -135,7 +135,7 @@ def test_simulate_uses_the_specs_packet_length_unless_the_flag_overrides(tmp_pat
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["inputs"]["packet_length"] == 8
-    assert report["inputs"]["sources"]["packet_length"] == "spec packet_length"
+    assert report["inputs"]["sources"]["packet_length"] == "spec"
     # zero-load latency 2·hops + L + 2 (docs, sim/analytic.py) with L = 8
     assert report["zero_load_latency"] == pytest.approx(2 * TORUS_HOPS + 8 + 2)
     assert main([*args, "--packet-length", "2"]) == 0
@@ -143,14 +143,18 @@ def test_simulate_uses_the_specs_packet_length_unless_the_flag_overrides(tmp_pat
     assert "packets of 2 flits (--packet-length)" in out
     assert f"zero-load {2 * TORUS_HOPS + 2 + 2:.2f}" in out
     assert main(args) == 0
-    assert "packets of 8 flits (spec packet_length)" in capsys.readouterr().out
+    assert "packets of 8 flits (spec)" in capsys.readouterr().out
+    bare = tmp_path / "bare.yaml"  # no packet_length anywhere: the built-in 4
+    bare.write_text("topology: {kind: torus, k: [4, 4]}\n")
+    assert main(["simulate", str(bare), "--cycles", "200", "--warmup", "20"]) == 0
+    assert "packets of 4 flits (default)" in capsys.readouterr().out
 
 
 def test_run_report_says_which_packet_length_it_used(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["run", str(_spec(tmp_path)), "-o", str(out), *QUICK]) == 0
     report = (out / "report.md").read_text()
-    assert "8 flits (spec packet_length)" in report
+    assert "8 flits (spec)" in report
     assert f"2·hops + L + 2): {2 * TORUS_HOPS + 8 + 2:.2f} cycles" in report
     sweep = json.loads((out / "sweep.json").read_text())
     assert sweep["inputs"]["packet_length"] == 8
@@ -162,7 +166,7 @@ def test_precedence_flag_then_spec_traffic_then_spec_then_default():
     spec = SimpleNamespace(packet_length=8, traffic=traffic)
     args = build_parser().parse_args(["simulate", "x.yaml", "--seed", "7"])
     experiment = resolve(args, spec)
-    assert (experiment.rate, experiment.sources["rate"]) == (0.3, "spec traffic.rate")
+    assert (experiment.rate, experiment.sources["rate"]) == (0.3, "spec")
     assert experiment.packet_length == 6 and experiment.pattern == "transpose"
     assert (experiment.seed, experiment.sources["seed"]) == (7, "--seed")
     assert (experiment.cycles, experiment.sources["cycles"]) == (10000, "default")

@@ -19,6 +19,9 @@ from typing import Any
 
 from zfabric.errors import SpecError
 
+# the spec's own limits on the traffic section's windows and packet length
+from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
+
 __all__ = [
     "MAX_CYCLES",
     "MAX_PACKET_LENGTH",
@@ -39,11 +42,6 @@ __all__ = [
     "status",
 ]
 
-#: the largest warm-up or measurement window accepted (cycles): 10^8 cycles of the model on
-#: torus-4x4 take about a day, so a bigger number is a typo
-MAX_CYCLES = 10**8
-#: the spec's own limit on packet_length
-MAX_PACKET_LENGTH = 4096
 #: the file, in a folder zfabric writes, listing the files zfabric wrote there
 MANIFEST = ".zfabric-manifest"
 

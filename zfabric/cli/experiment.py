@@ -1,8 +1,9 @@
 """The traffic options of ``simulate``, ``sweep``, ``cosim`` and ``run``, resolved against the
 spec, and trace files.
 
-Precedence, per option: the command-line flag, else the spec's ``traffic:`` section, else (for
-the packet length) the spec's top-level ``packet_length``, else the built-in default. The
+Precedence, per option: the command-line flag, else the spec (its ``traffic:`` section, read as
+:class:`~zfabric.traffic_spec.TrafficSpec`, whose packet length also covers the top-level
+``packet_length``), else the built-in default. The
 options default to None in argparse so that a given flag can be told from a default one; their
 help text states the built-in default.
 """
@@ -156,7 +157,7 @@ class Experiment:
             raise SpecError("traffic", str(error)) from None
 
     def lengths(self) -> str:
-        """``4 flits (spec packet_length)``: the packet length and where it came from."""
+        """``4 flits (spec)``: the packet length and where it came from."""
         length = self.packet_length
         shown = f"{length[0]}-{length[1]}" if isinstance(length, tuple) else str(length)
         return f"{shown} flits ({self.sources['packet_length']})"
@@ -185,9 +186,10 @@ def resolve(args: argparse.Namespace, spec) -> Experiment:
         if given is not None:
             values[name], sources[name] = given, flag
         elif from_spec is not None:
-            values[name], sources[name] = from_spec, f"spec traffic.{name}"
-        elif name == "packet_length":
-            values[name], sources[name] = spec.packet_length, "spec packet_length"
+            values[name], sources[name] = from_spec, "spec"
+        elif name == "packet_length":  # a spec without traffic: predates TrafficSpec
+            values[name] = spec.packet_length
+            sources[name] = "default" if traffic is not None else "spec"
         else:
             values[name], sources[name] = builtin[name], "default"
         if isinstance(values[name], list):

@@ -9,7 +9,7 @@ from functools import partial
 
 from zfabric.errors import SpecError
 
-from .common import add_command, check_output_dir, status
+from .common import add_command, check_output_dir, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]
 
@@ -56,13 +56,14 @@ def run_build(args: argparse.Namespace) -> int:
     from zfabric.boards.build import BuildError, board_build, format_report
 
     try:
-        report = board_build(
-            args.target,
-            args.spec,
-            args.output,
-            plan_only=args.plan_only,
-            progress=partial(status, args),
-        )
+        with phase(args, f"board build {args.target}"):
+            report = board_build(
+                args.target,
+                args.spec,
+                args.output,
+                plan_only=args.plan_only,
+                progress=partial(status, args),
+            )
     except BuildError as error:
         where = f" (log: {error.log})" if error.log else ""
         print(f"zfabric: board build failed: {error}{where}", file=sys.stderr)

@@ -38,6 +38,7 @@ __all__ = [
     "rates",
     "packet_length",
     "write_atomically",
+    "phase",
     "progress",
     "status",
 ]
@@ -326,6 +327,34 @@ def progress(
             bar.refresh()
 
         yield update
+
+
+@contextlib.contextmanager
+def phase(args: argparse.Namespace, label: str) -> Iterator[None]:
+    """A tqdm line with the elapsed time for a step that reports no progress of its own
+    (Verilog emission, a simulator build and run), refreshed twice a second; nothing when
+    stderr is not a terminal or with ``-q``."""
+    if _quiet(args) or not sys.stderr.isatty():
+        yield
+        return
+    import threading
+
+    from tqdm import tqdm
+
+    done = threading.Event()
+    with tqdm(desc=label, bar_format="{desc}: {elapsed}", file=sys.stderr, leave=False) as bar:
+
+        def tick() -> None:
+            while not done.wait(0.5):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
 
 
 def status(args: argparse.Namespace, text: str) -> None:

@@ -13,6 +13,7 @@ from .common import (
     add_command,
     check_output_dir,
     check_output_file,
+    phase,
     status,
 )
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
     try:
-        report = cosim(plan, trace, sim=args.sim, vcd=vcd is not None, build_dir=build_dir)
+        with phase(args, f"cosim on {args.sim}"):
+            report = cosim(plan, trace, sim=args.sim, vcd=vcd is not None, build_dir=build_dir)
     except CosimError as error:
         print(f"zfabric: the co-simulation could not run: {error}", file=sys.stderr)
         return 3

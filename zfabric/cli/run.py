@@ -20,7 +20,15 @@ from zfabric.topologies import build_fabric
 
 from .cache import cosim_cache
 from .check import check_report, summary
-from .common import OutputFolder, add_command, integer, progress, status, write_atomically
+from .common import (
+    OutputFolder,
+    add_command,
+    integer,
+    phase,
+    progress,
+    status,
+    write_atomically,
+)
 from .experiment import Experiment, add_traffic_arguments, resolve
 from .sweep import plot_curves, sweep_curve
 
@@ -103,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         from zfabric.hdl.verilog import write
 
         status(args, f"{spec.name}: emitting Verilog")
-        emission = write(plan, staging / "verilog")
+        with phase(args, "Verilog"):
+            emission = write(plan, staging / "verilog")
         say(f"verilog: {len(emission.kinds)} modules, {emission.seconds:.1f} s")
         cosim = _run_cosim(plan, args, experiment, say)
         if cosim is not None:
@@ -168,7 +177,8 @@ def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> d
     trace = traffic_trace(plan, config, args.cosim_cycles, seed=experiment.seed)
     status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
     try:
-        report = cosim(plan, trace, sim=args.sim, build_dir=cosim_cache())
+        with phase(args, f"cosim on {args.sim}"):
+            report = cosim(plan, trace, sim=args.sim, build_dir=cosim_cache())
     except (CosimError, ModelDeadlock) as error:
         report = {"passed": False, "error": str(error)}
         print(f"cosim: could not run: {error}", file=sys.stderr)

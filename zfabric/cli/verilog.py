@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .check import checked_plan
-from .common import OutputFolder, add_command, status
+from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run"]
 
@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     out.check(f"{top}{suffix}" for suffix in (".v", ".plan.json", ".ports"))
     status(args, f"{spec.name}: emitting Verilog")
     with out.staging() as staging:
-        emission = write(plan, staging, share=not args.flat)
+        with phase(args, "Verilog"):
+            emission = write(plan, staging, share=not args.flat)
         out.commit(staging)
     lines = emission.text.count("\n")
     print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")

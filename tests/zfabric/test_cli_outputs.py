@@ -172,6 +172,9 @@ def test_precedence_flag_then_spec_traffic_then_spec_then_default():
     assert (experiment.cycles, experiment.sources["cycles"]) == (10000, "default")
     bare = resolve(args, SimpleNamespace(packet_length=8))  # a spec without traffic:
     assert (bare.packet_length, bare.rate) == (8, 0.1)
+    cosim_args = build_parser().parse_args(["cosim", "x.yaml"])
+    long = SimpleNamespace(packet_length=8, traffic=SimpleNamespace(cycles=50_000))
+    assert resolve(cosim_args, long).cycles == 1000  # a model window, not RTL injection cycles
     run_args = build_parser().parse_args(["run", "x.yaml"])
     assert (resolve(run_args, spec).warmup, resolve(run_args, spec).cycles) == (500, 2000)
 

@@ -99,7 +99,7 @@ def add_traffic_arguments(
     )
     parser.add_argument(
         "--seed",
-        type=integer(0),
+        type=integer(0, 2**63 - 1),
         metavar="N",
         help="random seed " + _default("seed", builtin["seed"]),
     )
@@ -114,9 +114,13 @@ def add_traffic_arguments(
         "--cycles",
         type=integer(1, MAX_CYCLES),
         metavar="N",
-        help=("measurement window in cycles " if windows else "cycles of injection ")
-        + _default("cycles", builtin["cycles"]),
+        help="measurement window in cycles " + _default("cycles", builtin["cycles"])
+        if windows
+        else f"cycles of injection (default: {builtin['cycles']}; the spec's traffic.cycles is a"
+        " measurement window for the model and does not apply)",
     )
+    if not windows:
+        parser.set_defaults(spec_ignores=("cycles",))
     parser.add_argument(
         "--allow-deadlock",
         action="store_true",
@@ -176,13 +180,14 @@ def resolve(args: argparse.Namespace, spec) -> Experiment:
     """The options ``args`` has, each from the flag, the spec or the built-in default."""
     traffic = getattr(spec, "traffic", None)
     builtin = getattr(args, "builtin_defaults", {})
+    ignores = getattr(args, "spec_ignores", ())
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name, (flag, _default) in OPTIONS.items():
         if not hasattr(args, name):
             continue
         given = getattr(args, name)
-        from_spec = getattr(traffic, name, None) if traffic is not None else None
+        from_spec = getattr(traffic, name, None) if name not in ignores else None
         if given is not None:
             values[name], sources[name] = given, flag
         elif from_spec is not None:

@@ -42,6 +42,7 @@ CASES = [
     (["simulate", TORUS, "--packet-length", "8-2"], "--packet-length", "'8-2'"),
     (["simulate", TORUS, "--packet-length", "0"], "--packet-length", "'0'"),
     (["simulate", TORUS, "--seed", "-1"], "--seed", "'-1'"),
+    (["simulate", TORUS, "--seed", str(2**64)], "--seed", repr(str(2**64))),
     (["simulate", TORUS, "--traffic", "unifrom"], "--traffic", "'unifrom'"),
     (["sweep", TORUS, "--rates", "0.1,2"], "--rates", "'2'"),
     (["sweep", TORUS, "--rates", "0.1,,0.2"], "--rates", "'0.1,,0.2'"),
@@ -72,7 +73,7 @@ CASES = [
 ]
 
 #: run through a subprocess as well: nothing but the one line may reach the terminal
-SUBPROCESS = {0, 11, 25, 28, 35, 37}
+SUBPROCESS = {0, 11, 26, 29, 36, 38}
 
 
 def _tree(root: Path) -> dict[str, tuple[bytes, int]]:

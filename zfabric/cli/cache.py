@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .common import add_command
 
-__all__ = ["register", "run", "cache_root", "cosim_cache"]
+__all__ = ["register", "run_info", "run_clean", "cache_root", "cosim_cache"]
 
 
 def cache_root() -> Path:
@@ -93,6 +93,3 @@ def run_clean(args: argparse.Namespace) -> int:
         else:
             print(f"{name} cache {path}: nothing to remove")
     return 0
-
-
-run = run_info

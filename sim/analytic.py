@@ -1,25 +1,47 @@
 """Closed-form predictions from a plan: zero-load latency and the channel-load throughput bound.
 
-Both follow the plan's own routing function, like the model. Zero-load latency comes from
-docs/microarchitecture.md: a packet of L flits crossing H switch-to-switch links is delivered
-2H + L + 2 cycles after it is created. The channel-load bound spreads each source's uniform
-traffic over its routes (equal shares across adaptive candidates and injection choices) and
-finds the most loaded channel; no fabric accepts more than 1 / (that load) flits per cycle
-per endpoint, nor more than 1 (an endpoint link carries one flit per cycle).
+Both follow the plan's own routing function, like the model, and both take a traffic pattern's
+own flows (:func:`zfabric.sim.traffic.pattern_flows`: the probability that a packet from src
+goes to dst), so a permutation is judged by its own routes, not by uniform's.
+
+Zero-load latency comes from docs/microarchitecture.md: a packet of L flits crossing H
+switch-to-switch links is delivered 2H + L + 2 cycles after it is created. An uncontended packet
+takes its routing function's first choice everywhere (first injection, first candidate, first
+VC: the model's tie rule), so H is that path's length, averaged over the pattern's flows.
+
+The channel-load bound spreads each flow over its routes (equal shares across adaptive
+candidates, allowed VCs and injection choices) and finds the most loaded switch-to-switch link.
+At injection rate r (flits/cycle per endpoint) that link carries r x its load, and one link
+carries at most one flit per cycle, so no rate above 1 / (max load) is sustainable. An
+endpoint's ejection links take at most one flit per cycle each, and a source injects at most one,
+so the bound is min(1, 1 / link load, attachments / ejection load).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 
-__all__ = ["zero_load_latency", "ChannelLoad", "uniform_channel_load"]
+from .traffic import TrafficConfig, pattern_flows
+
+__all__ = [
+    "zero_load_latency",
+    "ChannelLoad",
+    "channel_load",
+    "uniform_channel_load",
+    "flow_zero_load_latency",
+    "PatternLimits",
+    "pattern_limits",
+]
+
+Flows = Mapping[tuple[int, int], float]
 
 
-def zero_load_latency(hops: int, packet_length: int) -> int:
+def zero_load_latency(hops: float, packet_length: float) -> float:
     """Cycles from creation to tail delivery for an uncontended packet (microarchitecture.md)."""
     return 2 * hops + packet_length + 2
 
@@ -28,22 +50,32 @@ def zero_load_latency(hops: int, packet_length: int) -> int:
 class ChannelLoad:
     max_load: float  # flits per cycle on the busiest link per flit/cycle injected per endpoint
     busiest: str  # that link's name
-    bound: float  # saturation bound in flits/cycle/endpoint: min(1, 1 / max_load)
+    bound: float  # sustainable injection rate in flits/cycle/endpoint (see the module doc)
+    ejection_load: float = 0.0  # the busiest endpoint's arrivals per attachment, same units
+
+    @property
+    def limited_by(self) -> str:
+        """What sets the bound: the busiest link, the endpoints' ejection, or injection."""
+        if self.bound == 1.0:
+            return "injection (one flit per cycle per endpoint)"
+        if self.max_load >= self.ejection_load:
+            return f"channel {self.busiest} (load {self.max_load:.3f})"
+        return f"ejection at the busiest endpoint (load {self.ejection_load:.3f})"
 
 
-def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
-    """Channel-load bound for uniform traffic under the plan's routing."""
+def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
+    """Channel-load bound for ``flows`` ((src, dst) -> share of src's packets) under the routing."""
     view = PlanView(plan)
     rf = make_routing(view)
-    n = len(plan.endpoints)
     load: dict[int, float] = defaultdict(float)
-    share = 1.0 / (n - 1)
-    for dst in range(n):
+    by_dst: dict[int, dict[int, float]] = defaultdict(dict)
+    for (src, dst), share in flows.items():
+        if share > 0:
+            by_dst[dst][src] = share
+    for dst, sources in by_dst.items():
         flow: dict[tuple, float] = defaultdict(float)
         roots = []
-        for src in range(n):
-            if src == dst:
-                continue
+        for src, share in sources.items():
             injections = rf.injections(src, dst)
             for injection in injections:
                 state = (injection.switch, injection.port, 0, injection.head)
@@ -59,11 +91,72 @@ def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
                 if link_id >= 0:
                     load[link_id] += part
                     flow[child] += part
-    link_id, max_load = max(load.items(), key=lambda item: item[1])
-    link = plan.links[link_id]
-    switch = plan.switches[link.src.switch]
-    busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
-    return ChannelLoad(max_load, busiest, min(1.0, 1.0 / max_load))
+    ejection = max(
+        (sum(sources.values()) / len(plan.endpoints[dst].attachments))
+        for dst, sources in by_dst.items()
+    )
+    link_id, max_load = max(load.items(), key=lambda item: item[1], default=(None, 0.0))
+    busiest = "none"
+    if link_id is not None:
+        link = plan.links[link_id]
+        switch = plan.switches[link.src.switch]
+        busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
+    bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
+    return ChannelLoad(max_load, busiest, bound, ejection)
+
+
+def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
+    """Channel-load bound for uniform traffic under the plan's routing."""
+    return channel_load(plan, pattern_flows(TrafficConfig(), len(plan.endpoints)))
+
+
+def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
+    """Mean zero-load latency over ``flows`` (weighted by share): mean of 2H + L + 2."""
+    view = PlanView(plan)
+    rf = make_routing(view)
+    total = weighted_hops = 0.0
+    for (src, dst), share in flows.items():
+        if share <= 0:
+            continue
+        first = rf.injections(src, dst)[0]
+        state = (first.switch, first.port, 0, first.head)
+        hops = 0
+        while True:
+            decision = rf.route(*state)
+            hop = decision.hops[0]
+            link = view.out_link[state[0]][hop.port]
+            if link is None:
+                break
+            hops += 1
+            state = (link.dst.switch, link.dst.port, hop.vcs[0], decision.head)
+        weighted_hops += share * hops
+        total += share
+    if not total:
+        raise ValueError("the traffic pattern has no flows")
+    return zero_load_latency(weighted_hops / total, packet_length)
+
+
+@dataclass(frozen=True)
+class PatternLimits:
+    """What the analysis predicts for one traffic configuration on one plan."""
+
+    zero_load_latency: float  # cycles, averaged over the pattern's flows
+    channel_load: ChannelLoad  # its bound is the highest sustainable injection rate
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {
+            "zero_load_latency": self.zero_load_latency,
+            "bound": self.channel_load.bound,
+            "limited_by": self.channel_load.limited_by,
+        }
+
+
+def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
+    """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
+    flows = pattern_flows(config, len(plan.endpoints), seed)
+    return PatternLimits(
+        flow_zero_load_latency(plan, flows, config.mean_length), channel_load(plan, flows)
+    )
 
 
 def _route_graph(rf, view: PlanView, roots: list[tuple]) -> dict[tuple, list[tuple[int, tuple]]]:

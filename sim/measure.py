@@ -1,42 +1,130 @@
-"""Measurement runs on the reference model: warm-up, window, drain, statistics.
+"""Measurement runs on the reference model: warm-up, window, drain, statistics, verdict.
 
 Packets created during the measurement window are the measured ones. Traffic keeps flowing
-while they drain, so they see the same load to the end. A run whose measured packets are not
-all delivered within ``drain_limit`` cycles after the window, or whose accepted throughput
-falls clearly short of the offered load, is reported as saturated instead of waited out.
+while they drain, so they see the same load to the end.
+
+Memory stays bounded however long the run: the model hands each delivered packet to a
+:class:`_Meter` and forgets it; the meter keeps running statistics only (:class:`LatencyStats`)
+and passes per-packet records to the caller's ``records`` sink, if any, as packets complete.
+
+**Saturation verdict.** A point is *saturated* (not stable) when any of these holds, and
+``saturation_reason`` says which (all that hold, joined by "; "):
+
+- the injection rate is above the channel-load bound of the traffic pattern
+  (:func:`zfabric.sim.analytic.pattern_limits`): provably unsustainable, whatever the window
+  measured;
+- measured packets were still undelivered ``drain_limit`` cycles after the window;
+- the accepted throughput is below 95% of the offered throughput;
+- the mean packet latency is above ``LATENCY_FACTOR`` (3) times the pattern's zero-load
+  latency;
+- the latency has not converged: the mean over the second half of the window (by creation
+  cycle) is above ``RISE_FACTOR`` (1.25) times the mean over the first half.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from zfabric.plan import FabricPlan
 
-from .model import FabricModel, Packet
+from .analytic import PatternLimits, pattern_limits
+from .model import DeadlockWatch, FabricModel, ModelDeadlock, Packet
 from .traffic import TraceEntry, Traffic
 
-__all__ = ["SimulationResult", "simulate", "batch_means_ci95", "replay"]
+__all__ = [
+    "LATENCY_FACTOR",
+    "RISE_FACTOR",
+    "LatencyStats",
+    "SimulationResult",
+    "simulate",
+    "batch_means_ci95",
+    "replay",
+]
+
+#: a stable point's mean latency stays within this multiple of the zero-load latency
+LATENCY_FACTOR = 3.0
+#: a stable point's latency over the window's second half stays within this multiple of the first
+RISE_FACTOR = 1.25
+#: accepted throughput below this fraction of the offered one means saturation
+ACCEPT_FRACTION = 0.95
 
 #: two-sided 95% Student t quantiles by degrees of freedom (batch means use 9 or fewer)
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
+Record = dict[str, Any]
 
-def batch_means_ci95(values: list[float], batches: int = 10) -> float | None:
-    """Half-width of the 95% confidence interval of the mean, by batch means (values in order)."""
-    size = len(values) // batches
-    if size < 2:
+
+def batch_means_ci95(means: Sequence[float]) -> float | None:
+    """Half-width of the 95% confidence interval of the mean from ``means``, one per batch."""
+    if not 2 <= len(means) <= len(_T95) + 1:
         return None
-    means = [statistics.fmean(values[i * size : (i + 1) * size]) for i in range(batches)]
-    return _T95[batches - 1] * statistics.stdev(means) / math.sqrt(batches)
+    return _T95[len(means) - 1] * statistics.stdev(means) / math.sqrt(len(means))
 
 
-def _percentile(sorted_values: list[int], fraction: float) -> float:
-    index = min(len(sorted_values) - 1, max(0, math.ceil(fraction * len(sorted_values)) - 1))
-    return float(sorted_values[index])
+class LatencyStats:
+    """Running statistics of integer latencies in memory independent of the packet count.
+
+    Mean, p50, p99 and max are exact: a histogram keeps one counter per distinct latency value.
+    The confidence interval is by batch means over ``batches`` equal slices of the window by
+    creation cycle (``None`` while a batch has fewer than 2 packets).
+    """
+
+    def __init__(self, window: tuple[int, int], batches: int = 10):
+        self.window = window
+        self.histogram: Counter[int] = Counter()
+        self.count = 0
+        self.total = 0
+        self._sums = [0] * batches
+        self._counts = [0] * batches
+
+    def add(self, latency: int, created: int) -> None:
+        start, end = self.window
+        batch = (created - start) * len(self._sums) // max(1, end - start)
+        batch = min(len(self._sums) - 1, max(0, batch))
+        self.histogram[latency] += 1
+        self.count += 1
+        self.total += latency
+        self._sums[batch] += latency
+        self._counts[batch] += 1
+
+    def percentile(self, fraction: float) -> float | None:
+        """The smallest value with at least ``fraction`` of the samples at or below it."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(fraction * self.count))
+        seen = 0
+        for value in sorted(self.histogram):
+            seen += self.histogram[value]
+            if seen >= rank:
+                return float(value)
+        raise AssertionError("unreachable: the histogram holds count samples")
+
+    def half_means(self) -> tuple[float, float] | None:
+        """Mean latency of the packets created in the window's first and second halves."""
+        half = len(self._sums) // 2
+        first, second = (slice(0, half), slice(half, None))
+        counts = [sum(self._counts[part]) for part in (first, second)]
+        if not all(counts):
+            return None
+        return (sum(self._sums[first]) / counts[0], sum(self._sums[second]) / counts[1])
+
+    def summary(self) -> dict[str, float | None]:
+        """mean, p50, p99, max and ci95 (the half-width of the mean's 95% interval)."""
+        ci = None
+        if min(self._counts) >= 2:
+            ci = batch_means_ci95([s / c for s, c in zip(self._sums, self._counts, strict=True)])
+        return {
+            "mean": self.total / self.count if self.count else None,
+            "p50": self.percentile(0.5),
+            "p99": self.percentile(0.99),
+            "max": float(max(self.histogram)) if self.histogram else None,
+            "ci95": ci,
+        }
 
 
 @dataclass
@@ -45,60 +133,70 @@ class SimulationResult:
     accepted: float  # flits/cycle/endpoint delivered in the window
     packets: int  # measured packets delivered
     latency: dict[str, float | None]  # mean, p50, p99, max, ci95 (cycles, creation -> tail)
+    network_latency: dict[str, float | None]  # the same from head injection -> tail
     average_hops: float | None
     saturated: bool
-    deadlock: dict[str, Any] | None  # {"cycle": n, "channels": [...]} when one was detected
+    saturation_reason: str | None  # why it is saturated (see the module doc), None if stable
+    deadlock: dict[str, Any] | None  # ModelDeadlock.report(): cycle, channels, partial
     cycles: int  # cycles simulated in all
-    records: list[dict[str, Any]] | None = field(default=None)
+    limits: dict[str, Any] | None = None  # PatternLimits.to_dict() of synthetic traffic
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if self.records is None:
-            data.pop("records")
-        return data
+        return asdict(self)
 
 
-def _summarise(
-    model: FabricModel,
-    measured: list[Packet],
-    window: tuple[int, int],
-    offered_flits: int,
-    saturated: bool,
-    deadlock: dict[str, Any] | None,
-    records: bool,
-) -> SimulationResult:
-    start, end = window
-    endpoints = len(model.plan.endpoints)
-    span = max(1, end - start) * endpoints
-    delivered = [p for p in measured if p.delivered is not None]
-    accepted_flits = sum(
-        p.length for p in model.delivered if p.delivered is not None and start <= p.delivered < end
-    )
-    latencies = sorted(p.latency for p in delivered)
-    in_order = [p.latency for p in sorted(delivered, key=lambda p: p.created)]
-    latency: dict[str, float | None] = {"mean": None, "p50": None, "p99": None, "max": None}
-    if latencies:
-        latency = {
-            "mean": statistics.fmean(latencies),
-            "p50": _percentile(latencies, 0.5),
-            "p99": _percentile(latencies, 0.99),
-            "max": float(latencies[-1]),
-        }
-    latency["ci95"] = batch_means_ci95(in_order)
-    return SimulationResult(
-        offered=offered_flits / span,
-        accepted=accepted_flits / span,
-        packets=len(delivered),
-        latency=latency,
-        average_hops=statistics.fmean(p.hops for p in delivered) if delivered else None,
-        saturated=saturated,
-        deadlock=deadlock,
-        cycles=model.cycle,
-        records=[_record(p) for p in measured] if records else None,
-    )
+class _Meter:
+    """The model's delivery callback: counts the window's throughput, measures its packets."""
+
+    def __init__(self, window: tuple[int, int], records: Callable[[Record], None] | None):
+        self.window = window
+        self.packet = LatencyStats(window)
+        self.network = LatencyStats(window)
+        self.records = records
+        self.pending: dict[int, Packet] = {}  # measured packets not delivered yet
+        self.offered_flits = 0
+        self.accepted_flits = 0
+        self.hops = 0
+
+    def offered(self, packet: Packet) -> None:
+        if self.window[0] <= packet.created < self.window[1]:
+            self.pending[packet.id] = packet
+            self.offered_flits += packet.length
+
+    def __call__(self, packet: Packet) -> None:
+        if self.window[0] <= packet.delivered < self.window[1]:
+            self.accepted_flits += packet.length
+        if self.pending.pop(packet.id, None) is None:
+            return
+        self.packet.add(packet.delivered - packet.created, packet.created)
+        self.network.add(packet.delivered - packet.injected, packet.created)
+        self.hops += packet.hops
+        if self.records:
+            self.records(_record(packet))
+
+    def result(self, model: FabricModel, reasons: list[str]) -> SimulationResult:
+        """The summary with the verdict ``reasons`` (none: stable); records of measured packets
+        never delivered go to the sink last."""
+        if self.records:
+            for packet in sorted(self.pending.values(), key=lambda p: p.id):
+                self.records(_record(packet))
+        start, end = self.window
+        span = max(1, end - start) * len(model.plan.endpoints)
+        return SimulationResult(
+            offered=self.offered_flits / span,
+            accepted=self.accepted_flits / span,
+            packets=self.packet.count,
+            latency=self.packet.summary(),
+            network_latency=self.network.summary(),
+            average_hops=self.hops / self.packet.count if self.packet.count else None,
+            saturated=bool(reasons),
+            saturation_reason="; ".join(reasons) or None,
+            deadlock=None,
+            cycles=model.cycle,
+        )
 
 
-def _record(packet: Packet) -> dict[str, Any]:
+def _record(packet: Packet) -> Record:
     return {
         "id": packet.id,
         "src": packet.src,
@@ -111,12 +209,35 @@ def _record(packet: Packet) -> dict[str, Any]:
     }
 
 
-def _step_checked(model: FabricModel) -> dict[str, Any] | None:
-    """Step once; return the deadlock report if the fabric froze."""
-    model.step()
-    if model.stuck:
-        return {"cycle": model.cycle, "channels": model.waiting_cycle()}
-    return None
+def _verdict(
+    meter: _Meter, result: SimulationResult, rate: float, limits: PatternLimits
+) -> list[str]:
+    """The saturation criteria of the module doc that a synthetic-traffic point meets."""
+    reasons = []
+    bound = limits.channel_load
+    if rate > bound.bound:
+        reasons.append(
+            f"offered rate {rate:g} is above the channel-load bound {bound.bound:.3f}"
+            f" (set by {bound.limited_by})"
+        )
+    if result.accepted < ACCEPT_FRACTION * result.offered:
+        reasons.append(
+            f"accepted {result.accepted:.4f} is below {ACCEPT_FRACTION:.0%} of offered"
+            f" {result.offered:.4f}"
+        )
+    mean = result.latency["mean"]
+    if mean is not None and mean > LATENCY_FACTOR * limits.zero_load_latency:
+        reasons.append(
+            f"mean latency {mean:.1f} is over {LATENCY_FACTOR:g} x zero-load"
+            f" {limits.zero_load_latency:.2f}"
+        )
+    halves = meter.packet.half_means()
+    if halves and halves[1] > RISE_FACTOR * halves[0]:
+        reasons.append(
+            f"latency still rising: {halves[1]:.1f} over the window's second half against"
+            f" {halves[0]:.1f} over its first"
+        )
+    return reasons
 
 
 def simulate(
@@ -126,43 +247,56 @@ def simulate(
     warmup: int = 1000,
     cycles: int = 10000,
     drain_limit: int | None = None,
-    records: bool = False,
+    records: Callable[[Record], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    limits: PatternLimits | None = None,
 ) -> SimulationResult:
-    """Run synthetic traffic: warm up, measure for ``cycles``, drain the measured packets."""
-    model = FabricModel(plan)
-    drain_limit = drain_limit if drain_limit is not None else max(1000, cycles)
+    """Run synthetic traffic: warm up, measure for ``cycles``, drain the measured packets.
+
+    ``records`` receives one dict per measured packet (id, src, dst, length, created,
+    injected, delivered, hops) as it is delivered, then those never delivered (delivered
+    None). ``limits`` (from :func:`zfabric.sim.analytic.pattern_limits`, computed when not
+    given) sets the verdict's bound and zero-load latency. A deadlock, whole or partial,
+    stops the run and is reported in ``deadlock``.
+    """
+    if warmup < 0 or cycles < 1:
+        raise ValueError(f"need warmup >= 0 and cycles >= 1, got {warmup!r} and {cycles!r}")
+    if limits is None:
+        limits = pattern_limits(plan, traffic.config, traffic.seed)
     window = (warmup, warmup + cycles)
-    measured: list[Packet] = []
-    outstanding = 0  # measured packets not yet delivered
-    seen = 0  # how much of model.delivered has been looked at
-    offered_flits = 0
-    deadlock = None
+    meter = _Meter(window, records)
+    model = FabricModel(plan, on_deliver=meter)
+    watch = DeadlockWatch(model)
+    drain_limit = drain_limit if drain_limit is not None else max(1000, cycles)
     total = warmup + cycles
+    deadlock = None
     cycle = 0
     while deadlock is None:
-        in_window = window[0] <= cycle < window[1]
         for src, dst, length in traffic.packets_at(cycle):
-            packet = model.offer(src, dst, length)
-            if in_window:
-                measured.append(packet)
-                outstanding += 1
-                offered_flits += length
-        deadlock = _step_checked(model)
-        for packet in model.delivered[seen:]:
-            outstanding -= window[0] <= packet.created < window[1]
-        seen = len(model.delivered)
+            meter.offered(model.offer(src, dst, length))
+        model.step()
+        deadlock = watch()
         cycle += 1
         if progress and cycle <= total and cycle % 500 == 0:
             progress(cycle, total)
-        if cycle >= window[1] and (not outstanding or cycle >= window[1] + drain_limit):
+        if cycle >= window[1] and (not meter.pending or cycle >= window[1] + drain_limit):
             break
-    model.check_credits()
-    undelivered = any(p.delivered is None for p in measured)
-    result = _summarise(model, measured, window, offered_flits, undelivered, deadlock, records)
-    # accepted more than 5% below offered in the window also means saturation
-    result.saturated = result.saturated or result.accepted < 0.95 * result.offered
+    if deadlock is None:
+        model.check_credits()
+    reasons = [_deadlock_reason(deadlock)] if deadlock else []
+    if meter.pending and not deadlock:
+        reasons.append(f"measured packets undelivered {drain_limit} cycles after the window")
+    result = meter.result(model, reasons)
+    reasons += _verdict(meter, result, traffic.config.rate, limits)
+    result.saturated = bool(reasons)
+    result.saturation_reason = "; ".join(reasons) or None
+    result.deadlock = deadlock.report() if deadlock else None
+    result.limits = limits.to_dict()
     return result
+
+
+def _deadlock_reason(deadlock: ModelDeadlock) -> str:
+    return f"{'partial ' if deadlock.partial else ''}deadlock at cycle {deadlock.at}"
 
 
 def replay(
@@ -170,25 +304,36 @@ def replay(
     trace: Iterable[TraceEntry],
     *,
     drain_limit: int = 100_000,
+    records: Callable[[Record], None] | None = None,
 ) -> SimulationResult:
-    """Replay a trace (every packet measured) until all are delivered or the limit is hit."""
-    model = FabricModel(plan)
+    """Replay a trace (every packet measured) until all are delivered or the limit is hit.
+
+    A trace has no offered rate or pattern: the only saturation verdict is packets left
+    undelivered ``drain_limit`` cycles after the last entry. ``records`` as for
+    :func:`simulate`.
+    """
     entries = sorted(trace, key=lambda e: e.cycle)
-    measured = []
-    offered_flits = 0
+    last = entries[-1].cycle if entries else 0
+    meter = _Meter((0, max(1, last + 1)), records)
+    model = FabricModel(plan, on_deliver=meter)
+    watch = DeadlockWatch(model)
     index = 0
     deadlock = None
-    last = entries[-1].cycle if entries else 0
     while deadlock is None:
         while index < len(entries) and entries[index].cycle == model.cycle:
             entry = entries[index]
-            measured.append(model.offer(entry.src, entry.dst, entry.length))
-            offered_flits += entry.length
+            meter.offered(model.offer(entry.src, entry.dst, entry.length))
             index += 1
-        deadlock = _step_checked(model)
-        done = index == len(entries) and all(p.delivered is not None for p in measured)
+        model.step()
+        deadlock = watch()
+        done = index == len(entries) and not meter.pending
         if done or model.cycle > last + drain_limit:
             break
-    undelivered = any(p.delivered is None for p in measured)
-    window = (0, max(1, last + 1))
-    return _summarise(model, measured, window, offered_flits, undelivered, deadlock, True)
+    reasons = []
+    if deadlock:
+        reasons.append(_deadlock_reason(deadlock))
+    elif meter.pending:
+        reasons.append(f"packets undelivered {drain_limit} cycles after the last entry")
+    result = meter.result(model, reasons)
+    result.deadlock = deadlock.report() if deadlock else None
+    return result

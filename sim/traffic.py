@@ -29,6 +29,7 @@ __all__ = [
     "read_trace",
     "write_trace",
     "destination_function",
+    "pattern_flows",
 ]
 
 PATTERNS = (
@@ -117,19 +118,68 @@ def destination_function(
 
         return hotspot
     # zipf
-    weights = [1 / (rank**config.zipf_exponent) for rank in range(1, n)]
-    cumulative = list(itertools.accumulate(weights))
-    orders = []
-    for src in range(n):
-        others = [d for d in range(n) if d != src]
-        random.Random(rng.random()).shuffle(others)
-        orders.append(others)
+    cumulative = list(itertools.accumulate(_zipf_weights(config, n)))
+    orders = _zipf_orders(n, rng)
 
     def zipf(src: int) -> int:
         rank = bisect.bisect_left(cumulative, rng.random() * cumulative[-1])
         return orders[src][min(rank, n - 2)]
 
     return zipf
+
+
+def _zipf_weights(config: TrafficConfig, n: int) -> list[float]:
+    return [1 / (rank**config.zipf_exponent) for rank in range(1, n)]
+
+
+def _zipf_orders(n: int, rng: random.Random) -> list[list[int]]:
+    """Each source's seeded ranking of the other endpoints (drawn first from a fresh rng)."""
+    orders = []
+    for src in range(n):
+        others = [d for d in range(n) if d != src]
+        random.Random(rng.random()).shuffle(others)
+        orders.append(others)
+    return orders
+
+
+def pattern_flows(
+    config: TrafficConfig, endpoints: int, seed: int = 1
+) -> dict[tuple[int, int], float]:
+    """(src, dst) -> probability that a packet src creates goes to dst, for ``config``'s pattern.
+
+    The exact distribution :class:`Traffic` with the same ``seed`` draws from (zipf's rankings
+    depend on the seed). A source's probabilities sum to 1, or to 0 for a source that sends
+    nothing under a permutation pattern.
+    """
+    n = endpoints
+    pattern = config.pattern
+    if pattern == "uniform":
+        share = 1 / (n - 1)
+        return {(s, d): share for s in range(n) for d in range(n) if s != d}
+    if pattern == "hotspot":
+        flows = pattern_flows(TrafficConfig(rate=config.rate), n)
+        for src in range(n):
+            targets = [h for h in config.hotspots if 0 <= h < n and h != src]
+            if not targets:
+                continue
+            for dst in range(n):
+                if dst != src:
+                    flows[(src, dst)] *= 1 - config.hotspot_fraction
+            for hot in targets:
+                flows[(src, hot)] += config.hotspot_fraction / len(targets)
+        return flows
+    if pattern == "zipf":
+        weights = _zipf_weights(config, n)
+        total = sum(weights)
+        orders = _zipf_orders(n, random.Random(seed))
+        return {
+            (src, dst): weight / total
+            for src, order in enumerate(orders)
+            for dst, weight in zip(order, weights, strict=True)
+        }
+    # deterministic patterns: the destination function draws nothing from its rng
+    dst_of = destination_function(config, n, random.Random(seed))
+    return {(src, dst_of(src)): 1.0 for src in range(n) if dst_of(src) is not None}
 
 
 @dataclass(frozen=True)
@@ -148,6 +198,7 @@ class Traffic:
             raise ValueError("traffic needs at least two endpoints")
         self.config = config
         self.endpoints = endpoints
+        self.seed = seed
         self._rng = random.Random(seed)
         self._dst = destination_function(config, endpoints, self._rng)
         self._packet_rate = config.rate / config.mean_length

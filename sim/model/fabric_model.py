@@ -8,6 +8,7 @@ every packet in the same cycle. It never imports amaranth.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import make_routing
 
-__all__ = ["FabricModel", "Packet", "ModelDeadlock", "InvariantError"]
+__all__ = ["FabricModel", "Packet", "ModelDeadlock", "InvariantError", "DeadlockWatch"]
 
 #: credit of a local (ejection) output: endpoints always sink
 _UNLIMITED = 1 << 40
@@ -26,16 +27,25 @@ class InvariantError(AssertionError):
 
 
 class ModelDeadlock(RuntimeError):
-    """Nothing can move any more; ``cycle`` lists the waiting channels in order."""
+    """Part or all of the fabric can never move again; ``cycle`` lists the waiting channels.
 
-    def __init__(self, cycle_number: int, cycle: list[str]):
+    ``partial`` is True when other traffic still moved (a knot, see :meth:`FabricModel.knot`).
+    """
+
+    def __init__(self, cycle_number: int, cycle: list[str], *, partial: bool = False):
         self.at = cycle_number
         self.cycle = cycle
+        self.partial = partial
+        what = "partial deadlock" if partial else "deadlock"
         super().__init__(
-            f"deadlock at cycle {cycle_number}: " + " -> ".join([*cycle, cycle[0]])
+            f"{what} at cycle {cycle_number}: " + " -> ".join([*cycle, cycle[0]])
             if cycle
-            else f"deadlock at cycle {cycle_number}"
+            else f"{what} at cycle {cycle_number}"
         )
+
+    def report(self) -> dict[str, Any]:
+        """The JSON form results carry: cycle, waiting channels, partial or whole."""
+        return {"cycle": self.at, "channels": self.cycle, "partial": self.partial}
 
 
 @dataclass(eq=False)
@@ -83,10 +93,18 @@ class FabricModel:
     """Simulates every switch, link and endpoint of ``plan`` flit by flit.
 
     Use :meth:`offer` to queue packets at their source and :meth:`step` to advance one cycle;
-    :attr:`delivered` collects packets as their tails arrive.
+    :attr:`delivered` collects packets as their tails arrive, unless ``on_deliver`` is given:
+    then each delivered packet goes to that callback and the model keeps none of them (long
+    runs stay in bounded memory). :attr:`delivered_count` counts them either way.
     """
 
-    def __init__(self, plan: FabricPlan, *, check_invariants: bool = True):
+    def __init__(
+        self,
+        plan: FabricPlan,
+        *,
+        check_invariants: bool = True,
+        on_deliver: Callable[[Packet], None] | None = None,
+    ):
         for link in plan.links:
             if link.latency != 1:
                 raise ValueError(f"link {link.id}: only latency 1 is modelled, got {link.latency}")
@@ -97,6 +115,8 @@ class FabricModel:
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
+        self.delivered_count = 0
+        self._on_deliver = on_deliver if on_deliver is not None else self.delivered.append
         self.in_network = 0  # flits that left a source and have not been delivered
         self._next_id = 0
         self._sequence: dict[int, int] = {}
@@ -321,7 +341,8 @@ class FabricModel:
         self.in_network -= 1
         if flit.is_tail:
             packet.delivered = self.cycle
-            self.delivered.append(packet)
+            self.delivered_count += 1
+            self._on_deliver(packet)
 
     # ---- deadlock report ---------------------------------------------------------------------
 
@@ -334,11 +355,6 @@ class FabricModel:
         """
         view = self.view
         waits: dict[tuple[int, int, int], set[tuple[int, int, int]]] = {}
-
-        def downstream(s: int, o: int, w: int) -> tuple[int, int, int] | None:
-            link = view.out_link[s][o]
-            return None if link is None else (link.dst.switch, link.dst.port, w)
-
         for s, vc_owners in enumerate(self._owner):
             for owners in vc_owners:
                 for holder in owners:
@@ -353,22 +369,74 @@ class FabricModel:
         for s in self._busy:
             for p, vc_bufs in enumerate(self._buf[s]):
                 for v, buf in enumerate(vc_bufs):
-                    if not buf:
-                        continue
-                    if self._assign[s][p][v] is not None:
-                        wanted = [self._assign[s][p][v]]
-                    else:
-                        decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
-                        wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
-                    targets = set()
-                    for o, w in wanted:
-                        holder = self._owner[s][o][w]
-                        if holder is not None and holder != (p, v):
-                            targets.add((s, *holder))
-                        elif self._credit[s][o][w] == 0:
-                            targets.add(downstream(s, o, w))
-                    targets.discard(None)
-                    waits[(s, p, v)] = targets
+                    if buf:
+                        waits[(s, p, v)] = self._wait_targets(s, p, v, set())
+        return [self._input_vc_name(*node) for node in find_wait_cycle(waits)]
+
+    def _wait_targets(
+        self, s: int, p: int, v: int, returning: set[tuple[int, int, int]]
+    ) -> set[tuple[int, int, int]]:
+        """The input VCs the front flit of buffer (s, p, v) waits on; empty if it could move.
+
+        ``returning`` holds the (switch, output port, VC)s with a credit on its way back: a
+        flit waiting for one of those is not blocked.
+        """
+        buf = self._buf[s][p][v]
+        if self._assign[s][p][v] is not None:
+            wanted = [self._assign[s][p][v]]
+        else:
+            decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
+            wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+        targets = set()
+        for o, w in wanted:
+            holder = self._owner[s][o][w]
+            if holder is not None and holder != (p, v):
+                targets.add((s, *holder))
+            elif self._credit[s][o][w] == 0 and (s, o, w) not in returning:
+                link = self.view.out_link[s][o]
+                targets.add((link.dst.switch, link.dst.port, w))
+            else:
+                return set()  # a free output VC with room: only arbitration holds it
+        return targets
+
+    def fronts(self) -> dict[tuple[int, int, int], _Flit]:
+        """The front flit of every non-empty input VC, for :meth:`knot` to compare later."""
+        return {
+            (s, p, v): buf[0]
+            for s in self._busy
+            for p, vc_bufs in enumerate(self._buf[s])
+            for v, buf in enumerate(vc_bufs)
+            if buf
+        }
+
+    def knot(self, earlier: dict[tuple[int, int, int], _Flit]) -> list[str]:
+        """A deadlock, whole or partial, as a cycle of channel names (empty if none).
+
+        Candidates are the input VCs whose front flit is the one they held in ``earlier`` (a
+        :meth:`fronts` snapshot): they have not moved since. The knot is the largest set of
+        candidates that each wait only on members of the set (:meth:`_wait_targets`, credits on
+        their way back counted as free): none of them can ever move again, whatever the rest
+        of the fabric does. Waiting on a VC whose buffer is empty is never a deadlock (its
+        packet's flits are still coming), so such VCs stay out.
+        """
+        returning = set()
+        for s, p, v in self._credits_sent + self._credits_wire:
+            link = self.view.in_link[s][p]
+            if link is not None:
+                returning.add((link.src.switch, link.src.port, v))
+        waits = {
+            node: self._wait_targets(*node, returning)
+            for node, flit in self.fronts().items()
+            if earlier.get(node) is flit
+        }
+        changed = True
+        while changed:
+            changed = False
+            for node in list(waits):
+                targets = waits[node]
+                if not targets or any(t not in waits for t in targets):
+                    del waits[node]
+                    changed = True
         return [self._input_vc_name(*node) for node in find_wait_cycle(waits)]
 
     def _input_vc_name(self, s: int, p: int, v: int) -> str:
@@ -405,3 +473,32 @@ class FabricModel:
                 if total != self.depth:
                     name = view.channel_name(link.id, v)
                     raise InvariantError(f"credits not conserved on {name}: {total}")
+
+
+class DeadlockWatch:
+    """Watches a running model for a deadlock: the whole fabric frozen, or a part of it.
+
+    Call it after every :meth:`FabricModel.step`. A whole-fabric freeze is seen at once; a
+    partial deadlock (a knot of VCs that wait on each other while other traffic still moves)
+    within ``2 * every`` cycles of forming: every ``every`` cycles the VCs whose front flit has
+    not moved since the previous look are checked for a knot (:meth:`FabricModel.knot`).
+    """
+
+    def __init__(self, model: FabricModel, every: int = 256):
+        if every < 1:
+            raise ValueError(f"every must be at least 1 cycle, got {every!r}")
+        self.model = model
+        self.every = every
+        self._fronts: dict[tuple[int, int, int], _Flit] = {}
+
+    def __call__(self) -> ModelDeadlock | None:
+        """The deadlock found after this cycle, or None."""
+        model = self.model
+        if model.stuck:
+            return ModelDeadlock(model.cycle, model.waiting_cycle())
+        if model.cycle % self.every == 0:
+            channels = model.knot(self._fronts) if self._fronts else []
+            if channels:
+                return ModelDeadlock(model.cycle, channels, partial=True)
+            self._fronts = model.fronts()
+        return None

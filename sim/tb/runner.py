@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from zfabric.sim.model import ModelDeadlock
 from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig, read_trace, write_trace
 
 from zfabric.plan import FabricPlan, plan_from_json
@@ -35,6 +36,7 @@ from .scoreboard import Mismatch, model_expectations, save_expectations
 __all__ = [
     "SIMULATORS",
     "CosimError",
+    "CosimDeadlock",
     "cosim",
     "build_key",
     "default_cache",
@@ -56,6 +58,16 @@ BUILD_RECIPE = "3"
 
 class CosimError(RuntimeError):
     """The co-simulation could not run (a build or the bench failed); not a mismatch."""
+
+
+class CosimDeadlock(CosimError):
+    """The reference model deadlocked on the trace (a fabric with a cyclic CDG), so it predicts
+    no delivery to compare the RTL with. ``deadlock`` is the model's report: ``at`` (cycle),
+    ``cycle`` (the waiting channels, in order) and ``partial``."""
+
+    def __init__(self, deadlock: ModelDeadlock):
+        self.deadlock = deadlock
+        super().__init__(f"the reference model reached a {deadlock}")
 
 
 def default_cache() -> Path:
@@ -408,15 +420,18 @@ def cosim(
     if not simulator_available(sim):
         raise CosimError(f"{sim} is not available")
 
+    start = time.perf_counter()
+    try:  # before any Verilog: a model deadlock leaves nothing to compare
+        expected, model_cycles = model_expectations(plan, entries)
+    except ModelDeadlock as deadlock:
+        raise CosimDeadlock(deadlock) from None
+    model_seconds = time.perf_counter() - start
+
     key = build_key(plan, variant)
     root = Path(build_dir) if build_dir else default_cache()
     root = root / f"{plan.name}{'-' + variant if variant else ''}-{key}"
     sources, emit_seconds = _emit(plan, root, emit)
     os.utime(root)  # in use: see _prune
-
-    start = time.perf_counter()
-    expected, model_cycles = model_expectations(plan, entries)
-    model_seconds = time.perf_counter() - start
 
     trace_text = "".join(f"{e.cycle} {e.src} {e.dst} {e.length}\n" for e in entries)
     run_id = hashlib.sha256(trace_text.encode()).hexdigest()[:12]

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from zfabric.sim.model import FabricModel, ModelDeadlock
+from zfabric.sim.model import DeadlockWatch, FabricModel
 from zfabric.sim.traffic import TraceEntry
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
@@ -64,9 +64,11 @@ def model_expectations(
     """Replay ``trace`` on the reference model until every packet is delivered.
 
     Returns the packets in trace order and the number of cycles the model ran. Packets of one
-    source get sequence numbers in trace order (the trace is sorted by cycle, stably).
+    source get sequence numbers in trace order (the trace is sorted by cycle, stably). Raises
+    :class:`zfabric.sim.model.ModelDeadlock` if the model deadlocks, wholly or partly.
     """
     model = FabricModel(plan)
+    watch = DeadlockWatch(model)
     view = PlanView(plan)
     entries = sorted(trace, key=lambda e: e.cycle)
     packets = []
@@ -77,8 +79,9 @@ def model_expectations(
             packets.append(model.offer(entry.src, entry.dst, entry.length, created=entry.cycle))
             index += 1
         model.step()
-        if model.stuck:
-            raise ModelDeadlock(model.cycle, model.waiting_cycle())
+        deadlock = watch()
+        if deadlock:
+            raise deadlock
         if model.cycle > limit:
             raise RuntimeError(f"the model did not deliver the trace within {limit} cycles")
     expected = []

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import math
+import statistics
+import weakref
 
 import pytest
 from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
@@ -54,23 +58,60 @@ def test_overload_is_reported_as_saturation():
 
 
 def test_batch_means_interval():
-    assert batch_means_ci95([1.0] * 100) == 0.0
-    assert batch_means_ci95([1.0] * 10) is None  # fewer than 2 per batch
-    values = [float(i % 2) for i in range(200)]  # every batch mean is exactly 0.5
-    assert batch_means_ci95(values) == pytest.approx(0.0)
+    assert batch_means_ci95([1.0] * 10) == 0.0
+    assert batch_means_ci95([1.0]) is None  # one batch: no spread to estimate
+    # means 0, 1, 0, 1, ...: sample sd sqrt(2.5 / 9); t(9) = 2.262; half-width t sd / sqrt(10)
+    assert batch_means_ci95([0.0, 1.0] * 5) == pytest.approx(2.262 * math.sqrt(2.5 / 9 / 10))
+
+
+def test_records_stream_to_the_sink_and_agree_with_the_summary(example):
+    fabric = plan(example, "torus-4x4")
+    records = []
+    traffic = Traffic(TrafficConfig(rate=0.3), len(fabric.endpoints), seed=2)
+    result = simulate(fabric, traffic, warmup=300, cycles=2000, records=records.append)
+    assert len(records) == result.packets and all(r["delivered"] for r in records)
+    assert all(300 <= r["created"] < 2300 for r in records)
+    # the summary's histogram against a plain sort of the streamed records
+    for key, start in (("latency", "created"), ("network_latency", "injected")):
+        values = sorted(r["delivered"] - r[start] for r in records)
+        summary = result.to_dict()[key]
+        assert summary["mean"] == pytest.approx(statistics.fmean(values))
+        assert summary["p50"] == values[math.ceil(0.5 * len(values)) - 1]
+        assert summary["p99"] == values[math.ceil(0.99 * len(values)) - 1]
+        assert summary["max"] == values[-1]
+    assert result.network_latency["mean"] <= result.latency["mean"]  # source queueing excluded
+    assert result.average_hops == pytest.approx(statistics.fmean(r["hops"] for r in records))
+
+
+def test_the_model_keeps_no_delivered_packet_given_a_callback(example):
+    fabric = plan(example, "torus-4x4")
+    refs = []
+    model = FabricModel(fabric, on_deliver=lambda p: refs.append(weakref.ref(p)))
+    traffic = Traffic(TrafficConfig(rate=0.3), len(fabric.endpoints), seed=1)
+    for cycle in range(2000):
+        for src, dst, length in traffic.packets_at(cycle):
+            model.offer(src, dst, length)
+        model.step()
+    gc.collect()
+    assert model.delivered == [] and model.delivered_count == len(refs) > 1000
+    # the last flit written into each of the 16 x 5 buffers may still be remembered
+    assert sum(ref() is not None for ref in refs) <= 16 * 5 * 2
 
 
 def test_replay_matches_direct_offers(example, tmp_path):
     fabric = plan(example, "ndt-2x2x2")
     trace = [TraceEntry(c, (3 * c) % 16, (5 * c + 1) % 16, 1 + c % 5) for c in range(60)]
     trace = [e for e in trace if e.src != e.dst]
-    result = replay(fabric, trace)
+    records = []
+    result = replay(fabric, trace, records=records.append)
     model = FabricModel(fabric)
     packets = []
     for cycle in range(400):
         packets += [model.offer(e.src, e.dst, e.length) for e in trace if e.cycle == cycle]
         model.step()
-    assert [r["delivered"] for r in result.records] == [p.delivered for p in packets]
+    assert result.packets == len(trace) and not result.saturated
+    by_id = sorted(records, key=lambda r: r["id"])
+    assert [r["delivered"] for r in by_id] == [p.delivered for p in packets]
     path = tmp_path / "t.trace"
     write_trace(path, trace)
     assert main(["simulate", str(example("ndt-2x2x2")), "--trace", str(path), "--json"]) == 0
@@ -117,6 +158,7 @@ def test_simulate_command_json(example, capsys):
     ):
         assert key in report
     assert set(report["latency"]) == {"mean", "p50", "p99", "max", "ci95"}
+    assert set(report["network_latency"]) == set(report["latency"])
 
 
 def test_simulate_refuses_a_cyclic_plan_unless_allowed(tmp_path, capsys):

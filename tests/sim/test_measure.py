@@ -243,3 +243,13 @@ def test_distributed_packet_lengths_from_the_command_line(example, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([*args[:3], "8-2"])
     assert exit_.value.code == 2
+
+
+def test_simulate_stops_on_a_partial_deadlock():
+    spec = {"topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]}}
+    fabric = compile_plan(load_spec(spec))
+    traffic = Traffic(TrafficConfig(rate=0.9), len(fabric.endpoints), seed=1)
+    result = simulate(fabric, traffic, warmup=500, cycles=3000)
+    assert result.deadlock["partial"] and result.deadlock["channels"]
+    assert result.saturated and result.saturation_reason.startswith("partial deadlock at cycle")
+    assert result.cycles < 3500  # stopped, not waited out

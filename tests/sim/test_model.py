@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zfabric.sim.analytic import zero_load_latency
-from zfabric.sim.model import FabricModel, ModelDeadlock
+from zfabric.sim.model import DeadlockWatch, FabricModel, ModelDeadlock
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import analyse_routing, compile_plan, load_spec
@@ -140,6 +140,42 @@ def run_until_stuck(plan, config, cycles, seed=1):
     return None
 
 
+def run_until_deadlock(plan, config, cycles, seed=1):
+    """(model, traffic, the deadlock DeadlockWatch reports or None)."""
+    model = FabricModel(plan)
+    watch = DeadlockWatch(model)
+    traffic = Traffic(config, len(plan.endpoints), seed)
+    for cycle in range(cycles):
+        for s, d, n in traffic.packets_at(cycle):
+            model.offer(s, d, n)
+        model.step()
+        deadlock = watch()
+        if deadlock:
+            return model, traffic, deadlock
+    return model, traffic, None
+
+
+#: nDT 3x3x3 with Card0 = d0+ d1+ d2+: every dimension split across the cards, so the ring
+#: classes of several dimensions share the internal link's VCs and the CDG is cyclic
+PARTIAL = {"topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]}}
+
+
+def test_a_partial_deadlock_is_found_while_other_traffic_moves():
+    plan = compile_plan(load_spec(PARTIAL))
+    assert analyse_routing(plan).cycle  # the proof finds it first
+    model, traffic, deadlock = run_until_deadlock(plan, TrafficConfig(rate=0.9), 3000)
+    assert deadlock is not None and deadlock.partial and len(deadlock.cycle) >= 2
+    assert not model.stuck  # the rest of the fabric still moves...
+    frozen, delivered = model.fronts(), model.delivered_count
+    for cycle in range(model.cycle, model.cycle + 2000):
+        for s, d, n in traffic.packets_at(cycle):
+            model.offer(s, d, n)
+        model.step()
+    assert model.delivered_count > delivered  # ...and delivers,
+    assert model.knot(frozen)  # while the knot has not moved at all in 2000 more cycles
+    assert str(deadlock).startswith(f"partial deadlock at cycle {deadlock.at}: ")
+
+
 def test_ring_without_datelines_deadlocks_at_run_time():
     plan = compile_plan(
         load_spec(
@@ -174,4 +210,24 @@ def test_ndt_without_internal_link_classes_deadlocks_at_run_time(example):
 @pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2", "znode-64"])
 def test_deadlock_free_fabrics_never_freeze_under_overload(example, name):
     plan = plan_of(example, name, buffer_depth=2)
-    assert run_until_stuck(plan, TrafficConfig(rate=1.0, packet_length=8), 3000) is None
+    config = TrafficConfig(rate=1.0, packet_length=8)
+    assert run_until_deadlock(plan, config, 3000)[2] is None  # not even partly
+
+
+def test_torus_past_saturation_is_not_a_deadlock(example):
+    plan = plan_of(example, "torus-4x4")
+    assert run_until_deadlock(plan, TrafficConfig(rate=0.9), 4000)[2] is None
+
+
+def test_cosim_reports_a_model_deadlock_with_its_channels(tmp_path):
+    from zfabric.sim.tb.runner import CosimDeadlock, cosim, simulator_available, traffic_trace
+
+    if not simulator_available("icarus"):
+        pytest.skip("icarus is not installed")
+    plan = compile_plan(load_spec(PARTIAL))
+    trace = traffic_trace(plan, TrafficConfig(rate=0.9), 2000)
+    with pytest.raises(CosimDeadlock) as caught:
+        cosim(plan, trace, build_dir=tmp_path)  # the model runs first: nothing is built
+    assert caught.value.deadlock.partial and caught.value.deadlock.cycle
+    assert "partial deadlock at cycle" in str(caught.value)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,114 @@
+"""Pattern-aware analytic limits and the saturation verdict, against bounds derived by hand.
+
+Rings under DOR with ties toward + (docs/specs.md), one endpoint per switch, endpoint i on
+switch i. A flow from s with ring offset d (1 <= d < k) goes + when d <= k/2, else - .
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from zfabric.sim.analytic import channel_load, pattern_limits, uniform_channel_load
+from zfabric.sim.measure import LATENCY_FACTOR, simulate
+from zfabric.sim.traffic import Traffic, TrafficConfig, pattern_flows
+
+from zfabric import compile_plan, load_spec
+
+
+def ring(k: int):
+    return compile_plan(load_spec({"topology": {"kind": "torus", "k": [k]}}))
+
+
+def limits(fabric, pattern: str, **options):
+    return pattern_limits(fabric, TrafficConfig(pattern=pattern, **options))
+
+
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_uniform_bound_on_an_even_ring(k):
+    # a + link is crossed by the d flows of offset d, d = 1 .. k/2 (ties +): k/2 (k/2 + 1) / 2
+    # flows of share 1 / (k - 1) each (k = 8: 10 flows, reference/wormhole-models.md §6.11)
+    load = (k // 2) * (k // 2 + 1) / 2 / (k - 1)
+    assert uniform_channel_load(ring(k)).max_load == pytest.approx(load)
+    assert uniform_channel_load(ring(k)).bound == pytest.approx(min(1.0, 1 / load))
+
+
+def test_bit_complement_bound_is_the_bisection_bound():
+    # 8 endpoints, 3 bits: every flow crosses the cut between {0..3} and {4..7}, which has 2
+    # links each way: 8 r <= 4, r <= 1/2. On the 8x8 torus each dimension is such a ring.
+    for fabric in (ring(8), compile_plan(load_spec({"topology": {"kind": "torus", "k": [8, 8]}}))):
+        assert limits(fabric, "bit-complement").channel_load.bound == pytest.approx(0.5)
+
+
+def test_tornado_and_neighbour_bounds():
+    # tornado on 8: offset ceil(8/2) - 1 = 3, all +: each + link carries 3 flows -> 1/3
+    assert limits(ring(8), "tornado").channel_load.bound == pytest.approx(1 / 3)
+    # neighbour: one flow per + link -> only injection binds
+    assert limits(ring(8), "neighbour").channel_load.bound == 1.0
+
+
+def test_hotspot_bound_is_set_by_the_hot_endpoint():
+    # endpoint 0 receives 0.2 + 0.8/7 of each of the 7 others' packets: 1.4 + 0.8 = 2.2
+    bound = limits(ring(8), "hotspot", hotspot_fraction=0.2).channel_load
+    assert bound.ejection_load == pytest.approx(2.2)
+    assert bound.bound == pytest.approx(1 / 2.2)
+    assert "ejection" in bound.limited_by
+
+
+def test_zero_load_latency_uses_the_patterns_own_hops():
+    fabric = ring(8)
+    # 2 H + L + 2 with L = 4. uniform: offsets 1..7 take 1,2,3,4,3,2,1 hops: H = 16/7.
+    assert limits(fabric, "uniform").zero_load_latency == pytest.approx(2 * 16 / 7 + 6)
+    # bit-complement: src -> 7 - src, offsets 7,5,3,1,7,5,3,1: hops 1,3,3,1,1,3,3,1: H = 2
+    assert limits(fabric, "bit-complement").zero_load_latency == pytest.approx(10)
+    assert limits(fabric, "tornado").zero_load_latency == pytest.approx(2 * 3 + 6)
+    assert limits(fabric, "neighbour").zero_load_latency == pytest.approx(2 * 1 + 6)
+    # a distribution of lengths uses its mean: neighbour with 2..8 flits -> 2 + 5 + 2
+    config = TrafficConfig(pattern="neighbour", packet_length=(2, 8))
+    assert pattern_limits(fabric, config).zero_load_latency == pytest.approx(9)
+
+
+@pytest.mark.parametrize("pattern", ["zipf", "hotspot", "uniform", "transpose"])
+def test_pattern_flows_are_what_the_generator_draws(pattern):
+    n, draws = 8, 40_000
+    config = TrafficConfig(pattern=pattern, rate=1.0, packet_length=1)
+    flows = pattern_flows(config, n, seed=5)
+    traffic = Traffic(config, n, seed=5)
+    counts = collections.Counter()
+    sent = collections.Counter()
+    for cycle in range(draws // n):
+        for src, dst, _ in traffic.packets_at(cycle):
+            counts[(src, dst)] += 1
+            sent[src] += 1
+    for (src, dst), share in flows.items():
+        assert counts[(src, dst)] / sent[src] == pytest.approx(share, abs=0.03), (src, dst)
+    assert set(counts) <= set(flows)
+
+
+def test_channel_load_of_explicit_flows():
+    # one flow 0 -> 2 on the 8-ring: two + links at load 1, bound 1 (injection)
+    load = channel_load(ring(8), {(0, 2): 1.0})
+    assert load.max_load == pytest.approx(1.0) and load.bound == 1.0
+
+
+def test_a_rate_over_the_bound_is_never_stable():
+    # bit-complement on the 8-ring at 0.52 (over the 0.5 bisection bound): however the short
+    # window looks, the verdict is saturated and names the bound
+    fabric = ring(8)
+    traffic = Traffic(TrafficConfig(pattern="bit-complement", rate=0.52), 8, seed=1)
+    result = simulate(fabric, traffic, warmup=200, cycles=1000)
+    assert result.saturated and "channel-load bound 0.500" in result.saturation_reason
+    below = Traffic(TrafficConfig(pattern="bit-complement", rate=0.2), 8, seed=1)
+    result = simulate(fabric, below, warmup=200, cycles=2000)
+    assert not result.saturated and result.saturation_reason is None
+    assert result.limits["bound"] == pytest.approx(0.5)
+
+
+def test_latency_criterion_marks_a_congested_point():
+    # torus-4x4 uniform at 0.9: under the 1.0 bound, but latency explodes past 3x zero-load
+    fabric = compile_plan(load_spec({"topology": {"kind": "torus", "k": [4, 4]}}))
+    traffic = Traffic(TrafficConfig(rate=0.9), 16, seed=1)
+    result = simulate(fabric, traffic, warmup=300, cycles=1500, drain_limit=200)
+    assert result.saturated and result.deadlock is None
+    assert result.latency["mean"] > LATENCY_FACTOR * result.limits["zero_load_latency"]
+    assert f"over {LATENCY_FACTOR:g} x zero-load" in result.saturation_reason

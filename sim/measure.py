@@ -23,12 +23,14 @@ and passes per-packet records to the caller's ``records`` sink, if any, as packe
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from zfabric.plan import FabricPlan
 
@@ -44,6 +46,8 @@ __all__ = [
     "simulate",
     "batch_means_ci95",
     "replay",
+    "RECORD_FIELDS",
+    "RecordWriter",
 ]
 
 #: a stable point's mean latency stays within this multiple of the zero-load latency
@@ -195,6 +199,42 @@ class _Meter:
             deadlock=None,
             cycles=model.cycle,
         )
+
+
+#: the keys of a per-packet record, in order (the CSV header)
+RECORD_FIELDS = ("id", "src", "dst", "length", "created", "injected", "delivered", "hops")
+
+
+class RecordWriter:
+    """A ``records`` sink that streams each record to ``stream`` as it comes.
+
+    ``fmt`` ``"json"`` writes one JSON array (one record per line), ``"csv"`` a header line
+    then one row per record (an undelivered packet's ``delivered`` is empty). Call
+    :meth:`close` once the run is over to finish the JSON array; it does not close ``stream``.
+    """
+
+    def __init__(self, stream: TextIO, fmt: str = "json"):
+        if fmt not in ("json", "csv"):
+            raise ValueError(f"records format must be json or csv, got {fmt!r}")
+        self.stream = stream
+        self.fmt = fmt
+        self.count = 0
+        if fmt == "csv":
+            self._csv = csv.DictWriter(stream, RECORD_FIELDS, lineterminator="\n")
+            self._csv.writeheader()
+        else:
+            stream.write("[")
+
+    def __call__(self, record: Record) -> None:
+        if self.fmt == "csv":
+            self._csv.writerow(record)
+        else:
+            self.stream.write(("," if self.count else "") + "\n" + json.dumps(record))
+        self.count += 1
+
+    def close(self) -> None:
+        if self.fmt == "json":
+            self.stream.write("\n]\n")
 
 
 def _record(packet: Packet) -> Record:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import gc
+import io
 import json
 import math
 import statistics
@@ -10,7 +12,7 @@ import weakref
 
 import pytest
 from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
-from zfabric.sim.measure import batch_means_ci95, replay, simulate
+from zfabric.sim.measure import RecordWriter, batch_means_ci95, replay, simulate
 from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig, write_trace
 
@@ -263,3 +265,26 @@ def test_simulate_stops_on_a_partial_deadlock():
     assert result.deadlock["partial"] and result.deadlock["channels"]
     assert result.saturated and result.saturation_reason.startswith("partial deadlock at cycle")
     assert result.cycles < 3500  # stopped, not waited out
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_record_writer_streams_what_simulate_hands_it(example, fmt):
+    fabric = plan(example, "torus-4x4")
+    records, stream = [], io.StringIO()
+    writer = RecordWriter(stream, fmt)
+
+    def both(record):
+        records.append(record)
+        writer(record)
+
+    traffic = Traffic(TrafficConfig(rate=0.2), len(fabric.endpoints), seed=4)
+    simulate(fabric, traffic, warmup=100, cycles=500, records=both)
+    writer.close()
+    if fmt == "json":
+        assert json.loads(stream.getvalue()) == records
+    else:
+        rows = list(csv.DictReader(io.StringIO(stream.getvalue())))
+        assert [{k: int(v) for k, v in row.items()} for row in rows] == records
+    assert writer.count == len(records) > 50
+    with pytest.raises(ValueError, match="json or csv, got 'xml'"):
+        RecordWriter(stream, "xml")

@@ -37,7 +37,7 @@ def one(topology: dict, rate: float, cycles: int) -> dict:
     from zfabric import compile_plan, load_spec
 
     plan = compile_plan(load_spec({"name": "bench", "topology": topology}))
-    model = FabricModel(plan)
+    model = FabricModel(plan, on_deliver=lambda packet: None)  # keep none, as simulate() does
     traffic = Traffic(TrafficConfig(rate=rate), len(plan.endpoints), seed=1)
     warm = cycles // 4
     for cycle in range(warm):  # fill the fabric before timing

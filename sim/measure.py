@@ -144,7 +144,6 @@ class SimulationResult:
     deadlock: dict[str, Any] | None  # ModelDeadlock.report(): cycle, channels, partial
     cycles: int  # cycles simulated in all
     limits: dict[str, Any] | None = None  # PatternLimits.to_dict() of synthetic traffic
-    inputs: dict[str, Any] | None = None  # what was run: traffic, seed, windows (or the trace)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -333,21 +332,6 @@ def simulate(
     result.saturation_reason = "; ".join(reasons) or None
     result.deadlock = deadlock.report() if deadlock else None
     result.limits = limits.to_dict()
-    config = traffic.config
-    result.inputs = {
-        "pattern": config.pattern,
-        "rate": config.rate,
-        "packet_length": config.packet_length,
-        "process": config.process,
-        "seed": traffic.seed,
-        "warmup": warmup,
-        "cycles": cycles,
-        "drain_limit": drain_limit,
-    }
-    if config.pattern == "hotspot":
-        result.inputs.update(hotspots=config.hotspots, hotspot_fraction=config.hotspot_fraction)
-    if config.pattern == "zipf":
-        result.inputs["zipf_exponent"] = config.zipf_exponent
     return result
 
 
@@ -392,5 +376,4 @@ def replay(
         reasons.append(f"packets undelivered {drain_limit} cycles after the last entry")
     result = meter.result(model, reasons)
     result.deadlock = deadlock.report() if deadlock else None
-    result.inputs = {"trace_packets": len(entries), "drain_limit": drain_limit}
     return result

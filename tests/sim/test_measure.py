@@ -83,16 +83,6 @@ def test_records_stream_to_the_sink_and_agree_with_the_summary(example):
         assert summary["max"] == values[-1]
     assert result.network_latency["mean"] <= result.latency["mean"]  # source queueing excluded
     assert result.average_hops == pytest.approx(statistics.fmean(r["hops"] for r in records))
-    assert result.inputs == {
-        "pattern": "uniform",
-        "rate": 0.3,
-        "packet_length": 4,
-        "process": "bernoulli",
-        "seed": 2,
-        "warmup": 300,
-        "cycles": 2000,
-        "drain_limit": 2000,
-    }
 
 
 def test_the_model_keeps_no_delivered_packet_given_a_callback(example):

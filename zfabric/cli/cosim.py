@@ -48,8 +48,8 @@ def register(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 1 on a mismatch (or a model deadlock), 3 when the simulation cannot run."""
-    from zfabric.sim.model import ModelDeadlock
     from zfabric.sim.tb.runner import (
+        CosimDeadlock,
         CosimError,
         cosim,
         format_report,
@@ -89,12 +89,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         with phase(args, f"cosim on {args.sim}"):
             report = cosim(plan, trace, sim=args.sim, vcd=vcd is not None, build_dir=build_dir)
+    except CosimDeadlock as error:
+        print(
+            f"zfabric: the model deadlocked, nothing to compare: {error.deadlock}", file=sys.stderr
+        )
+        return 1
     except CosimError as error:
         print(f"zfabric: the co-simulation could not run: {error}", file=sys.stderr)
         return 3
-    except ModelDeadlock as error:
-        print(f"zfabric: the model deadlocked, nothing to compare: {error}", file=sys.stderr)
-        return 1
     if vcd is not None and report["vcd"]:
         vcd.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(report["vcd"], vcd)

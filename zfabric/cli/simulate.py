@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import csv
+import collections
 import io
 import json
 import sys
@@ -13,7 +13,7 @@ from .check import checked_plan
 from .common import add_command, check_output_file, progress, write_atomically
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
 
-__all__ = ["register", "run", "latency_text", "write_records"]
+__all__ = ["register", "run", "latency_text"]
 
 
 def register(commands) -> None:
@@ -37,12 +37,15 @@ def register(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zfabric.sim.analytic import zero_load_latency
-    from zfabric.sim.measure import replay, simulate
+    from zfabric.sim.analytic import flow_zero_load_latency, zero_load_latency
+    from zfabric.sim.measure import RecordWriter, replay, simulate
     from zfabric.sim.traffic import Traffic
 
+    buffer = io.StringIO()  # the records, streamed as packets complete, written atomically
+    writer = None
     if args.records:
         check_output_file(args.records, "--records")
+        writer = RecordWriter(buffer, "csv" if args.records.lower().endswith(".csv") else "json")
     spec, plan, analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         trace = read_checked_trace(args.trace, plan)
         inputs: dict[str, Any] = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
-        result = replay(plan, trace)
+        result = replay(plan, trace, records=writer)
         mean_length = sum(e.length for e in trace) / len(trace) if trace else 0.0
         title = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
     else:
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                 traffic,
                 warmup=experiment.warmup,
                 cycles=experiment.cycles,
-                records=bool(args.records),
+                records=writer,
                 progress=update,
             )
         mean_length = config.mean_length
@@ -73,10 +76,17 @@ def run(args: argparse.Namespace) -> int:
             f" packets of {experiment.lengths()}"
         )
     report = result.to_dict()
-    report["zero_load_latency"] = zero_load_latency(analysis.average_hops, mean_length)
-    records = report.pop("records", None)
-    if args.records and records is not None:
-        write_records(args.records, records)
+    # the prediction for these packets' own routes (the pattern's flows, or the trace's)
+    if result.limits:
+        report["zero_load_latency"] = result.limits["zero_load_latency"]
+    elif args.trace and trace:
+        flows = collections.Counter((e.src, e.dst) for e in trace)
+        report["zero_load_latency"] = flow_zero_load_latency(plan, flows, mean_length)
+    else:
+        report["zero_load_latency"] = zero_load_latency(analysis.average_hops, mean_length)
+    if writer:
+        writer.close()
+        write_atomically(args.records, buffer.getvalue())
     if args.json:
         print(json.dumps({"name": spec.name, "inputs": inputs, **report}, indent=1))
     else:
@@ -114,16 +124,3 @@ def latency_text(report: dict[str, Any]) -> str:
     if isinstance(network, dict) and network.get("mean") is not None:
         text += f"; network latency mean {network['mean']:.2f}"
     return text
-
-
-def write_records(path: str, records: list[dict[str, Any]]) -> None:
-    """Per-packet records as CSV (``.csv``) or JSON."""
-    if path.lower().endswith(".csv"):
-        buffer = io.StringIO()
-        fields = list(records[0]) if records else ["id", "src", "dst", "length"]
-        writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(records)
-        write_atomically(path, buffer.getvalue())
-    else:
-        write_atomically(path, json.dumps(records, indent=0) + "\n")

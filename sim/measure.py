@@ -14,7 +14,8 @@ and passes per-packet records to the caller's ``records`` sink, if any, as packe
   (:func:`zfabric.sim.analytic.pattern_limits`): provably unsustainable, whatever the window
   measured;
 - measured packets were still undelivered ``drain_limit`` cycles after the window;
-- the accepted throughput is below 95% of the offered throughput;
+- the accepted throughput is below 95% of the offered throughput, by more than counting noise
+  (3 sqrt(n) packets, n the packets offered in the window);
 - the mean packet latency is above ``LATENCY_FACTOR`` (3) times the pattern's zero-load
   latency;
 - the latency has not converged: the mean over the second half of the window (by creation
@@ -159,6 +160,7 @@ class _Meter:
         self.records = records
         self.pending: dict[int, Packet] = {}  # measured packets not delivered yet
         self.offered_flits = 0
+        self.offered_packets = 0
         self.accepted_flits = 0
         self.hops = 0
 
@@ -166,6 +168,7 @@ class _Meter:
         if self.window[0] <= packet.created < self.window[1]:
             self.pending[packet.id] = packet
             self.offered_flits += packet.length
+            self.offered_packets += 1
 
     def __call__(self, packet: Packet) -> None:
         if self.window[0] <= packet.delivered < self.window[1]:
@@ -249,6 +252,17 @@ def _record(packet: Packet) -> Record:
     }
 
 
+def _beyond_noise(meter: _Meter) -> bool:
+    """Whether the window's accepted shortfall exceeds counting noise: 3 sqrt(n) packets of the
+    mean length, n the packets offered in the window (in a short window the packets in flight
+    at its two ends alone can differ by several percent)."""
+    if not meter.offered_packets:
+        return False
+    mean_length = meter.offered_flits / meter.offered_packets
+    noise = 3 * math.sqrt(meter.offered_packets) * mean_length
+    return meter.offered_flits - meter.accepted_flits > noise
+
+
 def _verdict(
     meter: _Meter, result: SimulationResult, rate: float, limits: PatternLimits
 ) -> list[str]:
@@ -260,7 +274,7 @@ def _verdict(
             f"offered rate {rate:g} is above the channel-load bound {bound.bound:.3f}"
             f" (set by {bound.limited_by})"
         )
-    if result.accepted < ACCEPT_FRACTION * result.offered:
+    if result.accepted < ACCEPT_FRACTION * result.offered and _beyond_noise(meter):
         reasons.append(
             f"accepted {result.accepted:.4f} is below {ACCEPT_FRACTION:.0%} of offered"
             f" {result.offered:.4f}"

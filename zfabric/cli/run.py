@@ -84,7 +84,7 @@ def register(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree."""
-    from zfabric.sim.analytic import uniform_channel_load, zero_load_latency
+    from zfabric.sim.analytic import pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"check": check_report(spec, metrics, analysis)}, indent=1))
         return 1
-    bound = uniform_channel_load(plan)
-    zero = zero_load_latency(analysis.average_hops, experiment.config(COSIM_RATE).mean_length)
+    limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
+    bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
 
     with out.staging() as staging:
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             {spec.name: points},
             staging / "curve.png",
             title=f"{spec.name}: {experiment.pattern} traffic, packets of {experiment.lengths()}",
-            bounds={spec.name: bound.bound} if experiment.pattern == "uniform" else None,
+            plans={spec.name: plan},
         )
         write_atomically(
             staging / "report.md",
@@ -224,6 +224,7 @@ def _report_markdown(
         for p in points
     )
     knee = max((p["offered"] for p in points if not p["saturated"]), default=0.0)
+    pattern = experiment.pattern
     return f"""# {spec.name}
 
 ## Fabric
@@ -239,9 +240,10 @@ def _report_markdown(
 {experiment.cycles} cycles, seed {experiment.seed}. Latency is from packet creation to tail
 delivery, in cycles.
 
-- Zero-load latency (analytic, 2·hops + L + 2): {zero:.2f} cycles
-- Channel-load bound under uniform traffic: {bound.bound:.3f} flits/cycle/endpoint
-  (busiest channel {bound.busiest}, load {bound.max_load:.3f} per unit injection)
+- Zero-load latency (analytic, {pattern} flows, 2·hops + L + 2): {zero:.2f} cycles
+- Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint
+  (set by {bound.limited_by}; busiest channel {bound.busiest}, load {bound.max_load:.3f}
+  per unit injection)
 - Highest offered load accepted in this sweep: {knee:.3f} flits/cycle/endpoint
 
 ![latency-throughput curve](curve.png)

@@ -4,13 +4,12 @@ code ``run`` shares (kept together so a refined sweep or another plotter swaps i
 from __future__ import annotations
 
 import argparse
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 from .check import checked_plan
-from .common import add_command, check_output_file, progress, status, write_atomically
+from .common import add_command, check_output_file, progress, status
 from .experiment import Experiment, add_traffic_arguments, resolve
 
 __all__ = ["register", "run", "sweep_curve", "plot_curves"]
@@ -39,14 +38,9 @@ def run(args: argparse.Namespace) -> int:
         experiments[spec.name] = experiment
     if args.plot:
         patterns = {e.pattern for e in experiments.values()}
-        bounds = None
-        if patterns == {"uniform"}:
-            from zfabric.sim.analytic import uniform_channel_load
-
-            bounds = {name: uniform_channel_load(plan).bound for name, plan in plans.items()}
         lengths = ", ".join(sorted({e.lengths() for e in experiments.values()}))
         title = f"{'/'.join(sorted(patterns))} traffic, packets of {lengths}"
-        plot_curves(curves, Path(args.plot), title=title, bounds=bounds)
+        plot_curves(curves, Path(args.plot), title=title, plans=plans)
     if args.json:
         report = {
             name: {"inputs": experiments[name].inputs(name), "points": points}
@@ -72,79 +66,37 @@ def sweep_curve(
     experiment: Experiment,
     rates: tuple[float, ...] | list[float],
 ) -> list[dict[str, Any]]:
-    """Simulate each rate in turn, stopping at saturation or deadlock."""
-    from zfabric.sim.measure import simulate
-    from zfabric.sim.traffic import Traffic
+    """The rates in turn up to the first saturated one, then the knee bisected to 0.01
+    (:func:`zfabric.sim.sweep.sweep`); stops on a deadlock."""
+    from zfabric.sim.sweep import sweep
 
-    points = []
-    with progress(args, f"{name} rates", "rates") as update:
-        for index, offered in enumerate(rates):
-            traffic = Traffic(experiment.config(offered), len(plan.endpoints), seed=experiment.seed)
-            result = simulate(plan, traffic, warmup=experiment.warmup, cycles=experiment.cycles)
-            points.append({"rate": offered, **result.to_dict()})
-            if update:
-                update(index + 1, len(rates))
-            mean = result.latency["mean"]
-            status(
-                args,
-                f"[{index + 1}/{len(rates)}] {name} rate {offered}: accepted"
-                f" {result.accepted:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
-                + (" (saturated)" if result.saturated else ""),
-            )
-            if result.saturated or result.deadlock:
-                break
+    with progress(args, f"{name} rates", "runs") as update:
+        points = sweep(
+            plan,
+            experiment.config(rates[0]),
+            rates,
+            seed=experiment.seed,
+            warmup=experiment.warmup,
+            cycles=experiment.cycles,
+            progress=update,
+        )
+    for index, point in enumerate(points):
+        mean = point["latency"]["mean"]
+        status(
+            args,
+            f"[{index + 1}/{len(points)}] {name} rate {point['rate']}: accepted"
+            f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
+            + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
+        )
     return points
 
 
 def plot_curves(
-    curves: dict[str, list[dict]],
-    path: Path,
-    *,
-    title: str,
-    bounds: dict[str, float] | None = None,
+    curves: dict[str, list[dict]], path: Path, *, title: str, plans: dict[str, Any]
 ) -> None:
-    """Latency against accepted throughput, one line per fabric (written atomically).
+    """The latency-throughput plot (:func:`zfabric.sim.plot.plot_curves`), each fabric's
+    buffer depth in the title; the bounds come with the points."""
+    from zfabric.sim.plot import plot_curves as plot
 
-    ``bounds`` draws each fabric's channel-load bound as a dashed vertical line; saturated
-    points are drawn hollow.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6.4, 4.2))
-    for name, points in curves.items():
-        shown = [p for p in points if p["latency"]["mean"] is not None]
-        (line,) = axes.plot(
-            [p["accepted"] for p in shown],
-            [p["latency"]["mean"] for p in shown],
-            marker="o",
-            label=name,
-        )
-        saturated = [p for p in shown if p["saturated"]]
-        axes.plot(
-            [p["accepted"] for p in saturated],
-            [p["latency"]["mean"] for p in saturated],
-            "o",
-            markerfacecolor="white",
-            color=line.get_color(),
-        )
-        if bounds and name in bounds:
-            axes.axvline(
-                bounds[name],
-                linestyle="--",
-                color=line.get_color(),
-                alpha=0.6,
-                label=f"{name} channel-load bound",
-            )
-    axes.set_xlabel("accepted throughput (flits/cycle/endpoint)")
-    axes.set_ylabel("mean packet latency (cycles)")
-    axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    write_atomically(path, buffer.getvalue())
+    depths = {name: plan.buffer_depth for name, plan in plans.items()}
+    plot(curves, path, title=title, buffer_depth=depths)

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {latency_text(report)}")
         print(f"  packets {result.packets}, average hops {result.average_hops}")
         if result.saturated:
-            print("  SATURATED: the fabric does not accept the offered load")
+            print(f"  SATURATED: {result.saturation_reason}")
     if result.deadlock:
         channels = result.deadlock["channels"]
         print(

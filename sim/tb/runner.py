@@ -71,9 +71,13 @@ class CosimDeadlock(CosimError):
 
 
 def default_cache() -> Path:
-    """``$ZFABRIC_COSIM_DIR``, else ``~/.cache/zfabric/cosim``."""
+    """``$ZFABRIC_COSIM_DIR``, else ``zfabric/cosim`` under the platform's user cache folder
+    (``~/.cache/zfabric/cosim`` on Linux), as ``zfabric cache info`` shows it."""
+    import platformdirs
+
     env = os.environ.get("ZFABRIC_COSIM_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "zfabric" / "cosim"
+    root = Path(platformdirs.user_cache_dir("zfabric", appauthor=False))
+    return Path(env) if env else root / "cosim"
 
 
 def _generator_digest() -> str:

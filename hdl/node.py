@@ -92,6 +92,7 @@ class TwinSwitchNode(wiring.Component):
                     buffer_depth=self._plan.buffer_depth,
                     routes=routes,
                     identity_port=self._identity_ports,
+                    router=self._plan.router,
                 )
                 for routes in self._routes
             ]
@@ -109,7 +110,9 @@ class TwinSwitchNode(wiring.Component):
         return (
             "node",
             *(
-                switch_kind(self._flit_layout, depth, routes, self._identity_ports)
+                switch_kind(
+                    self._flit_layout, depth, routes, self._identity_ports, self._plan.router
+                )
                 for routes in self._routes
             ),
         )

@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan
+from zfabric.router_settings import RouterSettings
 
 from .flit import FlitLayout, LinkSignature
 from .router.allocator import Allocator
@@ -26,13 +27,16 @@ __all__ = [
 ]
 
 
-def switch_kind(flit_layout, buffer_depth, routes: RouteRow, identity_port: bool) -> tuple:
+def switch_kind(
+    flit_layout, buffer_depth, routes: RouteRow, identity_port: bool, router: RouterSettings
+) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
     identity_port = bool(identity_port and routes.identity_width)
     return (
         "switch",
         flit_layout,
         buffer_depth,
+        router,
         routes.key,
         identity_port,
         None if identity_port else routes.identity,
@@ -56,6 +60,8 @@ class Switch(wiring.Component):
     identity_port : bool
         Take the switch's identity (coordinates, Znode id: ``routes.identity``) from an
         ``identity`` input instead of a constant, so that every switch of a kind is one module.
+    router : RouterSettings, optional
+        The plan's ``router:`` settings (allocator iterations, candidate selection).
 
     Members
     -------
@@ -75,6 +81,7 @@ class Switch(wiring.Component):
         buffer_depth: int,
         routes: RouteRow,
         identity_port: bool = False,
+        router: RouterSettings | None = None,
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -82,6 +89,9 @@ class Switch(wiring.Component):
             raise ValueError(f"a switch needs at least 2 ports, not {ports.n_ports}")
         if not isinstance(buffer_depth, int) or buffer_depth < 1:
             raise TypeError(f"buffer_depth must be a positive integer, not {buffer_depth!r}")
+        router = RouterSettings() if router is None else router
+        if not isinstance(router, RouterSettings):
+            raise TypeError(f"router must be a RouterSettings, not {router!r}")
         if routes.ports != ports:
             raise ValueError(f"routes are for ports {routes.ports!r}, the switch has {ports!r}")
         if routes.head_width != flit_layout.head_width:
@@ -93,6 +103,7 @@ class Switch(wiring.Component):
         self._ports = ports
         self._buffer_depth = buffer_depth
         self._routes = routes
+        self._router = router
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
             members[f"i{port}"] = In(LinkSignature(flit_layout, n_vcs))
@@ -120,7 +131,13 @@ class Switch(wiring.Component):
                     for port, n_vcs in enumerate(ports.vcs)
                     for vc in range(n_vcs)
                 },
-                Allocator(in_vcs=ports.vcs, out_vcs=ports.vcs, turns=self._routes.turns),
+                Allocator(
+                    in_vcs=ports.vcs,
+                    out_vcs=ports.vcs,
+                    turns=self._routes.turns,
+                    selection=self._router.selection,
+                    iterations=2 if self._router.allocator == "separable-2" else 1,
+                ),
             )
         return self._parts
 
@@ -158,6 +175,7 @@ class Switch(wiring.Component):
             buffer_depth=plan.buffer_depth,
             routes=routes,
             identity_port=identity_port,
+            router=plan.router,
         )
 
     @property
@@ -172,7 +190,9 @@ class Switch(wiring.Component):
     @property
     def kind(self) -> tuple:
         """Switches with equal kinds elaborate to the same module (given their identity)."""
-        return switch_kind(self._flit_layout, self._buffer_depth, self._routes, self._identity_port)
+        return switch_kind(
+            self._flit_layout, self._buffer_depth, self._routes, self._identity_port, self._router
+        )
 
     def i(self, port: int):
         """The input link of ``port``."""

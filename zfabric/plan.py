@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from .errors import PlanError
+from .router_settings import RouterSettings
 
 __all__ = [
     "Port",
@@ -112,6 +113,7 @@ class FabricPlan:
     flit_width: int = 32
     buffer_depth: int = 4
     packet_length: int = 4
+    router: RouterSettings = RouterSettings()
 
     def to_dict(self) -> dict[str, Any]:
         return _canonical(asdict(self))
@@ -148,6 +150,8 @@ class FabricPlan:
                 flit_width=data["flit_width"],
                 buffer_depth=data["buffer_depth"],
                 packet_length=data["packet_length"],
+                # plans written before the router section have today's switch
+                router=RouterSettings.from_dict(data.get("router", {})),
             )
         except (KeyError, TypeError) as error:
             raise PlanError(f"malformed plan: {error!r}") from None

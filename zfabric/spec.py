@@ -26,6 +26,7 @@ import yaml
 
 from .errors import SpecError
 from .traffic_spec import TrafficSpec, parse_traffic
+from .router_settings import RouterSettings, parse_router
 
 __all__ = [
     "FabricSpec",
@@ -365,6 +366,7 @@ class FabricSpec:
     buffer_depth: int = 4
     packet_length: int = 4  # the fixed packet length (top level, or traffic's single N)
     traffic: TrafficSpec = field(default_factory=TrafficSpec)
+    router: RouterSettings = field(default_factory=RouterSettings)
 
 
 def _parse_topology(topology: Any, reader: Reader) -> Any:
@@ -431,6 +433,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     buffer_depth = top.get("buffer_depth", integer(2, 1024), 4)
     packet_length = top.get("packet_length", integer(1, 4096), None)
     _, traffic = errors.attempt(lambda: parse_traffic(top.section("traffic"), packet_length))
+    _, router = errors.attempt(lambda: parse_router(top.section("router")))
     top.finish()
     if errors.found:
         return None
@@ -445,6 +448,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
         buffer_depth=buffer_depth,
         packet_length=traffic.packet_length if isinstance(traffic.packet_length, int) else 4,
         traffic=traffic,
+        router=router,
     )
 
 

@@ -1,8 +1,10 @@
-"""Allocator: requests, input round-robin, output round-robin, first-free candidate.
+"""Allocator: requests, input round-robin, output round-robin, candidate selection.
 
 This is steps 2 to 5 of docs/microarchitecture.md for the control state: which input VC of
 each port sends, which input each output takes, which output VC a head acquires, and how the
-round-robin pointers and the input VCs' assignments move.
+round-robin pointers and the input VCs' assignments move. The router settings choose the
+selection rule (first free candidate, or round-robin per input port over output ports) and the
+number of separable iterations (one, or a second for what the first left unmatched).
 """
 
 from __future__ import annotations
@@ -76,15 +78,20 @@ class Allocator(wiring.Component):
     Per cycle (all on the state at the start of the cycle):
 
     - an input VC with a flit at its front requests its own output VC if it holds one and that
-      VC has a credit; otherwise, if the front is a head, the first of its candidates (lowest
-      flat index: the route unit orders candidates by priority that way) that is free and has a
-      credit;
+      VC has a credit; otherwise, if the front is a head, one of its candidates that is free and
+      has a credit: with ``selection="first-free"`` the lowest flat index (the route unit orders
+      candidates by priority that way); with ``"round-robin"`` the lowest flat index at or
+      after the input port's selection pointer (an output port), cyclically;
     - each input port picks the first requesting VC at or after its pointer, cyclically;
     - each output port grants the first input port whose pick wants it, at or after its
       pointer, cyclically;
+    - with ``iterations=2``, the input ports that got no grant pick again among their VCs that
+      want an output no grant went to, and those outputs grant among them, on the same pointers;
     - a granted input VC pops its flit; a head takes the output VC, a tail gives it back; the
       input port's pointer moves to the VC after the granted one and the output port's to the
-      input after the granted one. Ports that sent or granted nothing keep their pointers.
+      input after the granted one; a granted head moves its input port's selection pointer to
+      the output port after the one it took. Ports that sent or granted nothing keep their
+      pointers.
 
     Parameters
     ----------
@@ -96,6 +103,10 @@ class Allocator(wiring.Component):
         The (input port, output port) pairs packets can take (default: all). Other pairs get
         no request logic; an output's round-robin runs over its possible inputs only, which
         grants exactly as over all inputs since the others never request.
+    selection : ``"first-free"`` or ``"round-robin"``
+        How a head picks among its usable candidates.
+    iterations : 1 or 2
+        Separable allocation iterations.
 
     Members
     -------
@@ -115,7 +126,13 @@ class Allocator(wiring.Component):
         Per output port: the output VC of the granted flit.
     """
 
-    def __init__(self, *, in_vcs, out_vcs, turns=None):
+    def __init__(self, *, in_vcs, out_vcs, turns=None, selection="first-free", iterations=1):
+        if selection not in ("first-free", "round-robin"):
+            raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")
+        if iterations not in (1, 2):
+            raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
+        self._selection = selection
+        self._iterations = iterations
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
         ports = range(len(in_vcs))
         self._turns = frozenset(
@@ -153,63 +170,132 @@ class Allocator(wiring.Component):
         for p, o in self._turns:
             reachable[p] |= ((1 << self._out_vcs[o]) - 1) << self._base[o]
 
-        picked_target = []  # per input port: the picked VC's output VC, one-hot
-        targets = []  # per input port, per VC: what it requests
+        def per_port(bits) -> Value:
+            """An output-port vector spread over each port's output VCs."""
+            return Cat(*(bits[o].replicate(n) for o, n in enumerate(self._out_vcs)))
+
+        requesters = []  # per input port: (requesting VCs, per VC the output VC it wants)
+        targets = []  # per input VC: (port, vc, held, wanted)
+        selects = []  # per input port: its selection pointer (round-robin selection only)
         for port, n_vcs in enumerate(self._in_vcs):
+            select = None
+            if self._selection == "round-robin":
+                select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
+                select_mask = _signal(m, per_port(select), f"select_mask_{port}")
+            selects.append(select)
             requests, wanted = [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
-                first_free = lowest_one(
-                    m, self.cand[port][vc] & usable & reachable[port], f"first_free_{port}_{vc}"
-                )
+                candidates = self.cand[port][vc] & usable & reachable[port]
+                name = f"chosen_{port}_{vc}"
+                if select is None:
+                    chosen = lowest_one(m, candidates, name)
+                else:
+                    chosen = round_robin(m, candidates, select_mask, name)
                 requests.append(
                     self.valid[port][vc]
                     & Mux(
                         held.any(),
                         (held & self.ready).any(),
-                        self.head[port][vc] & first_free.any(),
+                        self.head[port][vc] & chosen.any(),
                     )
                 )
-                wanted.append(_signal(m, Mux(held.any(), held, first_free), f"want_{port}_{vc}"))
+                wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
                 targets.append((port, vc, held, wanted[-1]))
-            pointer = Signal(n_vcs, name=f"in_pointer_{port}", init=(1 << n_vcs) - 1)
-            pick = Signal(n_vcs, name=f"pick_{port}")
-            m.d.comb += [
-                pick.eq(round_robin(m, Cat(*requests), pointer, f"in_rr_{port}")),
-                self.pick[port].eq(pick),
-            ]
-            target = 0
-            for vc in range(n_vcs):
-                target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
-            picked = Signal(n_ovc, name=f"picked_{port}")
-            m.d.comb += picked.eq(target)
-            picked_target.append((pointer, pick, picked))
+            requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted))
 
-        granted = [Const(0, 1)] * n_ports
-        for out, n_vcs in enumerate(self._out_vcs):
-            base = self._base[out]
+        in_pointers = [
+            Signal(n, name=f"in_pointer_{port}", init=(1 << n) - 1)
+            for port, n in enumerate(self._in_vcs)
+        ]
+        out_pointers = {}
+        for out in range(n_ports):
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
-            if not inputs:
-                continue
-            wants = Cat(*(picked_target[p][2][base : base + n_vcs].any() for p in inputs))
-            pointer = Signal(len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1)
-            grant = Signal(len(inputs), name=f"grant_{out}")
-            m.d.comb += grant.eq(round_robin(m, wants, pointer, f"out_rr_{out}"))
-            with m.If(wants.any()):
-                m.d.sync += pointer.eq(after(grant))
-            vcs = 0
-            for i, port in enumerate(inputs):
-                picked = picked_target[port][2]
-                vcs = vcs | (picked[base : base + n_vcs] & grant[i].replicate(n_vcs))
-                granted[port] = granted[port] | grant[i]
-                m.d.comb += self.grant[out][port].eq(grant[i])
-            m.d.comb += self.vc[out].eq(one_hot_index(vcs, len(self.vc[out])))
+            if inputs:
+                out_pointers[out] = Signal(
+                    len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1
+                )
+        matched_in = [Const(0, 1)] * n_ports  # input ports granted by an earlier iteration
+        matched_out = [Const(0, 1)] * n_ports  # output ports that granted in an earlier one
+        picks = [[] for _ in range(n_ports)]  # per input port, per iteration: (pick, granted)
+        grants = [0] * n_ports  # per output port: one-hot over all input ports
+        out_vcs = [0] * n_ports  # per output port: the granted flit's output VC, one-hot
+        for it in range(self._iterations):
+            taken = per_port(Cat(*matched_out))
+            picked = []  # per input port: the picked VC's output VC, one-hot
+            for port, (requests, wanted) in enumerate(requesters):
+                open_requests = requests
+                if it:
+                    open_requests = Cat(
+                        *(requests[vc] & ~(wanted[vc] & taken).any() for vc in range(len(wanted)))
+                    ) & ~matched_in[port].replicate(len(wanted))
+                pick = Signal(len(wanted), name=f"pick_{port}_{it}")
+                m.d.comb += pick.eq(
+                    round_robin(m, open_requests, in_pointers[port], f"in_rr_{port}_{it}")
+                )
+                target = 0
+                for vc in range(len(wanted)):
+                    target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
+                picked.append(_signal(m, target, f"picked_{port}_{it}"))
+                picks[port].append(pick)
+            granted = [Const(0, 1)] * n_ports
+            for out, pointer in out_pointers.items():
+                base, n_vcs = self._base[out], self._out_vcs[out]
+                inputs = [p for p in range(n_ports) if (p, out) in self._turns]
+                wants = Cat(*(picked[p][base : base + n_vcs].any() for p in inputs))
+                grant = Signal(len(inputs), name=f"grant_{out}_{it}")
+                m.d.comb += grant.eq(round_robin(m, wants, pointer, f"out_rr_{out}_{it}"))
+                for i, port in enumerate(inputs):
+                    out_vcs[out] = out_vcs[out] | (
+                        picked[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
+                    )
+                    granted[port] = granted[port] | grant[i]
+                spread = [Const(0, 1)] * n_ports
+                for i, port in enumerate(inputs):
+                    spread[port] = grant[i]
+                grants[out] = grants[out] | Cat(*spread)
+                matched_out[out] = matched_out[out] | wants.any()
+            for port in range(n_ports):
+                picks[port][it] = (picks[port][it], granted[port])
+                matched_in[port] = matched_in[port] | granted[port]
 
-        for port, (pointer, pick, _) in enumerate(picked_target):
-            pop = Signal(len(pick), name=f"pop_{port}")
-            m.d.comb += [pop.eq(pick & granted[port].replicate(len(pick))), self.pop[port].eq(pop)]
-            with m.If(granted[port]):
-                m.d.sync += pointer.eq(after(pick))
+        for out, pointer in out_pointers.items():
+            grant = _signal(m, grants[out], f"grant_{out}")
+            inputs = [p for p in range(n_ports) if (p, out) in self._turns]
+            m.d.comb += [
+                self.grant[out].eq(grant),
+                self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
+            ]
+            with m.If(grant.any()):
+                m.d.sync += pointer.eq(after(Cat(*(grant[p] for p in inputs))))
+
+        for port, iterations in enumerate(picks):
+            pop, pick = 0, iterations[-1][0]
+            for it_pick, it_granted in iterations:
+                pop = pop | (it_pick & it_granted.replicate(len(it_pick)))
+            for it_pick, it_granted in reversed(iterations[:-1]):
+                pick = Mux(it_granted, it_pick, pick)
+            pop = _signal(m, pop, f"pop_{port}")
+            m.d.comb += [self.pop[port].eq(pop), self.pick[port].eq(pick)]
+            with m.If(matched_in[port]):
+                m.d.sync += in_pointers[port].eq(after(pop))
+            if selects[port] is not None:
+                _requests, wanted = requesters[port]
+                taken = 0
+                for vc in range(len(wanted)):
+                    taken = taken | (wanted[vc] & (pop[vc] & self.head[port][vc]).replicate(n_ovc))
+                taken = _signal(m, taken, f"taken_{port}")
+                with m.If(taken.any()):
+                    m.d.sync += selects[port].eq(
+                        after(
+                            Cat(
+                                *(
+                                    taken[self._base[o] : self._base[o] + n].any()
+                                    for o, n in enumerate(self._out_vcs)
+                                )
+                            )
+                        )
+                    )
         for port, vc, held, wanted in targets:
             with m.If(self.pop[port][vc] & self.head[port][vc]):
                 m.d.sync += held.eq(wanted)

@@ -137,6 +137,10 @@ class FabricModel:
         ]
         self._rr_in = [[0] * len(ports) for ports in self._in_vcs]
         self._rr_out = [[0] * len(ports) for ports in self._out_vcs]
+        # router settings (docs/microarchitecture.md, steps 2 to 4)
+        self._round_robin_selection = plan.router.selection == "round-robin"
+        self._iterations = 2 if plan.router.allocator == "separable-2" else 1
+        self._rr_select = [[0] * len(ports) for ports in self._in_vcs]  # output port pointer
         self._busy: set[int] = set()  # switches with a flit in some input buffer
 
         self._endpoints = [_Endpoint(len(e.attachments), self.depth) for e in plan.endpoints]
@@ -232,38 +236,27 @@ class FabricModel:
         return moved
 
     def _switch_cycle(self, s: int) -> bool:
-        bufs, assign, owner, credit = self._buf[s], self._assign[s], self._owner[s], self._credit[s]
-        rr_in = self._rr_in[s]
-        picks: dict[int, list[tuple[int, int, int]]] = {}  # out port -> [(in port, vc, out vc)]
+        bufs, assign, credit = self._buf[s], self._assign[s], self._credit[s]
+        # per input port: the requesting VCs and the output VC each wants
+        requests: list[list[tuple[int, tuple[int, int]]]] = []
         for p, vc_bufs in enumerate(bufs):
-            requests = []
+            wants = []
             for v, buf in enumerate(vc_bufs):
                 if not buf:
                     continue
                 target = assign[p][v]
+                if target is None:
+                    target = self._select(s, p, v, buf[0])
+                elif credit[target[0]][target[1]] == 0:
+                    target = None
                 if target is not None:
-                    if credit[target[0]][target[1]] > 0:
-                        requests.append((v, target))
-                    continue
-                flit = buf[0]
-                if flit.decision is None:
-                    flit.decision = self.routing.route(s, p, v, flit.head)
-                for hop in flit.decision.hops:
-                    free = [w for w in hop.vcs if owner[hop.port][w] is None]
-                    ready = [w for w in free if credit[hop.port][w] > 0]
-                    if ready:
-                        requests.append((v, (hop.port, ready[0])))
-                        break
-            if requests:
-                n = len(vc_bufs)
-                v, (o, w) = min(requests, key=lambda r: (r[0] - rr_in[p]) % n)
-                picks.setdefault(o, []).append((p, v, w))
-        if not picks:
+                    wants.append((v, target))
+            requests.append(wants)
+        grants = self._allocate(s, requests)
+        if not grants:
             return False
-        rr_out = self._rr_out[s]
-        n_ports = len(bufs)
-        for o, contenders in picks.items():
-            p, v, w = min(contenders, key=lambda c: (c[0] - rr_out[o]) % n_ports)
+        owner, rr_in, rr_out = self._owner[s], self._rr_in[s], self._rr_out[s]
+        for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
             if credit[o][w] < _UNLIMITED:
                 credit[o][w] -= 1
@@ -273,16 +266,63 @@ class FabricModel:
                 flit.head = flit.decision.head
                 flit.decision = None
                 flit.packet.path.append((s, o))
+                self._rr_select[s][p] = (o + 1) % len(bufs)
             if flit.is_tail:
                 assign[p][v] = None
                 owner[o][w] = None
             rr_in[p] = (v + 1) % len(bufs[p])
-            rr_out[o] = (p + 1) % n_ports
+            rr_out[o] = (p + 1) % len(bufs)
             self._sent.append((s, o, w, flit))
             self._credits_sent.append((s, p, v))
         if not any(q for vcs in bufs for q in vcs):
             self._busy.discard(s)
         return True
+
+    def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
+        """Step 2 for a head: the output VC it requests among its free candidates with credit."""
+        if flit.decision is None:
+            flit.decision = self.routing.route(s, p, v, flit.head)
+        owner, credit = self._owner[s], self._credit[s]
+        usable = [
+            (hop.port, w)
+            for hop in flit.decision.hops
+            for w in hop.vcs
+            if owner[hop.port][w] is None and credit[hop.port][w] > 0
+        ]
+        if not usable:
+            return None
+        if not self._round_robin_selection:
+            return usable[0]
+        pointer, n_ports = self._rr_select[s][p], len(owner)
+        return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
+
+    def _allocate(
+        self, s: int, requests: list[list[tuple[int, tuple[int, int]]]]
+    ) -> list[tuple[int, int, int, int]]:
+        """Steps 3 and 4, once per iteration: (in port, in VC, out port, out VC) per grant."""
+        rr_in, rr_out = self._rr_in[s], self._rr_out[s]
+        n_ports = len(requests)
+        grants: list[tuple[int, int, int, int]] = []
+        matched_in: set[int] = set()
+        matched_out: set[int] = set()
+        for _ in range(self._iterations):
+            picks: dict[int, list[tuple[int, int, int]]] = {}  # out port -> [(in, vc, out vc)]
+            for p, wants in enumerate(requests):
+                if p in matched_in:
+                    continue
+                open_wants = [(v, t) for v, t in wants if t[0] not in matched_out]
+                if open_wants:
+                    n = len(self._buf[s][p])
+                    v, (o, w) = min(open_wants, key=lambda r: (r[0] - rr_in[p]) % n)
+                    picks.setdefault(o, []).append((p, v, w))
+            if not picks:
+                break
+            for o, contenders in picks.items():
+                p, v, w = min(contenders, key=lambda c: (c[0] - rr_out[o]) % n_ports)
+                grants.append((p, v, o, w))
+                matched_in.add(p)
+                matched_out.add(o)
+        return grants
 
     def _end_of_cycle(self) -> None:
         view = self.view

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
 from zfabric.sim.tb.runner import default_cache, simulator_available
 
 from zfabric import compile_plan, load_spec
@@ -35,9 +36,14 @@ def need_sim():
 
 @pytest.fixture
 def plan_of(example):
-    """``plan_of("torus-4x4")``: the compiled plan of an example."""
+    """``plan_of("torus-4x4")``: the compiled plan of an example; ``plan_of("torus-4x4",
+    {"selection": "round-robin"})`` with that ``router:`` section."""
 
-    def plan(name: str):
-        return compile_plan(load_spec(example(name)))
+    def plan(name: str, router: dict | None = None):
+        if router is None:
+            return compile_plan(load_spec(example(name)))
+        data = yaml.safe_load(example(name).read_text())
+        data["router"] = router
+        return compile_plan(load_spec(data))
 
     return plan

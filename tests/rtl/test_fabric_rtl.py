@@ -8,6 +8,7 @@ for Verilog emission and the simulator build.
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 
@@ -51,6 +52,47 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
     plan = plan_of(fabric)
     trace = load_trace(plan, fabric, load)
     check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
+
+
+#: router settings other than today's (separable, first-free), by short name
+ROUTERS = {
+    "rr": {"selection": "round-robin"},
+    "sep2": {"allocator": "separable-2"},
+    "sep2-rr": {"allocator": "separable-2", "selection": "round-robin"},
+}
+#: every setting on every fabric at every load (``-m matrix``)
+MATRIX = [
+    (router, fabric, load)
+    for router in ROUTERS
+    for fabric in ("torus-4x4", "ndt-2x2x2", "znode-64", "snode-128")
+    for load in LOADS
+]
+#: the slice in the default run: each setting where it changes most, near the knee
+SLICE = [
+    ("rr", "znode-64", "near"),
+    ("sep2", "torus-4x4", "past"),
+    ("sep2-rr", "ndt-2x2x2", "near"),
+]
+
+
+def lockstep_router(plan_of, sim, cosim_dir, router, fabric, load):
+    plan = plan_of(fabric, ROUTERS[router])
+    check(cosim(plan, load_trace(plan, fabric, load), sim=sim, build_dir=cosim_dir))
+
+
+@pytest.mark.parametrize("router, fabric, load", SLICE, ids=["-".join(c) for c in SLICE])
+def test_lockstep_router_settings(plan_of, need_sim, cosim_dir, router, fabric, load):
+    """Round-robin selection and the two-iteration allocator, RTL = model packet by packet."""
+    lockstep_router(plan_of, need_sim("icarus"), cosim_dir, router, fabric, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize("router, fabric, load", MATRIX, ids=["-".join(c) for c in MATRIX])
+def test_lockstep_router_matrix(plan_of, need_sim, cosim_dir, router, fabric, load):
+    """Every router setting x fabric x load; ``SIM=verilator`` runs it on Verilator."""
+    sim = need_sim(os.environ.get("SIM", "icarus"))
+    lockstep_router(plan_of, sim, cosim_dir, router, fabric, load)
 
 
 @pytest.mark.slow

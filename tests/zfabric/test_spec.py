@@ -107,7 +107,7 @@ def test_independent_errors_are_reported_together():
         "routing: must be one of dor, got 'xy'",
         "flit_width: must be an integer in 8..1024, got 2",
         "bufer_depth: unknown key (known: buffer_depth, description, flit_width, name, "
-        "packet_length, routing, topology, traffic); did you mean 'buffer_depth'?",
+        "packet_length, router, routing, topology, traffic); did you mean 'buffer_depth'?",
     ]
     # one line per error; every line after the first carries the CLI's prefix
     assert str(caught.value).split("\nzfabric: error: ") == caught.value.lines

@@ -61,6 +61,7 @@ def finish_plan(
         flit_width=spec.flit_width,
         buffer_depth=spec.buffer_depth,
         packet_length=spec.packet_length,
+        router=spec.router,
     )
     from ..routing import routing_head_width  # here: the routing package imports topologies
 

@@ -1,0 +1,73 @@
+"""The spec's ``router:`` section: defaults, errors by key path, the plan's JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from zfabric import PlanError, SpecError, compile_plan, load_spec, plan_from_json
+from zfabric.router_settings import RouterSettings
+
+
+def spec(router=None):
+    data = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}}
+    if router is not None:
+        data["router"] = router
+    return data
+
+
+def test_no_router_section_is_todays_switch():
+    settings = load_spec(spec()).router
+    assert settings == RouterSettings(stages=1, allocator="separable", selection="first-free")
+    assert load_spec(spec({})).router == settings
+
+
+def test_settings_reach_the_plan():
+    router = {"stages": 1, "allocator": "separable-2", "selection": "round-robin"}
+    plan = compile_plan(load_spec(spec(router)))
+    assert plan.router == RouterSettings(1, "separable-2", "round-robin")
+
+
+@pytest.mark.parametrize(
+    "router, message",
+    [
+        ([1], r"^router: must be a mapping, got a list \[1\]$"),
+        ({"stages": 3}, r"^router\.stages: must be one of 1, got 3$"),
+        ({"stages": True}, r"^router\.stages: must be one of 1, got True$"),
+        (
+            {"allocator": "wavefront"},
+            r"^router\.allocator: must be one of separable, separable-2, got 'wavefront'",
+        ),
+        ({"selection": "round-robbin"}, r"^router\.selection: .*did you mean 'round-robin'\?$"),
+        ({"selections": "first-free"}, r"^router\.selections: unknown key .*'selection'\?$"),
+    ],
+)
+def test_errors_name_path_and_value(router, message):
+    with pytest.raises(SpecError, match=message):
+        load_spec(spec(router))
+
+
+@pytest.mark.parametrize("name", ["torus-4x4", "znode-64"])
+def test_json_round_trip_is_exact_with_router_settings(example, name):
+    data = yaml.safe_load(example(name).read_text())
+    data["router"] = {"allocator": "separable-2", "selection": "round-robin"}
+    plan = compile_plan(load_spec(data))
+    again = plan_from_json(plan.to_json())
+    assert again == plan and again.router.selection == "round-robin"
+    assert again.to_json() == plan.to_json()
+
+
+def test_plan_json_without_router_is_todays_switch(example):
+    plan = compile_plan(load_spec(example("torus-4x4")))
+    data = plan.to_dict()
+    del data["router"]
+    assert plan_from_json(json.dumps(data)).router == RouterSettings()
+
+
+def test_bad_router_in_plan_json_is_a_plan_error(example):
+    data = compile_plan(load_spec(example("torus-4x4"))).to_dict()
+    data["router"] = {"allocator": "wavefront"}
+    with pytest.raises(PlanError, match=r"malformed plan: router .*'wavefront'"):
+        plan_from_json(json.dumps(data))

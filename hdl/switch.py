@@ -202,6 +202,28 @@ class Switch(wiring.Component):
         """The output link of ``port``."""
         return getattr(self, f"o{port}")
 
+    @staticmethod
+    def _route_stage(m: Module, port: int, vc: int, front, route, alloc) -> tuple:
+        """``stages: 2``: register the route unit's answer for the head at the front.
+
+        The head is routed in its first cycle at the front and requests from the next (the
+        ``routed`` bit), so the allocator reads registered candidates and next head instead of
+        the FIFO -> route unit path. Returns (head, candidates, next head) for the allocator.
+        """
+        kind = front.payload.kind.as_value()
+        routed = Signal(name=f"route_valid{port}_{vc}")
+        cand = Signal(len(route.cand), name=f"cand{port}_{vc}")
+        next_head = Signal(len(route.next_head), name=f"next_head{port}_{vc}")
+        with m.If(alloc.pop[port][vc] & kind[0]):
+            m.d.sync += routed.eq(0)
+        with m.Elif(~routed):
+            m.d.sync += [
+                routed.eq(front.valid & kind[0]),
+                cand.eq(route.cand),
+                next_head.eq(route.next_head),
+            ]
+        return kind[0] & routed, cand, next_head
+
     def elaborate(self, platform):
         m = Module()
         layout = self._flit_layout
@@ -233,18 +255,21 @@ class Switch(wiring.Component):
                 if self._routes.identity_width:
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
+                head, cand, next_head = kind[0], route.cand, route.next_head
+                if self._router.stages == 2:
+                    head, cand, next_head = self._route_stage(m, port, vc, front, route, alloc)
                 m.d.comb += [
                     route.head.eq(payload[: layout.head_width]),
                     alloc.valid[port][vc].eq(front.valid),
-                    alloc.head[port][vc].eq(kind[0]),
+                    alloc.head[port][vc].eq(head),
                     alloc.tail[port][vc].eq(kind[1]),
-                    alloc.cand[port][vc].eq(route.cand),
+                    alloc.cand[port][vc].eq(cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
                 # one assignment of the whole value: a piecewise one becomes an always @* that
                 # Icarus never runs until an input changes (tests/hdl/test_verilog.py)
                 routed = Signal(layout.payload_width, name=f"routed{port}_{vc}")
-                next_head = Cat(route.next_head, payload[layout.head_width :])
+                next_head = Cat(next_head, payload[layout.head_width :])
                 m.d.comb += routed.eq(Mux(kind[0], next_head, payload))
                 flit = Cat(kind, Const(0, layout.vc_width), routed)
                 forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))

@@ -14,8 +14,9 @@ from .errors import PlanError, SpecError
 
 __all__ = ["RouterSettings", "parse_router", "STAGES", "ALLOCATORS", "SELECTIONS"]
 
-#: pipeline depths: switch cycles per hop before the link
-STAGES = (1,)
+#: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
+#: and traversal in one cycle; 2: route computation in its own registered cycle first)
+STAGES = (1, 2)
 #: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")
@@ -40,6 +41,12 @@ class RouterSettings:
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
+
+    def zero_load_latency(self, hops: float, packet_length: float) -> float:
+        """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
+        (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
+        per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation."""
+        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:

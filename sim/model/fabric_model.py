@@ -140,6 +140,9 @@ class FabricModel:
         # router settings (docs/microarchitecture.md, steps 2 to 4)
         self._round_robin_selection = plan.router.selection == "round-robin"
         self._iterations = 2 if plan.router.allocator == "separable-2" else 1
+        # stages 2: a head's route is computed in its first cycle at the front, used from the next
+        self._route_stage = plan.router.stages == 2
+        self._routed = False  # some head computed its route this cycle (that is activity)
         self._rr_select = [[0] * len(ports) for ports in self._in_vcs]  # output port pointer
         self._busy: set[int] = set()  # switches with a flit in some input buffer
 
@@ -254,7 +257,8 @@ class FabricModel:
             requests.append(wants)
         grants = self._allocate(s, requests)
         if not grants:
-            return False
+            routed, self._routed = self._routed, False
+            return routed
         owner, rr_in, rr_out = self._owner[s], self._rr_in[s], self._rr_out[s]
         for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
@@ -276,12 +280,16 @@ class FabricModel:
             self._credits_sent.append((s, p, v))
         if not any(q for vcs in bufs for q in vcs):
             self._busy.discard(s)
+        self._routed = False
         return True
 
     def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
         """Step 2 for a head: the output VC it requests among its free candidates with credit."""
         if flit.decision is None:
             flit.decision = self.routing.route(s, p, v, flit.head)
+            if self._route_stage:
+                self._routed = True
+                return None
         owner, credit = self._owner[s], self._credit[s]
         usable = [
             (hop.port, w)

@@ -59,6 +59,8 @@ ROUTERS = {
     "rr": {"selection": "round-robin"},
     "sep2": {"allocator": "separable-2"},
     "sep2-rr": {"allocator": "separable-2", "selection": "round-robin"},
+    "s2": {"stages": 2},
+    "s2-sep2-rr": {"stages": 2, "allocator": "separable-2", "selection": "round-robin"},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -72,6 +74,8 @@ SLICE = [
     ("rr", "znode-64", "near"),
     ("sep2", "torus-4x4", "past"),
     ("sep2-rr", "ndt-2x2x2", "near"),
+    ("s2", "torus-4x4", "near"),
+    ("s2-sep2-rr", "znode-64", "past"),
 ]
 
 

@@ -59,3 +59,17 @@ def test_second_iteration_matches_what_the_first_left(example):
         grants[allocator] = model._allocate(0, requests)
     assert grants["separable"] == [(2, 0, 3, 1)]
     assert grants["separable-2"] == [(2, 0, 3, 1), (1, 1, 4, 1)]
+
+
+def test_zero_load_latency_per_stages(example):
+    """A lone packet of L flits over H switch-to-switch links: 2H + L + 2 with one stage,
+    3H + L + 3 with two (one more cycle per switch, H + 1 switches)."""
+    for name, pairs in (("torus-4x4", [(0, 5), (0, 10), (3, 12)]), ("znode-64", [(0, 63)])):
+        for stages, formula in ((1, lambda h, n: 2 * h + n + 2), (2, lambda h, n: 3 * h + n + 3)):
+            for length in (1, 4):
+                for src, dst in pairs:
+                    model = FabricModel(plan_with(example, name, {"stages": stages}))
+                    packet = model.offer(src, dst, length)
+                    model.run(100)
+                    assert packet.hops > 0
+                    assert packet.latency == formula(packet.hops, length), (name, stages)

@@ -25,17 +25,17 @@ def test_no_router_section_is_todays_switch():
 
 
 def test_settings_reach_the_plan():
-    router = {"stages": 1, "allocator": "separable-2", "selection": "round-robin"}
+    router = {"stages": 2, "allocator": "separable-2", "selection": "round-robin"}
     plan = compile_plan(load_spec(spec(router)))
-    assert plan.router == RouterSettings(1, "separable-2", "round-robin")
+    assert plan.router == RouterSettings(2, "separable-2", "round-robin")
 
 
 @pytest.mark.parametrize(
     "router, message",
     [
         ([1], r"^router: must be a mapping, got a list \[1\]$"),
-        ({"stages": 3}, r"^router\.stages: must be one of 1, got 3$"),
-        ({"stages": True}, r"^router\.stages: must be one of 1, got True$"),
+        ({"stages": 3}, r"^router\.stages: must be one of 1, 2, got 3$"),
+        ({"stages": True}, r"^router\.stages: must be one of 1, 2, got True$"),
         (
             {"allocator": "wavefront"},
             r"^router\.allocator: must be one of separable, separable-2, got 'wavefront'",

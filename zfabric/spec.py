@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .traffic_spec import TrafficSpec, parse_traffic
 from .router_settings import RouterSettings, parse_router
+from .traffic_spec import TrafficSpec, parse_traffic
 
 __all__ = [
     "FabricSpec",

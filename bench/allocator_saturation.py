@@ -28,6 +28,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FABRICS = {
     "torus-4x4": ("torus-4x4", {}),
     "torus-8x8": ("torus-4x4", {"k": [8, 8]}),
+    "mesh-4x4": ("mesh-4x4", {}),
     "znode-64": ("znode-64", {}),
 }
 

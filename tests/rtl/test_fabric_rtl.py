@@ -172,3 +172,17 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
     assert first["path"] and first["path"][-1].endswith("(local)")
     assert "path sw" in report["first_mismatch_text"]
     assert report["vcd"] and Path(report["vcd"]).stat().st_size > 0
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
+    """Two lone 4-flit packets over 4 hops each on torus-4x4 ((0,0) -> (2,2) and (1,1) ->
+    (3,3): two hops per dimension): the RTL delivers both at the contract's zero-load cycle,
+    2H + L + 2 = 14 with one stage and 3H + L + 3 = 19 with two."""
+    plan = plan_of("torus-4x4", {"stages": stages})
+    trace = [TraceEntry(0, 0, 10, 4), TraceEntry(100, 5, 15, 4)]
+    report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
+    check(report)
+    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3}[stages]
+    assert report["latency"]["rtl"]["max"] == expected
+    assert report["latency"]["rtl"]["mean"] == expected

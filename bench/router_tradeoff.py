@@ -24,7 +24,7 @@ post-route Fmax nextpnr reports against the board's 12 MHz clock.
 
 To add a setting, append ``(label, overrides)`` to ``SETTINGS``: ``overrides`` is merged into
 each spec's top-level mapping before it is compiled (nested mappings merge key by key), e.g.
-``("stages 2", {"router": {"stages": 2}})`` once the spec has a ``router:`` section. Every
+``("stages 2", {"router": {"stages": 2}})``. Every
 figure is taken from the compiled plan, so nothing else changes.
 """
 
@@ -51,9 +51,12 @@ from zfabric import compile_plan, load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-#: (label, spec overrides): today's switch only, until the spec has router settings
+#: (label, spec overrides): today's switch, then each router setting (docs/specs.md, router:)
 SETTINGS: list[tuple[str, dict]] = [
     ("stages 1 (today)", {}),
+    ("stages 2", {"router": {"stages": 2}}),
+    ("round-robin selection", {"router": {"selection": "round-robin"}}),
+    ("separable-2", {"router": {"allocator": "separable-2"}}),
 ]
 
 #: (label, example, build the design from its plan)

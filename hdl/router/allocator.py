@@ -266,7 +266,7 @@ class Allocator(wiring.Component):
                 self.grant[out].eq(grant),
                 self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
             ]
-            with m.If(grant.any()):
+            with m.If(matched_out[out]):  # some input wanted it: it granted one
                 m.d.sync += pointer.eq(after(Cat(*(grant[p] for p in inputs))))
 
         for port, iterations in enumerate(picks):
@@ -278,7 +278,7 @@ class Allocator(wiring.Component):
             pop = _signal(m, pop, f"pop_{port}")
             m.d.comb += [self.pop[port].eq(pop), self.pick[port].eq(pick)]
             with m.If(matched_in[port]):
-                m.d.sync += in_pointers[port].eq(after(pop))
+                m.d.sync += in_pointers[port].eq(after(pick))
             if selects[port] is not None:
                 _requests, wanted = requesters[port]
                 taken = 0

@@ -51,7 +51,13 @@ SIMULATORS = ("icarus", "verilator")
 
 ROOT = Path(__file__).resolve().parents[2]
 #: sources whose changes change the emitted Verilog, beyond the plan itself
-GENERATOR_SOURCES = ("hdl", "zfabric/routing", "zfabric/topologies", "zfabric/plan.py")
+GENERATOR_SOURCES = (
+    "hdl",
+    "zfabric/routing",
+    "zfabric/topologies",
+    "zfabric/plan.py",
+    "zfabric/router_settings.py",
+)
 #: bumped when the wrapper or the simulator flags change, to leave old builds behind
 BUILD_RECIPE = "3"
 

@@ -114,7 +114,14 @@ class ReportFormatter(wiring.Component):
 
     A ``trigger`` while idle takes the snapshot and starts the line; a trigger while a line is
     still going out is ignored (the next one takes a fresh snapshot). The characters come from
-    a small ROM: each entry is a literal byte or "hex digit *n* of the snapshot".
+    a small ROM: each entry is a literal byte or "the next hex digit of the snapshot".
+
+    Every path is short, so the formatter never limits a board's clock: the snapshot is a shift
+    register in print order (the next digit is always its top nibble, no wide multiplexer), the
+    ROM is read one cycle ahead into a register, and the character is registered before it
+    reaches the transmitter. The next character is ready two cycles after one is taken, so a
+    line goes out back to back on a UART (one character per ``10 * divisor + 1`` cycles); the
+    first character leaves three cycles after the trigger.
 
     Parameters
     ----------
@@ -126,9 +133,10 @@ class ReportFormatter(wiring.Component):
     values : ``In(data.StructLayout(dict(fields)))``
     trigger : ``In(1)``
     busy : ``Out(1)``
-        A line is being sent.
+        A line is being sent (high from the cycle after the trigger until the last character
+        is taken).
     o : ``Out(stream.Signature(8))``
-        The characters, for :class:`UARTTransmitter`.
+        The characters, for :class:`UARTTransmitter` (``valid`` and ``payload`` registered).
     """
 
     def __init__(self, fields: Sequence[tuple[str, int]]):
@@ -160,65 +168,69 @@ class ReportFormatter(wiring.Component):
 
     def line_length(self) -> int:
         """Characters per line, ``\\r\\n`` included."""
-        return len(self._rom()[0])
+        return len(self._rom())
 
-    def _rom(self):
-        """(entries, nibbles): entries are ("lit", byte) or ("hex", nibble index)."""
-        entries = []
-        nibbles = 0
+    def _rom(self) -> list[int | None]:
+        """The line's characters: a byte for a literal, ``None`` for the next hex digit."""
+        entries: list[int | None] = []
         for index, (name, width) in enumerate(self._fields):
             prefix = ("" if index == 0 else " ") + name + "="
-            entries += [("lit", ord(c)) for c in prefix]
-            digits = math.ceil(width / 4)
-            entries += [("hex", nibbles + digits - 1 - d) for d in range(digits)]  # MSB first
-            nibbles += digits
-        entries += [("lit", ord("\r")), ("lit", ord("\n"))]
-        return entries, nibbles
+            entries += [ord(c) for c in prefix]
+            entries += [None] * math.ceil(width / 4)
+        return entries + [ord("\r"), ord("\n")]
 
     def elaborate(self, platform):
         m = Module()
-        entries, nibbles = self._rom()
-        nibble_bits = max(1, (nibbles - 1).bit_length())
-        entry_layout = data.StructLayout(
-            {"hex": 1, "literal": unsigned(8), "nibble": unsigned(nibble_bits)}
-        )
+        entries = self._rom()
+        entry_layout = data.StructLayout({"hex": 1, "literal": unsigned(8)})
         m.submodules.rom = rom = Memory(
             shape=entry_layout,
             depth=len(entries),
-            init=[
-                {
-                    "hex": kind == "hex",
-                    "literal": v if kind == "lit" else 0,
-                    "nibble": v if kind == "hex" else 0,
-                }
-                for kind, v in entries
-            ],
+            init=[{"hex": c is None, "literal": c or 0} for c in entries],
         )
-        read = rom.read_port(domain="comb")
+        read = rom.read_port()  # synchronous: the entry at ``index``, one cycle later
 
-        # every field padded to whole hex digits, so digit n is bits 4n..4n+3
-        snapshot = Signal(4 * nibbles)
+        # every field padded to whole hex digits; the first field's top digit on top
         padded = Cat(
             *(
                 Cat(getattr(self.values, name), Const(0, 4 * math.ceil(width / 4) - width))
-                for name, width in self._fields
+                for name, width in reversed(self._fields)
             )
         )
+        snapshot = Signal(len(padded))
+        nibble = snapshot[-4:]
+        hex_char = Mux(nibble < 10, ord("0") + nibble, ord("a") - 10 + nibble)
         index = Signal(range(len(entries)))
+        fetched = Signal()  # ``read.data`` holds the entry at ``index``
+        ending = Signal()  # the last character is loaded
         m.d.comb += read.addr.eq(index)
 
-        nibble = snapshot.word_select(read.data.nibble, 4)
-        hex_char = Mux(nibble < 10, ord("0") + nibble, ord("a") - 10 + nibble)
-        m.d.comb += [
-            self.o.valid.eq(self.busy),
-            self.o.payload.eq(Mux(read.data.hex, hex_char, read.data.literal)),
-        ]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
         with m.If(~self.busy):
             with m.If(self.trigger):
-                m.d.sync += [snapshot.eq(padded), index.eq(0), self.busy.eq(1)]
-        with m.Elif(self.o.ready):
-            with m.If(index == len(entries) - 1):
+                m.d.sync += [
+                    snapshot.eq(padded),
+                    index.eq(0),
+                    fetched.eq(0),
+                    ending.eq(0),
+                    self.busy.eq(1),
+                ]
+        with m.Elif(ending):
+            with m.If(~self.o.valid | self.o.ready):
                 m.d.sync += self.busy.eq(0)
+        with m.Elif(~fetched):
+            m.d.sync += fetched.eq(1)
+        with m.Elif(~self.o.valid):
+            m.d.sync += [
+                self.o.valid.eq(1),
+                self.o.payload.eq(Mux(read.data.hex, hex_char, read.data.literal)),
+                fetched.eq(0),
+            ]
+            with m.If(read.data.hex):
+                m.d.sync += snapshot.eq(Cat(Const(0, 4), snapshot[:-4]))
+            with m.If(index == len(entries) - 1):
+                m.d.sync += ending.eq(1)
             with m.Else():
                 m.d.sync += index.eq(index + 1)
         return m

@@ -252,14 +252,20 @@ class BoardCore(wiring.Component):
 
         fields = dict(self.formatter.fields)
         counts = {name: Signal(fields[name], name=f"count_{name}") for name in fields}
-        lat_max_now = _tree(lat_r, _max)
-        m.d.sync += [
-            counts["sent"].eq(counts["sent"] + _tree(list(sent_r), lambda a, b: a + b)),
-            counts["recv"].eq(counts["recv"] + _tree(list(recv_r), lambda a, b: a + b)),
-            counts["err"].eq(counts["err"] + _tree(list(err_r), lambda a, b: a + b)),
-            counts["lat_sum"].eq(counts["lat_sum"] + _tree(lat_r, lambda a, b: a + b)),
-            counts["lat_max"].eq(_max(counts["lat_max"], lat_max_now)),
-        ]
+        # the trees' results are registered too, so no path has a tree and an accumulator
+        # (or two comparators) in series; the counts lag the pulses by two cycles
+        steps = {
+            "sent": _tree(list(sent_r), lambda a, b: a + b),
+            "recv": _tree(list(recv_r), lambda a, b: a + b),
+            "err": _tree(list(err_r), lambda a, b: a + b),
+            "lat_sum": _tree(lat_r, lambda a, b: a + b),
+        }
+        steps_r = {name: Signal.like(step, name=f"step_{name}") for name, step in steps.items()}
+        lat_max_now = Signal(fmt.timestamp_bits)
+        m.d.sync += [steps_r[name].eq(step) for name, step in steps.items()]
+        m.d.sync += lat_max_now.eq(_tree(lat_r, _max))
+        m.d.sync += [counts[name].eq(counts[name] + step) for name, step in steps_r.items()]
+        m.d.sync += counts["lat_max"].eq(_max(counts["lat_max"], lat_max_now))
         ek = _tree([c.error_kinds for c in checkers], lambda a, b: a | b)
         m.d.comb += [counts["cyc"].eq(cyc), counts["ek"].eq(ek), counts["gen"].eq(self.active)]
 

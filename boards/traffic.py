@@ -585,53 +585,80 @@ class Checker(wiring.Component):
         k = Mux(beat_in.first, 0, beat)
         s = Mux(beat_in.first, FILL_SEED, state)
         mixed = Signal(32)
-        fill_ok = Signal()
         tag_now = Signal(fmt.tag_width)  # tag_acc with this beat's chunk merged in
-        m.d.comb += [mixed.eq(s), fill_ok.eq(1), tag_now.eq(Mux(beat_in.first, 0, tag_acc))]
+        m.d.comb += [mixed.eq(s), tag_now.eq(Mux(beat_in.first, 0, tag_acc))]
         with m.Switch(k):
-            for index, (usable, chunk, offset) in enumerate(fmt.beats):
-                with m.Case(index):
-                    bits = beat_in.data[:chunk]
-                    if chunk:
+            for index, (_usable, chunk, offset) in enumerate(fmt.beats):
+                if chunk:
+                    with m.Case(index):
+                        bits = beat_in.data[:chunk]
                         m.d.comb += mixed.eq(s ^ _hw_fold32(bits))
                         m.d.comb += tag_now[offset : offset + chunk].eq(bits)
-                    if usable > chunk:
-                        fill = _hw_expand(mixed, usable)
-                        m.d.comb += fill_ok.eq(beat_in.data[chunk:usable] == fill[chunk:usable])
-            with m.Default():  # more beats than a packet has
-                m.d.comb += fill_ok.eq(1)
 
-        kinds_now = Signal(4)
         too_long = ~beat_in.first & (beat == fmt.packet_length)
         short = beat_in.last & (k != fmt.packet_length - 1)
-        m.d.comb += kinds_now.eq(
-            Mux(beat_in.first, 0, bad)
-            | Mux(fill_ok, 0, ErrorKind.DATA)
-            | Mux(too_long | short | (beat_in.first & in_packet), ErrorKind.FRAME, 0)
-        )
-        stray = valid & ~beat_in.first & ~in_packet
+        taken = valid & (beat_in.first | in_packet)
 
-        # the finish stage: a complete packet, checked one cycle after its tail
+        # the check stage: the beat, registered with its mixed state, checked a cycle later
+        # (so the fill comparison and the beat's own decoding are not one long path)
+        c_valid, c_first, c_last, c_frame, c_stray = (
+            Signal(name=f"c_{n}") for n in ("valid", "first", "last", "frame", "stray")
+        )
+        c_k = Signal.like(beat)
+        c_mixed = Signal(32)
+        c_data = Signal(fmt.flit_width)
+        c_tag = Signal(fmt.tag_width)
+        c_now = Signal(fmt.timestamp_bits)
+        m.d.sync += [
+            c_valid.eq(taken),
+            c_first.eq(beat_in.first),
+            c_last.eq(beat_in.last),
+            c_frame.eq(too_long | short | (beat_in.first & in_packet)),
+            c_stray.eq(valid & ~beat_in.first & ~in_packet),
+            c_k.eq(k),
+            c_mixed.eq(mixed),
+            c_data.eq(beat_in.data),
+            c_tag.eq(tag_now),
+            c_now.eq(self.now),
+        ]
+        fill_ok = Signal()
+        m.d.comb += fill_ok.eq(1)  # also past the packet's length (a frame error)
+        with m.Switch(c_k):
+            for index, (usable, chunk, _offset) in enumerate(fmt.beats):
+                if usable > chunk:
+                    with m.Case(index):
+                        fill = _hw_expand(c_mixed, usable)
+                        m.d.comb += fill_ok.eq(c_data[chunk:usable] == fill[chunk:usable])
+        kinds_now = Signal(4)
+        m.d.comb += kinds_now.eq(
+            Mux(c_first, 0, bad)
+            | Mux(fill_ok, 0, ErrorKind.DATA)
+            | Mux(c_frame, ErrorKind.FRAME, 0)
+        )
+        stray = c_stray
+
+        # the finish stage: a complete packet, checked one cycle after its check stage
         done = Signal()
         done_tag = Signal(fmt.tag_layout)
         done_kinds = Signal(4)
         done_at = Signal(fmt.timestamp_bits)
         m.d.sync += done.eq(0)
 
-        with m.If(valid & (beat_in.first | in_packet)):
+        with m.If(taken):
             m.d.sync += [
                 state.eq(_hw_xorshift32(mixed)),
                 tag_acc.eq(tag_now),
-                bad.eq(kinds_now),
                 beat.eq(Mux(k == fmt.packet_length, k, k + 1)),
                 in_packet.eq(~beat_in.last),
             ]
-            with m.If(beat_in.last):
+        with m.If(c_valid):
+            m.d.sync += bad.eq(kinds_now)
+            with m.If(c_last):
                 m.d.sync += [
                     done.eq(1),
-                    done_tag.eq(tag_now),
+                    done_tag.eq(c_tag),
                     done_kinds.eq(kinds_now),
-                    done_at.eq(self.now),
+                    done_at.eq(c_now),
                 ]
 
         m.submodules.seq = seq_mem = Memory(shape=fmt.seq_bits, depth=fmt.n_endpoints, init=[])

@@ -206,7 +206,11 @@ class BoardCore(wiring.Component):
         if self._run_cycles is None:
             m.d.comb += self.active.eq(1)
         else:
-            m.d.comb += self.active.eq(cyc < self._run_cycles)
+            # registered, as ``cyc < run_cycles`` (a 48-bit comparator) would be combinationally
+            active = Signal(init=self._run_cycles > 0)
+            with m.If(cyc == self._run_cycles - 1):
+                m.d.sync += active.eq(0)
+            m.d.comb += self.active.eq(active)
 
         plan = self._plan
         self.network = network = self._make_network()

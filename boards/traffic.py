@@ -414,11 +414,12 @@ class Generator(wiring.Component):
         rnd = Signal(32, init=settings.generator_seed(self._src))
         m.d.sync += rnd.eq(_hw_xorshift32(rnd))
 
-        # -- what to create this cycle
-        dst = Signal(fmt.dst_width)
+        # -- what to create: drawn from ``rnd`` and registered, so the send decision does not
+        # wait for the draws' comparators (the draws lag ``rnd`` by a cycle)
+        drawn = Signal(fmt.dst_width)
         can_send = Const(1)
         if settings.pattern == "uniform":
-            self._random_destination(m, rnd[16:24], dst)
+            self._random_destination(m, rnd[16:24], drawn)
         elif settings.pattern == "hotspot":
             uniform = Signal(fmt.dst_width)
             self._random_destination(m, rnd[16:24], uniform)
@@ -432,16 +433,21 @@ class Generator(wiring.Component):
                     for index, target in enumerate(targets):
                         with m.Case(index):
                             m.d.comb += hot.eq(target)
-                m.d.comb += dst.eq(Mux(rnd[24:32] < threshold, hot, uniform))
+                m.d.comb += drawn.eq(Mux(rnd[24:32] < threshold, hot, uniform))
             else:
-                m.d.comb += dst.eq(uniform)
+                m.d.comb += drawn.eq(uniform)
         else:
             fixed = settings.fixed_destination(self._src, n)
             if fixed is None:
                 can_send = Const(0)
             else:
-                m.d.comb += dst.eq(fixed)
-        coin = rnd[:16] < settings.packet_threshold(fmt.packet_length)
+                m.d.comb += drawn.eq(fixed)
+        dst = Signal(fmt.dst_width)
+        coin = Signal()  # create a packet (when enabled and free)
+        m.d.sync += [
+            dst.eq(drawn),
+            coin.eq(rnd[:16] < settings.packet_threshold(fmt.packet_length)),
+        ]
 
         # -- per-destination sequence numbers
         m.submodules.seq = seq_mem = Memory(shape=fmt.seq_bits, depth=n, init=[])

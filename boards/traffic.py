@@ -349,6 +349,8 @@ class Generator(wiring.Component):
     The generator decides in a cycle when ``en`` is high, it is idle (or sending its previous
     packet's tail in that cycle), and the random draw says so; the new packet's head is
     presented from the next cycle on, which is the packet's creation cycle (its timestamp).
+    The draws (send or not, the destination) are registered, a cycle after the random state
+    they come from, so the decision is not one long path with their comparators.
 
     Parameters
     ----------
@@ -520,11 +522,12 @@ class Generator(wiring.Component):
 class Checker(wiring.Component):
     """Checks the packets delivered to one endpoint (one attachment's stream).
 
-    Per beat it checks the fill bits and the framing; when a tail arrives it registers the
-    complete tag, and in the next cycle checks the destination and (``ordered``) the flow's
-    sequence number, and reports the packet: ``received`` pulses with ``latency``, and
-    ``error`` pulses too if anything was wrong. One packet counts one error however many
-    things were wrong with it; a stray body beat counts one error on its own.
+    Three stages, so no path is long: each beat is registered with its fill state and its
+    fill bits and framing are checked in the next cycle; after a tail that check stage
+    registers the complete tag, and in the next cycle the destination and (``ordered``) the
+    flow's sequence number are checked and the packet reported: ``received`` pulses with
+    ``latency``, and ``error`` pulses too if anything was wrong. One packet counts one error
+    however many things were wrong with it; a stray body beat counts one error on its own.
 
     Parameters
     ----------
@@ -541,7 +544,7 @@ class Checker(wiring.Component):
     i : ``In(stream.Signature(packet_out_layout(fmt.flit_width), always_ready=True))``
     now : ``In(fmt.timestamp_bits)``
     received : ``Out(1)``
-        Pulses once per delivered packet, one cycle after its tail.
+        Pulses once per delivered packet, three cycles after the cycle its tail arrived in.
     latency : ``Out(fmt.timestamp_bits)``
         With ``received``: tail delivery cycle minus creation cycle.
     error : ``Out(1)``

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from zfabric.boards.uart import (
     ReportFormatter,
@@ -104,3 +106,39 @@ def test_formatter_rejects_bad_fields():
 def test_parser_names_the_bad_token():
     with pytest.raises(ValueError, match=r"^not a report field: 'sent=zz'"):
         parse_report_line("cyc=0001 sent=zz")
+
+
+def test_formatter_keeps_the_transmitter_busy():
+    """Through a UART the characters go out back to back: a start bit every 10 * divisor + 1
+    cycles (the transmitter's one idle cycle between frames), the first soon after the trigger.
+    """
+    divisor = 3
+    fields = (("a", 8), ("bc", 5))
+    formatter = ReportFormatter(fields)
+    uart = UARTTransmitter(divisor=divisor)
+    m = Module()
+    m.submodules.formatter, m.submodules.uart = formatter, uart
+    wiring.connect(m, formatter=formatter.o, uart=uart.i)
+    samples = []
+
+    async def tb(ctx):
+        ctx.set(formatter.values, {"a": 0x3C, "bc": 0x1F})
+        ctx.set(formatter.trigger, 1)
+        await ctx.tick()
+        ctx.set(formatter.trigger, 0)
+        for _ in range(formatter.line_length() * (10 * divisor + 1) + 20):
+            _, _, tx = await ctx.tick().sample(uart.tx)
+            samples.append(tx)
+
+    run(m, tb)
+    assert decode_uart([1, *samples], divisor) == b"a=3c bc=1f\r\n"
+    starts, t = [], 1  # the frames' start bits: a falling edge, then a whole frame
+    while t < len(samples):
+        if samples[t - 1] == 1 and samples[t] == 0:
+            starts.append(t)
+            t += 10 * divisor
+        else:
+            t += 1
+    assert len(starts) == formatter.line_length()
+    assert {b - a for a, b in zip(starts, starts[1:])} == {10 * divisor + 1}
+    assert starts[0] <= 4

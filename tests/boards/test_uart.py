@@ -140,5 +140,5 @@ def test_formatter_keeps_the_transmitter_busy():
         else:
             t += 1
     assert len(starts) == formatter.line_length()
-    assert {b - a for a, b in zip(starts, starts[1:])} == {10 * divisor + 1}
+    assert {b - a for a, b in zip(starts[:-1], starts[1:], strict=True)} == {10 * divisor + 1}
     assert starts[0] <= 4

@@ -1,12 +1,14 @@
 """Saturation throughput and latency per router setting (allocator x selection), by the model.
 
-For each fabric and ``router:`` setting, the saturation rate is found by bisection on the
-offered rate: a rate passes when the measured packets all drain, accepted >= 0.95 x offered and
-mean latency <= 3 x the zero-load latency (docs/microarchitecture.md's formula, averaged over
-uniform pairs). Then the mean latency at a fixed load (default 0.30) is printed next to the
-zero-load latency. Uniform Bernoulli traffic; the fabric's own VCs and buffers.
+For each fabric and ``router:`` setting, the saturation rate is the knee of the model's sweep
+(:func:`zfabric.sim.sweep.sweep`: coarse rates, then bisection), each rate judged by the model's
+saturation verdict (:mod:`zfabric.sim.measure`: the measured packets drain, accepted >= 0.95 x
+offered within counting noise, mean latency <= 3 x the setting's zero-load latency, latency not
+rising over the window, offered load not above the channel-load bound). Then the mean latency
+at a fixed load (default 0.30) is printed next to the zero-load latency. Uniform Bernoulli
+traffic; the fabric's own VCs and buffers.
 
-    .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--steps 7] [fabric ...]
+    .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01] [fabric ...]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import yaml
 from zfabric.sim.measure import simulate
+from zfabric.sim.sweep import knee, sweep
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import analyse_routing, compile_plan, load_spec
@@ -44,27 +47,31 @@ def plan_for(fabric: str, router: dict, packet_length: int):
     return compile_plan(load_spec(data))
 
 
-def run(plan, rate: float, args) -> tuple[float, float, float | None, bool]:
-    """(offered, accepted, mean latency, saturated) at ``rate`` flits/cycle/endpoint."""
-    config = TrafficConfig(rate=round(rate, 4), packet_length=args.packet_length)
+def run(plan, rate: float, args) -> float | None:
+    """Mean latency at ``rate`` flits/cycle/endpoint (None if nothing was measured)."""
+    config = TrafficConfig(rate=rate, packet_length=args.packet_length)
     traffic = Traffic(config, len(plan.endpoints), seed=args.seed)
     result = simulate(
         plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=args.cycles
     )
-    return result.offered, result.accepted, result.latency["mean"], result.saturated
+    return result.latency["mean"]
 
 
-def saturation(plan, zero: float, args) -> float:
-    """The highest rate (within 2^-steps) that passes the latency criterion."""
-    low, high = 0.0, 1.0
-    for _ in range(args.steps):
-        rate = (low + high) / 2
-        _offered, _accepted, mean, saturated = run(plan, rate, args)
-        if not saturated and mean is not None and mean <= 3 * zero:
-            low = rate
-        else:
-            high = rate
-    return low
+def saturation(plan, args) -> float:
+    """The knee of :func:`zfabric.sim.sweep.sweep`: coarse rates 0.1 .. 1.0, then bisection to
+    ``--tolerance``, each point judged by the model's saturation verdict."""
+    config = TrafficConfig(packet_length=args.packet_length)
+    points = sweep(
+        plan,
+        config,
+        [round(0.1 * i, 1) for i in range(1, 11)],
+        seed=args.seed,
+        warmup=args.warmup,
+        cycles=args.cycles,
+        drain_limit=args.cycles,
+        tolerance=args.tolerance,
+    )
+    return knee(points) or 0.0
 
 
 def main() -> None:
@@ -75,7 +82,7 @@ def main() -> None:
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=7)
+    parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
     parser.add_argument("--load", type=float, default=0.30)
     parser.add_argument("--packet-length", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
@@ -83,8 +90,10 @@ def main() -> None:
     print(
         f"# uniform Bernoulli traffic, {args.packet_length}-flit packets, fabric's VCs and "
         f"buffers, warm-up {args.warmup}, window {args.cycles} cycles, seed {args.seed}; "
-        f"saturation: bisection ({args.steps} steps) on the highest rate with every measured "
-        f"packet drained, accepted >= 0.95 offered, mean latency <= 3 x zero-load"
+        f"saturation: the sweep's knee (coarse rates 0.1..1.0, bisection to {args.tolerance}) "
+        f"judged by the model's verdict (zfabric.sim.measure: drained, accepted >= 0.95 "
+        f"offered within counting noise, mean latency <= 3 x zero-load, not rising, not above "
+        f"the channel-load bound)"
     )
     print(
         f"{'fabric':<10} {'stages':>6} {'allocator':<12} {'selection':<12} {'zero-load':>9} "
@@ -101,12 +110,12 @@ def main() -> None:
             plan = plan_for(fabric, router, args.packet_length)
             hops = analyse_routing(plan).average_hops
             zero = plan.router.zero_load_latency(hops, args.packet_length)
-            knee = saturation(plan, zero, args)
-            _offered, _accepted, mean, _saturated = run(plan, args.load, args)
+            knee_rate = saturation(plan, args)
+            mean = run(plan, args.load, args)
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(
                 f"{fabric:<10} {router['stages']:>6} {router['allocator']:<12} "
-                f"{router['selection']:<12} {zero:9.2f} {knee:10.3f} {latency}",
+                f"{router['selection']:<12} {zero:9.2f} {knee_rate:10.3f} {latency}",
                 flush=True,
             )
 

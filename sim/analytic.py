@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from zfabric.plan import FabricPlan, PlanView
+from zfabric.router_settings import RouterSettings
 from zfabric.routing import make_routing
 
 from .traffic import TrafficConfig, pattern_flows
@@ -41,9 +42,13 @@ __all__ = [
 Flows = Mapping[tuple[int, int], float]
 
 
-def zero_load_latency(hops: float, packet_length: float) -> float:
-    """Cycles from creation to tail delivery for an uncontended packet (microarchitecture.md)."""
-    return 2 * hops + packet_length + 2
+def zero_load_latency(
+    hops: float, packet_length: float, router: RouterSettings | None = None
+) -> float:
+    """Cycles from creation to tail delivery for an uncontended packet under ``router``'s
+    pipeline (default: today's one-stage switch, 2H + L + 2); the formula of each setting is
+    :meth:`RouterSettings.zero_load_latency` (docs/microarchitecture.md)."""
+    return (router or RouterSettings()).zero_load_latency(hops, packet_length)
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,8 @@ def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
 
 
 def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
-    """Mean zero-load latency over ``flows`` (weighted by share): mean of 2H + L + 2."""
+    """Mean zero-load latency over ``flows`` (weighted by share) under the plan's router
+    settings: 2H + L + 2 averaged over the flows' first-choice paths at ``stages: 1``."""
     view = PlanView(plan)
     rf = make_routing(view)
     total = weighted_hops = 0.0
@@ -133,7 +139,7 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
         total += share
     if not total:
         raise ValueError("the traffic pattern has no flows")
-    return zero_load_latency(weighted_hops / total, packet_length)
+    return zero_load_latency(weighted_hops / total, packet_length, plan.router)
 
 
 @dataclass(frozen=True)

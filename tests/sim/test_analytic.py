@@ -16,8 +16,9 @@ from zfabric.sim.traffic import Traffic, TrafficConfig, pattern_flows
 from zfabric import compile_plan, load_spec
 
 
-def ring(k: int):
-    return compile_plan(load_spec({"topology": {"kind": "torus", "k": [k]}}))
+def ring(k: int, **router):
+    spec = {"topology": {"kind": "torus", "k": [k]}}
+    return compile_plan(load_spec({**spec, "router": router} if router else spec))
 
 
 def limits(fabric, pattern: str, **options):
@@ -66,6 +67,14 @@ def test_zero_load_latency_uses_the_patterns_own_hops():
     # a distribution of lengths uses its mean: neighbour with 2..8 flits -> 2 + 5 + 2
     config = TrafficConfig(pattern="neighbour", packet_length=(2, 8))
     assert pattern_limits(fabric, config).zero_load_latency == pytest.approx(9)
+
+
+def test_zero_load_latency_follows_the_pipeline_depth():
+    # stages: 2 routes a head in a cycle of its own at each of the H + 1 switches:
+    # 3 H + L + 3 (docs/microarchitecture.md); uniform on an 8-ring has H = 16/7
+    fabric = ring(8, stages=2)
+    assert limits(fabric, "uniform").zero_load_latency == pytest.approx(3 * 16 / 7 + 7)
+    assert limits(fabric, "neighbour").zero_load_latency == pytest.approx(3 * 1 + 7)
 
 
 @pytest.mark.parametrize("pattern", ["zipf", "hotspot", "uniform", "transpose"])

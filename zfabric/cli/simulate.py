@@ -83,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         flows = collections.Counter((e.src, e.dst) for e in trace)
         report["zero_load_latency"] = flow_zero_load_latency(plan, flows, mean_length)
     else:
-        report["zero_load_latency"] = zero_load_latency(analysis.average_hops, mean_length)
+        report["zero_load_latency"] = zero_load_latency(
+            analysis.average_hops, mean_length, plan.router
+        )
     if writer:
         writer.close()
         write_atomically(args.records, buffer.getvalue())

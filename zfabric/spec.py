@@ -26,7 +26,7 @@ import yaml
 
 from .errors import SpecError
 from .router_settings import RouterSettings, parse_router
-from .traffic_spec import TrafficSpec, parse_traffic
+from .traffic_spec import MAX_PACKET_LENGTH, TrafficSpec, parse_traffic
 
 __all__ = [
     "FabricSpec",
@@ -431,7 +431,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
 
     flit_width = top.get("flit_width", integer(8, 1024), 32)
     buffer_depth = top.get("buffer_depth", integer(2, 1024), 4)
-    packet_length = top.get("packet_length", integer(1, 4096), None)
+    packet_length = top.get("packet_length", integer(1, MAX_PACKET_LENGTH), None)
     _, traffic = errors.attempt(lambda: parse_traffic(top.section("traffic"), packet_length))
     _, router = errors.attempt(lambda: parse_router(top.section("router")))
     top.finish()

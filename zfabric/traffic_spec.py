@@ -14,7 +14,14 @@ from .errors import SpecError
 if TYPE_CHECKING:
     from .spec import Reader
 
-__all__ = ["TrafficSpec", "parse_traffic", "TRAFFIC_PATTERNS", "PROCESSES", "MAX_CYCLES"]
+__all__ = [
+    "TrafficSpec",
+    "parse_traffic",
+    "TRAFFIC_PATTERNS",
+    "PROCESSES",
+    "MAX_CYCLES",
+    "MAX_PACKET_LENGTH",
+]
 
 TRAFFIC_PATTERNS = (
     "uniform",

@@ -335,3 +335,44 @@ def test_cache_info_and_clean_touch_only_zfabrics_folders(tmp_path, monkeypatch,
 )
 def test_quiet_before_or_after_the_command(argv, quiet):
     assert build_parser().parse_args(argv).quiet is quiet
+
+
+# ---- review 2: shared output folders, crafted manifests, caches, traces, records ------------
+
+
+def _ring(tmp_path: Path, k: int) -> Path:
+    spec = tmp_path / f"ring{k}.yaml"
+    spec.write_text(f"name: ring-{k}\ntopology: {{kind: torus, k: [{k}]}}\n")
+    return spec
+
+
+def test_verilog_of_two_fabrics_into_one_folder_keeps_both(tmp_path, capsys):
+    out = tmp_path / "build"
+    assert main(["verilog", str(_ring(tmp_path, 3)), "-o", str(out)]) == 0
+    first = _snapshot(out)
+    assert main(["verilog", str(_ring(tmp_path, 4)), "-o", str(out)]) == 0
+    after = _snapshot(out)
+    for name in ("ring_3.v", "ring_3.plan.json", "ring_3.ports"):
+        assert after[name] == first[name]
+    names = {"ring_3.v", "ring_3.plan.json", "ring_3.ports", "ring_4.v", "ring_4.plan.json"}
+    assert names | {"ring_4.ports"} == set((out / ".zfabric-manifest").read_text().split())
+
+
+@pytest.mark.parametrize(
+    "entry", ["../victim.txt", "/VICTIM", "sub/../../victim.txt", "./../victim.txt", "link/x"]
+)
+def test_a_manifest_naming_a_file_outside_the_folder_is_refused(tmp_path, capsys, entry):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's\n")
+    out = tmp_path / "build"
+    out.mkdir()
+    (out / "link").symlink_to(tmp_path)
+    (out / "link" / "x").write_text("outside\n")
+    entry = entry.replace("/VICTIM", str(victim))
+    (out / ".zfabric-manifest").write_text(f"{entry}\n")
+    for argv in (["verilog", str(_ring(tmp_path, 3))], ["run", str(_ring(tmp_path, 3)), *QUICK]):
+        assert main([*argv, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--output" in err and "not a file inside" in err
+        assert victim.read_text() == "the user's\n" and (tmp_path / "x").read_text() == "outside\n"
+    assert not (out / "ring_3.v").exists()

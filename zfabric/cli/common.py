@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from zfabric.errors import SpecError
@@ -225,24 +225,51 @@ class OutputFolder:
     """A folder zfabric writes its files into without touching anybody else's.
 
     The folder's ``.zfabric-manifest`` lists (one relative path a line) the files zfabric wrote
-    there. A commit writes the new files, removes the listed ones it did not write again, and
-    refuses a name that exists without being listed: a file zfabric did not write is never
-    deleted or overwritten. With ``exclusive`` a non-empty folder without a manifest is refused
-    as a whole (``zfabric run``: a report goes to a folder of its own).
+    there. A commit writes the new files and refuses a name that exists without being listed: a
+    file zfabric did not write is never deleted or overwritten. With ``exclusive`` the folder
+    holds one result (``zfabric run``: a report goes to a folder of its own), so a commit also
+    removes the listed files it did not write again, and a non-empty folder without a manifest
+    is refused as a whole; without it the folder is shared (``zfabric verilog`` of several
+    fabrics into ``build``) and every listed file is kept.
+
+    A manifest entry must name a file inside the folder (relative, no ``..``, not through a
+    symbolic link leading out): a manifest naming anything else is refused, as it could
+    otherwise make zfabric delete or overwrite a file elsewhere.
     """
 
     def __init__(self, path: str | Path, argument: str, *, exclusive: bool):
         self.path = check_output_dir(path, argument)
         self.argument = argument
+        self.exclusive = exclusive
         manifest = self.path / MANIFEST
         self.owned: set[str] = set()
         if manifest.is_file():
             self.owned = {line for line in manifest.read_text().splitlines() if line}
+            for name in sorted(self.owned):
+                self._check_entry(name, manifest)
         elif exclusive and self.path.is_dir() and any(self.path.iterdir()):
             raise SpecError(
                 argument,
                 f"{str(self.path)!r} is not empty and was not written by zfabric (no {MANIFEST});"
                 " choose a new or empty folder",
+            )
+
+    def _check_entry(self, name: str, manifest: Path) -> None:
+        """Refuse a manifest entry naming a file outside the folder."""
+        parts = PurePosixPath(name).parts
+        inside = self.path.resolve()
+        if (
+            "\\" in name
+            or PurePosixPath(name).is_absolute()
+            or any(part in ("..", ".") for part in name.split("/"))
+            or not parts
+            or not (self.path / name).resolve().is_relative_to(inside)
+            or (self.path / name).resolve() == inside
+        ):
+            raise SpecError(
+                self.argument,
+                f"{str(manifest)!r} lists {clip(name)}, which is not a file inside"
+                f" {str(self.path)!r}; refusing to use the folder (remove the line or the folder)",
             )
 
     def check(self, names: Iterable[str]) -> None:
@@ -279,6 +306,7 @@ class OutputFolder:
             path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file()
         )
         self.check(new)
+        listed = set(new) if self.exclusive else self.owned | set(new)
         # list old and new first: an interruption leaves nothing unlisted that zfabric wrote
         write_atomically(
             self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned | set(new)))
@@ -291,13 +319,13 @@ class OutputFolder:
                     (self.path / parent).mkdir()
                     os.chmod(self.path / parent, mode)
             os.replace(staging / name, target)
-        for name in sorted(self.owned - set(new)):
+        for name in sorted(self.owned - listed):
             (self.path / name).unlink(missing_ok=True)
             for parent in list(Path(name).parents)[:-1]:  # drop folders left empty
                 with contextlib.suppress(OSError):
                     (self.path / parent).rmdir()
-        write_atomically(self.path / MANIFEST, "".join(f"{n}\n" for n in new))
-        self.owned = set(new)
+        write_atomically(self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(listed)))
+        self.owned = listed
         return new
 
 

@@ -305,23 +305,52 @@ def test_records_as_csv(example, tmp_path, capsys):
     assert sum(row["delivered"] != "" for row in rows) == report["packets"]
 
 
+def _build_folder(cache: Path, name: str, size: int) -> Path:
+    """A folder as the co-simulation runner makes one: NAME-KEY with its .lock."""
+    build = cache / name
+    build.mkdir(parents=True)
+    (build / ".lock").write_text("")
+    (build / "sim.vvp").write_bytes(b"x" * size)
+    return build
+
+
 def test_cache_info_and_clean_touch_only_zfabrics_folders(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("ZFABRIC_COSIM_DIR", raising=False)
     cosim = tmp_path / "zfabric" / "cosim"
-    (cosim / "fabric").mkdir(parents=True)
-    (cosim / "fabric" / "sim.vvp").write_bytes(b"x" * 1000)
+    _build_folder(cosim, "ring-2-0123456789abcdef", 1000)
     (tmp_path / "other-app").mkdir()
     (tmp_path / "other-app" / "keep").write_text("keep")
     assert main(["cache", "info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["cosim"] == {"path": str(cosim), "exists": True, "bytes": 1000, "files": 1}
+    assert info["cosim"] == {"path": str(cosim), "exists": True, "bytes": 1000, "files": 2}
     assert main(["cache", "clean"]) == 0
-    assert f"removed cosim cache {cosim}" in capsys.readouterr().out
+    assert f"removed cosim cache {cosim}: 1 builds" in capsys.readouterr().out
     assert not cosim.exists() and (tmp_path / "other-app" / "keep").read_text() == "keep"
     monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(tmp_path / "elsewhere"))
     assert main(["cache", "info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cosim"]["path"] == str(tmp_path / "elsewhere")
+
+
+def test_cache_clean_leaves_the_users_files_in_zfabric_cosim_dir(tmp_path, monkeypatch, capsys):
+    from zfabric.sim.tb.runner import default_cache
+
+    mine = tmp_path / "mine"
+    monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(mine))
+    assert default_cache() == mine  # the runner and the command agree on the folder
+    first = _build_folder(mine, "ring-2-0123456789abcdef", 10)
+    second = _build_folder(mine, "torus-4x4-flat-fedcba9876543210", 10)
+    (mine / "thesis.tex").write_text("my thesis\n")
+    (mine / "photos-0123456789abcdef").mkdir()  # a build folder's name, but no runner lock
+    (mine / "photos-0123456789abcdef" / "a.jpg").write_bytes(b"jpeg")
+    assert main(["cache", "clean"]) == 0
+    out = capsys.readouterr().out
+    assert "2 builds" in out and "left 2 items zfabric did not make" in out
+    assert not first.exists() and not second.exists()
+    assert (mine / "thesis.tex").read_text() == "my thesis\n"
+    assert (mine / "photos-0123456789abcdef" / "a.jpg").read_bytes() == b"jpeg"
+    assert main(["cache", "clean"]) == 0
+    assert "nothing to remove" in capsys.readouterr().out and mine.is_dir()
 
 
 @pytest.mark.parametrize(

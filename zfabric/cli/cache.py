@@ -3,7 +3,10 @@ them.
 
 The caches live under the platform's user cache folder (platformdirs: ``~/.cache/zfabric`` on
 Linux, honouring ``XDG_CACHE_HOME``): ``cosim/`` holds the co-simulation's Verilog and
-simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it). ``clean`` removes only these folders.
+simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it). ``clean`` removes only what zfabric
+made there: the co-simulation runner's build folders (``NAME[-VARIANT]-KEY``, KEY 16 hex
+digits, holding the runner's ``.lock``), then the cache folder itself if that leaves it empty;
+anything else in it (``$ZFABRIC_COSIM_DIR`` may name a folder of the user's) is left and counted.
 """
 
 from __future__ import annotations
@@ -11,26 +14,40 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 from .common import add_command
 
-__all__ = ["register", "run_info", "run_clean", "cache_root", "cosim_cache"]
-
-
-def cache_root() -> Path:
-    """zfabric's folder under the user cache folder."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("zfabric", appauthor=False))
+__all__ = ["register", "run_info", "run_clean", "cosim_cache", "zfabric_builds"]
 
 
 def cosim_cache() -> Path:
-    """The co-simulation build cache: ``$ZFABRIC_COSIM_DIR``, else ``cosim/`` under
-    :func:`cache_root`."""
-    env = os.environ.get("ZFABRIC_COSIM_DIR")
-    return Path(env) if env else cache_root() / "cosim"
+    """The co-simulation build cache, as the runner finds it
+    (:func:`zfabric.sim.tb.runner.default_cache`)."""
+    from zfabric.sim.tb.runner import default_cache  # lazily: only the cache commands need it
+
+    return default_cache()
+
+
+#: a build folder of the co-simulation runner: ``{plan}[-{variant}]-{build_key}``
+BUILD_FOLDER = re.compile(r".+-[0-9a-f]{16}")
+
+
+def zfabric_builds(path: Path) -> list[Path]:
+    """The runner's build folders in ``path``: the name it gives them and the ``.lock`` it
+    writes in each (a folder of the user's of a similar name is not one)."""
+    if not path.is_dir():
+        return []
+    return sorted(
+        entry
+        for entry in path.iterdir()
+        if entry.is_dir()
+        and not entry.is_symlink()
+        and BUILD_FOLDER.fullmatch(entry.name)
+        and (entry / ".lock").is_file()
+    )
 
 
 def caches() -> dict[str, Path]:
@@ -86,10 +103,16 @@ def run_info(args: argparse.Namespace) -> int:
 
 def run_clean(args: argparse.Namespace) -> int:
     for name, path in caches().items():
-        size, _files = _size(path)
-        if path.is_dir():
-            shutil.rmtree(path)  # zfabric's own cache folder, made by zfabric
-            print(f"removed {name} cache {path} ({_human(size)})")
-        else:
+        builds = zfabric_builds(path)
+        if not builds:
             print(f"{name} cache {path}: nothing to remove")
+            continue
+        size = sum(_size(build)[0] for build in builds)
+        for build in builds:
+            shutil.rmtree(build)  # a build folder the runner made
+        left = len(list(path.iterdir()))
+        if not left:
+            path.rmdir()
+        kept = f"; left {left} items zfabric did not make" if left else ""
+        print(f"removed {name} cache {path}: {len(builds)} builds ({_human(size)}){kept}")
     return 0

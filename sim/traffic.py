@@ -238,8 +238,17 @@ def read_trace(path: str | Path) -> list[TraceEntry]:
             raise ValueError(
                 f"{path}:{number}: expected 'cycle src dst length', got {line!r}"
             ) from None
-        if cycle < 0 or length < 1 or src == dst:
-            raise ValueError(f"{path}:{number}: bad entry {line!r}")
+        reason = (
+            f"negative cycle {cycle}"
+            if cycle < 0
+            else f"length {length} (at least 1 flit)"
+            if length < 1
+            else f"src equals dst ({src})"
+            if src == dst
+            else None
+        )
+        if reason:
+            raise ValueError(f"{path}:{number}: {reason} in {line!r}")
         entries.append(TraceEntry(cycle, src, dst, length))
     entries.sort(key=lambda e: e.cycle)
     return entries

@@ -83,8 +83,12 @@ def test_trace_round_trip_and_errors(tmp_path):
     write_trace(path, entries)
     assert read_trace(path) == entries
     path.write_text("0, 1, 2, 4  # comment\n\n3 1 1 4\n")
-    with pytest.raises(ValueError, match=r"t\.trace:3: bad entry"):
+    with pytest.raises(ValueError, match=r"t\.trace:3: src equals dst \(1\) in '3 1 1 4'"):
         read_trace(path)
+    for line, reason in (("-1 0 1 4", "negative cycle -1"), ("0 0 1 0", "length 0")):
+        path.write_text(f"{line}\n")
+        with pytest.raises(ValueError, match=rf"t\.trace:1: {reason}"):
+            read_trace(path)
 
 
 def test_bad_config_is_refused():

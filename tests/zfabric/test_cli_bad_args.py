@@ -70,7 +70,24 @@ CASES = [
     (["ndt-configs", TORUS], "topology.kind", "'torus'"),
     (["simulate", "{dir}"], "{dir}", "cannot read"),
     (["frobnicate"], "COMMAND", "'frobnicate'"),
+    # traces the replay would run on for hours, and entries that say why they are bad
+    (["simulate", TORUS, "--trace", "{far}"], "--trace", "{far}:2: cycle 99999999999 is above"),
+    (["simulate", TORUS, "--trace", "{long}"], "--trace", "{long}:1: length 100000000 is above"),
+    (["simulate", TORUS, "--trace", "{loop}"], "--trace", "{loop}:1: src equals dst (1)"),
+    (["simulate", TORUS, "--trace", "{empty_flit}"], "--trace", "{empty_flit}:1: length 0"),
+    (["simulate", TORUS, "--trace", "{past}"], "--trace", "{past}:1: negative cycle -3"),
+    (["simulate", TORUS, "--trace", "{empty}"], "--trace", "{empty}: no packets"),
 ]
+
+#: more bad traces in the working folder, by name
+TRACES = {
+    "far": "0 0 1 4\n99999999999 0 1 4\n",
+    "long": "0 0 1 100000000\n",
+    "loop": "0 1 1 4\n",
+    "empty_flit": "0 0 1 0\n",
+    "past": "-3 0 1 4\n",
+    "empty": "# cycle src dst length\n\n",
+}
 
 #: run through a subprocess as well: nothing but the one line may reach the terminal
 SUBPROCESS = {0, 11, 26, 29, 36, 38}
@@ -87,12 +104,14 @@ def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    """A working folder holding a user's file, a user's folder and two bad traces."""
+    """A working folder holding a user's file, a user's folder and bad traces."""
     (tmp_path / "notes.txt").write_text("the user's notes: not a spec\n")
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "keep.csv").write_text("a,b\n1,2\n")
     (tmp_path / "endpoint.trace").write_text("0 0 5 4\n3 1 99 4\n")
     (tmp_path / "syntax.trace").write_text("0 zero 5 4\n")
+    for name, text in TRACES.items():
+        (tmp_path / f"{name}.trace").write_text(text)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -103,6 +122,7 @@ def _fill(argv, argument, value):
         "dir": "results",
         "bad_endpoint": "endpoint.trace",
         "bad_syntax": "syntax.trace",
+        **{name: f"{name}.trace" for name in TRACES},
     }
     argv = [arg.format(**names) for arg in argv]
     return argv, argument.format(**names), value.format(**names)

@@ -18,7 +18,7 @@ from typing import Any
 
 from zfabric.errors import SpecError
 
-from .common import MAX_CYCLES, clip, fraction, integer, packet_length, rate, rates
+from .common import MAX_CYCLES, MAX_PACKET_LENGTH, clip, fraction, integer, packet_length, rate, rates
 
 __all__ = ["Experiment", "add_traffic_arguments", "resolve", "read_checked_trace"]
 
@@ -214,8 +214,21 @@ def read_checked_trace(path: str, plan) -> list:
     except (OSError, ValueError) as error:
         text = str(error)
         raise SpecError("--trace", text if len(text) <= 200 else text[:197] + "...") from None
+    if not trace:
+        raise SpecError("--trace", f"{path}: no packets to simulate")
     n = len(plan.endpoints)
     for entry in trace:
+        # beyond the spec's own limits a replay would run for hours
+        for role, value, limit in (
+            ("cycle", entry.cycle, MAX_CYCLES),
+            ("length", entry.length, MAX_PACKET_LENGTH),
+        ):
+            if value > limit:
+                raise SpecError(
+                    "--trace",
+                    f"{path}:{_line_of(Path(path), entry)}: {role} {clip(value)} is above"
+                    f" {limit} (the spec's limit)",
+                )
         for role in ("src", "dst"):
             value = getattr(entry, role)
             if not 0 <= value < n:

@@ -77,6 +77,9 @@ CASES = [
     (["simulate", TORUS, "--trace", "{empty_flit}"], "--trace", "{empty_flit}:1: length 0"),
     (["simulate", TORUS, "--trace", "{past}"], "--trace", "{past}:1: negative cycle -3"),
     (["simulate", TORUS, "--trace", "{empty}"], "--trace", "{empty}: no packets"),
+    # a plot format matplotlib cannot write, refused before the sweep
+    (["sweep", TORUS, "--plot", "x.txt"], "--plot", "'x.txt' must end in one of .eps"),
+    (["sweep", TORUS, "--plot", "curve"], "--plot", "'curve'"),
 ]
 
 #: more bad traces in the working folder, by name

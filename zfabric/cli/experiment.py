@@ -18,7 +18,16 @@ from typing import Any
 
 from zfabric.errors import SpecError
 
-from .common import MAX_CYCLES, MAX_PACKET_LENGTH, clip, fraction, integer, packet_length, rate, rates
+from .common import (
+    MAX_CYCLES,
+    MAX_PACKET_LENGTH,
+    clip,
+    fraction,
+    integer,
+    packet_length,
+    rate,
+    rates,
+)
 
 __all__ = ["Experiment", "add_traffic_arguments", "resolve", "read_checked_trace"]
 

@@ -8,9 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zfabric.errors import SpecError
+
 from .check import checked_plan
 from .common import add_command, check_output_file, progress, status
 from .experiment import Experiment, add_traffic_arguments, resolve
+
+#: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
+#: those that need optional Pillow codecs), checked before a sweep so it cannot fail at the end
+PLOT_FORMATS = (
+    "eps", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif", "tiff",
+    "webp",
+)  # fmt: skip
 
 __all__ = ["register", "run", "sweep_curve", "plot_curves"]
 
@@ -18,7 +27,11 @@ __all__ = ["register", "run", "sweep_curve", "plot_curves"]
 def register(commands) -> None:
     parser = add_command(commands, "sweep", "latency-throughput curves over injection rates")
     parser.add_argument("spec", nargs="+", help="one or more fabric specs (YAML)")
-    parser.add_argument("--plot", metavar="PNG", help="write the latency-throughput plot")
+    parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write the latency-throughput plot; the suffix picks the format (.png, .pdf, .svg...)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_traffic_arguments(parser, sweep=True)
     parser.set_defaults(run=run)
@@ -27,6 +40,12 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.plot:
         check_output_file(args.plot, "--plot")
+        suffix = Path(args.plot).suffix.lower().lstrip(".")
+        if suffix not in PLOT_FORMATS:
+            raise SpecError(
+                "--plot",
+                f"{args.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
+            )
     curves, plans, experiments = {}, {}, {}
     for path in args.spec:
         spec, plan, _analysis, ok = checked_plan(args, path)

@@ -405,3 +405,27 @@ def test_a_manifest_naming_a_file_outside_the_folder_is_refused(tmp_path, capsys
         assert err.count("\n") == 1 and "--output" in err and "not a file inside" in err
         assert victim.read_text() == "the user's\n" and (tmp_path / "x").read_text() == "outside\n"
     assert not (out / "ring_3.v").exists()
+
+
+def test_simulate_records_stream_to_disk_and_vanish_on_failure(example, tmp_path, monkeypatch):
+    from zfabric.sim.measure import RecordWriter
+
+    records = tmp_path / "out" / "records.csv"
+    records.parent.mkdir()
+    seen = []
+    original = RecordWriter.__call__
+
+    def call(self, record):
+        original(self, record)
+        self.stream.flush()
+        # each record is in a temporary file in the destination folder, not in memory
+        (tmp,) = [p for p in records.parent.iterdir() if p.name.startswith(".records.csv.")]
+        seen.append(tmp.stat().st_size)
+        if len(seen) == 50:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(RecordWriter, "__call__", call)
+    args = ["simulate", str(example("torus-4x4")), "--cycles", "300", "--warmup", "10"]
+    assert main([*args, "--records", str(records)]) == 130
+    assert seen == sorted(seen) and seen[0] < seen[-1]
+    assert list(records.parent.iterdir()) == []  # neither records.csv nor the temporary file

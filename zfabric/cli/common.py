@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from zfabric.errors import SpecError
 
@@ -37,6 +37,7 @@ __all__ = [
     "rate",
     "rates",
     "packet_length",
+    "atomic_file",
     "write_atomically",
     "phase",
     "progress",
@@ -205,20 +206,29 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: Path, data: str | bytes) -> None:
-    """Write ``path`` via a temporary file, so a failure leaves no partial file; the file gets
-    the user's umask (``mkstemp`` alone would make it 0600)."""
+@contextlib.contextmanager
+def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """A handle on a temporary file beside ``path`` that becomes ``path`` when the block ends
+    (so output can stream to disk, never held in memory, and a failure leaves no partial file:
+    the temporary file is removed); the file gets the user's umask (``mkstemp`` alone would
+    make it 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as handle:
-            handle.write(data)
+        with os.fdopen(fd, mode) as handle:
+            yield handle
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all (:func:`atomic_file`)."""
+    with atomic_file(path, "wb" if isinstance(data, bytes) else "w") as handle:
+        handle.write(data)
 
 
 class OutputFolder:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import io
+import contextlib
 import json
 import sys
 from typing import Any
 
 from .check import checked_plan
-from .common import add_command, check_output_file, progress, write_atomically
+from .common import add_command, atomic_file, check_output_file, progress
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
 
 __all__ = ["register", "run", "latency_text"]
@@ -41,34 +41,42 @@ def run(args: argparse.Namespace) -> int:
     from zfabric.sim.measure import RecordWriter, replay, simulate
     from zfabric.sim.traffic import Traffic
 
-    buffer = io.StringIO()  # the records, streamed as packets complete, written atomically
-    writer = None
     if args.records:
         check_output_file(args.records, "--records")
-        writer = RecordWriter(buffer, "csv" if args.records.lower().endswith(".csv") else "json")
     spec, plan, analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1
     experiment = resolve(args, spec)
+    trace = read_checked_trace(args.trace, plan) if args.trace else []
+    # the records stream, as packets complete, into a temporary file that becomes --records
+    with atomic_file(args.records) if args.records else contextlib.nullcontext() as stream:
+        writer = None
+        if stream is not None:
+            writer = RecordWriter(
+                stream, "csv" if args.records.lower().endswith(".csv") else "json"
+            )
+        if args.trace:
+            result = replay(plan, trace, records=writer)
+        else:
+            config = experiment.config()
+            traffic = Traffic(config, len(plan.endpoints), seed=experiment.seed)
+            with progress(args, f"{spec.name} cycles", "cycles") as update:
+                result = simulate(
+                    plan,
+                    traffic,
+                    warmup=experiment.warmup,
+                    cycles=experiment.cycles,
+                    records=writer,
+                    progress=update,
+                )
+        if writer:
+            writer.close()
     if args.trace:
-        trace = read_checked_trace(args.trace, plan)
         inputs: dict[str, Any] = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
-        result = replay(plan, trace, records=writer)
-        mean_length = sum(e.length for e in trace) / len(trace) if trace else 0.0
+        mean_length = sum(e.length for e in trace) / len(trace)
         title = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
     else:
-        config = experiment.config()
         inputs = experiment.inputs(spec.name)
-        traffic = Traffic(config, len(plan.endpoints), seed=experiment.seed)
-        with progress(args, f"{spec.name} cycles", "cycles") as update:
-            result = simulate(
-                plan,
-                traffic,
-                warmup=experiment.warmup,
-                cycles=experiment.cycles,
-                records=writer,
-                progress=update,
-            )
         mean_length = config.mean_length
         title = (
             f"{spec.name}: {config.pattern} {config.process} traffic at {config.rate}"
@@ -86,9 +94,6 @@ def run(args: argparse.Namespace) -> int:
         report["zero_load_latency"] = zero_load_latency(
             analysis.average_hops, mean_length, plan.router
         )
-    if writer:
-        writer.close()
-        write_atomically(args.records, buffer.getvalue())
     if args.json:
         print(json.dumps({"name": spec.name, "inputs": inputs, **report}, indent=1))
     else:
@@ -99,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
                 " flits/cycle/endpoint"
             )
         print(f"  {latency_text(report)}")
-        print(f"  packets {result.packets}, average hops {result.average_hops}")
+        hops = "n/a" if result.average_hops is None else f"{result.average_hops:.3f}"
+        print(f"  packets {result.packets}, average hops {hops}")
         if result.saturated:
             print(f"  SATURATED: {result.saturation_reason}")
     if result.deadlock:

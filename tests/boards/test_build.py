@@ -234,3 +234,24 @@ def test_cli_lists_targets_and_writes_a_plan_only_build(tmp_path, capsys, boards
 def test_cli_rejects_an_unknown_board_with_status_2(capsys):
     assert main(["board", "build", "de10", "--plan-only"]) == 2
     assert "unknown board 'de10'; known: icebreaker" in capsys.readouterr().err
+
+
+def test_cli_build_never_writes_over_a_foreign_file(tmp_path, capsys, boards_package):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "top.il").write_text("my own RTLIL\n")
+    argv = ["board", "build", "icebreaker", "--plan-only", "-o", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--output" in err and "not written by zfabric" in err
+    assert [p.name for p in out.iterdir()] == ["top.il"]
+    assert (out / "top.il").read_text() == "my own RTLIL\n"
+    # a folder of its own: built, listed, and built again over its own files only
+    (out / "top.il").unlink()
+    assert main(argv) == 0
+    listed = set((out / ".zfabric-manifest").read_text().split())
+    assert "top.il" in listed and f"build plan written to {out}" in capsys.readouterr().out
+    (out / "notes.txt").write_text("the user's\n")
+    assert main(argv) == 0
+    assert (out / "notes.txt").read_text() == "the user's\n"
+    assert not [p for p in out.iterdir() if p.name.startswith(".zfabric-staging")]

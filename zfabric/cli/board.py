@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 from functools import partial
+from pathlib import Path
 
 from zfabric.errors import SpecError
 
-from .common import add_command, check_output_dir, phase, status
+from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]
 
@@ -27,7 +28,10 @@ def register(commands) -> None:
     build.add_argument("target", help=f"board: {', '.join(TARGETS)} (see `zfabric board targets`)")
     build.add_argument("spec", nargs="?", help="fabric spec (YAML); default: the board's own")
     build.add_argument(
-        "-o", "--output", metavar="DIR", help="build folder (default: build/TARGET-SPEC)"
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="build folder: new, empty, or written by zfabric before (default: build/TARGET-SPEC)",
     )
     build.add_argument(
         "--plan-only", action="store_true", help="write the build plan, do not run the tools"
@@ -46,27 +50,47 @@ def run_targets(args: argparse.Namespace) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    """Build (or with --plan-only, prepare) a self-checking board design around a fabric."""
+    """Build (or with --plan-only, prepare) a self-checking board design around a fabric.
+
+    The output folder follows ``zfabric run``'s rule (:class:`~.common.OutputFolder`): new,
+    empty, or written by zfabric before; the build happens in a staging folder inside it whose
+    files (the plan, logs and products, a failed build's logs too) are then moved in."""
+    from zfabric import load_spec
     from zfabric.boards.targets import TARGETS
 
     if args.target not in TARGETS:
         raise SpecError("TARGET", f"unknown board {args.target!r}; known: {', '.join(TARGETS)}")
-    if args.output:
-        check_output_dir(args.output, "--output")
+    if args.output:  # before any work; the default needs the spec's name
+        OutputFolder(args.output, "--output", exclusive=True)
+    spec = load_spec(args.spec or TARGETS[args.target].spec_path)
+    out = OutputFolder(
+        args.output or f"build/{args.target}-{spec.name}", "--output", exclusive=True
+    )
     from zfabric.boards.build import BuildError, board_build, format_report
 
-    try:
-        with phase(args, f"board build {args.target}"):
-            report = board_build(
-                args.target,
-                args.spec,
-                args.output,
-                plan_only=args.plan_only,
-                progress=partial(status, args),
-            )
-    except BuildError as error:
-        where = f" (log: {error.log})" if error.log else ""
-        print(f"zfabric: board build failed: {error}{where}", file=sys.stderr)
-        return 1
+    with out.staging() as staging:
+
+        def moved(path: str) -> str:  # a path in the staging folder, once committed
+            return str(out.path / Path(path).relative_to(staging))
+
+        try:
+            with phase(args, f"board build {args.target}"):
+                report = board_build(
+                    args.target,
+                    args.spec,
+                    staging,
+                    plan_only=args.plan_only,
+                    progress=partial(status, args),
+                )
+        except BuildError as error:
+            if any(staging.iterdir()):  # a failed step's logs: kept (a refused spec has none)
+                out.commit(staging)
+            where = f" (log: {moved(error.log)})" if error.log else ""
+            print(f"zfabric: board build failed: {error}{where}", file=sys.stderr)
+            return 1
+        out.commit(staging)
+    report["out_dir"] = str(out.path)
+    if "bitstream" in report:
+        report["bitstream"] = [moved(path) for path in report["bitstream"]]
     print(json.dumps(report, indent=1) if args.json else format_report(report))
     return 0 if not report["built"] or report["timing_pass"] else 1

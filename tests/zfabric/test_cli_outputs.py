@@ -429,3 +429,43 @@ def test_simulate_records_stream_to_disk_and_vanish_on_failure(example, tmp_path
     assert main([*args, "--records", str(records)]) == 130
     assert seen == sorted(seen) and seen[0] < seen[-1]
     assert list(records.parent.iterdir()) == []  # neither records.csv nor the temporary file
+
+
+def test_run_report_knee_is_sweep_knee_not_a_stable_point_past_saturation(
+    example, tmp_path, monkeypatch, capsys
+):
+    import zfabric.cli.run as run_command
+
+    original = run_command.sweep_curve
+
+    def curve(*args, **kwargs):
+        points = original(*args, **kwargs)
+        # a stable point above a saturated one (noise in a short window) is not the knee
+        for point, saturated in zip(points, (False, True, False), strict=True):
+            point["saturated"] = saturated
+        return points
+
+    monkeypatch.setattr(run_command, "sweep_curve", curve)
+    out = tmp_path / "report"
+    quick = ["--cosim-cycles", "0", "--warmup", "50", "--cycles", "200", "--rates", "0.1,0.2,0.3"]
+    assert main(["run", str(example("ring-2")), "-o", str(out), *quick]) == 0
+    report = (out / "report.md").read_text()
+    assert "Knee (the highest stable rate below the first saturated one): 0.100" in report
+    assert "router: 1 pipeline stage, separable allocator, first-free output selection" in report
+
+
+def test_check_shows_the_router_settings(tmp_path, capsys):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text(
+        "name: ring-3\ntopology: {kind: torus, k: [3]}\n"
+        "router: {stages: 2, allocator: separable-2, selection: round-robin}\n"
+    )
+    assert main(["check", str(spec)]) == 0
+    text = capsys.readouterr().out
+    assert "router: 2 pipeline stages, separable-2 allocator, round-robin output selection" in text
+    assert main(["check", str(spec), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["router"] == {
+        "stages": 2,
+        "allocator": "separable-2",
+        "selection": "round-robin",
+    }

@@ -7,18 +7,20 @@ refuse-a-cyclic-plan step of every command that simulates or emits a fabric.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
 
 from zfabric.deadlock import analyse_routing
 from zfabric.metrics import FabricMetrics, fabric_metrics
+from zfabric.router_settings import RouterSettings
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
 from .common import add_command, check_output_file, progress, write_atomically
 
-__all__ = ["register", "run", "check_report", "summary", "checked_plan", "short"]
+__all__ = ["register", "run", "check_report", "summary", "checked_plan", "short", "router_text"]
 
 
 def register(commands) -> None:
@@ -42,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(args.plan_out, plan.to_json(indent=1) + "\n")
     metrics = fabric_metrics(plan, analysis, graph)
     if args.json:
-        print(json.dumps(check_report(spec, metrics, analysis), indent=1))
+        print(json.dumps(check_report(spec, metrics, analysis, plan.router), indent=1))
     else:
-        print(summary(spec, metrics, analysis.cycle))
+        print(summary(spec, metrics, analysis.cycle, plan.router))
     return 0 if analysis.deadlock_free else 1
 
 
@@ -83,7 +85,15 @@ def _describe_topology(spec: FabricSpec) -> str:
     return f"{spec.kind} ({shown})"
 
 
-def summary(spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None) -> str:
+def router_text(router: RouterSettings) -> str:
+    """The switch the figures are for: ``1 pipeline stage, separable allocator, ...``."""
+    stages = f"{router.stages} pipeline stage{'s' if router.stages > 1 else ''}"
+    return f"{stages}, {router.allocator} allocator, {router.selection} output selection"
+
+
+def summary(
+    spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None, router: RouterSettings
+) -> str:
     """The text ``check`` prints."""
     radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
     vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
@@ -92,6 +102,7 @@ def summary(spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None) -
     )
     lines = [
         f"{spec.name}: {_describe_topology(spec)}, routing {spec.routing}",
+        f"  router: {router_text(router)}",
         f"  endpoints {metrics.endpoints}, switches {metrics.switches}, links {metrics.links}"
         f" (+{metrics.endpoint_links} endpoint links)",
         f"  radix: {radix}",
@@ -114,12 +125,15 @@ def summary(spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None) -
     return "\n".join(lines)
 
 
-def check_report(spec: FabricSpec, metrics: FabricMetrics, analysis) -> dict[str, Any]:
+def check_report(
+    spec: FabricSpec, metrics: FabricMetrics, analysis, router: RouterSettings
+) -> dict[str, Any]:
     """The ``check --json`` object."""
     return {
         "name": spec.name,
         "topology": spec.kind,
         "routing": spec.routing,
+        "router": dataclasses.asdict(router),
         "endpoints": metrics.endpoints,
         "switches": metrics.switches,
         "links": metrics.links,

@@ -96,12 +96,14 @@ def run(args: argparse.Namespace) -> int:
     with progress(args, "routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
-    text = summary(spec, metrics, analysis.cycle)
+    text = summary(spec, metrics, analysis.cycle, plan.router)
     say = (lambda line: status(args, line)) if args.json else print
     say(text)
     if not analysis.deadlock_free:
         if args.json:
-            print(json.dumps({"check": check_report(spec, metrics, analysis)}, indent=1))
+            print(
+                json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
+            )
         return 1
     limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         if cosim is not None:
             write_atomically(staging / "cosim.json", json.dumps(cosim, indent=1) + "\n")
         write_atomically(staging / "plan.json", plan.to_json(indent=1) + "\n")
-        report = check_report(spec, metrics, analysis)
+        report = check_report(spec, metrics, analysis, plan.router)
         write_atomically(staging / "check.json", json.dumps(report, indent=1) + "\n")
         sweep = {"inputs": experiment.inputs(spec.name), "points": points}
         write_atomically(staging / "sweep.json", json.dumps(sweep, indent=1) + "\n")
@@ -223,7 +225,14 @@ def _report_markdown(
         + f" | {'yes' if p['saturated'] else 'no'} |"
         for p in points
     )
-    knee = max((p["offered"] for p in points if not p["saturated"]), default=0.0)
+    from zfabric.sim.sweep import knee
+
+    stable = knee(points)
+    knee_text = (
+        f"{stable:.3f} flits/cycle/endpoint"
+        if stable is not None
+        else "none (no swept rate was stable)"
+    )
     pattern = experiment.pattern
     return f"""# {spec.name}
 
@@ -243,7 +252,7 @@ delivery, in cycles.
 - Zero-load latency (analytic, {pattern} flows, 2·hops + L + 2): {zero:.2f} cycles
 - Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint
   (set by {bound.limited_by})
-- Highest offered load accepted in this sweep: {knee:.3f} flits/cycle/endpoint
+- Knee (the highest stable rate below the first saturated one): {knee_text}
 
 ![latency-throughput curve](curve.png)
 

@@ -41,6 +41,7 @@ __all__ = [
     "BlackBox",
     "Emission",
     "emit",
+    "top_module_name",
     "untriggered_comb_blocks",
     "write",
 ]
@@ -138,10 +139,17 @@ def _identifier(name: str) -> str:
     return ident if re.match(r"[A-Za-z_]", ident) else f"zf_{ident}"
 
 
+def top_module_name(plan: FabricPlan) -> str:
+    """The top module's name :func:`emit` gives ``plan``'s fabric, and :func:`write` its files
+    (``NAME.v``, ...): the plan's name made a Verilog identifier, so callers can check for
+    those files before emitting."""
+    return _identifier(plan.name)
+
+
 def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Emission:
     """Verilog of ``plan``'s fabric. ``share``: one module per kind (else one per instance)."""
     start = time.perf_counter()
-    top = _identifier(name or plan.name)
+    top = _identifier(name) if name else top_module_name(plan)
     kinds: dict[tuple, tuple[str, wiring.Component]] = {}
     counts: dict[str, int] = {}
 

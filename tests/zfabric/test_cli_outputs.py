@@ -469,3 +469,12 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
         "allocator": "separable-2",
         "selection": "round-robin",
     }
+
+
+def test_simulate_text_gives_average_hops_to_three_decimals(example, capsys):
+    args = ["simulate", str(example("torus-4x4")), "--cycles", "300", "--warmup", "50"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    hops = json.loads(capsys.readouterr().out)["average_hops"]
+    assert f"average hops {hops:.3f}\n" in text

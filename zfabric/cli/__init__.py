@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from zfabric.errors import PlanError, SpecError
 
 from . import board, cache, check, cosim, ndt_configs, run, simulate, sweep, verilog
-from .common import HelpFormatter, Parser, write_atomically
+from .common import HelpFormatter, Parser
 
-__all__ = ["main", "build_parser", "write_atomically"]
+__all__ = ["main", "build_parser"]
 
 COMMANDS = (check, verilog, ndt_configs, simulate, sweep, cosim, board, run, cache)
 

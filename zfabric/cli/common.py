@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from zfabric.errors import SpecError
+from zfabric.spec import short
 
 # the spec's own limits on the traffic section's windows and packet length
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
@@ -31,7 +32,6 @@ __all__ = [
     "add_command",
     "check_output_file",
     "check_output_dir",
-    "clip",
     "integer",
     "fraction",
     "rate",
@@ -46,12 +46,6 @@ __all__ = [
 
 #: the file, in a folder zfabric writes, listing the files zfabric wrote there
 MANIFEST = ".zfabric-manifest"
-
-
-def clip(value: Any, limit: int = 100) -> str:
-    """``repr(value)`` cut to ``limit`` characters, so one bad value cannot flood the terminal."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---- the parser ---------------------------------------------------------------------------------
@@ -102,9 +96,9 @@ def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+            raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}") from None
         if value < minimum or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+            raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}")
         return value
 
     parse.__name__ = "integer"
@@ -115,10 +109,10 @@ def _real(text: str, low: float, high: float, *, open_low: bool, want: str) -> f
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+        raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}") from None
     inside = (low < value if open_low else low <= value) and value <= high  # NaN fails too
     if not inside:
-        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+        raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}")
     return value
 
 
@@ -136,15 +130,15 @@ def rates(text: str) -> tuple[float, ...]:
     """Comma-separated rates, each in (0, 1], sorted."""
     parts = [part.strip() for part in text.split(",")]
     if not text.strip() or not all(parts):
-        raise argparse.ArgumentTypeError(f"must be comma-separated rates, got {clip(text)}")
+        raise argparse.ArgumentTypeError(f"must be comma-separated rates, got {short(text)}")
     values = []
     for part in parts:
         try:
             values.append(rate(part))
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(
-                f"each rate must be in (0, 1] flits/cycle/endpoint, got {clip(part)}"
-                f" in {clip(text)}"
+                f"each rate must be in (0, 1] flits/cycle/endpoint, got {short(part)}"
+                f" in {short(text)}"
             ) from None
     return tuple(sorted(set(values)))
 
@@ -156,10 +150,10 @@ def packet_length(text: str) -> int | tuple[int, int]:
         low, _, high = text.partition("-")
         value = (int(low), int(high)) if high else int(low)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}") from None
+        raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}") from None
     ends = value if isinstance(value, tuple) else (value, value)
     if not 1 <= ends[0] <= ends[1] <= MAX_PACKET_LENGTH:
-        raise argparse.ArgumentTypeError(f"must be {want}, got {clip(text)}")
+        raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}")
     return value
 
 
@@ -278,7 +272,7 @@ class OutputFolder:
         ):
             raise SpecError(
                 self.argument,
-                f"{str(manifest)!r} lists {clip(name)}, which is not a file inside"
+                f"{str(manifest)!r} lists {short(name)}, which is not a file inside"
                 f" {str(self.path)!r}; refusing to use the folder (remove the line or the folder)",
             )
 

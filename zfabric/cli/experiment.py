@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from zfabric.errors import SpecError
+from zfabric.spec import short
 
 from .common import (
     MAX_CYCLES,
     MAX_PACKET_LENGTH,
-    clip,
     fraction,
     integer,
     packet_length,
@@ -235,7 +235,7 @@ def read_checked_trace(path: str, plan) -> list:
             if value > limit:
                 raise SpecError(
                     "--trace",
-                    f"{path}:{_line_of(Path(path), entry)}: {role} {clip(value)} is above"
+                    f"{path}:{_line_of(Path(path), entry)}: {role} {short(value)} is above"
                     f" {limit} (the spec's limit)",
                 )
         for role in ("src", "dst"):
@@ -244,7 +244,7 @@ def read_checked_trace(path: str, plan) -> list:
                 line = _line_of(Path(path), entry)
                 raise SpecError(
                     "--trace",
-                    f"{path}:{line}: {role} {clip(value)} is not an endpoint of {plan.name}"
+                    f"{path}:{line}: {role} {short(value)} is not an endpoint of {plan.name}"
                     f" (0..{n - 1})",
                 )
     return trace

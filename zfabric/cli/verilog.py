@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     spec, plan, _analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1
-    from zfabric.hdl.verilog import _identifier, write  # the top module's name, as emit() makes it
+    from zfabric.hdl.verilog import top_module_name, write
 
-    top = _identifier(plan.name)
+    top = top_module_name(plan)
     out.check(f"{top}{suffix}" for suffix in (".v", ".plan.json", ".ports"))
     status(args, f"{spec.name}: emitting Verilog")
     with out.staging() as staging:

@@ -155,7 +155,7 @@ def test_run_report_says_which_packet_length_it_used(tmp_path, capsys):
     assert main(["run", str(_spec(tmp_path)), "-o", str(out), *QUICK]) == 0
     report = (out / "report.md").read_text()
     assert "8 flits (spec)" in report
-    assert f"2·hops + L + 2): {2 * TORUS_HOPS + 8 + 2:.2f} cycles" in report
+    assert f"2·(hops + 1) + L): {2 * (TORUS_HOPS + 1) + 8:.2f} cycles" in report
     sweep = json.loads((out / "sweep.json").read_text())
     assert sweep["inputs"]["packet_length"] == 8
 
@@ -452,6 +452,7 @@ def test_run_report_knee_is_sweep_knee_not_a_stable_point_past_saturation(
     report = (out / "report.md").read_text()
     assert "Knee (the highest stable rate below the first saturated one): 0.100" in report
     assert "router: 1 pipeline stage, separable allocator, first-free output selection" in report
+    assert "uniform flows, 2·(hops + 1) + L):" in report  # stages + 1 cycles per switch
 
 
 def test_check_shows_the_router_settings(tmp_path, capsys):

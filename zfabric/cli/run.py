@@ -132,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
         )
         write_atomically(
             staging / "report.md",
-            _report_markdown(spec, text, bound, zero, points, experiment, args, emission, cosim),
+            _report_markdown(
+                spec, plan, text, bound, zero, points, experiment, args, emission, cosim
+            ),
         )
         files = out.commit(staging)
     passed = cosim is None or cosim["passed"]
@@ -213,7 +215,7 @@ simulated.
 
 
 def _report_markdown(
-    spec, text, bound, zero, points, experiment: Experiment, args, emission, cosim
+    spec, plan, text, bound, zero, points, experiment: Experiment, args, emission, cosim
 ) -> str:
     rows = "\n".join(
         f"| {p['offered']:.3f} | {p['accepted']:.3f} | "
@@ -234,6 +236,7 @@ def _report_markdown(
         else "none (no swept rate was stable)"
     )
     pattern = experiment.pattern
+    stages = plan.router.stages
     return f"""# {spec.name}
 
 ## Fabric
@@ -249,7 +252,7 @@ def _report_markdown(
 {experiment.cycles} cycles, seed {experiment.seed}. Latency is from packet creation to tail
 delivery, in cycles.
 
-- Zero-load latency (analytic, {pattern} flows, 2·hops + L + 2): {zero:.2f} cycles
+- Zero-load latency (analytic, {pattern} flows, {stages + 1}·(hops + 1) + L): {zero:.2f} cycles
 - Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint
   (set by {bound.limited_by})
 - Knee (the highest stable rate below the first saturated one): {knee_text}

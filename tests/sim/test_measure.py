@@ -230,7 +230,7 @@ def test_run_writes_the_report_folder(example, tmp_path, capsys):
     report = (out / "report.md").read_text()
     assert "Skipped (no simulator, or `--cosim-cycles 0`)." in report
     assert "![latency-throughput curve](curve.png)" in report
-    assert "(analytic, uniform flows, 2·hops + L + 2): 10.27 cycles" in report  # 2·32/15+4+2
+    assert "(analytic, uniform flows, 2·(hops + 1) + L): 10.27 cycles" in report  # 2·47/15+4
     assert json.loads((out / "check.json").read_text())["deadlock_free"] is True
     assert main(args) == 0  # a second run replaces the folder
     assert len(list(tmp_path.iterdir())) == 1  # no staging folder left behind

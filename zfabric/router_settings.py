@@ -15,8 +15,9 @@ from .errors import PlanError, SpecError
 __all__ = ["RouterSettings", "parse_router", "STAGES", "ALLOCATORS", "SELECTIONS"]
 
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
-#: and traversal in one cycle; 2: route computation in its own registered cycle first)
-STAGES = (1, 2)
+#: and traversal in one cycle; 2: route computation in its own registered cycle first; 3: then
+#: VC allocation in a cycle of its own, before switch allocation and traversal)
+STAGES = (1, 2, 3)
 #: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")

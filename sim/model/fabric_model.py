@@ -140,8 +140,13 @@ class FabricModel:
         # router settings (docs/microarchitecture.md, steps 2 to 4)
         self._round_robin_selection = plan.router.selection == "round-robin"
         self._iterations = 2 if plan.router.allocator == "separable-2" else 1
-        # stages 2: a head's route is computed in its first cycle at the front, used from the next
-        self._route_stage = plan.router.stages == 2
+        # stages 2 and 3: a head's route is computed in its first cycle at the front, used from
+        # the next; stages 3: a head then acquires its output VC in a VC-allocation cycle of its
+        # own, with its own pointers, before it competes for the crossbar
+        self._route_stage = plan.router.stages >= 2
+        self._vc_stage = plan.router.stages == 3
+        self._va_in = [[0] * len(ports) for ports in self._in_vcs]
+        self._va_out = [[0] * len(ports) for ports in self._out_vcs]
         self._routed = False  # some head computed its route this cycle (that is activity)
         self._rr_select = [[0] * len(ports) for ports in self._in_vcs]  # output port pointer
         self._busy: set[int] = set()  # switches with a flit in some input buffer
@@ -242,35 +247,53 @@ class FabricModel:
         bufs, assign, credit = self._buf[s], self._assign[s], self._credit[s]
         # per input port: the requesting VCs and the output VC each wants
         requests: list[list[tuple[int, tuple[int, int]]]] = []
+        # stages 3: per input port, the heads that request an output VC (VC allocation)
+        vc_requests: list[list[tuple[int, tuple[int, int]]]] = []
         for p, vc_bufs in enumerate(bufs):
-            wants = []
+            wants, vc_wants = [], []
             for v, buf in enumerate(vc_bufs):
                 if not buf:
                     continue
                 target = assign[p][v]
                 if target is None:
                     target = self._select(s, p, v, buf[0])
+                    if self._vc_stage:
+                        if target is not None:
+                            vc_wants.append((v, target))
+                        continue
                 elif credit[target[0]][target[1]] == 0:
                     target = None
                 if target is not None:
                     wants.append((v, target))
             requests.append(wants)
-        grants = self._allocate(s, requests)
+            vc_requests.append(vc_wants)
+        grants = self._allocate(s, requests, self._rr_in[s], self._rr_out[s])
+        acquired = []
+        if self._vc_stage:
+            acquired = self._allocate(s, vc_requests, self._va_in[s], self._va_out[s])
+        owner = self._owner[s]
+        for p, v, o, w in acquired:
+            assign[p][v] = (o, w)
+            owner[o][w] = (p, v)
+            self._rr_select[s][p] = (o + 1) % len(bufs)
+            self._va_in[s][p] = (v + 1) % len(bufs[p])
+            self._va_out[s][o] = (p + 1) % len(bufs)
         if not grants:
             routed, self._routed = self._routed, False
-            return routed
-        owner, rr_in, rr_out = self._owner[s], self._rr_in[s], self._rr_out[s]
+            return routed or bool(acquired)
+        rr_in, rr_out = self._rr_in[s], self._rr_out[s]
         for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
             if credit[o][w] < _UNLIMITED:
                 credit[o][w] -= 1
             if flit.is_head:
-                assign[p][v] = (o, w)
-                owner[o][w] = (p, v)
+                if not self._vc_stage:
+                    assign[p][v] = (o, w)
+                    owner[o][w] = (p, v)
+                    self._rr_select[s][p] = (o + 1) % len(bufs)
                 flit.head = flit.decision.head
                 flit.decision = None
                 flit.packet.path.append((s, o))
-                self._rr_select[s][p] = (o + 1) % len(bufs)
             if flit.is_tail:
                 assign[p][v] = None
                 owner[o][w] = None
@@ -284,7 +307,8 @@ class FabricModel:
         return True
 
     def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
-        """Step 2 for a head: the output VC it requests among its free candidates with credit."""
+        """Step 2 for a head: the output VC it requests among its free candidates (with credit,
+        unless VC allocation is a stage of its own: stages 3)."""
         if flit.decision is None:
             flit.decision = self.routing.route(s, p, v, flit.head)
             if self._route_stage:
@@ -295,7 +319,7 @@ class FabricModel:
             (hop.port, w)
             for hop in flit.decision.hops
             for w in hop.vcs
-            if owner[hop.port][w] is None and credit[hop.port][w] > 0
+            if owner[hop.port][w] is None and (self._vc_stage or credit[hop.port][w] > 0)
         ]
         if not usable:
             return None
@@ -305,10 +329,14 @@ class FabricModel:
         return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
 
     def _allocate(
-        self, s: int, requests: list[list[tuple[int, tuple[int, int]]]]
+        self,
+        s: int,
+        requests: list[list[tuple[int, tuple[int, int]]]],
+        rr_in: list[int],
+        rr_out: list[int],
     ) -> list[tuple[int, int, int, int]]:
-        """Steps 3 and 4, once per iteration: (in port, in VC, out port, out VC) per grant."""
-        rr_in, rr_out = self._rr_in[s], self._rr_out[s]
+        """Steps 3 and 4 on the pointers ``rr_in`` and ``rr_out``, once per iteration: (in port,
+        in VC, out port, out VC) per grant."""
         n_ports = len(requests)
         grants: list[tuple[int, int, int, int]] = []
         matched_in: set[int] = set()

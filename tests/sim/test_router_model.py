@@ -56,16 +56,22 @@ def test_second_iteration_matches_what_the_first_left(example):
     for allocator in ("separable", "separable-2"):
         model = FabricModel(plan_with(example, "torus-4x4", {"allocator": allocator}))
         model._rr_out[0][3] = 2
-        grants[allocator] = model._allocate(0, requests)
+        grants[allocator] = model._allocate(0, requests, model._rr_in[0], model._rr_out[0])
     assert grants["separable"] == [(2, 0, 3, 1)]
     assert grants["separable-2"] == [(2, 0, 3, 1), (1, 1, 4, 1)]
 
 
 def test_zero_load_latency_per_stages(example):
     """A lone packet of L flits over H switch-to-switch links: 2H + L + 2 with one stage,
-    3H + L + 3 with two (one more cycle per switch, H + 1 switches)."""
+    3H + L + 3 with two and 4H + L + 4 with three (one more cycle per switch per stage, H + 1
+    switches, for the head only: the body follows one flit per cycle)."""
+    formulas = {
+        1: lambda h, n: 2 * h + n + 2,
+        2: lambda h, n: 3 * h + n + 3,
+        3: lambda h, n: 4 * h + n + 4,
+    }
     for name, pairs in (("torus-4x4", [(0, 5), (0, 10), (3, 12)]), ("znode-64", [(0, 63)])):
-        for stages, formula in ((1, lambda h, n: 2 * h + n + 2), (2, lambda h, n: 3 * h + n + 3)):
+        for stages, formula in formulas.items():
             for length in (1, 4):
                 for src, dst in pairs:
                     model = FabricModel(plan_with(example, name, {"stages": stages}))

@@ -34,8 +34,8 @@ def test_settings_reach_the_plan():
     "router, message",
     [
         ([1], r"^router: must be a mapping, got a list \[1\]$"),
-        ({"stages": 3}, r"^router\.stages: must be one of 1, 2, got 3$"),
-        ({"stages": True}, r"^router\.stages: must be one of 1, 2, got True$"),
+        ({"stages": 4}, r"^router\.stages: must be one of 1, 2, 3, got 4$"),
+        ({"stages": True}, r"^router\.stages: must be one of 1, 2, 3, got True$"),
         (
             {"allocator": "wavefront"},
             r"^router\.allocator: must be one of separable, separable-2, got 'wavefront'",

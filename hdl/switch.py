@@ -2,7 +2,9 @@
 
 One cycle per switch: the input units present each VC's front flit, the route units decode the
 heads, the allocator decides who sends where, the crossbar moves the granted flits and the
-output units register them onto the links. With the link register that makes 2 cycles per hop.
+output units register them onto the links. With the link register that makes 2 cycles per hop
+(``stages: 1``); ``stages: 2`` registers the route first and ``stages: 3`` then allocates the
+output VC in a cycle of its own (docs/microarchitecture.md).
 """
 
 from __future__ import annotations
@@ -123,7 +125,13 @@ class Switch(wiring.Component):
             self._parts = (
                 [InputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth) for n in ports.vcs],
                 [
-                    OutputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth, local=local)
+                    OutputUnit(
+                        flit_layout=layout,
+                        n_vcs=n,
+                        buffer_depth=depth,
+                        local=local,
+                        acquire=self._router.stages == 3,
+                    )
                     for n, local in zip(ports.vcs, ports.local, strict=True)
                 ],
                 {
@@ -137,6 +145,7 @@ class Switch(wiring.Component):
                     turns=self._routes.turns,
                     selection=self._router.selection,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
+                    pipelined=self._router.stages == 3,
                 ),
             )
         return self._parts
@@ -204,7 +213,7 @@ class Switch(wiring.Component):
 
     @staticmethod
     def _route_stage(m: Module, port: int, vc: int, front, route, alloc) -> tuple:
-        """``stages: 2``: register the route unit's answer for the head at the front.
+        """``stages: 2`` and ``3``: register the route unit's answer for the head at the front.
 
         The head is routed in its first cycle at the front and requests from the next (the
         ``routed`` bit), so the allocator reads registered candidates and next head instead of
@@ -244,6 +253,9 @@ class Switch(wiring.Component):
             m.d.comb += xbar.grant[port].eq(alloc.grant[port])
             free.append(out.free)
             ready.append(out.ready)
+            if self._router.stages == 3:
+                base = sum(self._ports.vcs[:port])
+                m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
 
             # the picked VC's front flit, its head replaced by the one the next switch sees
             forward = 0
@@ -256,7 +268,7 @@ class Switch(wiring.Component):
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
                 head, cand, next_head = kind[0], route.cand, route.next_head
-                if self._router.stages == 2:
+                if self._router.stages >= 2:
                     head, cand, next_head = self._route_stage(m, port, vc, front, route, alloc)
                 m.d.comb += [
                     route.head.eq(payload[: layout.head_width]),

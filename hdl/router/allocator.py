@@ -107,6 +107,12 @@ class Allocator(wiring.Component):
         How a head picks among its usable candidates.
     iterations : 1 or 2
         Separable allocation iterations.
+    pipelined : bool
+        VC allocation in a cycle of its own (``stages: 3``): a head without an output VC
+        requests a free candidate, credit or not, in a separable VC allocation with pointers of
+        its own (``va_*``), and takes it at the end of the cycle (``acquire``); only input VCs
+        that hold an output VC with a credit compete for the crossbar, heads included. The
+        selection pointer moves on VC allocation.
 
     Members
     -------
@@ -124,15 +130,21 @@ class Allocator(wiring.Component):
         Per output port: the input port it takes (one-hot, zero if none).
     vc : ``Out(range(max(out_vcs))).array(n_ports)``
         Per output port: the output VC of the granted flit.
+    acquire : ``Out(n_out_vcs)``
+        Only when ``pipelined``: the output VCs a head acquires this cycle (their owner bits
+        are set at the end of it).
     """
 
-    def __init__(self, *, in_vcs, out_vcs, turns=None, selection="first-free", iterations=1):
+    def __init__(
+        self, *, in_vcs, out_vcs, turns=None, selection="first-free", iterations=1, pipelined=False
+    ):
         if selection not in ("first-free", "round-robin"):
             raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")
         if iterations not in (1, 2):
             raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
         self._selection = selection
         self._iterations = iterations
+        self._pipelined = bool(pipelined)
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
         ports = range(len(in_vcs))
         self._turns = frozenset(
@@ -147,8 +159,10 @@ class Allocator(wiring.Component):
         self._out_vcs = out_vcs
         self._base = [sum(out_vcs[:o]) for o in range(len(out_vcs))]
         n_ports, max_in, n_ovc = len(in_vcs), max(in_vcs), sum(out_vcs)
+        members = {"acquire": Out(n_ovc)} if self._pipelined else {}
         super().__init__(
-            {
+            members
+            | {
                 "valid": In(max_in).array(n_ports),
                 "head": In(max_in).array(n_ports),
                 "tail": In(max_in).array(n_ports),
@@ -165,25 +179,24 @@ class Allocator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
-        usable = _signal(m, self.free & self.ready, "usable")
+        # a head may take a free output VC with a credit; with its own VC-allocation cycle
+        # (``pipelined``) any free one: the credit is switch allocation's business
+        usable = _signal(m, self.free if self._pipelined else self.free & self.ready, "usable")
         reachable = [0] * n_ports  # per input port: the output VCs it can ever want
         for p, o in self._turns:
             reachable[p] |= ((1 << self._out_vcs[o]) - 1) << self._base[o]
 
-        def per_port(bits) -> Value:
-            """An output-port vector spread over each port's output VCs."""
-            return Cat(*(bits[o].replicate(n) for o, n in enumerate(self._out_vcs)))
-
         requesters = []  # per input port: (requesting VCs, per VC the output VC it wants)
-        targets = []  # per input VC: (port, vc, held, wanted)
+        vc_requesters = []  # the same for VC allocation (``pipelined`` only)
+        targets = []  # per input VC: (port, vc, held, wanted by a head)
         selects = []  # per input port: its selection pointer (round-robin selection only)
         for port, n_vcs in enumerate(self._in_vcs):
             select = None
             if self._selection == "round-robin":
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
-                select_mask = _signal(m, per_port(select), f"select_mask_{port}")
+                select_mask = _signal(m, self._per_port(select), f"select_mask_{port}")
             selects.append(select)
-            requests, wanted = [], []
+            requests, wanted, vc_requests, chosens = [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
                 candidates = self.cand[port][vc] & usable & reachable[port]
@@ -192,20 +205,89 @@ class Allocator(wiring.Component):
                     chosen = lowest_one(m, candidates, name)
                 else:
                     chosen = round_robin(m, candidates, select_mask, name)
-                requests.append(
-                    self.valid[port][vc]
-                    & Mux(
-                        held.any(),
-                        (held & self.ready).any(),
-                        self.head[port][vc] & chosen.any(),
+                chosens.append(chosen)
+                wants_vc = self.head[port][vc] & chosen.any()
+                if self._pipelined:
+                    requests.append(self.valid[port][vc] & (held & self.ready).any())
+                    vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
+                    wanted.append(held)
+                else:
+                    requests.append(
+                        self.valid[port][vc]
+                        & Mux(held.any(), (held & self.ready).any(), wants_vc)
+                    )
+                    wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
+                targets.append((port, vc, held, wanted[-1] if not self._pipelined else chosen))
+            requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted))
+            if self._pipelined:
+                vc_requesters.append(
+                    (_signal(m, Cat(*vc_requests), f"va_requests_{port}"), chosens)
+                )
+
+        pops, picks, grants, out_vcs = self._separable(m, requesters, "")
+        for out, grant in grants.items():
+            m.d.comb += [
+                self.grant[out].eq(grant),
+                self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
+            ]
+        for port in range(n_ports):
+            m.d.comb += [self.pop[port].eq(pops[port]), self.pick[port].eq(picks[port])]
+
+        # the input VCs whose head acquires an output VC this cycle: in VC allocation when it
+        # is a cycle of its own, else when the head crosses
+        if self._pipelined:
+            acquires = self._separable(m, vc_requesters, "va_")[0]
+        else:
+            acquires = [
+                Cat(*(pops[port][vc] & self.head[port][vc] for vc in range(n)))
+                for port, n in enumerate(self._in_vcs)
+            ]
+        acquired = 0
+        for port, vc, held, wanted in targets:
+            acquired = acquired | (wanted & acquires[port][vc].replicate(n_ovc))
+        if self._pipelined:
+            m.d.comb += self.acquire.eq(acquired)
+
+        for port, select in enumerate(selects):
+            if select is None:
+                continue
+            taken = 0
+            for p, vc, held, wanted in targets:
+                if p == port:
+                    taken = taken | (wanted & acquires[port][vc].replicate(n_ovc))
+            taken = _signal(m, taken, f"taken_{port}")
+            with m.If(taken.any()):
+                m.d.sync += select.eq(
+                    after(
+                        Cat(
+                            *(
+                                taken[self._base[o] : self._base[o] + n].any()
+                                for o, n in enumerate(self._out_vcs)
+                            )
+                        )
                     )
                 )
-                wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
-                targets.append((port, vc, held, wanted[-1]))
-            requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted))
+        for port, vc, held, wanted in targets:
+            with m.If(acquires[port][vc]):
+                m.d.sync += held.eq(wanted)
+            with m.If(self.pop[port][vc] & self.tail[port][vc]):
+                m.d.sync += held.eq(0)
+        return m
 
+    def _per_port(self, bits) -> Value:
+        """An output-port vector spread over each port's output VCs."""
+        return Cat(*(bits[o].replicate(n) for o, n in enumerate(self._out_vcs)))
+
+    def _separable(self, m: Module, requesters: list, prefix: str) -> tuple:
+        """Input-first separable allocation of ``requesters`` (per input port: the requesting
+        VCs and, per VC, the one-hot output VC it wants) on round-robin pointers of its own,
+        named with ``prefix``: input pointers over VCs, output pointers over input ports, each
+        moved past its grant at the end of the cycle. Returns, per input port, the granted VC
+        (``pop``) and the picked one (``pick``), and per output port the granted input and
+        the granted output VC (one-hot each; a dict by output port, only the reachable ones)."""
+        n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         in_pointers = [
-            Signal(n, name=f"in_pointer_{port}", init=(1 << n) - 1)
+            Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
             for port, n in enumerate(self._in_vcs)
         ]
         out_pointers = {}
@@ -213,7 +295,7 @@ class Allocator(wiring.Component):
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
             if inputs:
                 out_pointers[out] = Signal(
-                    len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1
+                    len(inputs), name=f"{prefix}out_pointer_{out}", init=(1 << len(inputs)) - 1
                 )
         matched_in = [Const(0, 1)] * n_ports  # input ports granted by an earlier iteration
         matched_out = [Const(0, 1)] * n_ports  # output ports that granted in an earlier one
@@ -221,7 +303,7 @@ class Allocator(wiring.Component):
         grants = [0] * n_ports  # per output port: one-hot over all input ports
         out_vcs = [0] * n_ports  # per output port: the granted flit's output VC, one-hot
         for it in range(self._iterations):
-            taken = per_port(Cat(*matched_out))
+            taken = self._per_port(Cat(*matched_out))
             picked = []  # per input port: the picked VC's output VC, one-hot
             for port, (requests, wanted) in enumerate(requesters):
                 open_requests = requests
@@ -229,22 +311,22 @@ class Allocator(wiring.Component):
                     open_requests = Cat(
                         *(requests[vc] & ~(wanted[vc] & taken).any() for vc in range(len(wanted)))
                     ) & ~matched_in[port].replicate(len(wanted))
-                pick = Signal(len(wanted), name=f"pick_{port}_{it}")
+                pick = Signal(len(wanted), name=f"{prefix}pick_{port}_{it}")
                 m.d.comb += pick.eq(
-                    round_robin(m, open_requests, in_pointers[port], f"in_rr_{port}_{it}")
+                    round_robin(m, open_requests, in_pointers[port], f"{prefix}in_rr_{port}_{it}")
                 )
                 target = 0
                 for vc in range(len(wanted)):
                     target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
-                picked.append(_signal(m, target, f"picked_{port}_{it}"))
+                picked.append(_signal(m, target, f"{prefix}picked_{port}_{it}"))
                 picks[port].append(pick)
             granted = [Const(0, 1)] * n_ports
             for out, pointer in out_pointers.items():
                 base, n_vcs = self._base[out], self._out_vcs[out]
                 inputs = [p for p in range(n_ports) if (p, out) in self._turns]
                 wants = Cat(*(picked[p][base : base + n_vcs].any() for p in inputs))
-                grant = Signal(len(inputs), name=f"grant_{out}_{it}")
-                m.d.comb += grant.eq(round_robin(m, wants, pointer, f"out_rr_{out}_{it}"))
+                grant = Signal(len(inputs), name=f"{prefix}grant_{out}_{it}")
+                m.d.comb += grant.eq(round_robin(m, wants, pointer, f"{prefix}out_rr_{out}_{it}"))
                 for i, port in enumerate(inputs):
                     out_vcs[out] = out_vcs[out] | (
                         picked[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
@@ -259,46 +341,22 @@ class Allocator(wiring.Component):
                 picks[port][it] = (picks[port][it], granted[port])
                 matched_in[port] = matched_in[port] | granted[port]
 
+        grant_signals = {}  # only the output ports some input can reach
         for out, pointer in out_pointers.items():
-            grant = _signal(m, grants[out], f"grant_{out}")
+            grant = grant_signals[out] = _signal(m, grants[out], f"{prefix}grant_{out}")
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
-            m.d.comb += [
-                self.grant[out].eq(grant),
-                self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
-            ]
             with m.If(matched_out[out]):  # some input wanted it: it granted one
                 m.d.sync += pointer.eq(after(Cat(*(grant[p] for p in inputs))))
 
+        pops, pick_signals = [], []
         for port, iterations in enumerate(picks):
             pop, pick = 0, iterations[-1][0]
             for it_pick, it_granted in iterations:
                 pop = pop | (it_pick & it_granted.replicate(len(it_pick)))
             for it_pick, it_granted in reversed(iterations[:-1]):
                 pick = Mux(it_granted, it_pick, pick)
-            pop = _signal(m, pop, f"pop_{port}")
-            m.d.comb += [self.pop[port].eq(pop), self.pick[port].eq(pick)]
+            pops.append(_signal(m, pop, f"{prefix}pop_{port}"))
+            pick_signals.append(pick)
             with m.If(matched_in[port]):
                 m.d.sync += in_pointers[port].eq(after(pick))
-            if selects[port] is not None:
-                _requests, wanted = requesters[port]
-                taken = 0
-                for vc in range(len(wanted)):
-                    taken = taken | (wanted[vc] & (pop[vc] & self.head[port][vc]).replicate(n_ovc))
-                taken = _signal(m, taken, f"taken_{port}")
-                with m.If(taken.any()):
-                    m.d.sync += selects[port].eq(
-                        after(
-                            Cat(
-                                *(
-                                    taken[self._base[o] : self._base[o] + n].any()
-                                    for o, n in enumerate(self._out_vcs)
-                                )
-                            )
-                        )
-                    )
-        for port, vc, held, wanted in targets:
-            with m.If(self.pop[port][vc] & self.head[port][vc]):
-                m.d.sync += held.eq(wanted)
-            with m.If(self.pop[port][vc] & self.tail[port][vc]):
-                m.d.sync += held.eq(0)
-        return m
+        return pops, pick_signals, grant_signals, out_vcs

@@ -30,6 +30,9 @@ class OutputUnit(wiring.Component):
         Depth of the downstream buffers: the initial credit.
     local : bool
         The port faces an endpoint: no credit counters.
+    acquire : bool
+        Owners are set by VC allocation (the ``acquire`` input, ``stages: 3``) rather than by a
+        head crossing.
 
     Members
     -------
@@ -40,9 +43,19 @@ class OutputUnit(wiring.Component):
         Bit ``w``: output VC ``w`` has no owner.
     ready : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has a credit.
+    acquire : ``In(n_vcs)``
+        Only with ``acquire``: bit ``w`` takes output VC ``w`` at the end of the cycle.
     """
 
-    def __init__(self, *, flit_layout: FlitLayout, n_vcs: int, buffer_depth: int, local: bool):
+    def __init__(
+        self,
+        *,
+        flit_layout: FlitLayout,
+        n_vcs: int,
+        buffer_depth: int,
+        local: bool,
+        acquire: bool = False,
+    ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
         if not isinstance(buffer_depth, int) or buffer_depth < 1:
@@ -50,8 +63,10 @@ class OutputUnit(wiring.Component):
         self._n_vcs = n_vcs
         self._buffer_depth = buffer_depth
         self._local = bool(local)
+        self._acquire = bool(acquire)
         super().__init__(
-            {
+            ({"acquire": In(n_vcs)} if self._acquire else {})
+            | {
                 "i": In(stream.Signature(flit_layout, always_ready=True)),
                 "link": Out(LinkSignature(flit_layout, n_vcs)),
                 "free": Out(n_vcs),
@@ -71,7 +86,7 @@ class OutputUnit(wiring.Component):
         m.d.comb += self.free.eq(~owned)
         for vc in range(self._n_vcs):
             sent = self.i.valid & (flit.vc == vc)
-            with m.If(sent & kind[0]):
+            with m.If(self.acquire[vc] if self._acquire else sent & kind[0]):
                 m.d.sync += owned[vc].eq(1)
             with m.If(sent & kind[1]):  # after the head's: a single flit leaves it free
                 m.d.sync += owned[vc].eq(0)

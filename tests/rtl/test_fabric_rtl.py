@@ -61,6 +61,8 @@ ROUTERS = {
     "sep2-rr": {"allocator": "separable-2", "selection": "round-robin"},
     "s2": {"stages": 2},
     "s2-sep2-rr": {"stages": 2, "allocator": "separable-2", "selection": "round-robin"},
+    "s3": {"stages": 3},
+    "s3-sep2-rr": {"stages": 3, "allocator": "separable-2", "selection": "round-robin"},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -76,6 +78,7 @@ SLICE = [
     ("sep2-rr", "ndt-2x2x2", "near"),
     ("s2", "torus-4x4", "near"),
     ("s2-sep2-rr", "znode-64", "past"),
+    ("s3", "ndt-2x2x2", "past"),
 ]
 
 
@@ -174,15 +177,15 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
     assert report["vcd"] and Path(report["vcd"]).stat().st_size > 0
 
 
-@pytest.mark.parametrize("stages", [1, 2])
+@pytest.mark.parametrize("stages", [1, 2, 3])
 def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
     """Two lone 4-flit packets over 4 hops each on torus-4x4 ((0,0) -> (2,2) and (1,1) ->
     (3,3): two hops per dimension): the RTL delivers both at the contract's zero-load cycle,
-    2H + L + 2 = 14 with one stage and 3H + L + 3 = 19 with two."""
+    2H + L + 2 = 14 with one stage, 3H + L + 3 = 19 with two and 4H + L + 4 = 24 with three."""
     plan = plan_of("torus-4x4", {"stages": stages})
     trace = [TraceEntry(0, 0, 10, 4), TraceEntry(100, 5, 15, 4)]
     report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
     check(report)
-    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3}[stages]
+    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3, 3: 4 * 4 + 4 + 4}[stages]
     assert report["latency"]["rtl"]["max"] == expected
     assert report["latency"]["rtl"]["mean"] == expected

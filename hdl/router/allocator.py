@@ -213,8 +213,7 @@ class Allocator(wiring.Component):
                     wanted.append(held)
                 else:
                     requests.append(
-                        self.valid[port][vc]
-                        & Mux(held.any(), (held & self.ready).any(), wants_vc)
+                        self.valid[port][vc] & Mux(held.any(), (held & self.ready).any(), wants_vc)
                     )
                     wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
                 targets.append((port, vc, held, wanted[-1] if not self._pipelined else chosen))
@@ -242,17 +241,17 @@ class Allocator(wiring.Component):
                 Cat(*(pops[port][vc] & self.head[port][vc] for vc in range(n)))
                 for port, n in enumerate(self._in_vcs)
             ]
-        acquired = 0
-        for port, vc, held, wanted in targets:
-            acquired = acquired | (wanted & acquires[port][vc].replicate(n_ovc))
         if self._pipelined:
+            acquired = 0
+            for port, vc, _held, wanted in targets:
+                acquired = acquired | (wanted & acquires[port][vc].replicate(n_ovc))
             m.d.comb += self.acquire.eq(acquired)
 
         for port, select in enumerate(selects):
             if select is None:
                 continue
             taken = 0
-            for p, vc, held, wanted in targets:
+            for p, vc, _held, wanted in targets:
                 if p == port:
                     taken = taken | (wanted & acquires[port][vc].replicate(n_ovc))
             taken = _signal(m, taken, f"taken_{port}")

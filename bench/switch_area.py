@@ -7,12 +7,14 @@ internal link), and synthetic switches that add VCs (1 to 4 on every non-local p
 and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switches route a
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
-    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--router KEY=VALUE ...]
+    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--seeds N]
+        [--router KEY=VALUE ...]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
 routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE40 has no
-out-of-context flow: its Fmax in context comes from the board builds). ``--router`` sets the
+out-of-context flow: its Fmax in context comes from the board builds), the median over
+``--seeds`` placement seeds (1 to N, one nextpnr at a time; default 1). ``--router`` sets the
 torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``).
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -119,8 +122,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fabric", action="store_true")
     parser.add_argument("--fmax", action="store_true", help="also place and route on ECP5")
+    parser.add_argument("--seeds", type=int, default=1, help="nextpnr seeds for --fmax")
     parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
 
     router = {}
     for setting in args.router:
@@ -179,9 +185,14 @@ def main() -> None:
                 first = counts
         if args.fmax:
             start = time.perf_counter()
-            (fmax,) = ecp5_fmax(verilog, "top")
+            fmax = ecp5_fmax(verilog, "top", seeds=range(1, args.seeds + 1))
             seconds = time.perf_counter() - start
-            print(f"{name:34} {'ecp5 Fmax':15} {fmax:.2f} MHz (out of context) {seconds:5.0f} s")
+            each = ", ".join(f"{f:.2f}" for f in fmax)
+            print(
+                f"{name:34} {'ecp5 Fmax':15} {statistics.median(fmax):.2f} MHz median "
+                f"(out of context, seeds 1-{args.seeds}: {each}) {seconds:5.0f} s",
+                flush=True,
+            )
     print(
         f"torus-4x4 switch on ECP5 (-nowidelut): {first['LUT4']} LUT4, {first['carry']} CCU2C, "
         f"{first['lutram']} DPR16X4, {first['ff']} FF"

@@ -55,6 +55,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SETTINGS: list[tuple[str, dict]] = [
     ("stages 1 (today)", {}),
     ("stages 2", {"router": {"stages": 2}}),
+    ("stages 3", {"router": {"stages": 3}}),
     ("round-robin selection", {"router": {"selection": "round-robin"}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
 ]

@@ -336,17 +336,23 @@ def int_list(
             raise SpecError(path, f"must have {length} entries, got {len(value)}: {short(value)}")
         if len(value) < min_length:
             raise SpecError(path, f"must have at least {min_length} entries, got {short(value)}")
-        items, bad = [], []
-        for i, item in enumerate(value):
-            try:
-                items.append(each(item, f"{path}[{i}]"))
-            except SpecError as error:
-                bad.append(error)
-        if bad:
-            raise SpecError.combine(bad)
-        return tuple(items)
+        return checked_entries(value, path, each)
 
     return check
+
+
+def checked_entries(value: list, path: str, each: Callable[[Any, str], Any]) -> tuple:
+    """Every entry of the list ``value`` checked by ``each`` (as ``path[i]``); all the bad
+    entries are reported together."""
+    items, bad = [], []
+    for i, item in enumerate(value):
+        try:
+            items.append(each(item, f"{path}[{i}]"))
+        except SpecError as error:
+            bad.append(error)
+    if bad:
+        raise SpecError.combine(bad)
+    return tuple(items)
 
 
 # ---- the spec ----------------------------------------------------------------------------------

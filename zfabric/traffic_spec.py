@@ -74,7 +74,7 @@ def _packet_length(value: Any, path: str) -> int | tuple[int, int]:
 
 
 def _rates(value: Any, path: str) -> tuple[float, ...]:
-    from .spec import MAX_LIST_LENGTH, describe, number, short
+    from .spec import MAX_LIST_LENGTH, checked_entries, describe, number, short
 
     if not isinstance(value, list) or not value:
         raise SpecError(path, f"must be a non-empty list of rates, got {describe(value)}")
@@ -82,16 +82,7 @@ def _rates(value: Any, path: str) -> tuple[float, ...]:
         raise SpecError(
             path, f"must have at most {MAX_LIST_LENGTH} entries, got {len(value)}: {short(value)}"
         )
-    each = number(0, 1, low_open=True)
-    rates, bad = [], []
-    for i, item in enumerate(value):
-        try:
-            rates.append(each(item, f"{path}[{i}]"))
-        except SpecError as error:
-            bad.append(error)
-    if bad:
-        raise SpecError.combine(bad)
-    return tuple(rates)
+    return checked_entries(value, path, number(0, 1, low_open=True))
 
 
 def parse_traffic(reader: Reader, top_packet_length: int | None = None) -> TrafficSpec:

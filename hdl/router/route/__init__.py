@@ -1,0 +1,42 @@
+"""Route units, generated from the plan's routing function (the single source of truth).
+
+A route unit looks at the routing head of the flit at the front of one input VC and gives the
+candidate output VCs (a mask over the switch's flat output-VC numbering, see
+:class:`SwitchPorts`) and the head the next switch sees. The allocator takes the lowest usable
+bit of the mask, so a routing decision ``Decision(hops=(Hop(port, vcs), ...))`` must list its
+candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` checks it.
+
+- Destination routing (``updown`` and any routing whose head is an endpoint id):
+  :class:`TableRoute`, a ``m.Switch`` over every destination, filled by calling the routing
+  function for each one.
+- ``dor`` and ``dort``: :class:`DORRoute` and :class:`DORTRoute` compute the same decision by
+  arithmetic on coordinates (the destination's, decoded from its id, and the switch's own),
+  so that every switch of a kind (a torus switch, an nDT card) is the same module with its
+  coordinates as an input. Tests check them exhaustively against the routing function; tables
+  stay available (``arithmetic=False``).
+- Sliced routing (``sliced``): :class:`SlicedRoute`, the header decoder of
+  ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
+  switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
+  port groups come from the plan's port roles.
+"""
+
+from .dor import DORRoute
+from .dort import DORTRoute
+from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
+from .rows import RouteRow, RouteRows, reachable_turns, route_row
+from .sliced import SlicedRoute
+from .table import TableRoute
+
+__all__ = [
+    "SwitchPorts",
+    "candidate_mask",
+    "RouteUnitSignature",
+    "TableRoute",
+    "SlicedRoute",
+    "DORRoute",
+    "DORTRoute",
+    "RouteRow",
+    "RouteRows",
+    "route_row",
+    "reachable_turns",
+]

@@ -1,0 +1,89 @@
+"""The switch's flat output-VC numbering and the interface every route unit has."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zfabric.plan import PlanView
+from zfabric.routing.base import Hop
+
+__all__ = ["SwitchPorts", "candidate_mask", "RouteUnitSignature"]
+
+
+@dataclass(frozen=True)
+class SwitchPorts:
+    """Per-port VC counts of one switch and whether each port faces an endpoint.
+
+    Output VCs are numbered flat: port ``o``'s VC ``w`` is ``base[o] + w``.
+    """
+
+    vcs: tuple[int, ...]
+    local: tuple[bool, ...]
+
+    @classmethod
+    def from_plan(cls, view: PlanView, switch: int) -> SwitchPorts:
+        vcs, local = [], []
+        for port in range(view.switches[switch].radix):
+            into, out = view.in_link[switch][port], view.out_link[switch][port]
+            if (into is None) != (out is None) or (into and into.vcs != out.vcs):
+                name = view.switches[switch].name
+                raise ValueError(f"{name}.p{port}: its two directions differ")
+            vcs.append(into.vcs if into else 1)
+            local.append(into is None)
+        return cls(tuple(vcs), tuple(local))
+
+    @property
+    def n_ports(self) -> int:
+        return len(self.vcs)
+
+    @property
+    def n_out_vcs(self) -> int:
+        return sum(self.vcs)
+
+    def base(self, port: int) -> int:
+        return sum(self.vcs[:port])
+
+
+def candidate_mask(hops: tuple[Hop, ...], ports: SwitchPorts) -> int:
+    """The flat output-VC mask of a decision's candidates (priority order must be ascending)."""
+    mask, last = 0, -1
+    for hop in hops:
+        for vc in hop.vcs:
+            if not 0 <= vc < ports.vcs[hop.port]:
+                raise ValueError(f"candidate {hop!r}: port {hop.port} has no VC {vc}")
+            bit = ports.base(hop.port) + vc
+            if bit <= last:
+                raise ValueError(
+                    f"candidates {hops!r} are not in ascending (port, VC) order: the first-free "
+                    f"rule cannot be a priority encoder"
+                )
+            mask |= 1 << bit
+            last = bit
+    return mask
+
+
+class RouteUnitSignature(wiring.Signature):
+    """``head`` (and ``identity``, if any) in; ``cand`` (flat output-VC mask), ``next_head`` out."""
+
+    def __init__(self, head_width: int, n_out_vcs: int, identity_width: int = 0):
+        self._head_width, self._n_out_vcs = head_width, n_out_vcs
+        self._identity_width = identity_width
+        members = {"head": In(head_width), "cand": Out(n_out_vcs), "next_head": Out(head_width)}
+        if identity_width:
+            members["identity"] = In(identity_width)
+        super().__init__(members)
+
+    def __eq__(self, other):
+        return isinstance(other, RouteUnitSignature) and self._params() == other._params()
+
+    def __hash__(self):
+        return hash((RouteUnitSignature, self._params()))
+
+    def _params(self):
+        return self._head_width, self._n_out_vcs, self._identity_width
+
+    def __repr__(self):
+        return f"RouteUnitSignature{self._params()!r}"

@@ -1,0 +1,347 @@
+"""Which route unit each switch input gets: the plan's routing function, made into hardware."""
+
+from __future__ import annotations
+
+from amaranth.lib import wiring
+
+from zfabric.plan import FabricPlan, PlanView
+from zfabric.routing import make_routing
+from zfabric.routing.base import RoutingFunction
+from zfabric.routing.dort import internal_class_vcs, split_dims
+from zfabric.topologies.znode import field_width
+
+from ...flit import head_width
+from .dor import DORRoute
+from .dort import DORTRoute
+from .logic import coord_widths
+from .ports import SwitchPorts, candidate_mask
+from .sliced import SlicedRoute
+from .table import TableRoute
+
+__all__ = ["RouteRow", "RouteRows", "route_row", "reachable_turns"]
+
+
+class RouteRow:
+    """The route units of one switch.
+
+    Attributes
+    ----------
+    ports : SwitchPorts
+    head_width : int
+    identity_width : int
+        Width of the units' ``identity`` input (0: none).
+    identity : int
+        This switch's identity value (coordinates packed dimension 0 lowest, or the Znode id).
+    key : hashable
+        Everything but the identity that shapes the units: switches with equal keys are one
+        module kind.
+    turns : frozenset of (int, int) or None
+        The (input port, output port) pairs a packet can take through this switch (or any
+        switch of its kind), from :func:`reachable_turns`; ``None``: every pair. The allocator
+        and crossbar build only these.
+    """
+
+    identity_width = 0
+    identity = 0
+
+    def __init__(
+        self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0), turns=None
+    ):
+        self.head_width = head_width
+        self.ports = ports
+        self._make = make  # (port, vc) -> route unit
+        self._base_key = (head_width, ports, key)
+        self.identity_width, self.identity = identity
+        self.turns = turns
+
+    @property
+    def key(self) -> tuple:
+        turns = None if self.turns is None else tuple(sorted(self.turns))
+        return (*self._base_key, turns)
+
+    def unit(self, port: int, vc: int) -> wiring.Component:
+        return self._make(port, vc)
+
+
+def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[int, int]]]:
+    """Per switch, the (input port, output port) pairs some packet takes.
+
+    Walks every source's every injection choice to every destination through every candidate
+    and VC the routing function offers, as the deadlock proof does. Turns no packet takes (a
+    U-turn, a DOR turn back to a lower dimension) need no crossbar connection and no
+    arbitration. A packet to its own source is not a packet (the model refuses it too).
+    """
+    plan = view.plan
+    turns: list[set[tuple[int, int]]] = [set() for _ in plan.switches]
+    n = len(plan.endpoints)
+    out_link = view.out_link
+    for dst in range(n):
+        seen = set()  # heads name their destination, so states never repeat across dst
+        stack = [
+            (inj.switch, inj.port, 0, inj.head)
+            for src in range(n)
+            if src != dst
+            for inj in routing.injections(src, dst)
+        ]
+        while stack:
+            s, p, v, head = stack.pop()
+            key = (p, routing.state_key(s, p, v, head))
+            if key in seen:
+                continue
+            seen.add(key)
+            decision = routing.route(s, p, v, head)
+            for hop in decision.hops:
+                turns[s].add((p, hop.port))
+                link = out_link[s][hop.port]
+                if link is not None:
+                    for w in hop.vcs:
+                        stack.append((link.dst.switch, link.dst.port, w, decision.head))
+    return turns
+
+
+def _table(
+    routing: RoutingFunction, switch: int, port: int, vc: int, ports: SwitchPorts, heads
+) -> tuple:
+    """Rows of (heads, mask, next_head) for every head, grouped by identical result."""
+    groups: dict[tuple[int, int | None], list[int]] = {}
+    for head in heads:
+        try:
+            decision = routing.route(switch, port, vc, head)
+        except (KeyError, IndexError, LookupError):
+            continue  # a head this input can never see
+        if not decision.hops:
+            continue
+        next_head = None if decision.head == head else decision.head
+        groups.setdefault((candidate_mask(decision.hops, ports), next_head), []).append(head)
+    return tuple((tuple(hs), mask, nxt) for (mask, nxt), hs in groups.items())
+
+
+def _pack(values, widths) -> int:
+    packed, offset = 0, 0
+    for value, width in zip(values, widths, strict=True):
+        packed |= value << offset
+        offset += width
+    return packed
+
+
+class RouteRows:
+    """Builds :class:`RouteRow` objects for the switches of one plan.
+
+    Parameters
+    ----------
+    plan : FabricPlan
+    arithmetic : bool
+        Use :class:`DORRoute` / :class:`DORTRoute` for ``dor`` / ``dort`` plans whose endpoint
+        numbering they decode (tables otherwise).
+    prune_turns : bool
+        Give each row the turns packets take through its switch kind (:func:`reachable_turns`),
+        so that switches build no crossbar connection nobody uses.
+    """
+
+    def __init__(
+        self,
+        plan: FabricPlan,
+        *,
+        view=None,
+        routing=None,
+        arithmetic: bool = True,
+        prune_turns: bool = True,
+    ):
+        self.plan = plan
+        self.view = view or PlanView(plan)
+        self.routing = routing or make_routing(self.view)
+        self.prune_turns = prune_turns
+        self._rows: dict[int, RouteRow] = {}
+        self._turns = None
+        self.head_width = head_width(plan)
+        name = plan.routing.name
+        self.kind = "table"
+        if name == "sliced":
+            self.kind = "sliced"
+        elif arithmetic and name in ("dor", "dort") and self._numbered_by_coordinates():
+            self.kind = name
+
+    def _numbered_by_coordinates(self) -> bool:
+        """Endpoint e sits alone on switch e, and e is the mixed-radix number DOR/DORT decode."""
+        plan, view = self.plan, self.view
+        k = tuple(plan.routing.params["k"])
+        twin = plan.routing.name == "dort"
+        for endpoint in plan.endpoints:
+            if len(endpoint.attachments) != 1 or endpoint.attachments[0].switch != endpoint.id:
+                return False
+        for switch in plan.switches:
+            if len(view.ports_by_role[switch.id].get("local", [])) != 1:
+                return False
+            coords = tuple(switch.position["coords"])
+            digits = ((switch.position["card"],) if twin else ()) + coords
+            radices = ((2,) if twin else ()) + k
+            index, scale = 0, 1
+            for digit, radix in zip(digits, radices, strict=True):
+                index += digit * scale
+                scale *= radix
+            if index != switch.id:
+                return False
+        return True
+
+    def row(self, switch: int) -> RouteRow:
+        """The route units of ``switch`` (with the turns of its whole kind)."""
+        if self.prune_turns and self._turns is None:
+            self._share_turns()
+        if switch not in self._rows:
+            self._rows[switch] = self._row(switch)
+            if self._turns is not None:
+                self._rows[switch].turns = self._turns[switch]
+        return self._rows[switch]
+
+    def _share_turns(self) -> None:
+        """Every switch of a kind gets the union of the kind's turns: they are one module."""
+        by_switch = reachable_turns(self.view, self.routing)
+        by_kind: dict[tuple, set] = {}
+        for switch in range(len(self.plan.switches)):
+            row = self._rows.setdefault(switch, self._row(switch))
+            by_kind.setdefault(row._base_key, set()).update(by_switch[switch])
+        self._turns = [
+            frozenset(by_kind[self._rows[s]._base_key]) for s in range(len(self.plan.switches))
+        ]
+        for switch, row in self._rows.items():
+            row.turns = self._turns[switch]
+
+    def _row(self, switch: int) -> RouteRow:
+        ports = SwitchPorts.from_plan(self.view, switch)
+        if self.kind == "sliced":
+            return self._sliced(switch, ports)
+        if self.kind == "dor":
+            return self._dor(switch, ports)
+        if self.kind == "dort":
+            return self._dort(switch, ports)
+        return self._tables(switch, ports)
+
+    def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        routing = self.routing
+        heads = range(len(self.plan.endpoints))
+        tables, cache = {}, {}
+        for port in range(ports.n_ports):
+            for vc in range(ports.vcs[port]):
+                key = (
+                    port if routing.uses_input_port else None,
+                    vc if routing.uses_input_vc else None,
+                )
+                if key not in cache:
+                    cache[key] = _table(routing, switch, port, vc, ports, heads)
+                tables[port, vc] = cache[key]
+        hw, n = self.head_width, ports.n_out_vcs
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: TableRoute(head_width=hw, n_out_vcs=n, rows=tables[p, v]),
+            key=("table", tuple(sorted(tables.items()))),
+        )
+
+    def _sliced(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        level = sw.position["level"]
+        znodes = params["znodes"]
+        up, down, side = 0, {}, {}
+        for port, info in enumerate(sw.ports):
+            mask = ((1 << ports.vcs[port]) - 1) << ports.base(port)
+            if info.role == "up":
+                up |= mask
+            elif info.role in ("down", "local"):
+                down[info.group] = down.get(info.group, 0) | mask
+            elif info.role == "side":
+                side[info.group] = side.get(info.group, 0) | mask
+        fields = {
+            "zid_bits": field_width(znodes) if znodes > 1 else 0,
+            "label_bits": field_width(params["z"][level - 1]),
+            "up_mask": up,
+            "down_masks": tuple(sorted(down.items())),
+            "side_masks": tuple(sorted(side.items())),
+        }
+        down_class = tuple(p.role in ("local", "down") for p in sw.ports)
+        hw, n = self.head_width, ports.n_out_vcs
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: SlicedRoute(
+                head_width=hw, n_out_vcs=n, down_class=down_class[p], **fields
+            ),
+            key=("sliced", down_class, tuple(sorted(fields.items()))),
+            identity=(fields["zid_bits"], sw.position["znode"] if fields["zid_bits"] else 0),
+        )
+
+    def _coordinates(self, switch: int) -> tuple[int, int]:
+        k = tuple(self.plan.routing.params["k"])
+        coords = self.view.switches[switch].position["coords"]
+        widths = coord_widths(k)
+        return sum(widths), _pack(coords, widths)
+
+    def _dor(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        fields = {
+            "k": tuple(params["k"]),
+            "wrap": params["wrap"],
+            "datelines": params["datelines"],
+            "vcs": params.get("vcs", 1),
+            "port_of": tuple(
+                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
+            ),
+            "local_port": self.view.ports_by_role[switch]["local"][0],
+        }
+        hw = self.head_width
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: DORRoute(head_width=hw, ports=ports, **fields),
+            key=("dor", tuple(fields.items())),
+            identity=self._coordinates(switch),
+        )
+
+    def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        sw = self.view.switches[switch]
+        k = tuple(params["k"])
+        card0 = {(dim, sign) for dim, sign in params["card0"]}
+        split = split_dims(card0, len(k))
+        if params.get("tie", "card0") == "card0":
+            tie = tuple((1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(len(k)))
+        else:
+            tie = (1,) * len(k)
+        fields = {
+            "k": k,
+            "card": sw.position["card"],
+            "port_of": tuple(
+                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
+            ),
+            "internal_port": self.view.ports_by_role[switch]["internal"][0],
+            "local_port": self.view.ports_by_role[switch]["local"][0],
+            "split": tuple(split),
+            "tie": tie,
+            "internal_vcs": tuple(sorted(internal_class_vcs(params["internal_vcs"]).items())),
+            "external_vcs": params.get("external_vcs", 2),
+        }
+        hw = self.head_width
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: DORTRoute(head_width=hw, ports=ports, **fields),
+            key=("dort", tuple(fields.items())),
+            identity=self._coordinates(switch),
+        )
+
+
+def route_row(
+    plan: FabricPlan,
+    switch: int,
+    *,
+    view=None,
+    routing=None,
+    arithmetic: bool = True,
+    prune_turns: bool = False,
+) -> RouteRow:
+    """The route units of one switch (see :class:`RouteRows` for building many)."""
+    rows = RouteRows(
+        plan, view=view, routing=routing, arithmetic=arithmetic, prune_turns=prune_turns
+    )
+    return rows.row(switch)

@@ -1,0 +1,59 @@
+"""``zfabric synth``: per-kind and whole-fabric area, and Fmax out of context (``fpga``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from zfabric.boards.synth import FIGURES, area
+from zfabric.hdl.verilog import emit
+
+from zfabric import compile_plan, load_spec
+from zfabric.cli import main
+
+
+def synth_json(capsys, *argv: str) -> dict:
+    assert main(["-q", "synth", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_kinds_cover_every_instance_and_the_total_is_their_sum(example, capsys, fpga_tools):
+    report = synth_json(capsys, str(example("torus-4x4")))
+    kinds = {kind["module"]: kind for kind in report["kinds"]}
+    # 16 switches of one kind and 16 endpoints of one kind (examples/torus-4x4.yaml)
+    assert sorted(kind["instances"] for kind in kinds.values()) == [16, 16]
+    for name in FIGURES:
+        by_instances = sum(kind["cells"][name] * kind["instances"] for kind in kinds.values())
+        assert report["total"][name] == by_instances  # the top itself holds only wires
+    switch = next(kind for module, kind in kinds.items() if "switch" in module)
+    # 9 input VC FIFOs (local 1 + 4 ports x 2 VCs) of 4 flits, each in one distributed RAM
+    # array of kind (2) + payload (32) bits: ceil(34 / 4) DPR16X4 (16 x 4 bits) per FIFO
+    assert switch["cells"]["LUTRAM"] == 9 * -(-34 // 4)
+    assert switch["cells"]["FF"] > 0 and switch["cells"]["LUT4"] > 0
+
+
+def test_a_kind_costs_what_it_costs_synthesised_alone(example, fpga_tools):
+    """Keeping kinds as hierarchy boundaries must not change a kind's own mapping."""
+    plan = compile_plan(load_spec(example("torus-4x4")))
+    emission = emit(plan)
+    kinds, _total = area(emission.text, emission.top, emission.kinds, "ecp5-85f")
+    endpoint = next(kind for kind in kinds if "endpoint" in kind.module)
+    _kinds, alone = area(emission.text, endpoint.module, {}, "ecp5-85f")
+    assert endpoint.cells == alone
+
+
+def test_fmax_is_refused_on_ice40_with_status_2(example, capsys):
+    assert main(["synth", str(example("torus-4x4")), "--fmax", "--device", "ice40-up5k"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--fmax" in err and "ice40-up5k" in err
+
+
+@pytest.mark.fpga
+def test_fmax_per_kind_out_of_context(example, capsys, fpga_tools):
+    report = synth_json(capsys, str(example("torus-4x4")), "--fmax", "--seeds", "1")
+    for kind in report["kinds"]:
+        (fmax,) = kind["fmax_mhz"]
+        assert kind["fmax_median_mhz"] == fmax
+        # a 32-bit switch on ECP5 lies between a LUT-chain-bound and the fabric's ceiling
+        assert 20 < fmax < 400
+    assert "seeds 1-1" in report["conditions"]["fmax"]

@@ -76,7 +76,7 @@ def saturation(plan, args) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("fabrics", nargs="*", default=list(FABRICS), choices=list(FABRICS))
+    parser.add_argument("fabrics", nargs="*", help=f"any of {', '.join(FABRICS)} (default: all)")
     parser.add_argument("--stages", nargs="*", type=int, default=[1], choices=STAGES)
     parser.add_argument("--allocators", nargs="*", default=list(ALLOCATORS))
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
@@ -87,6 +87,9 @@ def main() -> None:
     parser.add_argument("--packet-length", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    unknown = sorted(set(args.fabrics) - set(FABRICS))
+    if unknown:
+        parser.error(f"unknown fabric {unknown[0]!r}; known: {', '.join(FABRICS)}")
     print(
         f"# uniform Bernoulli traffic, {args.packet_length}-flit packets, fabric's VCs and "
         f"buffers, warm-up {args.warmup}, window {args.cycles} cycles, seed {args.seed}; "
@@ -105,7 +108,7 @@ def main() -> None:
         for allocator in args.allocators
         for selection in args.selections
     ]
-    for fabric in args.fabrics:
+    for fabric in args.fabrics or FABRICS:
         for router in settings:
             plan = plan_for(fabric, router, args.packet_length)
             hops = analyse_routing(plan).average_hops

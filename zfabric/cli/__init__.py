@@ -19,12 +19,24 @@ from collections.abc import Sequence
 
 from zfabric.errors import PlanError, SpecError
 
-from . import board, cache, check, cosim, ndt_configs, run, simulate, sweep, synth, verilog
+from . import (
+    board,
+    cache,
+    check,
+    cosim,
+    ndt_configs,
+    optimise,
+    run,
+    simulate,
+    sweep,
+    synth,
+    verilog,
+)
 from .common import HelpFormatter, Parser
 
 __all__ = ["main", "build_parser"]
 
-COMMANDS = (check, verilog, synth, ndt_configs, simulate, sweep, cosim, board, run, cache)
+COMMANDS = (check, verilog, synth, ndt_configs, optimise, simulate, sweep, cosim, board, run, cache)
 
 
 def version() -> str:

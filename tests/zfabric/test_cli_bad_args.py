@@ -80,6 +80,20 @@ CASES = [
     # a plot format matplotlib cannot write, refused before the sweep
     (["sweep", TORUS, "--plot", "x.txt"], "--plot", "'x.txt' must end in one of .eps"),
     (["sweep", TORUS, "--plot", "curve"], "--plot", "'curve'"),
+    # the Znode cost optimiser
+    (["optimise", "-P", "0"], "--processors", "'0'"),
+    (["optimise", "-P", "many"], "--processors", "'many'"),
+    (["optimise", "-P", "512", "--levels", "0"], "--levels", "'0'"),
+    (["optimise", "-P", "512", "--levels", "2", "--max-levels", "3"], "--max-levels", "--levels"),
+    (["optimise", "-P", "512", "--theta", "0"], "--theta", "'0'"),
+    (["optimise", "-P", "512", "--connectivity", "sideways"], "--connectivity", "'sideways'"),
+    (["optimise", "-P", "512", "--znodes", "3"], "--znodes", "got 3"),
+    (["optimise", "-P", "512", "--psi", "0"], "--psi", "'0'"),
+    (["optimise", "-P", "512", "--psi", "2,2"], "--psi", "'2,2'"),
+    (["optimise", "-P", "512", "--psi", "1,2"], "--psi", "(1, 2)"),
+    (["optimise", "-P", "512", "--psi", "2", "--connectivity", "full"], "--psi", "got 2"),
+    (["optimise", "-P", "8192", "--connectivity", "full"], "--processors", "8192"),
+    (["optimise", "-P", "36", "--write-specs", "{file}"], "--write-specs", "{file}"),
 ]
 
 #: more bad traces in the working folder, by name

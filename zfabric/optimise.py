@@ -318,6 +318,13 @@ def _search_full(z: tuple[int, ...], theta: int, m: int, best: _Best) -> None:
     R = [1] * (n + 2)  # R[0] = 1 (processors), R[n + 1] = 0 (no up links at the top)
     R[n + 1] = 0
 
+    def beyond(level: int, below: int) -> int:
+        """The bound on levels ``level``..n given R_{level-1} = ``below`` (so a is known)."""
+        a = z[level - 1] * below + side
+        if level == n:  # R_n >= u_{n-1} / R_{n-1}
+            return _ceil(under[n - 1], below) * a**2
+        return zones[level] * 4 * a * under[level] + above[level + 1]
+
     def visit(level: int, spent: int) -> None:
         """R_1..R_level chosen; ``spent`` is the cost of the levels below ``level``."""
         down = R[level - 1] * z[level - 1] + side
@@ -336,7 +343,7 @@ def _search_full(z: tuple[int, ...], theta: int, m: int, best: _Best) -> None:
             a = R[level] * z[level] + side  # the next level's down and side links
             if level + 1 < n:
                 nxt = upper * zones[level + 1] * (a + _ceil(under[level + 1], upper)) ** 2
-                if m * (here + nxt + above[level + 2]) > best.cost:
+                if m * (here + nxt + beyond(level + 2, upper)) > best.cost:
                     continue
             elif a > theta or m * (here + upper * a**2) > best.cost:
                 continue

@@ -227,8 +227,7 @@ def _search_ratios(
     order = list(range(n - 1, 0, -1)) if backward else list(range(1, n))
     mult = [0] * (n + 2)
     links = list(least)  # exact where fixed, least possible elsewhere
-    frontier = n if backward else 1
-    mult[frontier] = 1
+    mult[n if backward else 1] = 1  # the scale is R_n backward, R_1 forward
 
     def needed(level: int, scale: int) -> int:
         """The least scale meeting the constraints decided once G_level is known."""
@@ -267,13 +266,13 @@ def _search_ratios(
             best.offer(Candidate(z, R, psi, tuple(links[1:]), total, m))
             return
         level = order[depth]
-        fixed, known = (level + 1, level + 1) if backward else (level, level)
+        fixed = level + 1 if backward else level  # the level whose links G_level sets
+        new = level if backward else level + 1  # the level whose R G_level sets
         step = down[fixed] if backward else up[fixed]
         base = least[fixed] - step
-        new = level if backward else level + 1
         for g in range(1, (theta - base) // step + 1):
             links[fixed] = base + g * step
-            mult[new] = mult[known] * g
+            mult[new] = mult[fixed] * g
             after = needed(level, scale)
             if bound(new, after) <= best.cost:
                 visit(depth + 1, after)

@@ -42,7 +42,7 @@ def test_malformed_plan_json_is_a_plan_error():
 
 
 COMPILER = ["zfabric", "zfabric.spec", "zfabric.plan", "zfabric.deadlock", "zfabric.metrics"]
-COMPILER += ["zfabric.topologies", "zfabric.routing"]
+COMPILER += ["zfabric.topologies", "zfabric.routing", "zfabric.optimise"]
 ABOVE = ("zfabric.cli", "zfabric.hdl", "zfabric.sim", "zfabric.boards")
 
 

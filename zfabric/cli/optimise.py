@@ -72,7 +72,13 @@ def register(commands) -> None:
     parser.add_argument(
         "--theta", type=integer(1, MAX_THETA), default=DEFAULT_THETA, help="links per switch"
     )
-    parser.add_argument("--connectivity", choices=CONNECTIVITIES, default="forward")
+    parser.add_argument(
+        "--connectivity",
+        choices=CONNECTIVITIES,
+        default="forward",
+        help="R grows upward by integer ratios (forward), shrinks (backward), or every switch "
+        "of a zone joins every switch of its parent zone (full)",
+    )
     parser.add_argument(
         "--znodes", "-m", type=integer(1, MAX_PROCESSORS), default=1, help="Znodes (super node)"
     )
@@ -228,9 +234,10 @@ def run(args: argparse.Namespace) -> int:
         psi=args.psi,
     )
     if not optimum.levels:
+        span = f"{counts[0]}..{counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
         raise SpecError(
             "--processors",
-            f"no Znode of {counts[0]}..{counts[-1]} levels for {args.processors} meets the "
+            f"no Znode of {span} levels for {args.processors} processors meets the "
             f"constraints ({args.connectivity} connectivity, theta {args.theta}, "
             f"{args.znodes} Znode(s))",
         )

@@ -137,6 +137,8 @@ BRUTE = [
     (24, 2, 64, "forward", 1, None, 48),
     (36, 2, 64, "forward", 1, None, 72),
     (24, 3, 16, "forward", 1, None, 32),
+    (48, 3, 16, "forward", 1, None, 32),  # three ties
+    (64, 3, 16, "forward", 1, None, 32),  # three ties
     (16, 3, 12, "forward", 1, (1, 2, 2), 32),
     (24, 3, 16, "backward", 1, None, 32),
     (36, 2, 64, "backward", 1, None, 72),
@@ -144,6 +146,7 @@ BRUTE = [
     (24, 2, 16, "full", 1, None, 16),
     (24, 3, 16, "full", 1, None, 16),
     (36, 3, 24, "full", 1, None, 24),
+    (48, 3, 20, "full", 1, None, 20),  # two ties
     (32, 3, 16, "forward", 2, None, 32),
     (32, 3, 16, "backward", 2, None, 32),
     (32, 3, 16, "full", 2, None, 16),

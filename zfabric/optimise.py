@@ -229,13 +229,15 @@ def _search_ratios(
     links = list(least)  # exact where fixed, least possible elsewhere
     mult[n if backward else 1] = 1  # the scale is R_n backward, R_1 forward
 
-    def needed(level: int, scale: int) -> int:
-        """The least scale meeting the constraints decided once G_level is known."""
+    def needed(level: int, scale: int) -> tuple[int, bool]:
+        """The least scale meeting the constraints decided once G_level is known, and whether
+        the traffic constraint no longer raises it (then a larger G cannot lower it)."""
         if backward:  # R_i ψ_{i+1} >= under(i), ψ_{i+1} <= R_{i+1}
             traffic, degree = _ceil(under[level], psi[level] * mult[level]), mult[level + 1]
         else:  # R_{i+1} ψ_{i+1} >= under(i), ψ_{i+1} <= R_i
             traffic, degree = _ceil(under[level], psi[level] * mult[level + 1]), mult[level]
-        return max(scale, traffic, _ceil(psi[level], degree))
+        rest = max(scale, _ceil(psi[level], degree))
+        return max(rest, traffic), traffic <= rest
 
     def bound(nearest: int, scale: int) -> int:
         """m·Cost of any completion is at least this (``nearest``: the outermost known level).
@@ -273,9 +275,13 @@ def _search_ratios(
         for g in range(1, (theta - base) // step + 1):
             links[fixed] = base + g * step
             mult[new] = mult[fixed] * g
-            after = needed(level, scale)
+            after, settled = needed(level, scale)
             if bound(new, after) <= best.cost:
                 visit(depth + 1, after)
+            elif settled:
+                # the scale stays put for every larger G, while links and every R lower
+                # bound grow with G: the bound only rises, so no larger G can tie
+                break
         links[fixed] = least[fixed]
         mult[new] = 0
 

@@ -13,12 +13,17 @@ number of switches times their logic.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
-from amaranth.back import verilog
+import amaranth
+from amaranth._toolchain.yosys import find_yosys
+from amaranth.back import rtlil
 from amaranth.hdl import (
     ClockSignal,
     Const,
@@ -29,11 +34,14 @@ from amaranth.hdl import (
     ValueCastable,
 )
 from amaranth.hdl._ir import PortDirection
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 
 from zfabric.plan import FabricPlan
 
+from .endpoint import PacketInLayout, PacketOutLayout, dst_width
 from .fabric import Fabric
+from .flit import FlitLayout
+from .naming import CLOCK_PORTS, identifier, kind_names, top_port_order
 
 __all__ = [
     "component_ports",
@@ -68,9 +76,146 @@ def component_ports(component: wiring.Component) -> dict:
 #: Yosys' time-0 trigger of a comb process: a dummy ``reg`` declared with an initial value
 _TRIGGER = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;")
 
+#: a port wire of an RTLIL module: ``wire width 38 input 3 \i__0__payload``
+_PORT_WIRE = re.compile(r"^(  wire .*\b(?:input|output|inout) )(\d+)( +\\(\S+))$", re.M)
+#: one RTLIL cell of a built-in type, its parameters and connections
+_CELL = re.compile(r"^  cell (\$\w+) (\S+)\n((?:    .*\n)*?)  end\n", re.M)
+#: cells whose operands (and result) Yosys extends to the widest of A, B and Y
+_WIDEST_OF_ABY = frozenset(
+    {
+        "$add",
+        "$sub",
+        "$mul",
+        "$div",
+        "$mod",
+        "$divfloor",
+        "$modfloor",
+        "$and",
+        "$or",
+        "$xor",
+        "$xnor",
+    }
+)
+#: comparisons: operands extended to the wider of A and B
+_WIDEST_OF_AB = frozenset({"$eq", "$ne", "$lt", "$le", "$gt", "$ge", "$eqx", "$nex"})
+#: unary cells: A extended to Y
+_UNARY = frozenset({"$not", "$neg", "$pos"})
 
-def convert(component: wiring.Component, name: str, **kwargs) -> str:
-    """Verilog text of ``component`` as a module called ``name``.
+
+def _extend(sig: str, width: int, target: int, signed: bool, wire: str) -> tuple[str, str]:
+    """``sig`` (``width`` bits) extended to ``target`` bits as an RTLIL SigSpec, and the RTLIL
+    that must precede its use (a wire called ``wire`` holding ``sig``, for a sign bit)."""
+    pad = target - width
+    if not signed:
+        return f"{{ {pad}'{'0' * pad} {sig} }}", ""
+    sign = " ".join([f"{wire} [{width - 1}]"] * pad)
+    return f"{{ {sign} {wire} }}", f"  wire width {width} {wire}\n  connect {wire} {sig}\n"
+
+
+def _even_cell(match: re.Match) -> str:
+    """A cell with its operands extended to the width Yosys computes it in.
+
+    Yosys' write_verilog prints ``$sub`` of a 4-bit A and a 2-bit B as ``a - b``: the same
+    value (Verilog extends ``b`` in context), but Verilator's lint flags every such operand
+    (WIDTHEXPAND). Extending the operand in the netlist makes it ``a - { 2'h0, b }``. A
+    multi-bit ``!a`` (WIDTHTRUNC) becomes ``a == 0``.
+    """
+    kind, name, body = match.groups()
+    if kind not in _WIDEST_OF_ABY | _WIDEST_OF_AB | _UNARY | {"$logic_not"}:
+        return match.group(0)
+    params = dict(re.findall(r"^    parameter \\(\w+) (\S+)$", body, re.M))
+    connects = dict(re.findall(r"^    connect \\(\w+) (.+)$", body, re.M))
+    widths = {port: int(params[f"{port}_WIDTH"]) for port in ("A", "B", "Y") if port in connects}
+    signed = all(params.get(f"{port}_SIGNED", "0") == "1" for port in ("A", "B") if port in widths)
+    if kind == "$logic_not":
+        if widths["A"] == 1:
+            return match.group(0)
+        kind, params["B_SIGNED"], params["B_WIDTH"] = "$eq", "0", str(widths["A"])
+        connects["B"] = f"{widths['A']}'{'0' * widths['A']}"
+        widths["B"] = widths["A"]
+        target = widths["A"]
+    elif kind in _WIDEST_OF_AB:
+        target = max(widths["A"], widths["B"])
+    else:
+        target = max(widths.values())
+    before = ""
+    for port in ("A", "B"):
+        if port in widths and widths[port] < target:
+            wire = f"{name}$zf_{port.lower()}"
+            connects[port], setup = _extend(connects[port], widths[port], target, signed, wire)
+            params[f"{port}_WIDTH"] = str(target)
+            before += setup
+    lines = [f"    parameter \\{key} {value}" for key, value in params.items()]
+    lines += [f"    connect \\{key} {value}" for key, value in connects.items()]
+    return before + f"  cell {kind} {name}\n" + "\n".join(lines) + "\n  end\n"
+
+
+def _rtlil(component: wiring.Component, name: str, order: list[str] | None = None) -> str:
+    """RTLIL of ``component`` as module ``name``, without ``src`` attributes, its ports numbered
+    in ``order`` (default: clock and reset, then the signature's order), operands even.
+
+    Amaranth numbers ports from 0, which Yosys takes for "not a port" and writes last.
+    """
+    ports = component_ports(component)
+    text = rtlil.convert(component, name=name, ports=ports, emit_src=False)
+    order = order or [*CLOCK_PORTS, *ports]
+    rank = {port: index + 1 for index, port in enumerate(order)}
+    start = text.index(f"\nmodule \\{name}\n")
+    end = text.index("\nend\n", start)
+
+    def number(match: re.Match) -> str:
+        if match.group(4) not in rank:
+            raise ValueError(f"module {name}: port {match.group(4)!r} has no place in the order")
+        return f"{match.group(1)}{rank[match.group(4)]}{match.group(3)}"
+
+    text = text[:start] + _PORT_WIRE.sub(number, text[start:end]) + text[end:]
+    return _CELL.sub(_even_cell, text)
+
+
+#: Yosys passes after reading the RTLIL: Amaranth's own (processes to netlists, memories), then
+#: removal of wires and cells nothing reads (Verilator's UNUSEDSIGNAL otherwise)
+_PASSES = (
+    "proc -nomux -norom -noopt",
+    "memory_collect",
+    "flatten",
+    "clean_zerowidth",
+    "opt_clean -purge",
+)
+
+
+def _verilog(rtlil_texts: list[str]) -> str:
+    """One ``write_verilog`` of every module in ``rtlil_texts`` (the top's first)."""
+    yosys = find_yosys(lambda version: version >= (0, 40))
+    script = [f"read_rtlil <<rtlil\n{text}\nrtlil" for text in rtlil_texts]
+    script += [*_PASSES, "write_verilog -norename"]
+    # Yosys warns that not every process becomes Verilog; Amaranth ignores it the same way
+    text = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    return _drop_zero_width(_TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text))
+
+
+#: a zero-width wire's declaration (Yosys writes ``[-1:0]``), with its attributes
+_ZERO_WIDTH = re.compile(r"((?:  \(\*.*\*\)\n)*)  wire \[-1:0\] (\\\S+ |\w+);\n")
+_TOKEN = re.compile(r"\\\S+ |[A-Za-z_][\w$]*")
+
+
+def _drop_zero_width(text: str) -> str:
+    """``text`` without the zero-width wires nothing names (a 1-VC port's empty VC number):
+    Yosys keeps them, and Verilator flags their ``[-1:0]`` range (ASCRANGE)."""
+    if "[-1:0]" not in text:
+        return text
+    modules = text.split("endmodule\n")
+    for index, module in enumerate(modules):
+        if "[-1:0]" in module:
+            uses = Counter(_TOKEN.findall(re.sub(r"\(\*.*?\*\)", "", module)))
+            modules[index] = _ZERO_WIDTH.sub(
+                lambda match, uses=uses: "" if uses[match.group(2)] == 1 else match.group(0),
+                module,
+            )
+    return "endmodule\n".join(modules)
+
+
+def convert(component: wiring.Component, name: str) -> str:
+    """Verilog text of ``component`` as a module called ``name`` (as :func:`emit` writes it).
 
     Yosys gives every ``always @*`` a dummy ``reg`` initialised to 0 in its declaration, so that
     the block runs once at time 0. Icarus in SystemVerilog mode (``-g2012``, cocotb's default)
@@ -78,8 +223,7 @@ def convert(component: wiring.Component, name: str, **kwargs) -> str:
     never change (a route unit behind a register that stays at its reset value) would hold x.
     The initialiser becomes an ``initial`` assignment, which is an event at time 0.
     """
-    text = verilog.convert(component, name=name, ports=component_ports(component), **kwargs)
-    return _TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text)
+    return _verilog([_rtlil(component, name)])
 
 
 def _mark_used(obj, seen=None) -> None:
@@ -126,61 +270,128 @@ class Emission:
     text: str
     #: module name -> instances of it in the fabric (the top itself not counted)
     kinds: dict[str, int] = field(default_factory=dict)
-    #: (direction, width, name) per port of the top
+    #: (direction, width, name) per port of the top, in port order (clock and reset left out)
     ports: list[tuple[str, int, str]] = field(default_factory=list)
     seconds: float = 0.0
-    #: seconds spent converting the kinds and the top
+    #: seconds spent turning the kinds, and the top, into RTLIL
     kind_seconds: float = 0.0
     top_seconds: float = 0.0
-
-
-def _identifier(name: str) -> str:
-    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return ident if re.match(r"[A-Za-z_]", ident) else f"zf_{ident}"
+    #: seconds Yosys spent writing the Verilog of all of them
+    yosys_seconds: float = 0.0
 
 
 def top_module_name(plan: FabricPlan) -> str:
     """The top module's name :func:`emit` gives ``plan``'s fabric, and :func:`write` its files
     (``NAME.v``, ...): the plan's name made a Verilog identifier, so callers can check for
     those files before emitting."""
-    return _identifier(plan.name)
+    return identifier(plan.name)
+
+
+def _kinds(fabric: Fabric, top: str) -> dict[tuple, tuple[str, wiring.Component]]:
+    """Kind -> (module name, a component of that kind), for every node, switch and endpoint."""
+    switch_id = {id(switch): s for s, switch in enumerate(fabric.switches)}
+    in_node = {id(card) for node in fabric.nodes for card in node.cards}
+    instances = [("node", n, [switch_id[id(c)] for c in n.cards], 0) for n in fabric.nodes]
+    instances += [
+        ("switch", sw, [switch_id[id(sw)]], 0) for sw in fabric.switches if id(sw) not in in_node
+    ]
+    instances += [("endpoint", ep, [], e) for e, ep in enumerate(fabric.endpoints)]
+    first: dict[tuple, tuple] = {}
+    for what, component, switches, endpoint in instances:
+        if component.kind not in first:
+            vcs = max((v for s in switches for v in fabric.switches[s].ports.vcs), default=0)
+            ident = switches[0] if switches else endpoint
+            first[component.kind] = ((what, ident, switches, vcs), component)
+    names = kind_names(top, fabric.plan, [entry[0] for entry in first.values()])
+    return {
+        kind: (name, entry[1]) for (kind, entry), name in zip(first.items(), names, strict=True)
+    }
+
+
+def _fields(shape: data.StructLayout) -> str:
+    """``data[31:0], dst[35:32], ...``: where each field of a payload sits."""
+    return ", ".join(
+        f"{name}[{member.offset + member.width - 1}:{member.offset}]" for name, member in shape
+    )
+
+
+def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
+    """The comment heading the file: what was generated, from what, and the top's ports."""
+    layout = FlitLayout.from_plan(plan)
+    router = plan.router
+    vcs = sorted({link.vcs for link in plan.links})
+    lines = [
+        f"{top}.v: a zfabric fabric (zfabric {version('zfabric')}, Amaranth "
+        f"{amaranth.__version__} and its built-in Yosys)",
+        "no timestamp or path: the same spec and versions give the same bytes",
+        "",
+        f"spec: {plan.name}",
+        f"topology: {plan.topology} {json.dumps(plan.topology_params, sort_keys=True)}",
+        f"  {len(plan.switches)} switches, {len(plan.links)} links, "
+        f"{len(plan.endpoints)} endpoints",
+        f"routing: {plan.routing.name} {json.dumps(plan.routing.params, sort_keys=True)}",
+        f"router: stages {router.stages}, allocator {router.allocator}, "
+        f"selection {router.selection}",
+        f"flit: {layout.size} bits (kind 2, vc {layout.vc_width}, payload {layout.payload_width});"
+        f" VCs per link: {', '.join(map(str, vcs))}",
+        f"buffer depth: {plan.buffer_depth} flits per input VC",
+        f"top: {top}, the only module marked (* top *); modules (instances):",
+        *(f"  {module} ({count})" for module, count in kinds.items()),
+        "",
+        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order:",
+        "  i__<e>__payload, i__<e>__valid, i__<e>__ready: packet beats into endpoint e",
+        "  o__<e>__<a>__payload, o__<e>__<a>__valid: packet beats out of endpoint e, one stream",
+        "    per attachment a, always accepted (no ready)",
+        "  a beat with first set starts a packet (its dst is read then), one with last ends it",
+        f"  i payload: {_fields(PacketInLayout(layout, dst_width(plan)))}",
+        f"  o payload: {_fields(PacketOutLayout(layout))}",
+    ]
+    return "".join(f"// {line}".rstrip() + "\n" for line in lines) + "\n"
 
 
 def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Emission:
     """Verilog of ``plan``'s fabric. ``share``: one module per kind (else one per instance)."""
     start = time.perf_counter()
-    top = _identifier(name) if name else top_module_name(plan)
-    kinds: dict[tuple, tuple[str, wiring.Component]] = {}
+    top = identifier(name) if name else top_module_name(plan)
     counts: dict[str, int] = {}
+    kinds: dict[tuple, tuple[str, wiring.Component]] = {}
 
     def wrap(component):
-        key = component.kind
-        if key not in kinds:
-            kinds[key] = (f"{top}__{key[0]}{len(kinds)}", component)
-        module = kinds[key][0]
+        module = kinds[component.kind][0]
         counts[module] = counts.get(module, 0) + 1
         return BlackBox(component, module)
 
     fabric = Fabric(plan, identity_ports=share, wrap=wrap if share else None)
+    if share:
+        kinds.update(_kinds(fabric, top))
     ports = component_ports(fabric)
+    order = top_port_order([*CLOCK_PORTS, *ports])
     top_start = time.perf_counter()
-    parts = [convert(fabric, top)]
+    parts = [_rtlil(fabric, top, order)]
     top_seconds = time.perf_counter() - top_start
     kind_start = time.perf_counter()
     for module, component in kinds.values():
-        parts.append(convert(component, module))
+        rtlil_text = _rtlil(component, module)
+        parts.append(rtlil_text.replace("attribute \\top 1\n", "attribute \\keep_hierarchy 1\n"))
     kind_seconds = time.perf_counter() - kind_start
+    yosys_start = time.perf_counter()
+    text = _verilog(parts)
+    yosys_seconds = time.perf_counter() - yosys_start
+    counts = {module: counts[module] for module, _ in kinds.values()}
+    top_ports = [
+        ("input" if ports[port][1] == PortDirection.Input else "output", len(ports[port][0]), port)
+        for port in order
+        if port in ports
+    ]
     return Emission(
         top=top,
-        text="\n".join(parts),
+        text=_header(plan, top, counts) + text,
         kinds=counts,
-        ports=[
-            ("input" if flow == PortDirection.Input else "output", len(value), port)
-            for port, (value, flow) in ports.items()
-        ],
+        ports=top_ports,
         seconds=time.perf_counter() - start,
         kind_seconds=kind_seconds,
         top_seconds=top_seconds,
+        yosys_seconds=yosys_seconds,
     )
 
 

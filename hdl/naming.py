@@ -1,0 +1,108 @@
+"""Names in the emitted Verilog: the top's ports and their order, and the modules of the kinds.
+
+Everything a designer sees of the fabric's interface is decided here, so that renaming the
+endpoint ports (to AXI4-Stream names, say) changes this file and nothing else in the emitter.
+
+Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its input stream
+(``i__<e>__payload``, ``i__<e>__valid``, ``i__<e>__ready``), then its output stream per
+attachment ``a`` (``o__<e>__<a>__payload``, ``o__<e>__<a>__valid``).
+
+Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
+port), ``<top>_node_p<ports>_v<vcs>`` for an nDT twin node (per card), ``<top>_ep`` for an
+endpoint kind (``_a<n>`` with ``n`` > 1 attachments). Kinds that would share a name are told
+apart by what differs: a switch's port roles in port order (``d0p`` / ``d0m``: dimension 0,
+plus / minus direction; ``local``; ``up``, ``down``, ``side``, ``internal`` with their count), and
+when that is equal too (routing tables differ), ``_k<i>``, ``i`` counting the kinds of that name
+by their first instance's id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from zfabric.plan import FabricPlan
+
+__all__ = [
+    "CLOCK_PORTS",
+    "identifier",
+    "kind_names",
+    "top_port_order",
+]
+
+#: the ports Amaranth gives a module that uses the ``sync`` domain, first on the top
+CLOCK_PORTS = ("clk", "rst")
+
+
+def identifier(name: str) -> str:
+    """``name`` as a plain Verilog identifier (a spec name like ``torus-4x4``)."""
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return ident if re.match(r"[A-Za-z_]", ident) else f"zf_{ident}"
+
+
+def _endpoint_of(port: str) -> int:
+    """``i__3__payload`` and ``o__3__0__valid`` belong to endpoint 3."""
+    return int(port.split("__")[1])
+
+
+def top_port_order(ports: Iterable[str]) -> list[str]:
+    """The top's ports in emission order (see the module docstring).
+
+    ``ports`` come in the fabric's signature order (every ``i`` stream, then every ``o``, each
+    stream's members in stream order); a stable sort by endpoint keeps that order within an
+    endpoint.
+    """
+    ports = list(ports)
+    clocks = [p for p in CLOCK_PORTS if p in ports]
+    rest = [p for p in ports if p not in CLOCK_PORTS]
+    return clocks + sorted(rest, key=_endpoint_of)
+
+
+def _port_roles(plan: FabricPlan, switches: Sequence[int]) -> str:
+    """The port roles of ``switches`` (one or two nDT cards) in port order, as name parts."""
+    parts = []
+    for s in switches:
+        labels = []
+        for port in plan.switches[s].ports:
+            if port.role == "external":
+                labels.append(f"d{port.dim}{'p' if port.sign > 0 else 'm'}")
+            elif labels and re.fullmatch(rf"{port.role}\d*", labels[-1]):
+                count = labels[-1][len(port.role) :]
+                labels[-1] = f"{port.role}{int(count or 1) + 1}"
+            else:
+                labels.append(port.role)
+        parts.append("_".join(labels))
+    return "__".join(parts)
+
+
+def kind_names(
+    top: str, plan: FabricPlan, kinds: Sequence[tuple[str, int, Sequence[int], int]]
+) -> list[str]:
+    """One module name per kind, stable across runs and independent of emission order.
+
+    ``kinds``: per kind ``(what, first, switches, vcs)``: ``what`` is ``"switch"``, ``"node"``
+    or ``"endpoint"``, ``first`` the plan id of its first instance (switch id; for a node its
+    first card; endpoint id), ``switches`` the switch ids of that instance (empty for an
+    endpoint) and ``vcs`` the most VCs on one of its ports.
+    """
+    bases = []
+    for what, first, switches, vcs in kinds:
+        if what == "endpoint":
+            n = len(plan.endpoints[first].attachments)
+            bases.append(f"{top}_ep" + (f"_a{n}" if n > 1 else ""))
+        else:
+            prefix = "sw" if what == "switch" else "node"
+            radix = len(plan.switches[switches[0]].ports)
+            bases.append(f"{top}_{prefix}_p{radix}_v{vcs}")
+    names = list(bases)
+    for i, (what, _first, switches, _vcs) in enumerate(kinds):
+        if bases.count(bases[i]) > 1 and what != "endpoint":
+            names[i] = f"{bases[i]}_{_port_roles(plan, switches)}"
+    order = sorted(range(len(kinds)), key=lambda i: (kinds[i][0], kinds[i][1]))
+    seen: dict[str, int] = {}
+    final = list(names)
+    for i in order:
+        if names.count(names[i]) > 1:
+            final[i] = f"{names[i]}_k{seen.get(names[i], 0)}"
+            seen[names[i]] = seen.get(names[i], 0) + 1
+    return final

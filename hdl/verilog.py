@@ -7,8 +7,10 @@ top. Each kind is converted once and instantiated as often as the plan needs it,
 time grows with the number of kinds plus a top that only wires instances, not with the
 number of switches times their logic.
 
-:func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v``, ``<name>.plan.json`` and
-``<name>.ports`` (one ``direction width name`` line per top port).
+:func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v``, ``<name>.vlt`` (Verilator
+waivers for ``-Wall``), ``<name>.plan.json`` and ``<name>.ports`` (one ``direction width name``
+line per top port). The Verilog's header comment says what was generated from what; module
+and port names come from :mod:`~zfabric.hdl.naming`.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from .flit import FlitLayout
 from .naming import CLOCK_PORTS, identifier, kind_names, top_port_order
 
 __all__ = [
+    "SUFFIXES",
+    "WAIVERS",
     "component_ports",
     "convert",
     "BlackBox",
@@ -51,6 +55,7 @@ __all__ = [
     "emit",
     "top_module_name",
     "untriggered_comb_blocks",
+    "waivers",
     "write",
 ]
 
@@ -190,28 +195,41 @@ def _verilog(rtlil_texts: list[str]) -> str:
     script += [*_PASSES, "write_verilog -norename"]
     # Yosys warns that not every process becomes Verilog; Amaranth ignores it the same way
     text = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
-    return _drop_zero_width(_TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text))
+    return _drop_unread(_TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text))
 
 
-#: a zero-width wire's declaration (Yosys writes ``[-1:0]``), with its attributes
-_ZERO_WIDTH = re.compile(r"((?:  \(\*.*\*\)\n)*)  wire \[-1:0\] (\\\S+ |\w+);\n")
+#: a wire's declaration, with its attributes (Yosys writes a zero-width wire ``[-1:0]``)
+_WIRE = re.compile(r"((?:  \(\*.*\*\)\n)*)  wire (?:\[-?\d+:\d+\] )?(\\\S+ |\w+);\n")
+#: a whole-wire continuous assignment on one line
+_ASSIGN = re.compile(r"  assign (\\\S+ |\w+) = .*;\n")
 _TOKEN = re.compile(r"\\\S+ |[A-Za-z_][\w$]*")
+_ATTRIBUTE = re.compile(r"\(\*.*?\*\)")
 
 
-def _drop_zero_width(text: str) -> str:
-    """``text`` without the zero-width wires nothing names (a 1-VC port's empty VC number):
-    Yosys keeps them, and Verilator flags their ``[-1:0]`` range (ASCRANGE)."""
-    if "[-1:0]" not in text:
-        return text
-    modules = text.split("endmodule\n")
+def _drop_unread(text: str) -> str:
+    """``text`` without the wires nothing reads, in every module but the top (the first).
+
+    Yosys' ``opt_clean -purge`` keeps a named wire that only copies another (Amaranth names
+    every field of a struct and every port of a flattened submodule) and zero-width wires (a
+    1-VC port's VC number): Verilator flags them (UNUSEDSIGNAL; ASCRANGE for ``[-1:0]``). A
+    wire named only by its declaration and at most one ``assign`` to it goes, repeatedly, as
+    its source may then be unread too. The top only wires instances, so it is left alone.
+    """
+    top, *modules = text.split("endmodule\n")
     for index, module in enumerate(modules):
-        if "[-1:0]" in module:
-            uses = Counter(_TOKEN.findall(re.sub(r"\(\*.*?\*\)", "", module)))
-            modules[index] = _ZERO_WIDTH.sub(
-                lambda match, uses=uses: "" if uses[match.group(2)] == 1 else match.group(0),
-                module,
-            )
-    return "endmodule\n".join(modules)
+        while True:
+            uses = Counter(_TOKEN.findall(_ATTRIBUTE.sub("", module)))
+            assigned = Counter(match.group(1) for match in _ASSIGN.finditer(module))
+            dead = {name for name, count in uses.items() if count == 1}
+            dead |= {name for name, count in assigned.items() if count == 1 and uses[name] == 2}
+            declared = {match.group(2) for match in _WIRE.finditer(module)}
+            dead &= declared
+            if not dead:
+                break
+            module = _WIRE.sub(lambda m, d=dead: "" if m.group(2) in d else m.group(0), module)
+            module = _ASSIGN.sub(lambda m, d=dead: "" if m.group(1) in d else m.group(0), module)
+        modules[index] = module
+    return "endmodule\n".join([top, *modules])
 
 
 def convert(component: wiring.Component, name: str) -> str:
@@ -395,12 +413,39 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
     )
 
 
+#: Verilator -Wall warnings the emitted Verilog carries by construction, with the reason; plain
+#: ``--lint-only`` (Verilator's default warnings) needs none of them
+WAIVERS = {
+    "DECLFILENAME": "one file holds every module of the fabric, named after the top only",
+    "PROCASSINIT": "Yosys writes a register's power-up value (Amaranth's init) as the "
+    "initialiser of its declaration, and its clocked block assigns it",
+    "UNUSEDSIGNAL": "bits nothing reads: the carry bits of Amaranth's widened arithmetic, "
+    "fields a generic port carries that this module ignores (a flit's VC at the endpoint, "
+    "credits of endpoint-facing outputs, grants of turns no packet takes), and each switch's "
+    "overflow flag, which the top leaves unconnected",
+}
+
+#: the files :func:`write` writes, after the top's name
+SUFFIXES = (".v", ".vlt", ".plan.json", ".ports")
+
+
+def waivers(top: str) -> str:
+    """``<top>.vlt``: a Verilator configuration file waiving :data:`WAIVERS` in ``<top>.v``
+    (``verilator --lint-only -Wall <top>.vlt <top>.v``)."""
+    lines = ["`verilator_config", f"// {top}.vlt: warnings of -Wall that {top}.v carries by design"]
+    for rule, reason in WAIVERS.items():
+        lines += [f"// {rule}: {reason}", f'lint_off -rule {rule} -file "*{top}.v"']
+    return "\n".join(lines) + "\n"
+
+
 def write(plan: FabricPlan, directory: Path, *, share: bool = True) -> Emission:
-    """Write ``<name>.v``, ``<name>.plan.json`` and ``<name>.ports`` into ``directory``."""
+    """Write ``<name>.v``, its Verilator waivers ``<name>.vlt``, ``<name>.plan.json`` and
+    ``<name>.ports`` (``direction width name`` per top port, in port order) into ``directory``."""
     emission = emit(plan, share=share)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{emission.top}.v").write_text(emission.text)
+    (directory / f"{emission.top}.vlt").write_text(waivers(emission.top))
     (directory / f"{emission.top}.plan.json").write_text(plan.to_json(indent=1))
     (directory / f"{emission.top}.ports").write_text(
         "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)

@@ -35,10 +35,10 @@ def run(args: argparse.Namespace) -> int:
     spec, plan, _analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1
-    from zfabric.hdl.verilog import top_module_name, write
+    from zfabric.hdl.verilog import SUFFIXES, top_module_name, write
 
     top = top_module_name(plan)
-    out.check(f"{top}{suffix}" for suffix in (".v", ".plan.json", ".ports"))
+    out.check(f"{top}{suffix}" for suffix in SUFFIXES)
     status(args, f"{spec.name}: emitting Verilog")
     with out.staging() as staging:
         with phase(args, "Verilog"):
@@ -50,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  module {module}: {count} instances")
     print(
         f"wrote {out.path / (emission.top + '.v')} ({lines} lines, {emission.seconds:.1f} s),"
-        f" {emission.top}.plan.json and {emission.top}.ports"
+        f" {emission.top}.vlt, {emission.top}.plan.json and {emission.top}.ports"
     )
     return 0

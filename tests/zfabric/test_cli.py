@@ -104,15 +104,16 @@ def test_ndt_configs_refuses_other_topologies(example):
     assert run("ndt-configs", str(example("torus-4x4"))).returncode == 2
 
 
-def test_verilog_writes_module_plan_and_ports(tmp_path, capsys):
+def test_verilog_writes_module_waivers_plan_and_ports(tmp_path, capsys):
     spec = tmp_path / "ring.yaml"
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n")
     out = tmp_path / "rtl"
     assert main(["verilog", str(spec), "-o", str(out)]) == 0
-    written = ["ring_3.plan.json", "ring_3.ports", "ring_3.v"]
+    written = ["ring_3.plan.json", "ring_3.ports", "ring_3.v", "ring_3.vlt"]
     assert sorted(p.name for p in out.iterdir()) == [".zfabric-manifest", *written]
     assert (out / ".zfabric-manifest").read_text().split() == written
     assert "module ring_3(" in (out / "ring_3.v").read_text()
+    assert "lint_off -rule" in (out / "ring_3.vlt").read_text()
     assert plan_from_json((out / "ring_3.plan.json").read_text()).name == "ring-3"
     ports = {
         line.split()[2]: line.split()[:2]

@@ -381,10 +381,11 @@ def test_verilog_of_two_fabrics_into_one_folder_keeps_both(tmp_path, capsys):
     first = _snapshot(out)
     assert main(["verilog", str(_ring(tmp_path, 4)), "-o", str(out)]) == 0
     after = _snapshot(out)
-    for name in ("ring_3.v", "ring_3.plan.json", "ring_3.ports"):
-        assert after[name] == first[name]
-    names = {"ring_3.v", "ring_3.plan.json", "ring_3.ports", "ring_4.v", "ring_4.plan.json"}
-    assert names | {"ring_4.ports"} == set((out / ".zfabric-manifest").read_text().split())
+    suffixes = (".v", ".vlt", ".plan.json", ".ports")
+    for suffix in suffixes:
+        assert after["ring_3" + suffix] == first["ring_3" + suffix]
+    names = {f"ring_{k}{suffix}" for k in (3, 4) for suffix in suffixes}
+    assert names == set((out / ".zfabric-manifest").read_text().split())
 
 
 @pytest.mark.parametrize(

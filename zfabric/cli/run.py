@@ -266,8 +266,8 @@ delivery, in cycles.
 ## RTL
 
 `verilog/{emission.top}.v`: {sum(emission.kinds.values())} instances of {len(emission.kinds)}
-modules, emitted in {emission.seconds:.1f} s (with `{emission.top}.plan.json` and the port list
-`{emission.top}.ports`).
+modules, emitted in {emission.seconds:.1f} s (with `{emission.top}.plan.json`, the port list
+`{emission.top}.ports` and Verilator's -Wall waivers `{emission.top}.vlt`).
 
 ## Lock-step co-simulation (RTL against the model)
 

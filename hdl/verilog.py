@@ -131,7 +131,10 @@ def _even_cell(match: re.Match) -> str:
     params = dict(re.findall(r"^    parameter \\(\w+) (\S+)$", body, re.M))
     connects = dict(re.findall(r"^    connect \\(\w+) (.+)$", body, re.M))
     widths = {port: int(params[f"{port}_WIDTH"]) for port in ("A", "B", "Y") if port in connects}
-    signed = all(params.get(f"{port}_SIGNED", "0") == "1" for port in ("A", "B") if port in widths)
+    signs = {params.get(f"{port}_SIGNED", "0") for port in ("A", "B") if port in widths}
+    if len(signs) > 1:  # Verilog computes a mixed pair unsigned, Yosys per operand: leave it
+        return match.group(0)
+    signed = signs == {"1"}
     if kind == "$logic_not":
         if widths["A"] == 1:
             return match.group(0)
@@ -177,13 +180,15 @@ def _rtlil(component: wiring.Component, name: str, order: list[str] | None = Non
     return _CELL.sub(_even_cell, text)
 
 
-#: Yosys passes after reading the RTLIL: Amaranth's own (processes to netlists, memories), then
-#: removal of wires and cells nothing reads (Verilator's UNUSEDSIGNAL otherwise)
+#: Yosys passes after reading the RTLIL: Amaranth's (processes to netlists, memories), but
+#: without ``proc``'s closing ``opt_expr``, which turns ``a == 0`` back into ``!a`` (a multi-bit
+#: ``!``: Verilator's WIDTHTRUNC); each kind's submodules flattened into it (the kinds carry
+#: ``keep_hierarchy`` for this pass only); removal of cells and wires nothing reads
 _PASSES = (
     "proc -nomux -norom -noopt",
     "memory_collect",
     "flatten",
-    "clean_zerowidth",
+    "attrmap -modattr -remove keep_hierarchy",
     "opt_clean -purge",
 )
 

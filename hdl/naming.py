@@ -1,7 +1,8 @@
 """Names in the emitted Verilog: the top's ports and their order, and the modules of the kinds.
 
-Everything a designer sees of the fabric's interface is decided here, so that renaming the
-endpoint ports (to AXI4-Stream names, say) changes this file and nothing else in the emitter.
+The top's port names are the members of :class:`~zfabric.hdl.fabric.Fabric` (``i``, ``o``),
+joined with ``__``; their order and the header's legend of them are here, so that renaming the
+endpoint ports (to AXI4-Stream names, say) changes the Fabric's signature and this file only.
 
 Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its input stream
 (``i__<e>__payload``, ``i__<e>__valid``, ``i__<e>__ready``), then its output stream per
@@ -21,12 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from amaranth.lib import data
+
 from zfabric.plan import FabricPlan
 
 __all__ = [
     "CLOCK_PORTS",
     "identifier",
     "kind_names",
+    "port_legend",
     "top_port_order",
 ]
 
@@ -56,6 +60,27 @@ def top_port_order(ports: Iterable[str]) -> list[str]:
     clocks = [p for p in CLOCK_PORTS if p in ports]
     rest = [p for p in ports if p not in CLOCK_PORTS]
     return clocks + sorted(rest, key=_endpoint_of)
+
+
+def _fields(shape: data.StructLayout) -> str:
+    """``data[31:0], dst[35:32], ...``: where each field of a payload sits."""
+    return ", ".join(
+        f"{name}[{member.offset + member.width - 1}:{member.offset}]" for name, member in shape
+    )
+
+
+def port_legend(packet_in: data.StructLayout, packet_out: data.StructLayout) -> list[str]:
+    """The lines of the Verilog header that explain the top's ports, given the payload
+    layouts of the endpoints' input and output streams."""
+    return [
+        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order:",
+        "  i__<e>__payload, i__<e>__valid, i__<e>__ready: packet beats into endpoint e",
+        "  o__<e>__<a>__payload, o__<e>__<a>__valid: packet beats out of endpoint e, one stream",
+        "    per attachment a, always accepted (no ready)",
+        "  a beat with first set starts a packet (its dst is read then), one with last ends it",
+        f"  i payload: {_fields(packet_in)}",
+        f"  o payload: {_fields(packet_out)}",
+    ]
 
 
 def _port_roles(plan: FabricPlan, switches: Sequence[int]) -> str:

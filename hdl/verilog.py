@@ -36,14 +36,14 @@ from amaranth.hdl import (
     ValueCastable,
 )
 from amaranth.hdl._ir import PortDirection
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 
 from zfabric.plan import FabricPlan
 
 from .endpoint import PacketInLayout, PacketOutLayout, dst_width
 from .fabric import Fabric
 from .flit import FlitLayout
-from .naming import CLOCK_PORTS, identifier, kind_names, top_port_order
+from .naming import CLOCK_PORTS, identifier, kind_names, port_legend, top_port_order
 
 __all__ = [
     "SUFFIXES",
@@ -331,13 +331,6 @@ def _kinds(fabric: Fabric, top: str) -> dict[tuple, tuple[str, wiring.Component]
     }
 
 
-def _fields(shape: data.StructLayout) -> str:
-    """``data[31:0], dst[35:32], ...``: where each field of a payload sits."""
-    return ", ".join(
-        f"{name}[{member.offset + member.width - 1}:{member.offset}]" for name, member in shape
-    )
-
-
 def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
     """The comment heading the file: what was generated, from what, and the top's ports."""
     layout = FlitLayout.from_plan(plan)
@@ -361,13 +354,7 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
         f"top: {top}, the only module marked (* top *); modules (instances):",
         *(f"  {module} ({count})" for module, count in kinds.items()),
         "",
-        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order:",
-        "  i__<e>__payload, i__<e>__valid, i__<e>__ready: packet beats into endpoint e",
-        "  o__<e>__<a>__payload, o__<e>__<a>__valid: packet beats out of endpoint e, one stream",
-        "    per attachment a, always accepted (no ready)",
-        "  a beat with first set starts a packet (its dst is read then), one with last ends it",
-        f"  i payload: {_fields(PacketInLayout(layout, dst_width(plan)))}",
-        f"  o payload: {_fields(PacketOutLayout(layout))}",
+        *port_legend(PacketInLayout(layout, dst_width(plan)), PacketOutLayout(layout)),
     ]
     return "".join(f"// {line}".rstrip() + "\n" for line in lines) + "\n"
 

@@ -61,6 +61,8 @@ class SlicedRoute(wiring.Component):
             for value, mask in self._down_masks:
                 with m.Case(value):
                     m.d.comb += self.cand.eq(mask)
+            with m.Default():  # a label no group has: no candidate, said (Verilator's lint)
+                m.d.comb += self.cand.eq(0)
 
     def elaborate(self, platform):
         m = Module()
@@ -80,6 +82,8 @@ class SlicedRoute(wiring.Component):
                         for value, mask in self._side_masks:
                             with m.Case(value):
                                 m.d.comb += self.cand.eq(mask)
+                        with m.Default():
+                            m.d.comb += self.cand.eq(0)
                 with m.Else():
                     self._go_down(m, after_zid)
             else:

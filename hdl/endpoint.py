@@ -14,10 +14,13 @@ A packet must not be addressed to its own source: the model refuses it, and swit
 no logic for turns no packet takes (``zfabric.hdl.router.route.reachable_turns``), so it would wait
 forever.
 
-Ejection: a flit on an ejection link is presented on that attachment's ``o`` stream in the same
-cycle (the cycle the contract calls delivery), with ``first``/``last`` from its kind and the
-head flit's data shifted back down. The endpoint always accepts: ``o`` streams have no
-``ready``, as local outputs have no credits.
+Ejection: each attachment has a receive buffer of ``buffer_depth`` flits. Its ``o`` stream
+presents the buffer's front, or, when the buffer is empty, the flit on the ejection link in the
+same cycle (a bypass), with ``first``/``last`` from its kind and the head flit's data shifted
+back down. A beat is taken (the cycle the contract calls delivery) when ``o.ready`` is high; a
+flit on the link that is not taken is written into the buffer, and every taken flit returns its
+credit to the switch's local output at once. With ``ready`` held high the buffer stays empty
+and each flit comes out the cycle it is on the link.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import math
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
@@ -213,7 +217,8 @@ class Endpoint(wiring.Component):
         Bits of a destination endpoint id.
     n_attachments : int
     buffer_depth : int
-        Depth of the switches' local input buffers: the initial injection credit.
+        Depth of the switches' local input buffers (the initial injection credit) and of each
+        attachment's receive buffer (the switch's initial ejection credit).
     heads : Heads
         Injection choices and routing heads per destination (:func:`heads_for`).
     identity_port : bool
@@ -223,8 +228,7 @@ class Endpoint(wiring.Component):
     Members
     -------
     i : ``In(stream.Signature(PacketInLayout(flit_layout, dst_width)))``
-    o : ``Out(stream.Signature(PacketOutLayout(flit_layout), always_ready=True))
-        .array(n_attachments)``
+    o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
     inject : ``Out(LinkSignature(flit_layout, 1)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
     identity : ``In(heads.identity_width)``, with ``identity_port`` only
@@ -260,9 +264,7 @@ class Endpoint(wiring.Component):
         link = LinkSignature(flit_layout, 1)
         members = {
             "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
-            "o": Out(stream.Signature(PacketOutLayout(flit_layout), always_ready=True)).array(
-                n_attachments
-            ),
+            "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
             "inject": Out(link).array(n_attachments),
             "eject": In(link).array(n_attachments),
         }
@@ -346,19 +348,38 @@ class Endpoint(wiring.Component):
                 credits[a].eq(credits[a] - sent + link.credit[0]),
             ]
 
-            flit = self.eject[a].flit
-            kind = flit.payload.kind.as_value()
-            out = self.o[a]
-            data = flit.payload.payload
-            m.d.comb += [
-                out.valid.eq(flit.valid),
-                out.payload.first.eq(kind[0]),
-                out.payload.last.eq(kind[1]),
-                # a head's data sits above the routing head; one Mux, not a piecewise reg
-                out.payload.data.eq(Mux(kind[0], data[layout.head_width :], data)),
-                self.eject[a].credit.eq(flit.valid),  # a local output keeps no count of these
-            ]
+            self._receive(m, a)
         return m
+
+    def _receive(self, m: Module, a: int) -> None:
+        """The receive buffer of attachment ``a`` and its bypass (the module docstring)."""
+        layout = self._flit_layout
+        flit = self.eject[a].flit
+        out = self.o[a]
+        # kind and payload: the VC is always 0 on a local link
+        arriving = Cat(flit.payload.kind.as_value(), flit.payload.payload)
+        m.submodules[f"received{a}"] = fifo = SyncFIFO(
+            width=len(arriving), depth=self._buffer_depth
+        )
+        taken = Signal(name=f"taken{a}")
+        presented = Signal(len(arriving), name=f"presented{a}")
+        m.d.comb += [
+            presented.eq(Mux(fifo.r_rdy, fifo.r_data, arriving)),
+            out.valid.eq(fifo.r_rdy | flit.valid),
+            taken.eq(out.valid & out.ready),
+            fifo.r_en.eq(out.ready),
+            # a flit on the link waits in the buffer unless it is taken through the bypass
+            fifo.w_en.eq(flit.valid & ~(out.ready & ~fifo.r_rdy)),
+            fifo.w_data.eq(arriving),
+            self.eject[a].credit.eq(taken),
+        ]
+        kind, data = presented[:2], presented[2:]
+        m.d.comb += [
+            out.payload.first.eq(kind[0]),
+            out.payload.last.eq(kind[1]),
+            # a head's data sits above the routing head; one Mux, not a piecewise reg
+            out.payload.data.eq(Mux(kind[0], data[layout.head_width :], data)),
+        ]
 
 
 def dst_width(plan: FabricPlan) -> int:

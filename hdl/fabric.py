@@ -42,10 +42,11 @@ class Fabric(wiring.Component):
     -------
     i : ``In(stream.Signature(PacketInLayout(...))).array(n_endpoints)``
         Packets into endpoint ``e``, by endpoint id.
-    o : ``Out(stream.Signature(PacketOutLayout(...), always_ready=True))
-        .array(n_endpoints, n_attachments)``
+    o : ``Out(stream.Signature(PacketOutLayout(...))).array(n_endpoints, n_attachments)``
         Packets out of endpoint ``e``, one stream per attachment (every endpoint of a plan has
-        the same number of attachments).
+        the same number of attachments). The user may hold ``ready`` low: the endpoint's
+        receive buffer and the switch's ejection credits hold the flits back
+        (docs/microarchitecture.md, Endpoints).
     """
 
     def __init__(
@@ -74,9 +75,7 @@ class Fabric(wiring.Component):
         super().__init__(
             {
                 "i": In(stream.Signature(PacketInLayout(layout, width))).array(n),
-                "o": Out(stream.Signature(PacketOutLayout(layout), always_ready=True)).array(
-                    n, n_attachments
-                ),
+                "o": Out(stream.Signature(PacketOutLayout(layout))).array(n, n_attachments),
             }
         )
         self._switches: list[Switch | None] = [None] * len(plan.switches)

@@ -53,9 +53,10 @@ class Switch(wiring.Component):
     flit_layout : FlitLayout
     ports : SwitchPorts
         VCs per port (each port's input and output have the same count) and which ports face
-        endpoints (their outputs need no credits).
+        endpoints.
     buffer_depth : int
-        Flits per input VC buffer, and the initial credit of every output VC.
+        Flits per input VC buffer, and the initial credit of every output VC (local outputs
+        included: an endpoint's receive buffer has the same depth).
     routes : RouteRow
         Builds the route unit of each (input port, input VC); see
         :class:`~zfabric.hdl.router.route.RouteRows`.
@@ -129,10 +130,9 @@ class Switch(wiring.Component):
                         flit_layout=layout,
                         n_vcs=n,
                         buffer_depth=depth,
-                        local=local,
                         acquire=self._router.stages == 3,
                     )
-                    for n, local in zip(ports.vcs, ports.local, strict=True)
+                    for n in ports.vcs
                 ],
                 {
                     (port, vc): self._routes.unit(port, vc)

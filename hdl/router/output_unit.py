@@ -20,7 +20,8 @@ class OutputUnit(wiring.Component):
     t+1. Per VC the unit keeps a credit counter (initialised to the downstream depth; it drops
     by one per flit sent and rises by one per credit pulse, each at the end of its cycle) and
     an owner bit (set by a head, cleared by a tail, both at the end of the cycle). A local
-    output (toward an endpoint) never runs out of credit.
+    output (toward an endpoint) is no different: its credits count the endpoint's receive
+    buffer, and the endpoint returns one in the cycle its user takes a flit.
 
     Parameters
     ----------
@@ -28,8 +29,6 @@ class OutputUnit(wiring.Component):
     n_vcs : int
     buffer_depth : int
         Depth of the downstream buffers: the initial credit.
-    local : bool
-        The port faces an endpoint: no credit counters.
     acquire : bool
         Owners are set by VC allocation (the ``acquire`` input, ``stages: 3``) rather than by a
         head crossing.
@@ -53,7 +52,6 @@ class OutputUnit(wiring.Component):
         flit_layout: FlitLayout,
         n_vcs: int,
         buffer_depth: int,
-        local: bool,
         acquire: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
@@ -62,7 +60,6 @@ class OutputUnit(wiring.Component):
             raise TypeError(f"buffer_depth must be a positive integer, not {buffer_depth!r}")
         self._n_vcs = n_vcs
         self._buffer_depth = buffer_depth
-        self._local = bool(local)
         self._acquire = bool(acquire)
         super().__init__(
             ({"acquire": In(n_vcs)} if self._acquire else {})
@@ -90,9 +87,6 @@ class OutputUnit(wiring.Component):
                 m.d.sync += owned[vc].eq(1)
             with m.If(sent & kind[1]):  # after the head's: a single flit leaves it free
                 m.d.sync += owned[vc].eq(0)
-            if self._local:
-                m.d.comb += self.ready[vc].eq(1)
-                continue
             credit = Signal(
                 range(self._buffer_depth + 1), name=f"credit{vc}", init=self._buffer_depth
             )

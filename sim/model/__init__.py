@@ -1,5 +1,12 @@
 """Behavioural cycle-level reference model (pure Python; reads a FabricPlan)."""
 
-from .fabric_model import DeadlockWatch, FabricModel, InvariantError, ModelDeadlock, Packet
+from .fabric_model import (
+    DeadlockWatch,
+    EjectStalls,
+    FabricModel,
+    InvariantError,
+    ModelDeadlock,
+    Packet,
+)
 
-__all__ = ["DeadlockWatch", "FabricModel", "InvariantError", "ModelDeadlock", "Packet"]
+__all__ = ["DeadlockWatch", "EjectStalls", "FabricModel", "InvariantError", "ModelDeadlock", "Packet"]

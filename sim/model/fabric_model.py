@@ -16,10 +16,50 @@ from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import make_routing
 
-__all__ = ["FabricModel", "Packet", "ModelDeadlock", "InvariantError", "DeadlockWatch"]
+__all__ = [
+    "FabricModel",
+    "Packet",
+    "ModelDeadlock",
+    "InvariantError",
+    "DeadlockWatch",
+    "EjectStalls",
+]
 
-#: credit of a local (ejection) output: endpoints always sink
-_UNLIMITED = 1 << 40
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64(x: int) -> int:
+    """splitmix64's finaliser: a well-spread 64-bit hash of ``x``, the same in every process."""
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _MASK64
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _MASK64
+    return x ^ (x >> 31)
+
+
+class EjectStalls:
+    """A deterministic ejection ``ready`` pattern: low with probability ``p`` in each cycle.
+
+    Called as ``ready(endpoint, attachment, cycle)``. Each (endpoint, attachment, cycle) is an
+    independent draw, a hash of the four numbers with ``seed``, so the model and the cocotb
+    bench (which drives the same pattern into the RTL) agree without sharing any state
+    (docs/microarchitecture.md, Endpoints).
+    """
+
+    def __init__(self, p: float, seed: int = 1):
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+            raise ValueError(f"stall probability must be in [0, 1), not {p!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an integer, not {seed!r}")
+        self.p = p
+        self.seed = seed
+        self._threshold = round(p * (1 << 32))
+        self._base = _mix64(seed & _MASK64)
+
+    def __call__(self, endpoint: int, attachment: int, cycle: int) -> bool:
+        x = _mix64(self._base ^ (endpoint << 40) ^ (attachment << 32) ^ cycle)
+        return (x >> 32) >= self._threshold
+
+    def __repr__(self) -> str:
+        return f"EjectStalls({self.p!r}, seed={self.seed!r})"
 
 
 class InvariantError(AssertionError):
@@ -80,13 +120,15 @@ class _Flit:
 
 
 class _Endpoint:
-    __slots__ = ("queue", "flits", "attachment", "credits")
+    __slots__ = ("queue", "flits", "attachment", "credits", "received")
 
     def __init__(self, attachments: int, depth: int):
         self.queue: deque[Packet] = deque()
         self.flits: deque[_Flit] = deque()  # flits of the packet being injected
         self.attachment = -1
         self.credits = [depth] * attachments
+        # per attachment: the receive buffer, then the flit on the ejection link (this cycle)
+        self.received: list[deque[_Flit]] = [deque() for _ in range(attachments)]
 
 
 class FabricModel:
@@ -96,6 +138,10 @@ class FabricModel:
     :attr:`delivered` collects packets as their tails arrive, unless ``on_deliver`` is given:
     then each delivered packet goes to that callback and the model keeps none of them (long
     runs stay in bounded memory). :attr:`delivered_count` counts them either way.
+
+    ``eject_ready(endpoint, attachment, cycle)`` says whether the user takes a flit from that
+    attachment's output stream in that cycle (for instance :class:`EjectStalls`); None means
+    always (docs/microarchitecture.md, Endpoints).
     """
 
     def __init__(
@@ -104,6 +150,7 @@ class FabricModel:
         *,
         check_invariants: bool = True,
         on_deliver: Callable[[Packet], None] | None = None,
+        eject_ready: Callable[[int, int, int], bool] | None = None,
     ):
         for link in plan.links:
             if link.latency != 1:
@@ -131,10 +178,8 @@ class FabricModel:
         self._buf = [[[deque() for _ in range(n)] for n in ports] for ports in self._in_vcs]
         self._assign = [[[None] * n for n in ports] for ports in self._in_vcs]
         self._owner = [[[None] * n for n in ports] for ports in self._out_vcs]
-        self._credit = [
-            [[self.depth if view.out_link[s][o] else _UNLIMITED] * n for o, n in enumerate(ports)]
-            for s, ports in enumerate(self._out_vcs)
-        ]
+        # local outputs too: their credit counts the endpoint's receive buffer (B flits)
+        self._credit = [[[self.depth] * n for n in ports] for ports in self._out_vcs]
         self._rr_in = [[0] * len(ports) for ports in self._in_vcs]
         self._rr_out = [[0] * len(ports) for ports in self._out_vcs]
         # router settings (docs/microarchitecture.md, steps 2 to 4)
@@ -159,6 +204,14 @@ class FabricModel:
             for i, a in enumerate(e.attachments)
         }
         self._injecting: set[int] = set()
+        self._eject_ready = eject_ready
+        # ejection (switch, local output port) -> (endpoint, attachment index)
+        self._ejection_of = {
+            (a.switch, a.port): (e.id, i)
+            for e in plan.endpoints
+            for i, a in enumerate(e.attachments)
+        }
+        self._receiving: set[tuple[int, int]] = set()  # (endpoint, attachment) holding flits
         # flits / credits sent this cycle and those on the wires (landing at the end of it)
         self._sent: list[tuple[int, int, int, _Flit]] = []  # (switch, out port, vc, flit)
         self._wire: list[tuple[int, int, int, _Flit]] = []
@@ -194,6 +247,8 @@ class FabricModel:
         # flits or credits on the wires this cycle land at its end: that is activity too
         moved |= bool(self._wire or self._credits_wire)
         self._end_of_cycle()
+        # flits in receive buffers wait for the user, not on the fabric: never a deadlock
+        moved |= bool(self._receiving)
         if moved:
             self._quiet = 0
         else:
@@ -284,8 +339,7 @@ class FabricModel:
         rr_in, rr_out = self._rr_in[s], self._rr_out[s]
         for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
-            if credit[o][w] < _UNLIMITED:
-                credit[o][w] -= 1
+            credit[o][w] -= 1
             if flit.is_head:
                 if not self._vc_stage:
                     assign[p][v] = (o, w)
@@ -368,11 +422,17 @@ class FabricModel:
                 continue
             link = view.out_link[s][o]
             if link is None:
-                self._deliver(s, o, flit)
+                endpoint, which = self._ejection_of[(s, o)]
+                received = self._endpoints[endpoint].received[which]
+                received.append(flit)
+                self._receiving.add((endpoint, which))
+                if self.check_invariants and len(received) > self.depth:
+                    raise InvariantError(f"endpoint {endpoint}: receive buffer {which} over depth")
             else:
                 if flit.is_head:
                     flit.packet.hops += 1
                 self._write(link.dst.switch, link.dst.port, w, flit)
+        self._take()
         for s, p, v in self._credits_wire:
             link = view.in_link[s][p]
             if link is None:
@@ -405,9 +465,23 @@ class FabricModel:
             self._last_written[(s, p, v)] = flit
         self._busy.add(s)
 
-    def _deliver(self, s: int, o: int, flit: _Flit) -> None:
+    def _take(self) -> None:
+        """Ejection: the user takes the presented flit of every attachment whose ``ready`` is
+        high; its credit is back at the local output for the next cycle."""
+        ready, cycle = self._eject_ready, self.cycle
+        for endpoint, which in sorted(self._receiving):
+            if ready is not None and not ready(endpoint, which, cycle):
+                continue
+            received = self._endpoints[endpoint].received[which]
+            flit = received.popleft()
+            if not received:
+                self._receiving.discard((endpoint, which))
+            attachment = self.plan.endpoints[endpoint].attachments[which]
+            self._credit[attachment.switch][attachment.port][0] += 1
+            self._deliver(endpoint, flit)
+
+    def _deliver(self, endpoint: int, flit: _Flit) -> None:
         packet = flit.packet
-        endpoint = self.view.endpoint_at[(s, o)]
         if self.check_invariants:
             if endpoint != packet.dst:
                 raise InvariantError(f"packet {packet.id} delivered to endpoint {endpoint}")
@@ -470,6 +544,8 @@ class FabricModel:
                 targets.add((s, *holder))
             elif self._credit[s][o][w] == 0 and (s, o, w) not in returning:
                 link = self.view.out_link[s][o]
+                if link is None:
+                    return set()  # a local output waits for the user to take flits, no VC
                 targets.add((link.dst.switch, link.dst.port, w))
             else:
                 return set()  # a free output VC with room: only arbitration holds it
@@ -549,6 +625,17 @@ class FabricModel:
                 if total != self.depth:
                     name = view.channel_name(link.id, v)
                     raise InvariantError(f"credits not conserved on {name}: {total}")
+        # ejection: credit + receive buffer + flits sent or on the link = depth
+        sent: dict[tuple[int, int], int] = {}
+        for s, o, _w, _flit in self._sent + self._wire:
+            if s >= 0 and view.out_link[s][o] is None:
+                sent[(s, o)] = sent.get((s, o), 0) + 1
+        for (s, o), (endpoint, which) in self._ejection_of.items():
+            total = self._credit[s][o][0] + sent.get((s, o), 0)
+            total += len(self._endpoints[endpoint].received[which])
+            if total != self.depth:
+                name = f"{view.switches[s].name}.p{o}"
+                raise InvariantError(f"credits not conserved on ejection {name}: {total}")
 
 
 class DeadlockWatch:

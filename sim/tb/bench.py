@@ -19,6 +19,9 @@ it emits around a fabric. The environment names the inputs and the output:
 ``NOC_WINDOW``
     cycles to keep running after the first mismatch (default 32), so that a late packet's RTL
     cycle is known and the VCD shows what followed
+``NOC_EJECT_STALL`` / ``NOC_EJECT_SEED``
+    ejection stalls: each ``o`` stream's ``ready`` is low with this probability in each cycle
+    (:class:`zfabric.sim.model.EjectStalls`, default 0: always high), from this seed (default 1)
 ``NOC_VCD_FROM`` / ``NOC_STOP_AT``
     start dumping (``cosim_dump`` high) at this cycle / stop the run at this cycle
 
@@ -36,6 +39,7 @@ from pathlib import Path
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
+from zfabric.sim.model import EjectStalls
 from zfabric.sim.traffic import read_trace
 
 from zfabric.plan import plan_from_json
@@ -58,10 +62,12 @@ async def lockstep(dut):
     """Inject the trace, check every delivery against the model, write the result."""
     plan = plan_from_json(Path(os.environ["NOC_PLAN"]).read_text())
     trace = read_trace(os.environ["NOC_TRACE"])
+    stall = float(os.environ.get("NOC_EJECT_STALL") or 0)
+    stalls = EjectStalls(stall, _int_env("NOC_EJECT_SEED", 1)) if stall else None
     if os.environ.get("NOC_EXPECT"):
         expected = load_expectations(os.environ["NOC_EXPECT"])
     else:
-        expected, _ = model_expectations(plan, trace)
+        expected, _ = model_expectations(plan, trace, eject_ready=stalls)
     drain = _int_env("NOC_DRAIN", 16)
     window = _int_env("NOC_WINDOW", 32)
     vcd_from = _int_env("NOC_VCD_FROM", None)
@@ -84,6 +90,7 @@ async def lockstep(dut):
             endpoint=e,
             attachment=a,
             callback=scoreboard.delivered,
+            ready=stalls,
         )
         for e, endpoint in enumerate(plan.endpoints)
         for a in range(len(endpoint.attachments))

@@ -7,10 +7,12 @@ cycle conventions of docs/microarchitecture.md and tests/hdl/hdl_bench.py:
 - a source presents a packet's head from the cycle the packet is created, or from the cycle
   after the previous packet's tail was taken (the model's unbounded source queue), and a beat
   is taken in a cycle where ``valid`` and ``ready`` are both high;
-- a packet is delivered in the cycle its tail is valid on the ``o`` stream.
+- a packet is delivered in the cycle its tail is taken from the ``o`` stream (``valid`` and
+  ``ready`` both high).
 
-The ``o`` streams are ``always_ready`` (hdl/endpoint.py: local outputs hold no credits and the
-endpoint always accepts), so there is no ejection backpressure to apply: a monitor only watches.
+A monitor drives its stream's ``ready`` from ``ready(endpoint, attachment, cycle)`` (for
+instance :class:`zfabric.sim.model.EjectStalls`, the pause generator of cocotbext-axi in the
+model's terms), the same function the model is given, or holds it high.
 
 Every component hooks into one :class:`CycleLoop`, which runs the whole bench in a single
 coroutine: drive right after the rising edge, sample once values settle (``ReadOnly``). A
@@ -102,14 +104,15 @@ class EndpointBus:
 
 @dataclass
 class EjectionBus:
-    """One ``o`` stream of one endpoint: ``<prefix>__valid`` and ``__payload`` (no ready)."""
+    """One ``o`` stream of one endpoint: ``<prefix>__valid``, ``__ready``, ``__payload``."""
 
     valid: object
+    ready: object
     payload: object
 
     @classmethod
     def from_prefix(cls, dut, prefix: str) -> EjectionBus:
-        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "payload")))
+        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "ready", "payload")))
 
 
 @dataclass(eq=False)
@@ -229,7 +232,8 @@ class EndpointMonitor:
 
     Each whole packet becomes a :class:`Delivery` in ``queue`` (or goes to ``callback``), with
     the cycles of its head and tail. Framing errors (a head inside a packet, a body or tail
-    outside one) are noted in the delivery's ``faults``.
+    outside one) are noted in the delivery's ``faults``. ``ready(endpoint, attachment, cycle)``
+    gives the stream's ``ready`` in each cycle (None: always high).
     """
 
     def __init__(
@@ -241,10 +245,14 @@ class EndpointMonitor:
         endpoint: int,
         attachment: int = 0,
         callback: Callable[[Delivery], None] | None = None,
+        ready: Callable[[int, int, int], bool] | None = None,
     ):
         self.bus = bus
         self.codec = codec
         self.endpoint = endpoint
+        self.ready = ready
+        self._ready_shown = True
+        bus.ready.value = 1
         self.attachment = attachment
         self.callback = callback
         self.queue: deque[Delivery] = deque()
@@ -253,7 +261,7 @@ class EndpointMonitor:
         self._words: list[int] | None = None
         self._first = 0
         self._faults: list[str] = []
-        loop.add(sample=self._sample)
+        loop.add(drive=self._drive if ready is not None else None, sample=self._sample)
 
     def recv_nowait(self) -> Delivery:
         return self.queue.popleft()
@@ -261,8 +269,14 @@ class EndpointMonitor:
     def empty(self) -> bool:
         return not self.queue
 
+    def _drive(self, cycle: int) -> None:
+        ready = bool(self.ready(self.endpoint, self.attachment, cycle))
+        if ready != self._ready_shown:
+            self.bus.ready.value = int(ready)
+            self._ready_shown = ready
+
     def _sample(self, cycle: int) -> None:
-        if not self.bus.valid.value:
+        if not (self._ready_shown and self.bus.valid.value):
             return
         self.last_valid = cycle
         beat = self.codec.unpack_out(self.bus.payload.value.to_unsigned())

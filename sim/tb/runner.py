@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zfabric.sim.model import ModelDeadlock
+from zfabric.sim.model import EjectStalls, ModelDeadlock
 from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig, read_trace, write_trace
 
 from zfabric.plan import FabricPlan, plan_from_json
@@ -389,6 +389,8 @@ def cosim(
     emit: Callable | None = None,
     variant: str = "",
     keep: bool = False,
+    eject_stall: float = 0.0,
+    eject_seed: int = 1,
 ) -> dict:
     """Run ``trace`` on ``plan``'s Verilog under ``sim`` and on the model, in lock-step.
 
@@ -405,6 +407,9 @@ def cosim(
         broken one in the tests); ``variant`` must then name it, as it keys the cache
     keep : keep the run directory (trace, expectations, logs, result) after a pass; it is
         always kept after a mismatch or with ``vcd``
+    eject_stall, eject_seed : every ``o`` stream's ``ready`` is low with probability
+        ``eject_stall`` in each cycle, the same pattern in the model and the bench
+        (:class:`zfabric.sim.model.EjectStalls`); 0 holds it high
 
     Returns
     -------
@@ -425,6 +430,7 @@ def cosim(
     for entry in entries:
         if not (0 <= entry.src < n and 0 <= entry.dst < n) or entry.src == entry.dst:
             raise ValueError(f"trace entry {entry} does not fit {plan.name}'s {n} endpoints")
+    stalls = EjectStalls(eject_stall, eject_seed) if eject_stall else None
     if sim == "verilator":
         _verilator_path()
     if not simulator_available(sim):
@@ -432,7 +438,7 @@ def cosim(
 
     start = time.perf_counter()
     try:  # before any Verilog: a model deadlock leaves nothing to compare
-        expected, model_cycles = model_expectations(plan, entries)
+        expected, model_cycles = model_expectations(plan, entries, eject_ready=stalls)
     except ModelDeadlock as deadlock:
         raise CosimDeadlock(deadlock) from None
     model_seconds = time.perf_counter() - start
@@ -444,7 +450,7 @@ def cosim(
     os.utime(root)  # in use: see _prune
 
     trace_text = "".join(f"{e.cycle} {e.src} {e.dst} {e.length}\n" for e in entries)
-    run_id = hashlib.sha256(trace_text.encode()).hexdigest()[:12]
+    run_id = hashlib.sha256(f"{trace_text}{stalls!r}".encode()).hexdigest()[:12]
     (root / "runs").mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix=f"{sim}-{run_id}-", dir=root / "runs"))
     write_trace(run_dir / "trace.txt", entries)
@@ -456,6 +462,8 @@ def cosim(
         "NOC_EXPECT": str(run_dir / "expected.json"),
         "NOC_WINDOW": str(window),
         "NOC_DRAIN": str(drain),
+        "NOC_EJECT_STALL": repr(float(eject_stall)),
+        "NOC_EJECT_SEED": str(eject_seed),
     }
 
     build, build_seconds = _build(root, sources, sim, waves=vcd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -59,15 +60,20 @@ def path_names(plan: FabricPlan, path) -> list[str]:
 
 
 def model_expectations(
-    plan: FabricPlan, trace: list[TraceEntry], *, limit: int = 1_000_000
+    plan: FabricPlan,
+    trace: list[TraceEntry],
+    *,
+    limit: int = 1_000_000,
+    eject_ready: Callable[[int, int, int], bool] | None = None,
 ) -> tuple[list[Expected], int]:
     """Replay ``trace`` on the reference model until every packet is delivered.
 
     Returns the packets in trace order and the number of cycles the model ran. Packets of one
     source get sequence numbers in trace order (the trace is sorted by cycle, stably). Raises
     :class:`zfabric.sim.model.ModelDeadlock` if the model deadlocks, wholly or partly.
+    ``eject_ready`` is the ejection ``ready`` pattern (:class:`FabricModel`).
     """
-    model = FabricModel(plan)
+    model = FabricModel(plan, eject_ready=eject_ready)
     watch = DeadlockWatch(model)
     view = PlanView(plan)
     entries = sorted(trace, key=lambda e: e.cycle)

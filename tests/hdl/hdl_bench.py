@@ -101,6 +101,9 @@ class FabricBench:
                 ctx.set(fabric.i[src].payload, beat)
 
         async def testbench(ctx):
+            for dst in range(n):  # the user always takes: the model's default
+                for a in range(n_att):
+                    ctx.set(fabric.o[dst][a].ready, 1)
             for cycle in range(cycles):
                 for src in range(n):
                     if current[src] is None and self.queues[src]:

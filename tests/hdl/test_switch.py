@@ -92,10 +92,10 @@ class SwitchBench:
                         self.received.setdefault((o, w), []).append(
                             (cycle, flit.kind, int(flit.payload))
                         )
-                        if not ports.local[o]:
-                            occupancy[o, w] += 1
-                            if occupancy[o, w] > depth:
-                                self.errors.append(f"cycle {cycle}: {o}/{w} over depth")
+                        # local outputs too: an endpoint's receive buffer holds B flits
+                        occupancy[o, w] += 1
+                        if occupancy[o, w] > depth:
+                            self.errors.append(f"cycle {cycle}: {o}/{w} over depth")
                 for port in range(ports.n_ports):
                     pulses = ctx.get(dut.i(port).credit)
                     for v in range(ports.vcs[port]):

@@ -54,10 +54,10 @@ def test_one_module_per_kind(example, name, kinds):
     assert ports["i__0__payload"] == ("input", layout.payload_width + dst_width(plan) + 2)
     assert ports["o__0__0__payload"] == ("output", layout.payload_width + 2)
     assert ports["o__0__0__valid"] == ("output", 1)
-    assert "o__0__0__ready" not in ports  # endpoints always accept
-    # i: payload, valid, ready; o: payload, valid (Amaranth adds clk and rst)
+    assert ports["o__0__0__ready"] == ("input", 1)  # the user may stall ejection
+    # i: payload, valid, ready; o: payload, valid, ready (Amaranth adds clk and rst)
     attachments = len(plan.endpoints[0].attachments)
-    assert len(emission.ports) == (3 + 2 * attachments) * len(plan.endpoints)
+    assert len(emission.ports) == (3 + 3 * attachments) * len(plan.endpoints)
 
 
 @pytest.mark.parametrize("name", ["torus-4x4", "snode-16"])

@@ -132,3 +132,51 @@ def test_packet_streams_through_an_endpoint():
         ("sent", 4, FlitKind.TAIL, 0x5678),
         ("out", 0xABC, 1, 1),
     ]
+
+
+def test_receive_buffer_bypasses_when_empty_and_holds_flits_while_not_ready():
+    """Ejection (docs/microarchitecture.md, Endpoints): a flit on the link comes out the same
+    cycle when the buffer is empty and ``ready`` is high; otherwise it waits in the buffer, in
+    order; a credit pulse goes back exactly in the cycles a flit is taken."""
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4)
+    dut = Endpoint(
+        flit_layout=layout, dst_width=4, n_attachments=1, buffer_depth=2, heads=DirectHeads()
+    )
+    # per cycle: (flit on the link or None, ready)
+    plan = [
+        (0x11, 1),  # bypass: out and credit at once
+        (0x22, 0),  # not taken: buffered
+        (0x33, 0),  # buffered behind it (2 = buffer_depth)
+        (None, 1),  # 0x22 from the buffer
+        (0x44, 1),  # 0x33 from the buffer; 0x44 waits
+        (None, 0),
+        (None, 1),  # 0x44
+        (None, 1),  # nothing left
+    ]
+    log = []
+
+    async def testbench(ctx):
+        for payload, ready in plan:
+            link = dut.eject[0].flit
+            ctx.set(link.valid, payload is not None)
+            ctx.set(link.payload, {"kind": FlitKind.BODY, "vc": 0, "payload": payload or 0})
+            ctx.set(dut.o[0].ready, ready)
+            valid = ctx.get(dut.o[0].valid)
+            data = int(ctx.get(dut.o[0].payload).data) if valid else None
+            log.append((data, ctx.get(dut.eject[0].credit)))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert log == [
+        (0x11, 1),
+        (0x22, 0),
+        (0x22, 0),
+        (0x22, 1),
+        (0x33, 1),
+        (0x44, 0),
+        (0x44, 1),
+        (None, 0),
+    ]

@@ -59,3 +59,23 @@ def test_main_job_writes_verilog_and_a_passing_cosim(example, need_sim, tmp_path
     assert cosim["passed"] and cosim["packets"]["rtl"] == cosim["packets"]["trace"] > 0
     report = (out / "report.md").read_text()
     assert "## Lock-step co-simulation" in report and "**PASS**" in report
+
+
+@pytest.mark.parametrize("value", ["1", "-0.1", "nan", "often"])
+def test_cosim_refuses_a_bad_eject_stall(example, value, capsys):
+    """A probability in [0, 1): 1 would stall forever. One line, exit 2, before any work."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["cosim", str(example("ring-2")), "--eject-stall", value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(
+        f"argument --eject-stall: must be a probability in [0, 1), got {value!r}"
+    )
+
+
+def test_cosim_with_eject_stalls_passes_and_says_so(example, need_sim, capsys):
+    need_sim("icarus")
+    args = ["cosim", str(example("torus-4x4")), "--rate", "0.3", "--cycles", "150"]
+    assert main([*args, "--eject-stall", "0.5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["drained"] and report["inputs"]["eject_stall"] == 0.5

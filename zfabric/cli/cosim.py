@@ -7,12 +7,15 @@ import json
 import shutil
 import sys
 
+from zfabric.spec import short
+
 from .cache import cosim_cache
 from .check import checked_plan
 from .common import (
     add_command,
     check_output_dir,
     check_output_file,
+    fraction,
     phase,
     status,
 )
@@ -41,9 +44,28 @@ def register(commands) -> None:
         help="Verilog and simulator build cache (default: $ZFABRIC_COSIM_DIR, else cosim/ in"
         " zfabric's user cache folder; see `zfabric cache info`)",
     )
+    parser.add_argument(
+        "--eject-stall",
+        metavar="P",
+        type=stall_probability,
+        default=0.0,
+        help="hold every endpoint's output ready low with probability P in each cycle, the same"
+        " pattern (from --seed) in the model and the RTL (default 0: always ready)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_traffic_arguments(parser, single_rate=True, windows=False, defaults={"cycles": 1000})
     parser.set_defaults(run=run)
+
+
+def stall_probability(text: str) -> float:
+    """A per-cycle stall probability in [0, 1): 1 would never take a flit."""
+    try:
+        value = fraction(text)
+    except argparse.ArgumentTypeError:
+        value = 1.0
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1), got {short(text)}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +110,15 @@ def run(args: argparse.Namespace) -> int:
     status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
     try:
         with phase(args, f"cosim on {args.sim}"):
-            report = cosim(plan, trace, sim=args.sim, vcd=vcd is not None, build_dir=build_dir)
+            report = cosim(
+                plan,
+                trace,
+                sim=args.sim,
+                vcd=vcd is not None,
+                build_dir=build_dir,
+                eject_stall=args.eject_stall,
+                eject_seed=experiment.seed,
+            )
     except CosimDeadlock as error:
         print(
             f"zfabric: the model deadlocked, nothing to compare: {error.deadlock}", file=sys.stderr
@@ -101,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         vcd.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(report["vcd"], vcd)
         report["vcd"] = str(vcd)
-    report["inputs"] = inputs
+    report["inputs"] = {**inputs, "eject_stall": args.eject_stall}
     print(json.dumps(report, indent=1) if args.json else f"{heading}\n{format_report(report)}")
     return 0 if report["passed"] else 1

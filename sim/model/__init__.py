@@ -9,4 +9,11 @@ from .fabric_model import (
     Packet,
 )
 
-__all__ = ["DeadlockWatch", "EjectStalls", "FabricModel", "InvariantError", "ModelDeadlock", "Packet"]
+__all__ = [
+    "DeadlockWatch",
+    "EjectStalls",
+    "FabricModel",
+    "InvariantError",
+    "ModelDeadlock",
+    "Packet",
+]

@@ -37,7 +37,7 @@ from zfabric.routing import make_routing
 from zfabric.topologies.znode import field_width
 
 from .flit import FlitLayout, LinkSignature
-from .router.allocator import lowest_one
+from .router.allocator import after, lowest_one, one_hot_index, round_robin
 
 __all__ = [
     "PacketInLayout",
@@ -217,8 +217,10 @@ class Endpoint(wiring.Component):
         Bits of a destination endpoint id.
     n_attachments : int
     buffer_depth : int
-        Depth of the switches' local input buffers (the initial injection credit) and of each
-        attachment's receive buffer (the switch's initial ejection credit).
+        Depth of the switches' local input buffers (the initial injection credit of each VC)
+        and of each attachment's receive buffer (the switch's initial ejection credit).
+    injection_vcs : int
+        VCs of each injection link (``router.injection_vcs``).
     heads : Heads
         Injection choices and routing heads per destination (:func:`heads_for`).
     identity_port : bool
@@ -229,7 +231,7 @@ class Endpoint(wiring.Component):
     -------
     i : ``In(stream.Signature(PacketInLayout(flit_layout, dst_width)))``
     o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
-    inject : ``Out(LinkSignature(flit_layout, 1)).array(n_attachments)``
+    inject : ``Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
     identity : ``In(heads.identity_width)``, with ``identity_port`` only
     """
@@ -243,6 +245,7 @@ class Endpoint(wiring.Component):
         buffer_depth: int,
         heads: Heads,
         identity_port: bool = False,
+        injection_vcs: int = 1,
     ):
         if isinstance(heads, TableHeads):
             for dst, choices in heads.table.items():
@@ -259,14 +262,22 @@ class Endpoint(wiring.Component):
         self._dst_width = dst_width
         self._n_attachments = n_attachments
         self._buffer_depth = buffer_depth
+        if (
+            not isinstance(injection_vcs, int)
+            or not 1 <= injection_vcs <= 1 << flit_layout.vc_width
+        ):
+            raise ValueError(
+                f"injection_vcs must be a positive integer the flit's VC field holds, not "
+                f"{injection_vcs!r}"
+            )
+        self._n_vcs = injection_vcs
         self._heads = heads
         self._identity_port = bool(identity_port and heads.identity_width)
-        link = LinkSignature(flit_layout, 1)
         members = {
             "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
             "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
-            "inject": Out(link).array(n_attachments),
-            "eject": In(link).array(n_attachments),
+            "inject": Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments),
+            "eject": In(LinkSignature(flit_layout, 1)).array(n_attachments),
         }
         if self._identity_port:
             members["identity"] = In(heads.identity_width)
@@ -282,6 +293,7 @@ class Endpoint(wiring.Component):
             n_attachments=len(plan.endpoints[endpoint].attachments),
             buffer_depth=plan.buffer_depth,
             heads=heads_for(plan, endpoint, routing),
+            injection_vcs=plan.router.injection_vcs,
             **kwargs,
         )
 
@@ -297,6 +309,7 @@ class Endpoint(wiring.Component):
             self._dst_width,
             self._n_attachments,
             self._buffer_depth,
+            self._n_vcs,
             self._heads.key,
             self._identity_port,
             None if self._identity_port else self._heads.identity,
@@ -308,29 +321,48 @@ class Endpoint(wiring.Component):
         n = self._n_attachments
         beat = self.i.payload
 
+        vcs = self._n_vcs
         credits = [
-            Signal(range(self._buffer_depth + 1), name=f"credit{a}", init=self._buffer_depth)
+            [
+                Signal(
+                    range(self._buffer_depth + 1), name=f"credit{a}_{v}", init=self._buffer_depth
+                )
+                for v in range(vcs)
+            ]
             for a in range(n)
         ]
-        has_credit = Cat(*(c != 0 for c in credits))
+        has_credit = [Cat(*(c != 0 for c in credits[a])) for a in range(n)]  # per VC
         identity = self.identity if self._identity_port else self._heads.identity
         choices, heads = self._heads.build(m, beat.dst, identity, n, layout.head_width)
 
+        # a head takes the first attachment (in choice order) with a credit on some VC, and
+        # on it the first VC with a credit at or after the injection pointer
+        pointer = Signal(vcs, name="inject_pointer")  # thermometer: bits at and above it
+        vc_pick = [round_robin(m, has_credit[a], pointer, f"vc_pick{a}") for a in range(n)]
+        first_choice = lowest_one(m, choices & Cat(*(h.any() for h in has_credit)), "first_choice")
         current = Signal(n, init=1)  # the attachment of the packet being sent (one-hot)
-        chosen = Signal(n)
-        first_choice = lowest_one(m, choices & has_credit, "first_choice")
-        with m.If(beat.first):
-            m.d.comb += chosen.eq(first_choice)
-        with m.Else():
-            m.d.comb += chosen.eq(current & has_credit)
-        m.d.comb += self.i.ready.eq(chosen.any())
+        current_vc = Signal(vcs, init=1)  # and its VC (one-hot)
+        chosen = [Signal(vcs, name=f"chosen{a}") for a in range(n)]  # per attachment: the VC
+        for a in range(n):
+            with m.If(beat.first):
+                m.d.comb += chosen[a].eq(vc_pick[a] & first_choice[a].replicate(vcs))
+            with m.Else():
+                m.d.comb += chosen[a].eq(current_vc & has_credit[a] & current[a].replicate(vcs))
+        m.d.comb += self.i.ready.eq(Cat(*chosen).any())
         send = self.i.valid & self.i.ready
+        head_vc = 0
+        for a in range(n):
+            head_vc = head_vc | chosen[a]
         with m.If(send & beat.first):
-            m.d.sync += current.eq(chosen)
+            m.d.sync += [
+                current.eq(first_choice),
+                current_vc.eq(head_vc),
+                pointer.eq(after(head_vc)),
+            ]
 
         head = 0
         for a in range(n):
-            head = head | (heads[a] & chosen[a].replicate(layout.head_width))
+            head = head | (heads[a] & first_choice[a].replicate(layout.head_width))
         payload = Signal(layout.payload_width)
         with m.If(beat.first):
             m.d.comb += payload.eq(Cat(head[: layout.head_width], beat.data[: layout.data_width]))
@@ -339,14 +371,15 @@ class Endpoint(wiring.Component):
 
         for a in range(n):
             link = self.inject[a]
-            sent = send & chosen[a]
             m.d.sync += [
-                link.flit.valid.eq(sent),
+                link.flit.valid.eq(send & chosen[a].any()),
                 link.flit.payload.kind.eq(Cat(beat.first, beat.last)),
-                link.flit.payload.vc.eq(0),
+                link.flit.payload.vc.eq(one_hot_index(chosen[a], layout.vc_width)),
                 link.flit.payload.payload.eq(payload),
-                credits[a].eq(credits[a] - sent + link.credit[0]),
             ]
+            for v in range(vcs):
+                sent = send & chosen[a][v]
+                m.d.sync += credits[a][v].eq(credits[a][v] - sent + link.credit[v])
 
             self._receive(m, a)
         return m

@@ -10,7 +10,7 @@ from zfabric.plan import FabricPlan, PlanView
 
 from .flit import FlitLayout, LinkSignature
 from .router.route import RouteRows
-from .switch import Switch, switch_kind
+from .switch import Switch, input_vcs, switch_kind
 
 __all__ = [
     "TwinSwitchNode",
@@ -74,9 +74,10 @@ class TwinSwitchNode(wiring.Component):
         self._cards = None  # built on first use, as a switch's parts are
         members = {}
         for card, routes in enumerate(self._routes):
+            in_vcs = input_vcs(routes.ports, plan.router)
             for port, n_vcs in enumerate(routes.ports.vcs):
                 if port != self._internal[card]:
-                    members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, n_vcs))
+                    members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, in_vcs[port]))
                     members[f"s{card}_o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
             if identity_ports and routes.identity_width:
                 members[f"s{card}_identity"] = In(routes.identity_width)

@@ -26,7 +26,16 @@ from .router.route import RouteRow, RouteRows, SwitchPorts
 __all__ = [
     "Switch",
     "switch_kind",
+    "input_vcs",
 ]
+
+
+def input_vcs(ports: SwitchPorts, router: RouterSettings) -> tuple[int, ...]:
+    """VCs per input port: a link's, or ``router.injection_vcs`` where an endpoint injects."""
+    return tuple(
+        router.injection_vcs if local else n
+        for n, local in zip(ports.vcs, ports.local, strict=True)
+    )
 
 
 def switch_kind(
@@ -52,8 +61,9 @@ class Switch(wiring.Component):
     ----------
     flit_layout : FlitLayout
     ports : SwitchPorts
-        VCs per port (each port's input and output have the same count) and which ports face
-        endpoints.
+        VCs per port and which ports face endpoints. Each port's input and output have the
+        same count, but for local inputs: they have ``router.injection_vcs``
+        (:func:`input_vcs`), as every local output has one VC.
     buffer_depth : int
         Flits per input VC buffer, and the initial credit of every output VC (local outputs
         included: an endpoint's receive buffer has the same depth).
@@ -68,7 +78,7 @@ class Switch(wiring.Component):
 
     Members
     -------
-    i<p> : ``In(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
+    i<p> : ``In(LinkSignature(flit_layout, input_vcs(ports, router)[p]))``, one per port ``p``
     o<p> : ``Out(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
     overflow : ``Out(1)``
         Sticky: some input buffer received a flit while full (never, under the credit protocol).
@@ -107,9 +117,10 @@ class Switch(wiring.Component):
         self._buffer_depth = buffer_depth
         self._routes = routes
         self._router = router
+        self._in_vcs = input_vcs(ports, router)
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
-            members[f"i{port}"] = In(LinkSignature(flit_layout, n_vcs))
+            members[f"i{port}"] = In(LinkSignature(flit_layout, self._in_vcs[port]))
             members[f"o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
         members["overflow"] = Out(1)
         self._identity_port = bool(identity_port and routes.identity_width)
@@ -124,7 +135,7 @@ class Switch(wiring.Component):
         if self._parts is None:
             layout, ports, depth = self._flit_layout, self._ports, self._buffer_depth
             self._parts = (
-                [InputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth) for n in ports.vcs],
+                [InputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth) for n in self._in_vcs],
                 [
                     OutputUnit(
                         flit_layout=layout,
@@ -135,12 +146,14 @@ class Switch(wiring.Component):
                     for n in ports.vcs
                 ],
                 {
-                    (port, vc): self._routes.unit(port, vc)
-                    for port, n_vcs in enumerate(ports.vcs)
+                    # routing functions never read the VC of a local input: the route units
+                    # of local VC 0 serve every local VC
+                    (port, vc): self._routes.unit(port, 0 if ports.local[port] else vc)
+                    for port, n_vcs in enumerate(self._in_vcs)
                     for vc in range(n_vcs)
                 },
                 Allocator(
-                    in_vcs=ports.vcs,
+                    in_vcs=self._in_vcs,
                     out_vcs=ports.vcs,
                     turns=self._routes.turns,
                     selection=self._router.selection,
@@ -259,7 +272,7 @@ class Switch(wiring.Component):
 
             # the picked VC's front flit, its head replaced by the one the next switch sees
             forward = 0
-            for vc in range(n_vcs):
+            for vc in range(self._in_vcs[port]):
                 m.submodules[f"route{port}_{vc}"] = route = self.route_units[port, vc]
                 front = unit.o[vc]
                 kind = front.payload.kind.as_value()

@@ -1,8 +1,8 @@
 """Deadlock proof: the channel dependency graph (CDG) of a plan under its own routing function.
 
 Nodes are channels ``(link id, vc)``. For every destination the walk starts from every source's
-every injection choice and follows every candidate and every allowed VC the routing function
-returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet holding ``a`` may
+every injection choice, on every local VC, and follows every candidate and every allowed VC the
+routing function returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet holding ``a`` may
 wait for ``b``. An acyclic CDG proves the routing deadlock-free (Dally and Seitz). The same walk
 checks delivery (every endpoint reaches every other, at the right endpoint, with VCs that exist
 on each link, in a bounded number of hops) and yields the hop counts the metrics report.
@@ -107,7 +107,11 @@ def analyse_routing(
                 injections = rf.injections(src, dst)
                 if not injections:
                     raise PlanError(f"{_ep(view, src)} has no way to inject for {_ep(view, dst)}")
-                results = [walker.visit((i.switch, i.port, 0, i.head), 0) for i in injections]
+                results = [
+                    walker.visit((i.switch, i.port, vc, i.head), 0)
+                    for i in injections
+                    for vc in range(view.plan.router.injection_vcs)  # every local VC
+                ]
                 lo, hi = min(r[1] for r in results), max(r[2] for r in results)
                 analysis.min_hops[lo] += 1
                 analysis.max_hops[hi] += 1

@@ -14,6 +14,9 @@ from .errors import PlanError, SpecError
 
 __all__ = ["RouterSettings", "parse_router", "STAGES", "ALLOCATORS", "SELECTIONS"]
 
+#: most VCs of an injection link (as many as any link may have)
+MAX_INJECTION_VCS = 16
+
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
 #: and traversal in one cycle; 2: route computation in its own registered cycle first; 3: then
 #: VC allocation in a cycle of its own, before switch allocation and traversal)
@@ -33,6 +36,9 @@ class RouterSettings:
     stages: int = 1
     allocator: str = "separable"
     selection: str = "first-free"
+    #: VCs of every injection link (endpoint -> switch): 1 is today's endpoint, one packet
+    #: queue; N lets a packet start on another local VC while one waits at the switch
+    injection_vcs: int = 1
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -42,6 +48,11 @@ class RouterSettings:
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
+        vcs = self.injection_vcs
+        if isinstance(vcs, bool) or not isinstance(vcs, int) or not 1 <= vcs <= MAX_INJECTION_VCS:
+            raise ValueError(
+                f"router injection_vcs must be an integer in 1..{MAX_INJECTION_VCS}, not {vcs!r}"
+            )
 
     def zero_load_latency(self, hops: float, packet_length: float) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
@@ -60,12 +71,15 @@ class RouterSettings:
 
 def parse_router(reader: Any) -> RouterSettings:
     """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
-    from .spec import choice  # here: spec.py imports this module
+    from .spec import choice, integer  # here: spec.py imports this module
 
     settings = RouterSettings(
         stages=reader.get("stages", _stages, RouterSettings.stages),
         allocator=reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator),
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
+        injection_vcs=reader.get(
+            "injection_vcs", integer(1, MAX_INJECTION_VCS), RouterSettings.injection_vcs
+        ),
     )
     reader.finish()
     return settings

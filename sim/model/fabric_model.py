@@ -120,13 +120,15 @@ class _Flit:
 
 
 class _Endpoint:
-    __slots__ = ("queue", "flits", "attachment", "credits", "received")
+    __slots__ = ("queue", "flits", "attachment", "vc", "pointer", "credits", "received")
 
-    def __init__(self, attachments: int, depth: int):
+    def __init__(self, attachments: int, vcs: int, depth: int):
         self.queue: deque[Packet] = deque()
         self.flits: deque[_Flit] = deque()  # flits of the packet being injected
         self.attachment = -1
-        self.credits = [depth] * attachments
+        self.vc = 0  # the local VC of the packet being injected
+        self.pointer = 0  # injection pointer: where the next head starts its scan of VCs
+        self.credits = [[depth] * vcs for _ in range(attachments)]
         # per attachment: the receive buffer, then the flit on the ejection link (this cycle)
         self.received: list[deque[_Flit]] = [deque() for _ in range(attachments)]
 
@@ -168,9 +170,11 @@ class FabricModel:
         self._next_id = 0
         self._sequence: dict[int, int] = {}
 
-        # per switch, per port: input VC count (local links have one VC)
+        # per switch, per port: input VC count (injection links: router.injection_vcs)
+        self._injection_vcs = plan.router.injection_vcs
         self._in_vcs = [
-            [link.vcs if link else 1 for link in view.in_link[s.id]] for s in plan.switches
+            [link.vcs if link else self._injection_vcs for link in view.in_link[s.id]]
+            for s in plan.switches
         ]
         self._out_vcs = [
             [link.vcs if link else 1 for link in view.out_link[s.id]] for s in plan.switches
@@ -196,8 +200,11 @@ class FabricModel:
         self._rr_select = [[0] * len(ports) for ports in self._in_vcs]  # output port pointer
         self._busy: set[int] = set()  # switches with a flit in some input buffer
 
-        self._endpoints = [_Endpoint(len(e.attachments), self.depth) for e in plan.endpoints]
-        # local input (switch, port) -> (endpoint, attachment index) for injection credits
+        self._endpoints = [
+            _Endpoint(len(e.attachments), self._injection_vcs, self.depth) for e in plan.endpoints
+        ]
+        # local port (switch, port) -> (endpoint, attachment index): injection credits in,
+        # ejected flits out
         self._attachment_of = {
             (a.switch, a.port): (e.id, i)
             for e in plan.endpoints
@@ -205,15 +212,10 @@ class FabricModel:
         }
         self._injecting: set[int] = set()
         self._eject_ready = eject_ready
-        # ejection (switch, local output port) -> (endpoint, attachment index)
-        self._ejection_of = {
-            (a.switch, a.port): (e.id, i)
-            for e in plan.endpoints
-            for i, a in enumerate(e.attachments)
-        }
         self._receiving: set[tuple[int, int]] = set()  # (endpoint, attachment) holding flits
         # flits / credits sent this cycle and those on the wires (landing at the end of it)
-        self._sent: list[tuple[int, int, int, _Flit]] = []  # (switch, out port, vc, flit)
+        # (switch, out port, vc, flit); an injection is (~vc, switch, local port, flit)
+        self._sent: list[tuple[int, int, int, _Flit]] = []
         self._wire: list[tuple[int, int, int, _Flit]] = []
         self._credits_sent: list[tuple[int, int, int]] = []  # (switch, in port, vc)
         self._credits_wire: list[tuple[int, int, int]] = []
@@ -275,28 +277,37 @@ class FabricModel:
                 packet = endpoint.queue[0]
                 if packet.created > self.cycle:
                     continue
-                attachments = self.plan.endpoints[index].attachments
-                for choice in self.routing.injections(packet.src, packet.dst):
-                    which = attachments.index(PortRef(choice.switch, choice.port))
-                    if endpoint.credits[which] > 0:
-                        endpoint.queue.popleft()
-                        endpoint.attachment = which
-                        endpoint.flits.extend(
-                            _Flit(packet, i, choice.head) for i in range(packet.length)
-                        )
-                        packet.injected = self.cycle
-                        break
-                else:
+                if not self._start(endpoint, index, packet):
                     continue
-            which = endpoint.attachment
-            if endpoint.credits[which] == 0:
+            which, vc = endpoint.attachment, endpoint.vc
+            if endpoint.credits[which][vc] == 0:
                 continue
-            endpoint.credits[which] -= 1
+            endpoint.credits[which][vc] -= 1
             attachment = self.plan.endpoints[index].attachments[which]
-            self._sent.append((-1, attachment.switch, attachment.port, endpoint.flits.popleft()))
+            self._sent.append((~vc, attachment.switch, attachment.port, endpoint.flits.popleft()))
             self.in_network += 1
             moved = True
         return moved
+
+    def _start(self, endpoint: _Endpoint, index: int, packet: Packet) -> bool:
+        """A head's (attachment, VC): the first with a credit, injection choices in order, VCs
+        from the injection pointer (docs/microarchitecture.md, Endpoints)."""
+        attachments = self.plan.endpoints[index].attachments
+        n = self._injection_vcs
+        for choice in self.routing.injections(packet.src, packet.dst):
+            which = attachments.index(PortRef(choice.switch, choice.port))
+            credits = endpoint.credits[which]
+            for vc in (v % n for v in range(endpoint.pointer, endpoint.pointer + n)):
+                if credits[vc] > 0:
+                    endpoint.queue.popleft()
+                    endpoint.attachment, endpoint.vc = which, vc
+                    endpoint.pointer = (vc + 1) % n
+                    endpoint.flits.extend(
+                        _Flit(packet, i, choice.head) for i in range(packet.length)
+                    )
+                    packet.injected = self.cycle
+                    return True
+        return False
 
     def _switch_cycle(self, s: int) -> bool:
         bufs, assign, credit = self._buf[s], self._assign[s], self._credit[s]
@@ -417,12 +428,12 @@ class FabricModel:
     def _end_of_cycle(self) -> None:
         view = self.view
         for s, o, w, flit in self._wire:
-            if s < 0:  # injection: o is the switch, w its local port
-                self._write(o, w, 0, flit)
+            if s < 0:  # injection on VC ~s: o is the switch, w its local port
+                self._write(o, w, ~s, flit)
                 continue
             link = view.out_link[s][o]
             if link is None:
-                endpoint, which = self._ejection_of[(s, o)]
+                endpoint, which = self._attachment_of[(s, o)]
                 received = self._endpoints[endpoint].received[which]
                 received.append(flit)
                 self._receiving.add((endpoint, which))
@@ -437,7 +448,7 @@ class FabricModel:
             link = view.in_link[s][p]
             if link is None:
                 endpoint, which = self._attachment_of[(s, p)]
-                self._endpoints[endpoint].credits[which] += 1
+                self._endpoints[endpoint].credits[which][v] += 1
             else:
                 self._credit[link.src.switch][link.src.port][v] += 1
                 if self.check_invariants and (
@@ -630,12 +641,26 @@ class FabricModel:
         for s, o, _w, _flit in self._sent + self._wire:
             if s >= 0 and view.out_link[s][o] is None:
                 sent[(s, o)] = sent.get((s, o), 0) + 1
-        for (s, o), (endpoint, which) in self._ejection_of.items():
+        for (s, o), (endpoint, which) in self._attachment_of.items():
             total = self._credit[s][o][0] + sent.get((s, o), 0)
             total += len(self._endpoints[endpoint].received[which])
             if total != self.depth:
                 name = f"{view.switches[s].name}.p{o}"
                 raise InvariantError(f"credits not conserved on ejection {name}: {total}")
+        # injection, per local VC: endpoint credit + buffered + in flight + returning = depth
+        out: dict[tuple[int, int, int], int] = {}
+        for s, o, w, _flit in self._sent + self._wire:
+            if s < 0:
+                out[(o, w, ~s)] = out.get((o, w, ~s), 0) + 1
+        for s, p, v in self._credits_sent + self._credits_wire:
+            if view.in_link[s][p] is None:
+                out[(s, p, v)] = out.get((s, p, v), 0) + 1
+        for (s, p), (endpoint, which) in self._attachment_of.items():
+            for v, credit in enumerate(self._endpoints[endpoint].credits[which]):
+                total = credit + len(self._buf[s][p][v]) + out.get((s, p, v), 0)
+                if total != self.depth:
+                    name = self._input_vc_name(s, p, v)
+                    raise InvariantError(f"credits not conserved on injection {name}: {total}")
 
 
 class DeadlockWatch:

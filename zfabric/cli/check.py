@@ -88,7 +88,10 @@ def _describe_topology(spec: FabricSpec) -> str:
 def router_text(router: RouterSettings) -> str:
     """The switch the figures are for: ``1 pipeline stage, separable allocator, ...``."""
     stages = f"{router.stages} pipeline stage{'s' if router.stages > 1 else ''}"
-    return f"{stages}, {router.allocator} allocator, {router.selection} output selection"
+    text = f"{stages}, {router.allocator} allocator, {router.selection} output selection"
+    if router.injection_vcs > 1:
+        text += f", {router.injection_vcs} injection VCs"
+    return text
 
 
 def summary(

@@ -1,4 +1,5 @@
-"""Saturation throughput and latency per router setting (allocator x selection), by the model.
+"""Saturation throughput and latency per router setting (stages x allocator x selection x
+injection VCs), by the model.
 
 For each fabric and ``router:`` setting, the saturation rate is the knee of the model's sweep
 (:func:`zfabric.sim.sweep.sweep`: coarse rates, then bisection), each rate judged by the model's
@@ -8,7 +9,8 @@ rising over the window, offered load not above the channel-load bound). Then the
 at a fixed load (default 0.30) is printed next to the zero-load latency. Uniform Bernoulli
 traffic; the fabric's own VCs and buffers.
 
-    .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01] [fabric ...]
+    .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
+        [--injection-vcs 1 2] [fabric ...]
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from zfabric.router_settings import ALLOCATORS, SELECTIONS, STAGES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-#: fabric name -> (example, topology overrides)
+#: fabric name -> (example, topology overrides); znode-64 is the 4-ary 3-tree (kary_ntree)
 FABRICS = {
     "torus-4x4": ("torus-4x4", {}),
     "torus-8x8": ("torus-4x4", {"k": [8, 8]}),
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--stages", nargs="*", type=int, default=[1], choices=STAGES)
     parser.add_argument("--allocators", nargs="*", default=list(ALLOCATORS))
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
+    parser.add_argument("--injection-vcs", nargs="*", type=int, default=[1])
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
@@ -99,14 +102,21 @@ def main() -> None:
         f"the channel-load bound)"
     )
     print(
-        f"{'fabric':<10} {'stages':>6} {'allocator':<12} {'selection':<12} {'zero-load':>9} "
+        f"{'fabric':<12} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} "
+        f"{'zero-load':>9} "
         f"{'saturation':>10} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
     )
     settings = [
-        {"stages": stages, "allocator": allocator, "selection": selection}
+        {
+            "stages": stages,
+            "allocator": allocator,
+            "selection": selection,
+            "injection_vcs": injection_vcs,
+        }
         for stages in args.stages
         for allocator in args.allocators
         for selection in args.selections
+        for injection_vcs in args.injection_vcs
     ]
     for fabric in args.fabrics or FABRICS:
         for router in settings:
@@ -117,8 +127,9 @@ def main() -> None:
             mean = run(plan, args.load, args)
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(
-                f"{fabric:<10} {router['stages']:>6} {router['allocator']:<12} "
-                f"{router['selection']:<12} {zero:9.2f} {knee_rate:10.3f} {latency}",
+                f"{fabric:<12} {router['stages']:>6} {router['allocator']:<12} "
+                f"{router['selection']:<12} {router['injection_vcs']:>3} {zero:9.2f} "
+                f"{knee_rate:10.3f} {latency}",
                 flush=True,
             )
 

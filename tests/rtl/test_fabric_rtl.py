@@ -63,6 +63,8 @@ ROUTERS = {
     "s2-sep2-rr": {"stages": 2, "allocator": "separable-2", "selection": "round-robin"},
     "s3": {"stages": 3},
     "s3-sep2-rr": {"stages": 3, "allocator": "separable-2", "selection": "round-robin"},
+    "iv2": {"injection_vcs": 2},
+    "s3-iv2": {"stages": 3, "injection_vcs": 2},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -79,6 +81,7 @@ SLICE = [
     ("s2", "torus-4x4", "near"),
     ("s2-sep2-rr", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
+    ("iv2", "torus-4x4", "past"),
 ]
 
 
@@ -97,7 +100,8 @@ def lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, *, stall=0.0)
 
 @pytest.mark.parametrize("router, fabric, load", SLICE, ids=["-".join(c) for c in SLICE])
 def test_lockstep_router_settings(plan_of, need_sim, cosim_dir, router, fabric, load):
-    """Round-robin selection and the two-iteration allocator, RTL = model packet by packet."""
+    """Round-robin selection, the two-iteration allocator, deeper pipelines and injection VCs:
+    RTL = model packet by packet."""
     lockstep_router(plan_of, need_sim("icarus"), cosim_dir, router, fabric, load)
 
 

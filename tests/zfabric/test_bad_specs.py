@@ -263,6 +263,26 @@ CASES = [
     ),
     case("buffer-depth-1", torus("buffer_depth: 1\n"), ("buffer_depth", "2..1024, got 1")),
     case("buffer-depth-text", torus("buffer_depth: '4'\n"), ("buffer_depth", "got '4'")),
+    case(
+        "injection-vcs-0",
+        torus("router: {injection_vcs: 0}\n"),
+        ("router.injection_vcs", "1..16, got 0"),
+    ),
+    case(
+        "injection-vcs-17",
+        torus("router: {injection_vcs: 17}\n"),
+        ("router.injection_vcs", "1..16, got 17"),
+    ),
+    case(
+        "injection-vcs-bool",
+        torus("router: {injection_vcs: true}\n"),
+        ("router.injection_vcs", "got True"),
+    ),
+    case(
+        "injection-vcs-float",
+        torus("router: {injection_vcs: 2.0}\n"),
+        ("router.injection_vcs", "got 2.0"),
+    ),
     case("packet-length-0", torus("packet_length: 0\n"), ("packet_length", "1..4096, got 0")),
     # ---- traffic -------------------------------------------------------------------------------
     case("traffic-list", torus("traffic: [uniform]\n"), ("traffic", "got a list ['uniform']")),

@@ -20,7 +20,9 @@ def spec(router=None):
 
 def test_no_router_section_is_todays_switch():
     settings = load_spec(spec()).router
-    assert settings == RouterSettings(stages=1, allocator="separable", selection="first-free")
+    assert settings == RouterSettings(
+        stages=1, allocator="separable", selection="first-free", injection_vcs=1
+    )
     assert load_spec(spec({})).router == settings
 
 
@@ -28,6 +30,9 @@ def test_settings_reach_the_plan():
     router = {"stages": 2, "allocator": "separable-2", "selection": "round-robin"}
     plan = compile_plan(load_spec(spec(router)))
     assert plan.router == RouterSettings(2, "separable-2", "round-robin")
+    plan = compile_plan(load_spec(spec({"injection_vcs": 3})))
+    assert plan.router == RouterSettings(injection_vcs=3)
+    assert plan_from_json(plan.to_json()).router.injection_vcs == 3
 
 
 @pytest.mark.parametrize(
@@ -42,6 +47,11 @@ def test_settings_reach_the_plan():
         ),
         ({"selection": "round-robbin"}, r"^router\.selection: .*did you mean 'round-robin'\?$"),
         ({"selections": "first-free"}, r"^router\.selections: unknown key .*'selection'\?$"),
+        (
+            {"injection_vcs": 0},
+            r"^router\.injection_vcs: must be an integer in 1\.\.16, got 0$",
+        ),
+        ({"injection_vcs": "2"}, r"^router\.injection_vcs: must be an integer in 1\.\.16, got"),
     ],
 )
 def test_errors_name_path_and_value(router, message):
@@ -64,6 +74,27 @@ def test_plan_json_without_router_is_todays_switch(example):
     data = plan.to_dict()
     del data["router"]
     assert plan_from_json(json.dumps(data)).router == RouterSettings()
+
+
+def test_injection_vcs_leave_the_deadlock_proof_and_hops_unchanged(example):
+    """No routing function reads the VC of a local input: walking every local VC finds the
+    same channel dependency graph and hop counts."""
+    from zfabric import analyse_routing
+
+    for name in ("torus-4x4", "znode-64"):
+        data = yaml.safe_load(example(name).read_text())
+        one = analyse_routing(compile_plan(load_spec(data)))
+        data["router"] = {"injection_vcs": 3}
+        three = analyse_routing(compile_plan(load_spec(data)))
+        assert three.deadlock_free and one.deadlock_free
+        assert set(three.cdg.edges) == set(one.cdg.edges)
+        assert three.max_hops == one.max_hops
+
+
+@pytest.mark.parametrize("vcs", [0, 17, True, 2.5])
+def test_router_settings_refuse_bad_injection_vcs(vcs):
+    with pytest.raises(ValueError, match="injection_vcs must be an integer in 1..16"):
+        RouterSettings(injection_vcs=vcs)
 
 
 def test_bad_router_in_plan_json_is_a_plan_error(example):

@@ -2,10 +2,11 @@
 
 Nodes are channels ``(link id, vc)``. For every destination the walk starts from every source's
 every injection choice, on every local VC, and follows every candidate and every allowed VC the
-routing function returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet holding ``a`` may
-wait for ``b``. An acyclic CDG proves the routing deadlock-free (Dally and Seitz). The same walk
-checks delivery (every endpoint reaches every other, at the right endpoint, with VCs that exist
-on each link, in a bounded number of hops) and yields the hop counts the metrics report.
+routing function returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet
+holding ``a`` may wait for ``b``. An acyclic CDG proves the routing deadlock-free (Dally and
+Seitz). The same walk checks delivery (every endpoint reaches every other, at the right
+endpoint, with VCs that exist on each link, in a bounded number of hops) and yields the hop
+counts the metrics report.
 """
 
 from __future__ import annotations

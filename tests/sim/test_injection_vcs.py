@@ -57,9 +57,9 @@ def blocked_then_free(plan):
 
 def test_a_second_injection_vc_lets_a_packet_pass_a_blocked_one(example):
     """With one injection VC the second packet cannot even leave its endpoint until endpoint 1
-    takes flits again (the first one fills the local input); with two it starts on VC 1 as soon as the first
-    one's tail has left the endpoint and arrives at zero-load latency from there, before the
-    first: packets of one source are no longer delivered in order."""
+    takes flits again (the first one fills the local input); with two it starts on VC 1 as
+    soon as the first one's tail has left the endpoint and arrives at zero-load latency from
+    there, before the first: packets of one source are no longer delivered in order."""
     one = plan_with(example, "torus-4x4", injection_vcs=1)
     first, second = blocked_then_free(one)
     assert second.injected > 200  # no credit: VC 0 holds the first packet's last 4 flits

@@ -180,3 +180,37 @@ def test_receive_buffer_bypasses_when_empty_and_holds_flits_while_not_ready():
         (0x44, 1),
         (None, 0),
     ]
+
+
+def test_heads_take_injection_vcs_round_robin_among_those_with_credit():
+    """Two injection VCs of depth 2, no credit back at first: single-flit packets take VC 0,
+    1, 0, 1 (the injection pointer moves past each head's VC), then none has a credit and
+    ``i.ready`` falls; a credit back on VC 1 lets the next head take VC 1 though the pointer
+    is at 0 (docs/microarchitecture.md, Endpoints)."""
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4)
+    dut = Endpoint(
+        flit_layout=layout,
+        dst_width=4,
+        n_attachments=1,
+        buffer_depth=2,
+        heads=DirectHeads(),
+        injection_vcs=2,
+    )
+    log = []
+
+    async def testbench(ctx):
+        ctx.set(dut.i.valid, 1)
+        ctx.set(dut.i.payload, {"data": 1, "dst": 3, "first": 1, "last": 1})
+        for cycle in range(7):
+            ctx.set(dut.inject[0].credit, 0b10 if cycle == 5 else 0)
+            ready = ctx.get(dut.i.ready)
+            await ctx.tick()
+            flit = dut.inject[0].flit
+            log.append((ready, int(ctx.get(flit.payload.vc)) if ctx.get(flit.valid) else None))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    # the credit pulse of cycle 5 counts at its end: VC 1 can be taken at 6
+    assert log == [(1, 0), (1, 1), (1, 0), (1, 1), (0, None), (0, None), (1, 1)]

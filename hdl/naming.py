@@ -6,7 +6,7 @@ endpoint ports (to AXI4-Stream names, say) changes the Fabric's signature and th
 
 Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its input stream
 (``i__<e>__payload``, ``i__<e>__valid``, ``i__<e>__ready``), then its output stream per
-attachment ``a`` (``o__<e>__<a>__payload``, ``o__<e>__<a>__valid``).
+attachment ``a`` (``o__<e>__<a>__payload``, ``o__<e>__<a>__valid``, ``o__<e>__<a>__ready``).
 
 Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
 port), ``<top>_node_p<ports>_v<vcs>`` for an nDT twin node (per card), ``<top>_ep`` for an
@@ -75,8 +75,8 @@ def port_legend(packet_in: data.StructLayout, packet_out: data.StructLayout) -> 
     return [
         "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order:",
         "  i__<e>__payload, i__<e>__valid, i__<e>__ready: packet beats into endpoint e",
-        "  o__<e>__<a>__payload, o__<e>__<a>__valid: packet beats out of endpoint e, one stream",
-        "    per attachment a, always accepted (no ready)",
+        "  o__<e>__<a>__payload, o__<e>__<a>__valid, o__<e>__<a>__ready: packet beats out of",
+        "    endpoint e, one stream per attachment a (ready low holds them back)",
         "  a beat with first set starts a packet (its dst is read then), one with last ends it",
         f"  i payload: {_fields(packet_in)}",
         f"  o payload: {_fields(packet_out)}",

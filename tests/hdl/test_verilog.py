@@ -70,7 +70,7 @@ def test_top_ports_come_endpoint_by_endpoint(example, name):
     for e, endpoint in enumerate(plan.endpoints):
         expected += [f"i__{e}__payload", f"i__{e}__valid", f"i__{e}__ready"]
         for a in range(len(endpoint.attachments)):
-            expected += [f"o__{e}__{a}__payload", f"o__{e}__{a}__valid"]
+            expected += [f"o__{e}__{a}__payload", f"o__{e}__{a}__valid", f"o__{e}__{a}__ready"]
     assert [port for _, _, port in emission.ports] == expected
     assert top_ports(emission.text, emission.top) == ["clk", "rst", *expected]
 

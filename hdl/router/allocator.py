@@ -50,10 +50,17 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     is the cyclic wrap. A zero mask therefore means pointer 0, like an all-ones one.
     """
     request = _signal(m, request, f"{name}_request")
-    masked = _signal(m, request & mask, f"{name}_masked")
-    high = lowest_one(m, masked, f"{name}_high")
-    low = lowest_one(m, request, f"{name}_low")
-    return _signal(m, Mux(masked.any(), high, low), name)
+    mask = _signal(m, mask, f"{name}_mask")
+    # one flat AND per requester of "no requester ahead of it" (two priority encoders and a
+    # mux, the same function, map to more LUT levels). The mask only rises with the index, so
+    # a lower requester j is ahead of i unless j is unmasked and i masked, and a higher one
+    # only if it is masked and i is not
+    grants = []
+    for i in range(len(request)):
+        ahead = [request[j] & (mask[j] | ~mask[i]) for j in range(i)]
+        ahead += [request[j] & mask[j] & ~mask[i] for j in range(i + 1, len(request))]
+        grants.append(request[i] & ~Cat(*ahead).any() if ahead else request[i])
+    return _signal(m, Cat(*grants), name)
 
 
 def after(one_hot: Value) -> Value:
@@ -206,7 +213,8 @@ class Allocator(wiring.Component):
                 else:
                     chosen = round_robin(m, candidates, select_mask, name)
                 chosens.append(chosen)
-                wants_vc = self.head[port][vc] & chosen.any()
+                # ``chosen.any()`` without waiting for the priority encoder
+                wants_vc = self.head[port][vc] & candidates.any()
                 if self._pipelined:
                     requests.append(self.valid[port][vc] & (held & self.ready).any())
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)

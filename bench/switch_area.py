@@ -8,7 +8,7 @@ and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switche
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
     .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--seeds N]
-        [--router KEY=VALUE ...]
+        [--levels] [--router KEY=VALUE ...]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
@@ -16,6 +16,14 @@ routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE4
 out-of-context flow: its Fmax in context comes from the board builds), the median over
 ``--seeds`` placement seeds (1 to N, one nextpnr at a time; default 1). ``--router`` sets the
 torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``).
+``--levels`` prints the logic depth, which placement noise does not blur: the longest
+register-to-register path in LUT4s of the ``-nowidelut`` netlist (yosys ``ltp`` with the
+flip-flops and LUTRAMs cut out; a LUTRAM's asynchronous read is therefore not counted).
+
+The Fmax synthesis is plain ``synth_ecp5``, which in this yosys already maps with ABC9 (its
+log runs ``abc9``; ``-noabc9`` and ``-abc2`` gave the same Fmax on the torus switch);
+``-nowidelut`` there lost ~9 MHz (68.8 vs 77.4 MHz, seeds 1-2), nextpnr ``--router router2``
+~12 and ``--placer sa`` ~5, and ``--freq`` above 100 changed nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +84,22 @@ def synthesize(verilog: str, top: str, target: str) -> dict[str, int]:
     return counts
 
 
+def lut_levels(verilog: str, top: str) -> int:
+    """LUT4s on the longest register-to-register path of ``synth_ecp5 -nowidelut``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "design.v").write_text(verilog)
+        script = (
+            f"read_verilog design.v\nsynth_ecp5 -nowidelut -top {top}\nflatten\n"
+            "delete t:TRELLIS_FF t:TRELLIS_DPR16X4\nltp\n"
+        )
+        Path(tmp, "levels.ys").write_text(script)
+        subprocess.run(
+            [YOSYS, "-q", "-l", "levels.log", "levels.ys"], cwd=tmp, check=True, capture_output=True
+        )
+        log = Path(tmp, "levels.log").read_text()
+    return int(re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", log)[-1])
+
+
 def ecp5_fmax(verilog: str, top: str, seeds=(1,)) -> list[float]:
     """Post-route Fmax on an ECP5-85F, placed and routed out of context (no I/O buffers: a
     switch has more ports than the package has pins), from nextpnr's timing report: one
@@ -123,6 +147,7 @@ def main() -> None:
     parser.add_argument("--fabric", action="store_true")
     parser.add_argument("--fmax", action="store_true", help="also place and route on ECP5")
     parser.add_argument("--seeds", type=int, default=1, help="nextpnr seeds for --fmax")
+    parser.add_argument("--levels", action="store_true", help="also print LUT4 logic depth")
     parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     if args.seeds < 1:
@@ -183,6 +208,8 @@ def main() -> None:
             )
             if first is None and target == "ecp5-nowidelut":
                 first = counts
+        if args.levels:
+            print(f"{name:34} {'LUT4 levels':15} {lut_levels(verilog, 'top')}", flush=True)
         if args.fmax:
             start = time.perf_counter()
             fmax = ecp5_fmax(verilog, "top", seeds=range(1, args.seeds + 1))

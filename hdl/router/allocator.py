@@ -213,8 +213,7 @@ class Allocator(wiring.Component):
                 else:
                     chosen = round_robin(m, candidates, select_mask, name)
                 chosens.append(chosen)
-                # ``chosen.any()`` without waiting for the priority encoder
-                wants_vc = self.head[port][vc] & candidates.any()
+                wants_vc = self.head[port][vc] & chosen.any()
                 if self._pipelined:
                     requests.append(self.valid[port][vc] & (held & self.ready).any())
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)

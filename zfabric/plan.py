@@ -150,8 +150,9 @@ class FabricPlan:
                 flit_width=data["flit_width"],
                 buffer_depth=data["buffer_depth"],
                 packet_length=data["packet_length"],
-                # plans written before the router section have today's switch
-                router=RouterSettings.from_dict(data.get("router", {})),
+                # plans written before the router section had the only switch there was then:
+                # first-free selection (every key of a router section is written since)
+                router=RouterSettings.from_dict(data.get("router", {"selection": "first-free"})),
             )
         except (KeyError, TypeError) as error:
             raise PlanError(f"malformed plan: {error!r}") from None

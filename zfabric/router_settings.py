@@ -2,7 +2,9 @@
 
 Each setting names one cycle behaviour of docs/microarchitecture.md; the model and the RTL
 implement every value, so a setting changes cycles and area, never what is delivered. Absent
-keys (and an absent section) give today's switch, so older specs and figures stay reproducible.
+keys (and an absent section) give the defaults below; every earlier switch stays available by
+name (``selection: first-free`` is the switch before round-robin selection became the default),
+so older figures stay reproducible.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ STAGES = (1, 2, 3)
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")
 #: how a head picks among its free candidates with credit: the first in priority order, or
-#: round-robin per input port over the switch's output VCs
+#: round-robin per input port over the switch's output ports (the default: on the 4-ary 3-tree it
+#: spreads the up pool, latency at 0.30 load 1.23x zero-load against first-free's 1.43x)
 SELECTIONS = ("first-free", "round-robin")
 
 
@@ -35,7 +38,7 @@ class RouterSettings:
 
     stages: int = 1
     allocator: str = "separable"
-    selection: str = "first-free"
+    selection: str = "round-robin"
     #: VCs of every injection link (endpoint -> switch): 1 is today's endpoint, one packet
     #: queue; N lets a packet start on another local VC while one waits at the switch
     injection_vcs: int = 1

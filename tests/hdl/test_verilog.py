@@ -108,7 +108,7 @@ def test_header_says_what_was_generated(example):
         '"k": [4, 4]',
         "16 switches, 64 links, 16 endpoints",  # 4x4 torus: 4 directions x 16 switches
         "routing: dor",
-        "router: stages 1, allocator separable, selection first-free",
+        "router: stages 1, allocator separable, selection round-robin",
         f"flit: {2 + 1 + 32} bits (kind 2, vc 1, payload 32)",  # 2 VCs: a 1-bit VC field
         "buffer depth: 4 flits per input VC",
         "torus_4x4_sw_p5_v2 (16)",

@@ -54,6 +54,7 @@ def test_main_job_writes_verilog_and_a_passing_cosim(example, need_sim, tmp_path
         "torus_4x4.plan.json",
         "torus_4x4.ports",
         "torus_4x4.v",
+        "torus_4x4.vlt",  # Verilator's -Wall waivers, with their reasons
     ]
     cosim = json.loads((out / "cosim.json").read_text())
     assert cosim["passed"] and cosim["packets"]["rtl"] == cosim["packets"]["trace"] > 0

@@ -54,15 +54,16 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
     check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
 
 
-#: router settings other than today's (separable, first-free), by short name
+#: router settings other than the defaults (stages 1, separable, round-robin, 1 injection VC),
+#: by short name; first-free selection (``ff``) at every depth
 ROUTERS = {
-    "rr": {"selection": "round-robin"},
+    "ff": {"selection": "first-free"},
     "sep2": {"allocator": "separable-2"},
-    "sep2-rr": {"allocator": "separable-2", "selection": "round-robin"},
+    "sep2-ff": {"allocator": "separable-2", "selection": "first-free"},
     "s2": {"stages": 2},
-    "s2-sep2-rr": {"stages": 2, "allocator": "separable-2", "selection": "round-robin"},
+    "s2-sep2-ff": {"stages": 2, "allocator": "separable-2", "selection": "first-free"},
     "s3": {"stages": 3},
-    "s3-sep2-rr": {"stages": 3, "allocator": "separable-2", "selection": "round-robin"},
+    "s3-sep2-ff": {"stages": 3, "allocator": "separable-2", "selection": "first-free"},
     "iv2": {"injection_vcs": 2},
     "s3-iv2": {"stages": 3, "injection_vcs": 2},
 }
@@ -75,11 +76,11 @@ MATRIX = [
 ]
 #: the slice in the default run: each setting where it changes most, near the knee
 SLICE = [
-    ("rr", "znode-64", "near"),
+    ("ff", "znode-64", "near"),
     ("sep2", "torus-4x4", "past"),
-    ("sep2-rr", "ndt-2x2x2", "near"),
+    ("sep2-ff", "ndt-2x2x2", "near"),
     ("s2", "torus-4x4", "near"),
-    ("s2-sep2-rr", "znode-64", "past"),
+    ("s2-sep2-ff", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
     ("iv2", "torus-4x4", "past"),
 ]

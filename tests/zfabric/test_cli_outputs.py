@@ -452,7 +452,7 @@ def test_run_report_knee_is_sweep_knee_not_a_stable_point_past_saturation(
     assert main(["run", str(example("ring-2")), "-o", str(out), *quick]) == 0
     report = (out / "report.md").read_text()
     assert "Knee (the highest stable rate below the first saturated one): 0.100" in report
-    assert "router: 1 pipeline stage, separable allocator, first-free output selection" in report
+    assert "router: 1 pipeline stage, separable allocator, round-robin output selection" in report
     assert "uniform flows, 2·(hops + 1) + L):" in report  # stages + 1 cycles per switch
 
 
@@ -475,7 +475,7 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 2}\n")
     assert main(["check", str(spec)]) == 0
     text = capsys.readouterr().out
-    assert "first-free output selection, 2 injection VCs" in text
+    assert "round-robin output selection, 2 injection VCs" in text
 
 
 def test_simulate_text_gives_average_hops_to_three_decimals(example, capsys):

@@ -18,10 +18,11 @@ def spec(router=None):
     return data
 
 
-def test_no_router_section_is_todays_switch():
+def test_no_router_section_gives_the_documented_defaults():
+    """docs/specs.md, router section: stages 1, separable, round-robin, 1 injection VC."""
     settings = load_spec(spec()).router
     assert settings == RouterSettings(
-        stages=1, allocator="separable", selection="first-free", injection_vcs=1
+        stages=1, allocator="separable", selection="round-robin", injection_vcs=1
     )
     assert load_spec(spec({})).router == settings
 
@@ -69,11 +70,12 @@ def test_json_round_trip_is_exact_with_router_settings(example, name):
     assert again.to_json() == plan.to_json()
 
 
-def test_plan_json_without_router_is_todays_switch(example):
+def test_plan_json_without_router_is_the_switch_it_was_written_for(example):
+    """Plans from before the router section knew one switch: first-free selection."""
     plan = compile_plan(load_spec(example("torus-4x4")))
     data = plan.to_dict()
     del data["router"]
-    assert plan_from_json(json.dumps(data)).router == RouterSettings()
+    assert plan_from_json(json.dumps(data)).router == RouterSettings(selection="first-free")
 
 
 def test_injection_vcs_leave_the_deadlock_proof_and_hops_unchanged(example):

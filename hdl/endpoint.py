@@ -176,7 +176,9 @@ class SlicedHeads(Heads):
                 with m.Switch(common):
                     for c in range(1, n + 1):
                         raised = next(c2 for c2 in range(c, n + 1) if self.side[c2 - 1])
-                        with m.Case(c):
+                        # common is 1..n (level n's zone holds every processor): the last
+                        # level as Default keeps the case complete (Verilator CASEINCOMPLETE)
+                        with m.Default() if c == n else m.Case(c):
                             m.d.comb += turn.eq(raised)
         head = Signal(head_width, name="header")
         with m.Switch(turn):
@@ -185,7 +187,7 @@ class SlicedHeads(Heads):
                 if zid_bits:
                     parts.append(dst_k[:zid_bits])
                 parts += [labels[j - 1][: field_width(z[j - 1])] for j in range(c, 0, -1)]
-                with m.Case(c):
+                with m.Default() if c == n else m.Case(c):  # turn is 1..n, as common
                     m.d.comb += head.eq(Cat(*parts))
         return (1 << n_attachments) - 1, [head] * n_attachments
 

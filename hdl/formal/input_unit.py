@@ -1,0 +1,128 @@
+"""Input unit proofs: buffers, credit conservation and order behind a credit-obeying sender.
+
+The harness drives an :class:`~zfabric.hdl.router.input_unit.InputUnit` from free inputs (the
+solver picks them every cycle) constrained to the link protocol, and checks it on its ports.
+
+Environment (assumptions):
+
+- the upstream sender holds ``B`` credits per VC at reset, spends one per flit and gets one back
+  per credit pulse the unit puts on the link; it sends on a VC only while it holds a credit;
+- with ``order``, each flit carries its sequence number on its VC in its payload (modulo
+  ``2**payload_width``); the kind is free;
+- the switch pops (``o[vc].ready``) whenever it likes.
+
+Properties (assertions), per VC:
+
+- ``level`` stays within 0..B and equals flits written minus flits popped (modulo the
+  counters' width); the sticky ``overflow`` stays low (no FIFO overflows; no pop underflows,
+  since a pop needs ``valid``, which is ``level != 0``);
+- credit conservation: sender credits + credit pulses on the link + ``level`` == B;
+- with ``order``: the front's payload is the sequence number of the next flit to pop, so
+  flits leave in the order they came, each once, unmodified.
+
+The counting properties are inductive on the ports alone; the order property depends on the
+RAM contents, which the ports do not show, so it is checked bounded (docs/formal.md).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Assert, Assume, Cover, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from ..flit import FlitLayout
+from ..router.input_unit import InputUnit
+
+__all__ = ["InputUnitHarness"]
+
+
+class InputUnitHarness(wiring.Component):
+    """An ``InputUnit`` (or ``unit_class``, for planted bugs) between a credit-obeying sender
+    and a free-running consumer, with the properties above.
+
+    Parameters
+    ----------
+    n_vcs, buffer_depth : int
+        As the unit's.
+    payload_width : int
+        Flit payload bits (also the width of the sequence numbers).
+    order : bool
+        Tag flits with sequence numbers and assert the order (a bounded property).
+    unit_class : type
+        The unit under proof: ``InputUnit`` or a deliberately broken subclass.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_vcs: int = 2,
+        buffer_depth: int = 4,
+        payload_width: int = 4,
+        order: bool = False,
+        unit_class: type = InputUnit,
+    ):
+        self._layout = FlitLayout(
+            payload_width=payload_width, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=2
+        )
+        self._n_vcs, self._depth, self._order = n_vcs, buffer_depth, order
+        self._unit_class = unit_class
+        super().__init__(
+            {
+                "send": In(1),
+                "send_vc": In(self._layout.vc_width),
+                "send_kind": In(2),
+                "send_payload": In(payload_width),
+                "pop": In(n_vcs),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        depth, layout = self._depth, self._layout
+        m.submodules.unit = unit = self._unit_class(
+            flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth
+        )
+        flit = unit.link.flit
+        m.d.comb += [
+            flit.valid.eq(self.send),
+            flit.payload.vc.eq(self.send_vc),
+            flit.payload.kind.eq(self.send_kind),
+            flit.payload.payload.eq(self.send_payload),
+        ]
+        m.d.comb += Assume(self.send_vc < self._n_vcs)
+        width = layout.payload_width
+        for vc in range(self._n_vcs):
+            credits = Signal(range(depth + 1), name=f"credits{vc}", init=depth)
+            written = Signal(width, name=f"written{vc}")
+            popped = Signal(width, name=f"popped{vc}")
+            sent = Signal(name=f"sent{vc}")
+            taken = Signal(name=f"taken{vc}")
+            pulse = unit.link.credit[vc]
+            level = unit.level[vc]
+            m.d.comb += [
+                sent.eq(self.send & (self.send_vc == vc)),
+                unit.o[vc].ready.eq(self.pop[vc]),
+                taken.eq(unit.o[vc].valid & unit.o[vc].ready),
+                Assume(~sent | (credits != 0)),
+            ]
+            m.d.sync += [
+                credits.eq(credits - sent + pulse),
+                written.eq(written + sent),
+                popped.eq(popped + taken),
+            ]
+            m.d.comb += [
+                Assert(level <= depth),
+                Assert((written - popped)[:width] == level),
+                Assert(credits + pulse + level == depth),
+                Assert(unit.o[vc].valid == (level != 0)),
+                Assert(~unit.overflow),
+                Cover(level == depth),
+                Cover(taken & (level == depth)),
+            ]
+            if self._order:
+                m.d.comb += [
+                    Assume(~sent | (self.send_payload == written)),
+                    Assert(~unit.o[vc].valid | (unit.o[vc].payload.payload == popped)),
+                    Cover(taken & (popped == depth + 1)),
+                ]
+        return m

@@ -1,0 +1,103 @@
+"""Output unit proofs: credit counting and VC ownership, checked on the unit's ports.
+
+The harness drives an :class:`~zfabric.hdl.router.output_unit.OutputUnit` from free inputs
+constrained to the allocator's contract, and keeps a reference count of credits and owners.
+
+Environment (assumptions):
+
+- the crossbar sends a flit on output VC ``w`` only while the reference count says ``w`` has a
+  credit; a head (or single) only on a VC without owner, a body or tail only on an owned VC
+  (what the allocator grants: tests/formal checks that side on the allocator);
+- the downstream receiver holds every flit that reaches it and returns a credit pulse for one
+  of them whenever it likes, so the output may stall for ever.
+
+Properties (assertions), per output VC:
+
+- the receiver never holds more than ``B`` flits (the unit spends no credit it lacks);
+- credit conservation: reference credits (``B`` minus flits sent plus credits returned) +
+  flits on the link + flits the receiver holds == ``B``;
+- ``ready`` (the registered credit-nonzero flag) equals ``credit != 0`` every cycle;
+- ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
+  tail; a single flit leaves it free).
+
+The unit's counters and owner bits are internal, so these are checked bounded: k-induction
+would need them on a port (docs/formal.md).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Assert, Assume, Cover, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from ..flit import FlitLayout
+from ..router.output_unit import OutputUnit
+
+__all__ = ["OutputUnitHarness"]
+
+
+class OutputUnitHarness(wiring.Component):
+    """An ``OutputUnit`` (or ``unit_class``, for planted bugs) between a crossbar that obeys
+    the allocator's contract and a receiver that returns credits when it likes."""
+
+    def __init__(self, *, n_vcs: int = 2, buffer_depth: int = 2, unit_class: type = OutputUnit):
+        self._layout = FlitLayout(
+            payload_width=2, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=1
+        )
+        self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
+        super().__init__(
+            {
+                "send": In(1),
+                "send_vc": In(self._layout.vc_width),
+                "send_kind": In(2),
+                "send_payload": In(2),
+                "give_back": In(n_vcs),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+        m.submodules.unit = unit = self._unit_class(
+            flit_layout=self._layout, n_vcs=self._n_vcs, buffer_depth=depth
+        )
+        m.d.comb += [
+            unit.i.valid.eq(self.send),
+            unit.i.payload.vc.eq(self.send_vc),
+            unit.i.payload.kind.eq(self.send_kind),
+            unit.i.payload.payload.eq(self.send_payload),
+            Assume(self.send_vc < self._n_vcs),
+        ]
+        link = unit.link.flit
+        for vc in range(self._n_vcs):
+            credits = Signal(range(depth + 1), name=f"credits{vc}", init=depth)
+            held = Signal(range(depth + 2), name=f"held{vc}")  # one over B shows an overflow
+            owned = Signal(name=f"owned{vc}")
+            sent = Signal(name=f"sent{vc}")
+            arrives = Signal(name=f"arrives{vc}")
+            pulse = unit.link.credit[vc]
+            m.d.comb += [
+                sent.eq(self.send & (self.send_vc == vc)),
+                arrives.eq(link.valid & (link.payload.vc == vc)),
+                pulse.eq(self.give_back[vc]),
+                Assume(~pulse | (held != 0)),
+                Assume(~sent | (credits != 0)),
+                Assume(~sent | (self.send_kind[0] == ~owned)),
+            ]
+            m.d.sync += [
+                credits.eq(credits - sent + pulse),
+                held.eq(held + arrives - pulse),
+            ]
+            with m.If(sent & self.send_kind[0]):
+                m.d.sync += owned.eq(1)
+            with m.If(sent & self.send_kind[1]):
+                m.d.sync += owned.eq(0)
+            m.d.comb += [
+                Assert(held <= depth),
+                Assert(credits + arrives + held == depth),
+                Assert(unit.ready[vc] == (credits != 0)),
+                Assert(unit.free[vc] == ~owned),
+                Cover((credits == 0) & owned),
+                Cover(sent & self.send_kind[1] & ~self.send_kind[0] & (held == depth - 1)),
+            ]
+        return m

@@ -5,8 +5,9 @@ allocation of ``stages`` 1 and 2) from free inputs: which input VCs have a flit 
 the route unit's candidates, the output VCs' credits. It keeps a reference owner per output VC,
 which also drives the allocator's ``free`` input as the output units' owner bits would.
 
-Environment (assumptions): packets are well formed per input VC (the front is a head exactly
-when the VC is between packets: the head of the next packet, or the flit after a tail).
+Environment (by construction rather than assumption): packets are well formed per input VC
+(the harness drives ``head`` high exactly when the VC is between packets); ``tail``, ``valid``,
+``cand`` and ``ready`` are free, so packets of any length, any candidates and any credits.
 
 Properties (assertions), every cycle:
 
@@ -23,7 +24,7 @@ on the allocator's internal assignment registers and are checked bounded (docs/f
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cover, Module, Signal
+from amaranth.hdl import Assert, Cover, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 

@@ -57,6 +57,6 @@ def test_short_ring_caught(sby, monkeypatch):
 
 @pytest.mark.formal
 def test_order_bounded_deep(sby):
-    # three fills and drains of the 4-entry buffer per VC, with sequence numbers wrapping
-    result = sby(InputUnitHarness(order=True, payload_width=3), "bmc", 20)
+    # two fills and drains of the 4-entry buffer per VC, with 3-bit sequence numbers wrapping
+    result = sby(InputUnitHarness(order=True, payload_width=3), "bmc", 14)
     assert result.status == "PASS", result.log

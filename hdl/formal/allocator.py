@@ -127,15 +127,13 @@ class AllocatorHarness(wiring.Component):
                         m.d.sync += in_packet[p][v].eq(1)
                     with m.If(crosses & self.tail[p][v]):
                         m.d.sync += in_packet[p][v].eq(0)
-        # two inputs contend for one output VC and it is handed on after a tail
+        # an input port loses the output it picked to another; output VC 0 passes from one
+        # input VC to another after the first one's tail
+        previous = Signal.like(owners[0], name="previous_owner0")
+        with m.If(owners[0] != 0):
+            m.d.sync += previous.eq(owners[0])
         m.d.comb += [
-            Cover(
-                (self.valid[0] != 0)
-                & (self.valid[1] != 0)
-                & (alloc.grant[0] != 0)
-                & (alloc.pop[0] == 0)
-                & (alloc.pop[1] != 0)
-            ),
-            Cover((owners[0] == 1) & (alloc.grant[0] == 0b10)),
+            Cover((alloc.pick[0] != 0) & (alloc.pop[0] == 0) & (alloc.pop[1] != 0)),
+            Cover((owners[0] != 0) & (previous != 0) & (owners[0] != previous)),
         ]
         return m

@@ -1,9 +1,10 @@
 """Allocator proofs: one grant per port, grants only to requesters, one owner per output VC.
 
-The harness drives an :class:`~zfabric.hdl.router.allocator.Allocator` (the single-cycle
-allocation of ``stages`` 1 and 2) from free inputs: which input VCs have a flit at their front,
-the route unit's candidates, the output VCs' credits. It keeps a reference owner per output VC,
-which also drives the allocator's ``free`` input as the output units' owner bits would.
+The harness drives an :class:`~zfabric.hdl.router.allocator.Allocator` (any setting; the
+ownership properties only without ``pipelined``, whose owners move on ``acquire``) from free
+inputs: which input VCs have a flit at their front, the route unit's candidates, the output
+VCs' credits. It keeps a reference owner per output VC, which also drives the allocator's
+``free`` input as the output units' owner bits would.
 
 Environment (by construction rather than assumption): packets are well formed per input VC
 (the harness drives ``head`` high exactly when the VC is between packets); ``tail``, ``valid``,
@@ -47,7 +48,7 @@ class AllocatorHarness(wiring.Component):
     ownership : bool
         Assert the ownership properties (bounded) besides the single-cycle ones.
     **settings
-        ``selection`` and ``iterations``, as the allocator's.
+        ``selection``, ``iterations`` and ``pipelined``, as the allocator's.
     """
 
     def __init__(
@@ -59,6 +60,11 @@ class AllocatorHarness(wiring.Component):
         unit_class: type = Allocator,
         **settings,
     ):
+        if ownership and settings.get("pipelined"):
+            raise ValueError(
+                "ownership properties model owners taken by a crossing head, not by the "
+                "pipelined allocator's acquire: pass ownership=False with pipelined=True"
+            )
         self._n_ports, self._n_vcs, self._ownership = n_ports, n_vcs, ownership
         self._unit_class, self._settings = unit_class, settings
         n_ovc = n_ports * n_vcs

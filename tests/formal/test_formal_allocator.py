@@ -26,11 +26,19 @@ class WrongVC(Allocator):
         return m
 
 
-@pytest.mark.parametrize("selection", ["first-free", "round-robin"])
-def test_grants_proven(sby, selection):
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"selection": "first-free"},
+        {"selection": "round-robin"},
+        {"iterations": 2},
+        {"selection": "round-robin", "iterations": 2, "pipelined": True},
+    ],
+)
+def test_grants_proven(sby, settings):
     # 5 ports x 2 VCs, as torus-4x4's switch; the properties hold in any state (induction of
     # depth 1 proves them), depth 3 lets the base case find the planted bug below
-    harness = AllocatorHarness(n_ports=5, ownership=False, selection=selection)
+    harness = AllocatorHarness(n_ports=5, ownership=False, **settings)
     result = sby(harness, "prove", 3)
     assert result.status == "PASS", result.log
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
+from amaranth.hdl import Elaboratable
 
 __all__ = ["FormalResult", "run_sby", "tools_missing"]
 
@@ -55,7 +56,7 @@ class FormalResult:
 
 
 def run_sby(
-    harness, directory: Path, *, mode: str, depth: int, name: str = "harness"
+    harness: Elaboratable, directory: Path, *, mode: str, depth: int, name: str = "harness"
 ) -> FormalResult:
     """Prove (``prove``: k-induction), check to ``depth`` cycles (``bmc``) or reach every cover
     (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there)."""

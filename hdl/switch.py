@@ -156,7 +156,8 @@ class Switch(wiring.Component):
                     in_vcs=self._in_vcs,
                     out_vcs=ports.vcs,
                     turns=self._routes.turns,
-                    selection=self._router.selection,
+                    # one port per decision: both rules pick alike, first-free is cheaper
+                    selection="first-free" if self._routes.one_port else self._router.selection,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages == 3,
                 ),

@@ -8,7 +8,9 @@ import pytest
 import yaml
 
 from zfabric import PlanError, SpecError, compile_plan, load_spec, plan_from_json
+from zfabric.plan import PlanView
 from zfabric.router_settings import RouterSettings
+from zfabric.routing import make_routing
 
 
 def spec(router=None):
@@ -104,3 +106,45 @@ def test_bad_router_in_plan_json_is_a_plan_error(example):
     data["router"] = {"allocator": "wavefront"}
     with pytest.raises(PlanError, match=r"malformed plan: router .*'wavefront'"):
         plan_from_json(json.dumps(data))
+
+
+def ports_offered(plan) -> set[int]:
+    """How many output ports the routing offers at each decision a packet can meet, walking
+    every source's every injection to every destination through every candidate."""
+    view = PlanView(plan)
+    routing = make_routing(view)
+    counts, n = set(), len(plan.endpoints)
+    for src in range(n):
+        for dst in range(n):
+            if src == dst:
+                continue
+            stack = [(i.switch, i.port, 0, i.head) for i in routing.injections(src, dst)]
+            while stack:
+                s, p, v, head = stack.pop()
+                decision = routing.route(s, p, v, head)
+                counts.add(len({hop.port for hop in decision.hops}))
+                for hop in decision.hops:
+                    link = view.out_link[s][hop.port]
+                    if link is not None:
+                        stack += [
+                            (link.dst.switch, link.dst.port, w, decision.head) for w in hop.vcs
+                        ]
+    return counts
+
+
+@pytest.mark.parametrize(
+    "name, topology, routing, one_port",
+    [
+        ("torus", {"kind": "torus", "k": [4, 4]}, "dor", True),
+        ("mesh", {"kind": "mesh", "k": [3, 3], "vcs": 2}, "dor", True),
+        ("ndt", {"kind": "ndt", "k": [2, 2, 2]}, "dort", True),
+        ("tree-updown", {"kind": "kary_ntree", "k": 2, "n": 3}, "updown", True),
+        ("tree-sliced", {"kind": "kary_ntree", "k": 2, "n": 3}, "sliced", False),
+    ],
+)
+def test_one_port_routings_offer_one_port_at_every_decision(name, topology, routing, one_port):
+    """Switches build first-free selection for these (both rules pick alike there)."""
+    plan = compile_plan(load_spec({"name": name, "topology": topology, "routing": routing}))
+    counts = ports_offered(plan)
+    assert make_routing(PlanView(plan)).one_port is one_port
+    assert (counts == {1}) is one_port, counts

@@ -55,6 +55,10 @@ class RoutingFunction:
     #: what ``route`` depends on besides switch and head; see :meth:`state_key`
     uses_input_port: ClassVar[bool] = False
     uses_input_vc: ClassVar[bool] = False
+    #: every decision offers one output port (perhaps several VCs of it): the ``router:``
+    #: selection rules then pick alike (docs/microarchitecture.md, step 2), so switches build
+    #: the cheaper first-free selection whatever the setting
+    one_port: ClassVar[bool] = False
 
     def __init__(self, view: PlanView):
         self.view = view

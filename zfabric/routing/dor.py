@@ -43,6 +43,8 @@ def dateline_vc(cur: int, dst: int) -> int:
 class DOR(RoutingFunction):
     """Ascending dimension order, shortest direction (ties toward +), one candidate."""
 
+    one_port = True
+
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         return {"datelines": reader.get("datelines", boolean, True)}

@@ -137,6 +137,8 @@ def _external_vcs(value: Any, path: str) -> int:
 class DORT(RoutingFunction):
     """Ascending dimension order over the twin torus, one candidate, VC by class."""
 
+    one_port = True
+
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         n = len(topology_params.k)

@@ -33,6 +33,8 @@ __all__ = ["UpDown"]
 class UpDown(RoutingFunction):
     """Nearest-common-ancestor routing with destination-label up-port selection."""
 
+    one_port = True
+
     def __init__(self, view):
         super().__init__(view)
         self.z = tuple(self.params["z"])

@@ -39,10 +39,15 @@ class RouteRow:
         The (input port, output port) pairs a packet can take through this switch (or any
         switch of its kind), from :func:`reachable_turns`; ``None``: every pair. The allocator
         and crossbar build only these.
+    one_port : bool
+        The routing function offers one output port per decision
+        (:attr:`~zfabric.routing.base.RoutingFunction.one_port`): the switch builds first-free
+        selection, which picks as round-robin does there.
     """
 
     identity_width = 0
     identity = 0
+    one_port = False
 
     def __init__(
         self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0), turns=None
@@ -57,7 +62,7 @@ class RouteRow:
     @property
     def key(self) -> tuple:
         turns = None if self.turns is None else tuple(sorted(self.turns))
-        return (*self._base_key, turns)
+        return (*self._base_key, turns, self.one_port)
 
     def unit(self, port: int, vc: int) -> wiring.Component:
         return self._make(port, vc)
@@ -209,12 +214,15 @@ class RouteRows:
     def _row(self, switch: int) -> RouteRow:
         ports = SwitchPorts.from_plan(self.view, switch)
         if self.kind == "sliced":
-            return self._sliced(switch, ports)
-        if self.kind == "dor":
-            return self._dor(switch, ports)
-        if self.kind == "dort":
-            return self._dort(switch, ports)
-        return self._tables(switch, ports)
+            row = self._sliced(switch, ports)
+        elif self.kind == "dor":
+            row = self._dor(switch, ports)
+        elif self.kind == "dort":
+            row = self._dort(switch, ports)
+        else:
+            row = self._tables(switch, ports)
+        row.one_port = self.routing.one_port
+        return row
 
     def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:
         routing = self.routing

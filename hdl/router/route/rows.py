@@ -286,25 +286,15 @@ class RouteRows:
 
     def _dor(self, switch: int, ports: SwitchPorts) -> RouteRow:
         params = self.plan.routing.params
-        sw = self.view.switches[switch]
         fields = {
             "k": tuple(params["k"]),
             "wrap": params["wrap"],
             "datelines": params["datelines"],
             "vcs": params.get("vcs", 1),
-            "port_of": tuple(
-                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
-            ),
+            "port_of": self._external_ports(switch),
             "local_port": self.view.ports_by_role[switch]["local"][0],
         }
-        hw = self.head_width
-        return RouteRow(
-            head_width=hw,
-            ports=ports,
-            make=lambda p, v: DORRoute(head_width=hw, ports=ports, **fields),
-            key=("dor", tuple(fields.items())),
-            identity=self._coordinates(switch),
-        )
+        return self._arithmetic_row("dor", DORRoute, fields, switch, ports)
 
     def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:
         params = self.plan.routing.params
@@ -319,9 +309,7 @@ class RouteRows:
         fields = {
             "k": k,
             "card": sw.position["card"],
-            "port_of": tuple(
-                ((p.dim, p.sign), i) for i, p in enumerate(sw.ports) if p.role == "external"
-            ),
+            "port_of": self._external_ports(switch),
             "internal_port": self.view.ports_by_role[switch]["internal"][0],
             "local_port": self.view.ports_by_role[switch]["local"][0],
             "split": tuple(split),
@@ -329,12 +317,24 @@ class RouteRows:
             "internal_vcs": tuple(sorted(internal_class_vcs(params["internal_vcs"]).items())),
             "external_vcs": params.get("external_vcs", 2),
         }
+        return self._arithmetic_row("dort", DORTRoute, fields, switch, ports)
+
+    def _external_ports(self, switch: int) -> tuple:
+        """((dimension, sign), port) of every external port: the units' direction map."""
+        return tuple(
+            ((p.dim, p.sign), i)
+            for i, p in enumerate(self.view.switches[switch].ports)
+            if p.role == "external"
+        )
+
+    def _arithmetic_row(self, name: str, unit, fields: dict, switch: int, ports) -> RouteRow:
+        """A row whose every unit is ``unit(**fields)``, the switch's coordinates its identity."""
         hw = self.head_width
         return RouteRow(
             head_width=hw,
             ports=ports,
-            make=lambda p, v: DORTRoute(head_width=hw, ports=ports, **fields),
-            key=("dort", tuple(fields.items())),
+            make=lambda p, v: unit(head_width=hw, ports=ports, **fields),
+            key=(name, tuple(fields.items())),
             identity=self._coordinates(switch),
         )
 

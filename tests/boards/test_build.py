@@ -161,7 +161,7 @@ def test_orangecrab_gets_a_uart_pin(tmp_path, boards_package):
 def test_cyclic_spec_is_refused(tmp_path):
     spec = tmp_path / "ring.yaml"
     spec.write_text(
-        "name: ring-bad\ntopology: {kind: torus, k: [4]}\n"
+        "name: ring-bad\ntopology: {kind: torus, k: [5]}\n"
         "routing: {name: dor, datelines: false}\nflit_width: 16\n"
     )
     with pytest.raises(BuildError, match=r"^ring-bad is not deadlock-free; refusing to build it: "):

@@ -220,10 +220,15 @@ SMALL_SPECS = {
         "topology": {"kind": "znode", "znodes": 2, "z": [2, 2], "R": [1, 2], "layers": 2},
         "routing": "sliced",
     },
-    # tori and meshes with odd and non-power-of-two sizes, nDT with odd k and tie toward +
+    # tori and meshes with odd and non-power-of-two sizes, ties toward + on a torus and an nDT
     "mesh-3x4": {"name": "mesh-3x4", "topology": {"kind": "torus", "k": [3, 4], "wrap": False}},
     "torus-3x5": {"name": "torus-3x5", "topology": {"kind": "torus", "k": [3, 5]}},
     "ndt-3x2x3": {"name": "ndt-3x2x3", "topology": {"kind": "ndt", "k": [3, 2, 3]}},
+    "torus-4x6-plus": {
+        "name": "torus-4x6-plus",
+        "topology": {"kind": "torus", "k": [4, 6]},
+        "routing": {"name": "dor", "tie": "plus"},
+    },
     "ndt-2x4x2-plus": {
         "name": "ndt-2x4x2-plus",
         "topology": {"kind": "ndt", "k": [2, 4, 2]},

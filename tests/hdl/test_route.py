@@ -74,6 +74,7 @@ DESTINATION = [
     ("torus-4x4", False),
     ("mesh-3x4", True),
     ("torus-3x5", True),
+    ("torus-4x6-plus", True),
     ("ndt-2x2x2", True),
     ("ndt-2x2x2", False),
     pytest.param("ndt-4x4x4", True, marks=pytest.mark.slow),

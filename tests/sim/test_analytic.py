@@ -1,12 +1,14 @@
 """Pattern-aware analytic limits and the saturation verdict, against bounds derived by hand.
 
-Rings under DOR with ties toward + (docs/specs.md), one endpoint per switch, endpoint i on
-switch i. A flow from s with ring offset d (1 <= d < k) goes + when d <= k/2, else - .
+Rings under DOR with ties toward + (`tie: plus`, docs/specs.md), one endpoint per switch,
+endpoint i on switch i. A flow from s with ring offset d (1 <= d < k) goes + when d <= k/2,
+else - .
 """
 
 from __future__ import annotations
 
 import collections
+import math
 
 import pytest
 from zfabric.sim.analytic import channel_load, pattern_limits, uniform_channel_load
@@ -16,8 +18,8 @@ from zfabric.sim.traffic import Traffic, TrafficConfig, pattern_flows
 from zfabric import compile_plan, load_spec
 
 
-def ring(k: int, **router):
-    spec = {"topology": {"kind": "torus", "k": [k]}}
+def ring(k: int, tie: str = "plus", **router):
+    spec = {"topology": {"kind": "torus", "k": [k]}, "routing": {"name": "dor", "tie": tie}}
     return compile_plan(load_spec({**spec, "router": router} if router else spec))
 
 
@@ -32,6 +34,15 @@ def test_uniform_bound_on_an_even_ring(k):
     load = (k // 2) * (k // 2 + 1) / 2 / (k - 1)
     assert uniform_channel_load(ring(k)).max_load == pytest.approx(load)
     assert uniform_channel_load(ring(k)).bound == pytest.approx(min(1.0, 1 / load))
+
+
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_uniform_bound_on_an_even_ring_with_alternate_ties(k):
+    # offsets d < k/2 as above: (k/2 - 1) k/2 / 2 flows; the k/2 sources whose tied flow
+    # (offset k/2) crosses a + link are consecutive, and only the even ones go +: at most
+    # ceil(k/4) of them
+    load = ((k // 2 - 1) * (k // 2) / 2 + math.ceil(k / 4)) / (k - 1)
+    assert uniform_channel_load(ring(k, tie="alternate")).max_load == pytest.approx(load)
 
 
 def test_bit_complement_bound_is_the_bisection_bound():

@@ -24,11 +24,15 @@ def plan(example, name):
     return compile_plan(load_spec(example(name)))
 
 
-def test_channel_load_of_the_4x4_torus_by_hand(example):
-    # x+ link of a row: 12 of each source's 15 destinations need it (dx = +1 from its tail,
-    # dx = +1 or +2 (tie goes +) from its tail, dx = +2 from one node behind): 12/15 = 0.8
-    load = uniform_channel_load(plan(example, "torus-4x4"))
-    assert load.max_load == pytest.approx(0.8)
+@pytest.mark.parametrize("tie, max_load", [("plus", 12 / 15), ("alternate", 8 / 15)])
+def test_channel_load_of_the_4x4_torus_by_hand(tie, max_load):
+    # an x+ link of a row, per source of the row, over its 15 destinations (4 per column):
+    # ties toward +: dx = +1 or +2 from its tail, dx = +2 from one node behind: 12/15 = 0.8;
+    # alternate ties: dx = +1 from its tail, and dx = +2 (a tie) from whichever of its tail
+    # and the node behind it is even: 8/15, as on every link of both directions
+    spec = {"topology": {"kind": "torus", "k": [4, 4]}, "routing": {"name": "dor", "tie": tie}}
+    load = uniform_channel_load(compile_plan(load_spec(spec)))
+    assert load.max_load == pytest.approx(max_load)
     assert load.bound == 1.0  # endpoint links bind first
 
 

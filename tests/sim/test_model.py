@@ -181,7 +181,7 @@ def test_ring_without_datelines_deadlocks_at_run_time():
         load_spec(
             {
                 "topology": {"kind": "torus", "k": [6]},
-                "routing": {"name": "dor", "datelines": False},
+                "routing": {"name": "dor", "datelines": False, "tie": "plus"},
                 "buffer_depth": 2,
             }
         )

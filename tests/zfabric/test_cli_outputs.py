@@ -228,7 +228,8 @@ def test_cosim_reports_a_model_deadlock(tmp_path, capsys):
         pytest.skip("needs Icarus Verilog")
     spec = tmp_path / "ring.yaml"  # no datelines: the ring's CDG is one cycle of six channels
     spec.write_text(
-        "name: ring6\ntopology: {kind: torus, k: [6]}\nrouting: {name: dor, datelines: false}\n"
+        "name: ring6\ntopology: {kind: torus, k: [6]}\n"
+        "routing: {name: dor, datelines: false, tie: plus}\n"
     )
     args = ["cosim", str(spec), "-q", "--allow-deadlock", "--rate", "0.9", "--cycles", "200"]
     assert main([*args, "--packet-length", "8", "--build-dir", str(tmp_path / "cache")]) == 1

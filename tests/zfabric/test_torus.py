@@ -61,9 +61,16 @@ def test_ring_without_datelines_has_a_cycle():
     assert len({channel.split(".")[1] for channel in analysis.cycle}) == 1  # one direction
 
 
-def test_torus_without_datelines_has_a_cycle_and_with_them_none():
-    assert analyse_routing(torus((4, 4), datelines=False)).cycle
-    assert analyse_routing(torus((4, 4))).cycle is None
+@pytest.mark.parametrize("k, tie", [((4, 4), "plus"), ((6, 6), "alternate")])
+def test_torus_without_datelines_has_a_cycle_and_with_them_none(k, tie):
+    assert analyse_routing(torus(k, datelines=False, tie=tie)).cycle
+    assert analyse_routing(torus(k, tie=tie)).cycle is None
+
+
+def test_a_4_ring_with_alternate_ties_needs_no_dateline():
+    # alternate ties: only the tied 2-hop paths from even nodes chain two + links (0->1->2 and
+    # 2->3->0), so the + links' dependencies never close round the ring (likewise -)
+    assert analyse_routing(torus((4,), datelines=False)).deadlock_free
 
 
 def test_k2_dimensions_give_parallel_links():
@@ -71,3 +78,51 @@ def test_k2_dimensions_give_parallel_links():
     analysis = analyse_routing(plan, keep_pairs=True)
     assert analysis.deadlock_free
     assert max(hi for _, hi in analysis.pair_hops.values()) == 1 + 2
+
+
+def ring_link_loads(plan) -> dict[int, int]:
+    """Routes (source-destination pairs) through each link: every pair's one path, walked
+    through the routing function from its injection to the local port."""
+    from zfabric.plan import PlanView
+    from zfabric.routing import make_routing
+
+    view = PlanView(plan)
+    routing = make_routing(view)
+    loads = {link.id: 0 for link in plan.links}
+    n = len(plan.endpoints)
+    for src in range(n):
+        for dst in range(n):
+            if src == dst:
+                continue
+            (injection,) = routing.injections(src, dst)
+            switch, port, vc, head = injection.switch, injection.port, 0, injection.head
+            while True:
+                decision = routing.route(switch, port, vc, head)
+                (hop,) = decision.hops
+                link = view.out_link[switch][hop.port]
+                if link is None:
+                    break
+                loads[link.id] += 1
+                switch, port, vc, head = link.dst.switch, link.dst.port, hop.vcs[0], decision.head
+    return loads
+
+
+def test_alternate_ties_balance_the_ring_directions():
+    # a 4-ring's 12 pairs: 8 at distance 1 (one hop each way round), 4 at distance 2 (ties).
+    # alternate: nodes 0 and 2 send ties +, 1 and 3 send them -, so every link carries 2
+    # routes; plus: each + link carries its distance-1 pair and two tied paths (3), each - link
+    # only its distance-1 pair (1)
+    alternate = torus((4,))
+    assert alternate.routing.params["tie"] == "alternate"  # the default
+    assert sorted(ring_link_loads(alternate).values()) == [2] * 8
+    plus = torus((4,), tie="plus")
+    assert sorted(ring_link_loads(plus).values()) == [1] * 4 + [3] * 4
+    for plan in (alternate, plus):
+        analysis = analyse_routing(plan)
+        assert analysis.deadlock_free and analysis.average_hops == pytest.approx(16 / 12)
+
+
+def test_plans_without_a_tie_parameter_keep_ties_toward_plus():
+    plan = torus((4,), tie="plus")
+    del plan.routing.params["tie"]
+    assert sorted(ring_link_loads(plan).values()) == [1] * 4 + [3] * 4

@@ -3,16 +3,29 @@
 Each class holds ``vcs`` VCs (the topology's ``vcs`` key; 1 by default) and a hop offers all of
 them (:func:`~zfabric.routing.base.class_vcs`): on a torus class 0 is VCs 0..vcs-1 and class 1
 is VCs vcs..2 vcs-1; on a mesh, or without datelines, every hop is in class 0.
+
+On a ring of even size k a destination k/2 hops away is as near one way as the other. The
+``tie`` parameter decides: ``alternate`` (default) goes + from an even coordinate and - from an
+odd one, so each direction's links carry half the tied traffic; ``plus`` sends every tie +
+(zfabric's rule before the parameter, and what plans written without it mean), which leaves the +
+links of a 4-ring three times the load of the - links under uniform traffic and costs about a
+seventh of a 4x4 torus's saturation throughput (bench/router_tradeoff.py). A tie is decided at
+the first hop in its dimension only (the next hop is no longer a tie), so either rule is a pure
+function of (switch, head), and the dateline classes keep each ring acyclic whichever way a
+packet goes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..spec import Reader, boolean
+from ..spec import Reader, boolean, choice
 from .base import Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 
-__all__ = ["DOR", "ring_direction"]
+__all__ = ["DOR", "TIES", "ring_direction", "tie_sign"]
+
+#: the ``tie`` parameter's values, the default first
+TIES = ("alternate", "plus")
 
 
 def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 1) -> int:
@@ -28,6 +41,11 @@ def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 
     return 1 if forward < backward else -1
 
 
+def tie_sign(rule: str, cur: int) -> int:
+    """The direction a tie takes from coordinate ``cur`` under ``rule`` (one of :data:`TIES`)."""
+    return 1 if rule == "plus" or cur % 2 == 0 else -1
+
+
 def dateline_vc(cur: int, dst: int) -> int:
     """VC class of a ring hop: 0 ("upper") if dst > cur, else 1 ("lower").
 
@@ -41,19 +59,23 @@ def dateline_vc(cur: int, dst: int) -> int:
 
 @routing("dor")
 class DOR(RoutingFunction):
-    """Ascending dimension order, shortest direction (ties toward +), one candidate."""
+    """Ascending dimension order, shortest direction (ties by ``tie``), one candidate."""
 
     one_port = True
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
-        return {"datelines": reader.get("datelines", boolean, True)}
+        return {
+            "datelines": reader.get("datelines", boolean, True),
+            "tie": reader.get("tie", choice(TIES), TIES[0]),
+        }
 
     def __init__(self, view):
         super().__init__(view)
         self.k = tuple(self.params["k"])
         self.wrap = self.params["wrap"]
         self.datelines = self.params["datelines"]
+        self.tie = self.params.get("tie", "plus")  # plans written before the parameter: plus
         per_class = self.params.get("vcs", 1)  # plans written before per-class counts: 1
         self.classes = (class_vcs(0, per_class), class_vcs(1, per_class))
         self.coords = [tuple(s.position["coords"]) for s in view.switches]
@@ -70,7 +92,8 @@ class DOR(RoutingFunction):
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
         here, there = self.coords[switch], self.coords[self.home[head]]
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
-            sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap)
+            tie = tie_sign(self.tie, cur)
+            sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap, tie=tie)
             if sign:
                 vcs = self.classes[dateline_vc(cur, dst) if self.datelines else 0]
                 return Decision((Hop(self.port_of[switch][(dim, sign)], vcs),), head)

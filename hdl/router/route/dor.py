@@ -6,6 +6,7 @@ from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 
 from zfabric.routing.base import class_vcs
+from zfabric.routing.dor import TIES
 
 from .logic import (
     bit_fields,
@@ -25,10 +26,11 @@ class DORRoute(wiring.Component):
     """``zfabric.routing.dor`` by arithmetic: the switch's coordinates come in on ``identity``.
 
     The destination id is the linear index of its switch (dimension 0 least significant). The
-    first dimension whose coordinates differ is routed the shorter way round (ties toward +,
-    or toward the destination on a mesh) on the VCs of class 0 if the destination coordinate is
-    above the current one and of class 1 otherwise (dateline classes of ``vcs`` VCs each; class
-    0 alone without datelines). Equal coordinates deliver on the local port.
+    first dimension whose coordinates differ is routed the shorter way round (ties by ``tie``:
+    toward + always, or toward + from an even coordinate and - from an odd one) on the VCs of
+    class 0 if the destination coordinate is above the current one and of class 1 otherwise
+    (dateline classes of ``vcs`` VCs each; class 0 alone without datelines). Equal coordinates
+    deliver on the local port.
 
     Parameters
     ----------
@@ -36,14 +38,19 @@ class DORRoute(wiring.Component):
     ports : SwitchPorts
     k : tuple of int
     wrap, datelines : bool
+    tie : str
+        ``zfabric.routing.dor.TIES``: ``"alternate"`` or ``"plus"``.
     vcs : int
         VCs per class.
     port_of : tuple of ((dim, sign), port)
     local_port : int
     """
 
-    def __init__(self, *, head_width, ports, k, wrap, datelines, vcs, port_of, local_port):
+    def __init__(self, *, head_width, ports, k, wrap, datelines, tie, vcs, port_of, local_port):
+        if tie not in TIES:
+            raise ValueError(f"tie must be one of {', '.join(TIES)}, not {tie!r}")
         self._ports, self._k, self._wrap, self._datelines = ports, tuple(k), wrap, datelines
+        self._tie = tie
         self._classes = (class_vcs(0, vcs), class_vcs(1, vcs))
         self._port_of, self._local_port = dict(port_of), local_port
         super().__init__(
@@ -66,8 +73,9 @@ class DORRoute(wiring.Component):
         m.d.comb += self.next_head.eq(self.head)
         hops = []
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
+            tie_plus = True if self._tie == "plus" else ~cur[0]  # even coordinate: +
             plus = ring_plus(
-                m, cur, dst, self._k[dim], wrap=self._wrap, tie_plus=True, name=f"d{dim}"
+                m, cur, dst, self._k[dim], wrap=self._wrap, tie_plus=tie_plus, name=f"d{dim}"
             )
             upper = dst > cur
             hops.append(Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper)))

@@ -52,8 +52,11 @@ def coord_widths(k) -> tuple[int, ...]:
     return tuple(max(1, (radix - 1).bit_length()) for radix in k)
 
 
-def ring_plus(m, cur: Value, dst: Value, k: int, *, wrap: bool, tie_plus: bool, name: str) -> Value:
-    """``zfabric.routing.dor.ring_direction`` in logic: 1 for +, 0 for - (cur != dst assumed)."""
+def ring_plus(
+    m, cur: Value, dst: Value, k: int, *, wrap: bool, tie_plus: bool | Value, name: str
+) -> Value:
+    """``zfabric.routing.dor.ring_direction`` in logic: 1 for +, 0 for - (cur != dst assumed);
+    ``tie_plus`` is the direction of a tie (a constant, or logic of the coordinates)."""
     if not wrap:
         return dst > cur
     forward = Signal(range(k), name=f"{name}_forward")  # (dst - cur) mod k

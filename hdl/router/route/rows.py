@@ -290,6 +290,7 @@ class RouteRows:
             "k": tuple(params["k"]),
             "wrap": params["wrap"],
             "datelines": params["datelines"],
+            "tie": params.get("tie", "plus"),  # plans written before the parameter: plus
             "vcs": params.get("vcs", 1),
             "port_of": self._external_ports(switch),
             "local_port": self.view.ports_by_role[switch]["local"][0],

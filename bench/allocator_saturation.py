@@ -6,8 +6,11 @@ For each fabric and ``router:`` setting, the saturation rate is the knee of the 
 saturation verdict (:mod:`zfabric.sim.measure`: the measured packets drain, accepted >= 0.95 x
 offered within counting noise, mean latency <= 3 x the setting's zero-load latency, latency not
 rising over the window, offered load not above the channel-load bound). Then the mean latency
-at a fixed load (default 0.30) is printed next to the zero-load latency. Uniform Bernoulli
-traffic; the fabric's own VCs and buffers.
+at a fixed load (default 0.30) is printed next to the zero-load latency, and the *peak*: the
+accepted throughput at full offered load (1 flit/cycle/endpoint), where latency grows without
+bound (the plateau a sweep approaches when only accepted-vs-offered is judged). Uniform
+Bernoulli traffic; the fabric's own VCs and buffers. The ``-plus`` tori send ring ties toward +
+(``routing: {tie: plus}``, zfabric's rule before alternate ties became the default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
         [--injection-vcs 1 2] [fabric ...]
@@ -29,34 +32,41 @@ from zfabric.router_settings import ALLOCATORS, SELECTIONS, STAGES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-#: fabric name -> (example, topology overrides); znode-64 is the 4-ary 3-tree (kary_ntree)
+#: fabric name -> (example, topology overrides, routing or None for the example's);
+#: znode-64 is the 4-ary 3-tree (kary_ntree), with 1 VC per link as the example or 2
 FABRICS = {
-    "torus-4x4": ("torus-4x4", {}),
-    "torus-8x8": ("torus-4x4", {"k": [8, 8]}),
-    "mesh-4x4": ("mesh-4x4", {}),
-    "znode-64": ("znode-64", {}),
+    "torus-4x4": ("torus-4x4", {}, None),
+    "torus-4x4-plus": ("torus-4x4", {}, {"name": "dor", "tie": "plus"}),
+    "torus-8x8": ("torus-4x4", {"k": [8, 8]}, None),
+    "torus-8x8-plus": ("torus-4x4", {"k": [8, 8]}, {"name": "dor", "tie": "plus"}),
+    "mesh-4x4": ("mesh-4x4", {}, None),
+    "znode-64": ("znode-64", {}, None),
+    "znode-64-vcs2": ("znode-64", {"vcs": 2}, None),
 }
 
 
 def plan_for(fabric: str, router: dict, packet_length: int):
-    example, overrides = FABRICS[fabric]
+    example, overrides, routing = FABRICS[fabric]
     data = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
     data = copy.deepcopy(data)
     data["name"] = fabric
     data["topology"].update(overrides)
+    if routing is not None:
+        data["routing"] = routing
     data["packet_length"] = packet_length
     data["router"] = router
     return compile_plan(load_spec(data))
 
 
-def run(plan, rate: float, args) -> float | None:
-    """Mean latency at ``rate`` flits/cycle/endpoint (None if nothing was measured)."""
+def run(plan, rate: float, args) -> tuple[float | None, float]:
+    """Mean latency (None if nothing was measured) and accepted throughput at ``rate``
+    flits/cycle/endpoint."""
     config = TrafficConfig(rate=rate, packet_length=args.packet_length)
     traffic = Traffic(config, len(plan.endpoints), seed=args.seed)
     result = simulate(
         plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=args.cycles
     )
-    return result.latency["mean"]
+    return result.latency["mean"], result.accepted
 
 
 def main() -> None:
@@ -87,7 +97,7 @@ def main() -> None:
     print(
         f"{'fabric':<12} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} "
         f"{'zero-load':>9} "
-        f"{'saturation':>10} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
+        f"{'saturation':>10} {'peak':>6} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
     )
     settings = [
         {
@@ -114,12 +124,13 @@ def main() -> None:
                 cycles=args.cycles,
                 tolerance=args.tolerance,
             )
-            mean = run(plan, args.load, args)
+            mean, _ = run(plan, args.load, args)
+            _, peak = run(plan, 1.0, args)
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(
                 f"{fabric:<12} {router['stages']:>6} {router['allocator']:<12} "
                 f"{router['selection']:<12} {router['injection_vcs']:>3} {zero:9.2f} "
-                f"{knee_rate:10.3f} {latency}",
+                f"{knee_rate:10.3f} {peak:6.3f} {latency}",
                 flush=True,
             )
 

@@ -26,8 +26,14 @@ from amaranth.lib import data
 
 from zfabric.plan import FabricPlan
 
+from .endpoint import dst_width
+
 __all__ = [
+    "AXIS_IN",
+    "AXIS_OUT",
     "CLOCK_PORTS",
+    "axis_name",
+    "axis_ports",
     "identifier",
     "kind_names",
     "port_legend",
@@ -42,6 +48,62 @@ def identifier(name: str) -> str:
     """``name`` as a plain Verilog identifier (a spec name like ``torus-4x4``)."""
     ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return ident if re.match(r"[A-Za-z_]", ident) else f"zf_{ident}"
+
+
+#: the members of an endpoint's AXI4-Stream input, in port order
+AXIS_IN = ("tvalid", "tready", "tdata", "tlast", "tdest")
+#: the members of each of an endpoint's AXI4-Stream outputs, in port order
+AXIS_OUT = ("tvalid", "tready", "tdata", "tlast", "tid")
+
+
+def axis_name(
+    endpoint: int, signal: str, attachment: int | None = None, *, attachments: int = 1
+) -> str:
+    """The top-level port name of ``signal`` (an :data:`AXIS_IN` or :data:`AXIS_OUT` member) of
+    ``endpoint``: its input stream ``s<e>_axis_<signal>`` (``attachment`` None), or the output
+    stream of ``attachment``: ``m<e>_axis_<signal>`` when every endpoint has one attachment
+    (``attachments`` 1), else ``m<e>_<a>_axis_<signal>``.
+
+    The one place these names are made: the Verilog top, its port list, the cosim bench and the
+    generated README, template and testbench all call it.
+    """
+    if not isinstance(endpoint, int) or endpoint < 0:
+        raise TypeError(f"endpoint must be a non-negative integer, not {endpoint!r}")
+    if not isinstance(attachments, int) or attachments < 1:
+        raise TypeError(f"attachments must be a positive integer, not {attachments!r}")
+    if attachment is None:
+        if signal not in AXIS_IN:
+            raise ValueError(f"an input stream has no {signal!r}; it has {', '.join(AXIS_IN)}")
+        return f"s{endpoint}_axis_{signal}"
+    if signal not in AXIS_OUT:
+        raise ValueError(f"an output stream has no {signal!r}; it has {', '.join(AXIS_OUT)}")
+    if not isinstance(attachment, int) or not 0 <= attachment < attachments:
+        raise ValueError(
+            f"attachment must be an integer in 0..{attachments - 1}, not {attachment!r}"
+        )
+    if attachments == 1:
+        return f"m{endpoint}_axis_{signal}"
+    return f"m{endpoint}_{attachment}_axis_{signal}"
+
+
+def axis_ports(plan: FabricPlan) -> list[tuple[str, int, str]]:
+    """``(direction, width, name)`` of every endpoint port of ``plan``'s Verilog top, in port
+    order (after ``clk`` and ``rst``): endpoint by endpoint in id order, its input stream
+    (:data:`AXIS_IN`), then its output streams attachment by attachment (:data:`AXIS_OUT`).
+    ``tdata`` is ``flit_width`` bits, ``tdest`` and ``tid`` an endpoint id's bits."""
+    attachments = len(plan.endpoints[0].attachments) if plan.endpoints else 1
+    widths = {"tdata": plan.flit_width, "tdest": dst_width(plan), "tid": dst_width(plan)}
+    ins = {"tready": "output"}
+    outs = {"tvalid": "output", "tdata": "output", "tlast": "output", "tid": "output"}
+    ports = []
+    for e in range(len(plan.endpoints)):
+        for signal in AXIS_IN:
+            ports.append((ins.get(signal, "input"), widths.get(signal, 1), axis_name(e, signal)))
+        for a in range(attachments):
+            for signal in AXIS_OUT:
+                name = axis_name(e, signal, a, attachments=attachments)
+                ports.append((outs.get(signal, "input"), widths.get(signal, 1), name))
+    return ports
 
 
 def _endpoint_of(port: str) -> int:

@@ -6,9 +6,9 @@ destination id, or the sliced header the routing function writes for this source
 destination) and sends it on the first of the routing function's injection choices whose
 link has a credit; the packet's other beats follow on the same attachment. ``i.ready`` is
 high exactly when the beat can be sent this cycle, so a source that presents a packet from the
-cycle it is created sees the model's timing. A head flit carries the routing head in the low
-``head_width`` bits of its payload and ``data``'s low ``flit_width - head_width`` bits above
-it; other flits carry ``data`` whole.
+cycle it is created sees the model's timing. Every flit carries ``data`` whole in its payload
+and the endpoint's id in ``src``; a head flit carries the routing head in ``head`` (zero on
+other flits).
 
 A packet must not be addressed to its own source: the model refuses it, and switches build
 no logic for turns no packet takes (``zfabric.hdl.router.route.reachable_turns``), so it would wait
@@ -16,11 +16,11 @@ forever.
 
 Ejection: each attachment has a receive buffer of ``buffer_depth`` flits. Its ``o`` stream
 presents the buffer's front, or, when the buffer is empty, the flit on the ejection link in the
-same cycle (a bypass), with ``first``/``last`` from its kind and the head flit's data shifted
-back down. A beat is taken (the cycle the contract calls delivery) when ``o.ready`` is high; a
-flit on the link that is not taken is written into the buffer, and every taken flit returns its
-credit to the switch's local output at once. With ``ready`` held high the buffer stays empty
-and each flit comes out the cycle it is on the link.
+same cycle (a bypass), with ``first``/``last`` from its kind and ``src`` from the flit. A beat
+is taken (the cycle the contract calls delivery) when ``o.ready`` is high; a flit on the link
+that is not taken is written into the buffer, and every taken flit returns its credit to the
+switch's local output at once. With ``ready`` held high the buffer stays empty and each flit
+comes out the cycle it is on the link.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import make_routing
 from zfabric.topologies.znode import field_width
 
-from .flit import FlitLayout, LinkSignature
+from .flit import FlitLayout, LinkSignature, dst_width
 from .router.allocator import after, lowest_one, one_hot_index, round_robin
 
 __all__ = [
@@ -69,10 +69,18 @@ class PacketInLayout(data.StructLayout):
 
 
 class PacketOutLayout(data.StructLayout):
-    """One beat of a delivered packet: ``data``, ``first``, ``last``."""
+    """One beat of a delivered packet: ``data``, ``first``, ``last``, ``src`` (the source
+    endpoint's id, on every beat)."""
 
     def __init__(self, flit_layout: FlitLayout):
-        super().__init__({"data": unsigned(flit_layout.payload_width), "first": 1, "last": 1})
+        super().__init__(
+            {
+                "data": unsigned(flit_layout.payload_width),
+                "first": 1,
+                "last": 1,
+                "src": unsigned(flit_layout.src_width),
+            }
+        )
 
 
 def injection_table(plan: FabricPlan, src: int, routing=None) -> dict[int, tuple]:
@@ -225,9 +233,12 @@ class Endpoint(wiring.Component):
         VCs of each injection link (``router.injection_vcs``).
     heads : Heads
         Injection choices and routing heads per destination (:func:`heads_for`).
+    source : int
+        The endpoint's id: every flit it sends carries it (``src``), and sliced heads depend
+        on it.
     identity_port : bool
-        Take the endpoint's identity (its id, where heads depend on it) from an ``identity``
-        input instead of a constant, so that endpoints of a kind are one module.
+        Take the endpoint's id from an ``identity`` input instead of the constant ``source``,
+        so that endpoints of a kind are one module.
 
     Members
     -------
@@ -235,7 +246,7 @@ class Endpoint(wiring.Component):
     o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
     inject : ``Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
-    identity : ``In(heads.identity_width)``, with ``identity_port`` only
+    identity : ``In(flit_layout.src_width)``, with ``identity_port`` only
     """
 
     def __init__(
@@ -246,6 +257,7 @@ class Endpoint(wiring.Component):
         n_attachments: int,
         buffer_depth: int,
         heads: Heads,
+        source: int,
         identity_port: bool = False,
         injection_vcs: int = 1,
     ):
@@ -274,7 +286,13 @@ class Endpoint(wiring.Component):
             )
         self._n_vcs = injection_vcs
         self._heads = heads
-        self._identity_port = bool(identity_port and heads.identity_width)
+        if not isinstance(source, int) or not 0 <= source < 1 << flit_layout.src_width:
+            raise ValueError(
+                f"source must be an endpoint id the flit's {flit_layout.src_width}-bit src field "
+                f"holds, not {source!r}"
+            )
+        self._source = source
+        self._identity_port = bool(identity_port)
         members = {
             "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
             "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
@@ -282,7 +300,7 @@ class Endpoint(wiring.Component):
             "eject": In(LinkSignature(flit_layout, 1)).array(n_attachments),
         }
         if self._identity_port:
-            members["identity"] = In(heads.identity_width)
+            members["identity"] = In(flit_layout.src_width)
         super().__init__(members)
 
     @classmethod
@@ -295,13 +313,14 @@ class Endpoint(wiring.Component):
             n_attachments=len(plan.endpoints[endpoint].attachments),
             buffer_depth=plan.buffer_depth,
             heads=heads_for(plan, endpoint, routing),
+            source=endpoint,
             injection_vcs=plan.router.injection_vcs,
             **kwargs,
         )
 
     @property
     def identity_value(self) -> int:
-        return self._heads.identity
+        return self._source
 
     @property
     def kind(self) -> tuple:
@@ -314,7 +333,7 @@ class Endpoint(wiring.Component):
             self._n_vcs,
             self._heads.key,
             self._identity_port,
-            None if self._identity_port else self._heads.identity,
+            None if self._identity_port else self._source,
         )
 
     def elaborate(self, platform):
@@ -334,7 +353,8 @@ class Endpoint(wiring.Component):
             for a in range(n)
         ]
         has_credit = [Cat(*(c != 0 for c in credits[a])) for a in range(n)]  # per VC
-        identity = self.identity if self._identity_port else self._heads.identity
+        identity = self.identity if self._identity_port else self._source
+        source = identity
         choices, heads = self._heads.build(m, beat.dst, identity, n, layout.head_width)
 
         # a head takes the first attachment (in choice order) with a credit on some VC, and
@@ -365,11 +385,7 @@ class Endpoint(wiring.Component):
         head = 0
         for a in range(n):
             head = head | (heads[a] & first_choice[a].replicate(layout.head_width))
-        payload = Signal(layout.payload_width)
-        with m.If(beat.first):
-            m.d.comb += payload.eq(Cat(head[: layout.head_width], beat.data[: layout.data_width]))
-        with m.Else():
-            m.d.comb += payload.eq(beat.data)
+        head = head & beat.first.replicate(layout.head_width)  # zero on body and tail flits
 
         for a in range(n):
             link = self.inject[a]
@@ -377,7 +393,9 @@ class Endpoint(wiring.Component):
                 link.flit.valid.eq(send & chosen[a].any()),
                 link.flit.payload.kind.eq(Cat(beat.first, beat.last)),
                 link.flit.payload.vc.eq(one_hot_index(chosen[a], layout.vc_width)),
-                link.flit.payload.payload.eq(payload),
+                link.flit.payload.head.eq(head),
+                link.flit.payload.src.eq(source),
+                link.flit.payload.payload.eq(beat.data),
             ]
             for v in range(vcs):
                 sent = send & chosen[a][v]
@@ -391,8 +409,8 @@ class Endpoint(wiring.Component):
         layout = self._flit_layout
         flit = self.eject[a].flit
         out = self.o[a]
-        # kind and payload: the VC is always 0 on a local link
-        arriving = Cat(flit.payload.kind.as_value(), flit.payload.payload)
+        # kind, source and payload: the VC is always 0 on a local link, the head spent
+        arriving = Cat(flit.payload.kind.as_value(), flit.payload.src, flit.payload.payload)
         m.submodules[f"received{a}"] = fifo = SyncFIFO(
             width=len(arriving), depth=self._buffer_depth
         )
@@ -408,15 +426,10 @@ class Endpoint(wiring.Component):
             fifo.w_data.eq(arriving),
             self.eject[a].credit.eq(taken),
         ]
-        kind, data = presented[:2], presented[2:]
+        src_end = 2 + layout.src_width
         m.d.comb += [
-            out.payload.first.eq(kind[0]),
-            out.payload.last.eq(kind[1]),
-            # a head's data sits above the routing head; one Mux, not a piecewise reg
-            out.payload.data.eq(Mux(kind[0], data[layout.head_width :], data)),
+            out.payload.first.eq(presented[0]),
+            out.payload.last.eq(presented[1]),
+            out.payload.src.eq(presented[2:src_end]),
+            out.payload.data.eq(presented[src_end:]),
         ]
-
-
-def dst_width(plan: FabricPlan) -> int:
-    """Bits of an endpoint id."""
-    return max(1, (len(plan.endpoints) - 1).bit_length())

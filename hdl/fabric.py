@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 
-from .endpoint import Endpoint, PacketInLayout, PacketOutLayout, dst_width
-from .flit import FlitLayout
+from .endpoint import Endpoint, PacketInLayout, PacketOutLayout
+from .flit import FlitLayout, dst_width
+from .naming import axis_name, axis_ports
 from .node import TwinSwitchNode, twin_nodes
 from .router.route import RouteRows
 from .switch import Switch
@@ -37,6 +38,11 @@ class Fabric(wiring.Component):
         Applied to every node, switch and endpoint before it becomes a submodule; the
         connections are made to the original's members. :mod:`zfabric.hdl.verilog` passes black
         boxes that instantiate one module per kind.
+    axis : bool
+        Give the endpoint streams as AXI4-Stream ports (docs/rtl.md) instead of ``i`` and
+        ``o``: per endpoint ``s<e>_axis_*`` in, ``m<e>_axis_*`` out, each a member named by
+        :func:`~zfabric.hdl.naming.axis_name`, in :func:`~zfabric.hdl.naming.axis_ports`
+        order. The Verilog top is built this way; the timing is the same.
 
     Members
     -------
@@ -56,6 +62,7 @@ class Fabric(wiring.Component):
         identity_ports: bool = False,
         arithmetic: bool = True,
         wrap=None,
+        axis: bool = False,
     ):
         attachments = {len(e.attachments) for e in plan.endpoints}
         if len(attachments) != 1:
@@ -66,18 +73,23 @@ class Fabric(wiring.Component):
                 raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
         self._plan = plan
         self._wrap = wrap or (lambda component: component)
+        self._axis = bool(axis)
+        self._n_attachments = n_attachments
         self.view = view = PlanView(plan)
         self.flit_layout = layout = FlitLayout.from_plan(plan)
         routing = make_routing(view)
         rows = RouteRows(plan, view=view, routing=routing, arithmetic=arithmetic)
         width = dst_width(plan)
         n = len(plan.endpoints)
-        super().__init__(
-            {
+        if axis:
+            flows = {"input": In, "output": Out}
+            members = {name: flows[d](w) for d, w, name in axis_ports(plan)}
+        else:
+            members = {
                 "i": In(stream.Signature(PacketInLayout(layout, width))).array(n),
                 "o": Out(stream.Signature(PacketOutLayout(layout))).array(n, n_attachments),
             }
-        )
+        super().__init__(members)
         self._switches: list[Switch | None] = [None] * len(plan.switches)
         #: per switch id: (node index, card) for nDT cards
         self._card: dict[int, tuple[int, int]] = {}
@@ -143,7 +155,10 @@ class Fabric(wiring.Component):
             m.submodules[f"ep{e}"] = self._wrap(endpoint)
             if "identity" in endpoint.signature.members:
                 m.d.comb += endpoint.identity.eq(endpoint.identity_value)
-            wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)
+            if self._axis:
+                self._axis_in(m, e, endpoint.i)
+            else:
+                wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)
             for a, at in enumerate(self._plan.endpoints[e].attachments):
                 wiring.connect(
                     m, endpoint=endpoint.inject[a], switch=self._port(at.switch, at.port, "i")
@@ -151,5 +166,39 @@ class Fabric(wiring.Component):
                 wiring.connect(
                     m, switch=self._port(at.switch, at.port, "o"), endpoint=endpoint.eject[a]
                 )
-                wiring.connect(m, endpoint=endpoint.o[a], outside=wiring.flipped(self.o[e][a]))
+                if self._axis:
+                    self._axis_out(m, e, a, endpoint.o[a])
+                else:
+                    wiring.connect(m, endpoint=endpoint.o[a], outside=wiring.flipped(self.o[e][a]))
         return m
+
+    def _axis_in(self, m: Module, e: int, stream) -> None:
+        """Endpoint ``e``'s ``s<e>_axis`` ports onto its ``i`` stream: a beat is a packet's
+        first when it follows a beat with ``tlast`` (or reset), which a register remembers."""
+        port = {s: getattr(self, axis_name(e, s)) for s in ("tvalid", "tready", "tdata")}
+        tlast, tdest = getattr(self, axis_name(e, "tlast")), getattr(self, axis_name(e, "tdest"))
+        first = Signal(init=1, name=f"s{e}_first")
+        with m.If(stream.valid & stream.ready):
+            m.d.sync += first.eq(tlast)
+        m.d.comb += [
+            stream.valid.eq(port["tvalid"]),
+            port["tready"].eq(stream.ready),
+            stream.payload.data.eq(port["tdata"]),
+            stream.payload.dst.eq(tdest),
+            stream.payload.first.eq(first),
+            stream.payload.last.eq(tlast),
+        ]
+
+    def _axis_out(self, m: Module, e: int, a: int, stream) -> None:
+        """Attachment ``a`` of endpoint ``e``: its ``o`` stream onto the ``m<e>_axis`` ports."""
+
+        def port(signal):
+            return getattr(self, axis_name(e, signal, a, attachments=self._n_attachments))
+
+        m.d.comb += [
+            port("tvalid").eq(stream.valid),
+            stream.ready.eq(port("tready")),
+            port("tdata").eq(stream.payload.data),
+            port("tlast").eq(stream.payload.last),
+            port("tid").eq(stream.payload.src),
+        ]

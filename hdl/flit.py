@@ -1,11 +1,12 @@
 """Flits and links: the flit layout built from a plan, and the credit-based link signature.
 
 A flit is ``kind`` (head / body / tail / single), ``vc`` (the VC it travels on over the current
-link) and ``payload`` (``plan.flit_width`` bits). The head flit (kinds ``HEAD`` and ``SINGLE``)
-carries the routing head in the low ``head_width`` bits of its payload: the destination endpoint
-id for destination routing (``dor``, ``dort``, ``updown``), or the sliced header for ``sliced``
-(``zfabric/routing/sliced.py``), which every switch shifts right by the bits it consumes. The
-head flit's payload bits above ``head_width`` and every other flit's whole payload are data.
+link), ``head`` (``head_width`` bits), ``src`` (the source endpoint id) and ``payload``
+(``plan.flit_width`` bits, all data). A head flit (kinds ``HEAD`` and ``SINGLE``) carries the
+routing head in ``head``: the destination endpoint id for destination routing (``dor``,
+``dort``, ``updown``), or the sliced header for ``sliced`` (``zfabric/routing/sliced.py``),
+which every switch shifts right by the bits it consumes. ``head`` means nothing on body and
+tail flits. No switch reads or changes ``src`` or ``payload``.
 
 A link (DESIGN.md, link protocol) carries flits downstream with a valid bit and no
 backpressure, and credits upstream: one pulse per freed buffer slot, one wire per VC.
@@ -24,6 +25,7 @@ __all__ = [
     "FlitKind",
     "FlitLayout",
     "LinkSignature",
+    "dst_width",
     "head_width",
 ]
 
@@ -37,36 +39,51 @@ class FlitKind(enum.Enum, shape=2):
     SINGLE = 3
 
 
+def dst_width(plan: FabricPlan) -> int:
+    """Bits of an endpoint id (a destination's, a source's)."""
+    return max(1, (len(plan.endpoints) - 1).bit_length())
+
+
 class FlitLayout(data.StructLayout):
-    """Layout of one flit: ``kind``, ``vc`` and ``payload``.
+    """Layout of one flit: ``kind``, ``vc``, ``head``, ``src`` and ``payload``, LSB first.
+
+    ``kind`` and ``head`` are the low bits, side by side: what a switch decides on (the input
+    buffer keeps them in a register, ``hdl/router/input_unit.py``).
 
     Parameters
     ----------
     payload_width : int
-        Bits of payload per flit (``plan.flit_width``).
+        Data bits per flit (``plan.flit_width``).
     vc_width : int
         Bits of the VC field: enough for the link with the most VCs; 0 when every link has one.
     head_width : int
-        Low payload bits of a head flit that hold the routing head; at most ``payload_width``.
+        Bits of the routing head.
+    src_width : int
+        Bits of the source endpoint id.
     """
 
-    def __init__(self, *, payload_width: int, vc_width: int, head_width: int):
-        if not isinstance(payload_width, int) or payload_width < 1:
-            raise TypeError(f"payload_width must be a positive integer, not {payload_width!r}")
-        if not isinstance(vc_width, int) or vc_width < 0:
-            raise TypeError(f"vc_width must be a non-negative integer, not {vc_width!r}")
-        if not isinstance(head_width, int) or head_width < 1:
-            raise TypeError(f"head_width must be a positive integer, not {head_width!r}")
-        if head_width > payload_width:
-            raise ValueError(
-                f"the routing head needs {head_width} bits, more than the flit's "
-                f"{payload_width}-bit payload"
-            )
+    def __init__(self, *, payload_width: int, vc_width: int, head_width: int, src_width: int):
+        for name, value, low in (
+            ("payload_width", payload_width, 1),
+            ("vc_width", vc_width, 0),
+            ("head_width", head_width, 1),
+            ("src_width", src_width, 1),
+        ):
+            if not isinstance(value, int) or value < low:
+                kind = "positive" if low else "non-negative"
+                raise TypeError(f"{name} must be a {kind} integer, not {value!r}")
         self._payload_width = payload_width
         self._vc_width = vc_width
         self._head_width = head_width
+        self._src_width = src_width
         super().__init__(
-            {"kind": FlitKind, "vc": unsigned(vc_width), "payload": unsigned(payload_width)}
+            {
+                "kind": FlitKind,
+                "vc": unsigned(vc_width),
+                "head": unsigned(head_width),
+                "src": unsigned(src_width),
+                "payload": unsigned(payload_width),
+            }
         )
 
     @classmethod
@@ -76,6 +93,7 @@ class FlitLayout(data.StructLayout):
             payload_width=plan.flit_width,
             vc_width=(max_vcs - 1).bit_length(),
             head_width=head_width(plan),
+            src_width=dst_width(plan),
         )
 
     @property
@@ -91,25 +109,22 @@ class FlitLayout(data.StructLayout):
         return self._head_width
 
     @property
-    def data_width(self) -> int:
-        """Data bits a head flit carries above its routing head."""
-        return self._payload_width - self._head_width
+    def src_width(self) -> int:
+        return self._src_width
+
+    def _key(self) -> tuple:
+        return (self._payload_width, self._vc_width, self._head_width, self._src_width)
 
     def __eq__(self, other):
-        return (
-            isinstance(other, FlitLayout)
-            and self._payload_width == other._payload_width
-            and self._vc_width == other._vc_width
-            and self._head_width == other._head_width
-        )
+        return isinstance(other, FlitLayout) and self._key() == other._key()
 
     def __hash__(self):
-        return hash((FlitLayout, self._payload_width, self._vc_width, self._head_width))
+        return hash((FlitLayout, *self._key()))
 
     def __repr__(self):
         return (
             f"FlitLayout(payload_width={self._payload_width}, vc_width={self._vc_width}, "
-            f"head_width={self._head_width})"
+            f"head_width={self._head_width}, src_width={self._src_width})"
         )
 
 

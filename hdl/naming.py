@@ -1,12 +1,13 @@
 """Names in the emitted Verilog: the top's ports and their order, and the modules of the kinds.
 
-The top's port names are the members of :class:`~zfabric.hdl.fabric.Fabric` (``i``, ``o``),
-joined with ``__``; their order and the header's legend of them are here, so that renaming the
-endpoint ports (to AXI4-Stream names, say) changes the Fabric's signature and this file only.
+The top's port names are the members of :class:`~zfabric.hdl.fabric.Fabric` built with
+``axis=True``, which takes them, and their order, from :func:`axis_ports` here.
 
-Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its input stream
-(``i__<e>__payload``, ``i__<e>__valid``, ``i__<e>__ready``), then its output stream per
-attachment ``a`` (``o__<e>__<a>__payload``, ``o__<e>__<a>__valid``, ``o__<e>__<a>__ready``).
+Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its AXI4-Stream
+input ``s<e>_axis_tvalid``, ``_tready``, ``_tdata``, ``_tlast``, ``_tdest``, then its
+AXI4-Stream output per attachment ``a``: ``m<e>_axis_tvalid``, ``_tready``, ``_tdata``,
+``_tlast``, ``_tid`` (``m<e>_<a>_axis_...`` when endpoints have several attachments).
+:func:`axis_name` makes every one of those names.
 
 Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
 port), ``<top>_node_p<ports>_v<vcs>`` for an nDT twin node (per card), ``<top>_ep`` for an
@@ -20,13 +21,11 @@ by their first instance's id.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-
-from amaranth.lib import data
+from collections.abc import Sequence
 
 from zfabric.plan import FabricPlan
 
-from .endpoint import dst_width
+from .flit import dst_width
 
 __all__ = [
     "AXIS_IN",
@@ -106,42 +105,28 @@ def axis_ports(plan: FabricPlan) -> list[tuple[str, int, str]]:
     return ports
 
 
-def _endpoint_of(port: str) -> int:
-    """``i__3__payload`` and ``o__3__0__valid`` belong to endpoint 3."""
-    return int(port.split("__")[1])
+def top_port_order(plan: FabricPlan) -> list[str]:
+    """The top's ports in emission order: ``clk``, ``rst``, then :func:`axis_ports`."""
+    return [*CLOCK_PORTS, *(name for _, _, name in axis_ports(plan))]
 
 
-def top_port_order(ports: Iterable[str]) -> list[str]:
-    """The top's ports in emission order (see the module docstring).
-
-    ``ports`` come in the fabric's signature order (every ``i`` stream, then every ``o``, each
-    stream's members in stream order); a stable sort by endpoint keeps that order within an
-    endpoint.
-    """
-    ports = list(ports)
-    clocks = [p for p in CLOCK_PORTS if p in ports]
-    rest = [p for p in ports if p not in CLOCK_PORTS]
-    return clocks + sorted(rest, key=_endpoint_of)
-
-
-def _fields(shape: data.StructLayout) -> str:
-    """``data[31:0], dst[35:32], ...``: where each field of a payload sits."""
-    return ", ".join(
-        f"{name}[{member.offset + member.width - 1}:{member.offset}]" for name, member in shape
-    )
-
-
-def port_legend(packet_in: data.StructLayout, packet_out: data.StructLayout) -> list[str]:
-    """The lines of the Verilog header that explain the top's ports, given the payload
-    layouts of the endpoints' input and output streams."""
+def port_legend(plan: FabricPlan) -> list[str]:
+    """The lines of the Verilog header that explain the top's ports (docs/rtl.md)."""
+    attachments = len(plan.endpoints[0].attachments) if plan.endpoints else 1
+    out = "m<e>_<a>_axis" if attachments > 1 else "m<e>_axis"  # as axis_name makes them
+    width = dst_width(plan)
     return [
-        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order:",
-        "  i__<e>__payload, i__<e>__valid, i__<e>__ready: packet beats into endpoint e",
-        "  o__<e>__<a>__payload, o__<e>__<a>__valid, o__<e>__<a>__ready: packet beats out of",
-        "    endpoint e, one stream per attachment a (ready low holds them back)",
-        "  a beat with first set starts a packet (its dst is read then), one with last ends it",
-        f"  i payload: {_fields(packet_in)}",
-        f"  o payload: {_fields(packet_out)}",
+        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order an",
+        "AXI4-Stream input, then an AXI4-Stream output per attachment"
+        + (" a" if attachments > 1 else "")
+        + ":",
+        f"  s<e>_axis_tvalid, _tready, _tdata[{plan.flit_width - 1}:0], _tlast, "
+        f"_tdest[{width - 1}:0]: packets into endpoint e",
+        f"  {out}_tvalid, _tready, _tdata[{plan.flit_width - 1}:0], _tlast, _tid[{width - 1}:0]:"
+        " packets out",
+        "  a packet is the beats up to and including the one with tlast; tdest (the destination",
+        "  endpoint, not e itself) is read on its first beat; tid is the source endpoint;",
+        "  tdata is all data on every beat; tready low on an output holds packets back",
     ]
 
 

@@ -9,7 +9,7 @@ output VC in a cycle of its own (docs/microarchitecture.md).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -277,7 +277,6 @@ class Switch(wiring.Component):
                 m.submodules[f"route{port}_{vc}"] = route = self.route_units[port, vc]
                 front = unit.o[vc]
                 kind = front.payload.kind.as_value()
-                payload = front.payload.payload
                 if self._routes.identity_width:
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
@@ -285,19 +284,21 @@ class Switch(wiring.Component):
                 if self._router.stages >= 2:
                     head, cand, next_head = self._route_stage(m, port, vc, front, route, alloc)
                 m.d.comb += [
-                    route.head.eq(payload[: layout.head_width]),
+                    route.head.eq(front.payload.head),
                     alloc.valid[port][vc].eq(front.valid),
                     alloc.head[port][vc].eq(head),
                     alloc.tail[port][vc].eq(kind[1]),
                     alloc.cand[port][vc].eq(cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
-                # one assignment of the whole value: a piecewise one becomes an always @* that
-                # Icarus never runs until an input changes (tests/hdl/test_verilog.py)
-                routed = Signal(layout.payload_width, name=f"routed{port}_{vc}")
-                next_head = Cat(next_head, payload[layout.head_width :])
-                m.d.comb += routed.eq(Mux(kind[0], next_head, payload))
-                flit = Cat(kind, Const(0, layout.vc_width), routed)
+                # the next head goes out on every flit: only a head's is read downstream
+                flit = Cat(
+                    kind,
+                    Const(0, layout.vc_width),
+                    next_head,
+                    front.payload.src,
+                    front.payload.payload,
+                )
                 forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))
             m.d.comb += xbar.i[port].eq(forward)
 

@@ -40,7 +40,6 @@ from amaranth.lib import wiring
 
 from zfabric.plan import FabricPlan
 
-from .endpoint import PacketInLayout, PacketOutLayout, dst_width
 from .fabric import Fabric
 from .flit import FlitLayout
 from .naming import CLOCK_PORTS, identifier, kind_names, port_legend, top_port_order
@@ -348,13 +347,14 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
         f"routing: {plan.routing.name} {json.dumps(plan.routing.params, sort_keys=True)}",
         f"router: stages {router.stages}, allocator {router.allocator}, "
         f"selection {router.selection}",
-        f"flit: {layout.size} bits (kind 2, vc {layout.vc_width}, payload {layout.payload_width});"
-        f" VCs per link: {', '.join(map(str, vcs))}",
+        f"flit: {layout.size} bits (kind 2, vc {layout.vc_width}, head {layout.head_width}, "
+        f"src {layout.src_width}, payload {layout.payload_width}); "
+        f"VCs per link: {', '.join(map(str, vcs))}",
         f"buffer depth: {plan.buffer_depth} flits per input VC",
         f"top: {top}, the only module marked (* top *); modules (instances):",
         *(f"  {module} ({count})" for module, count in kinds.items()),
         "",
-        *port_legend(PacketInLayout(layout, dst_width(plan)), PacketOutLayout(layout)),
+        *port_legend(plan),
     ]
     return "".join(f"// {line}".rstrip() + "\n" for line in lines) + "\n"
 
@@ -371,11 +371,11 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
         counts[module] = counts.get(module, 0) + 1
         return BlackBox(component, module)
 
-    fabric = Fabric(plan, identity_ports=share, wrap=wrap if share else None)
+    fabric = Fabric(plan, identity_ports=share, wrap=wrap if share else None, axis=True)
     if share:
         kinds.update(_kinds(fabric, top))
     ports = component_ports(fabric)
-    order = top_port_order([*CLOCK_PORTS, *ports])
+    order = top_port_order(plan)
     top_start = time.perf_counter()
     parts = [_rtlil(fabric, top, order)]
     top_seconds = time.perf_counter() - top_start

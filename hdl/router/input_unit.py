@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..flit import FlitKind, FlitLayout, LinkSignature
+from ..flit import FlitLayout, LinkSignature
 
 __all__ = [
     "BufferedFlit",
@@ -17,10 +17,11 @@ __all__ = [
 
 
 class BufferedFlit(data.StructLayout):
-    """A flit as an input buffer holds it: the VC is implied by the buffer."""
+    """A flit as an input buffer holds it, ``kind`` and ``head`` first: the VC is implied by
+    the buffer."""
 
     def __init__(self, flit_layout: FlitLayout):
-        super().__init__({"kind": FlitKind, "payload": unsigned(flit_layout.payload_width)})
+        super().__init__({name: field.shape for name, field in flit_layout if name != "vc"})
 
 
 class FrontFIFO(wiring.Component):
@@ -147,7 +148,8 @@ class InputUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         flit = self.link.flit
-        width = 2 + self._flit_layout.payload_width
+        stored = BufferedFlit(self._flit_layout)
+        width = stored.size
         ctrl_width = 2 + self._flit_layout.head_width
         lost = Signal()
         for vc in range(self._n_vcs):
@@ -159,7 +161,7 @@ class InputUnit(wiring.Component):
             write = flit.valid & (flit.payload.vc == vc)
             m.d.comb += [
                 queue.w_en.eq(write),
-                queue.w_data.eq(Cat(flit.payload.kind.as_value(), flit.payload.payload)),
+                queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in stored))),
                 self.o[vc].valid.eq(queue.r_rdy),
                 self.o[vc].payload.eq(queue.r_data),
                 queue.r_en.eq(self.o[vc].ready),

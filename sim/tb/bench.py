@@ -1,8 +1,9 @@
 """The generic lock-step bench: any fabric, any trace, configured from the environment.
 
 Run by :func:`zfabric.sim.tb.runner.cosim` through ``cocotb_tools.runner`` on the ``cosim_top``
-wrapper
-it emits around a fabric. The environment names the inputs and the output:
+wrapper it emits around a fabric; it drives and reads the fabric's AXI4-Stream ports
+(docs/rtl.md) with full-width pseudo-random data (:func:`zfabric.sim.tb.packing.data_word`).
+The environment names the inputs and the output:
 
 ``NOC_PLAN``
     the plan, as JSON (``FabricPlan.to_json``)
@@ -20,7 +21,7 @@ it emits around a fabric. The environment names the inputs and the output:
     cycles to keep running after the first mismatch (default 32), so that a late packet's RTL
     cycle is known and the VCD shows what followed
 ``NOC_EJECT_STALL`` / ``NOC_EJECT_SEED``
-    ejection stalls: each ``o`` stream's ``ready`` is low with this probability in each cycle
+    ejection stalls: each output stream's ``tready`` is low with this probability in each cycle
     (:class:`zfabric.sim.model.EjectStalls`, default 0: always high), from this seed (default 1)
 ``NOC_VCD_FROM`` / ``NOC_STOP_AT``
     start dumping (``cosim_dump`` high) at this cycle / stop the run at this cycle
@@ -77,23 +78,21 @@ async def lockstep(dut):
     scoreboard = LockstepScoreboard(expected, codec)
     loop = CycleLoop(dut.clk, dut.rst)
     sources = [
-        EndpointSource(
-            EndpointBus.from_prefix(dut, f"i__{e}"), codec, loop, on_head=scoreboard.injected
-        )
+        EndpointSource(EndpointBus.from_dut(dut, e), loop, on_head=scoreboard.injected)
         for e in range(len(plan.endpoints))
     ]
+    attachments = len(plan.endpoints[0].attachments)
     monitors = [
         EndpointMonitor(
-            EjectionBus.from_prefix(dut, f"o__{e}__{a}"),
-            codec,
+            EjectionBus.from_dut(dut, e, a, attachments),
             loop,
             endpoint=e,
             attachment=a,
             callback=scoreboard.delivered,
             ready=stalls,
         )
-        for e, endpoint in enumerate(plan.endpoints)
-        for a in range(len(endpoint.attachments))
+        for e in range(len(plan.endpoints))
+        for a in range(attachments)
     ]
     for e in expected:  # in trace order, so in creation order per source
         words = tuple(codec.word(e.src, e.sequence, i) for i in range(e.length))

@@ -1,16 +1,17 @@
-"""Endpoint driver and monitor for a fabric's packet streams, in the shape of cocotbext-axi.
+"""Endpoint driver and monitor for a fabric's AXI4-Stream ports, in the shape of cocotbext-axi.
 
-``EndpointSource`` injects packets into one endpoint's ``i`` stream and ``EndpointMonitor``
-records the packets delivered on one ``o[e][a]`` stream, with their cycles. Both follow the
+``EndpointSource`` injects packets into one endpoint's input stream (``s<e>_axis_*``) and
+``EndpointMonitor`` records the packets delivered on one output stream (``m<e>_axis_*``), with
+their cycles (port names and packet format: docs/rtl.md). Both follow the
 cycle conventions of docs/microarchitecture.md and tests/hdl/hdl_bench.py:
 
 - a source presents a packet's head from the cycle the packet is created, or from the cycle
   after the previous packet's tail was taken (the model's unbounded source queue), and a beat
   is taken in a cycle where ``valid`` and ``ready`` are both high;
-- a packet is delivered in the cycle its tail is taken from the ``o`` stream (``valid`` and
-  ``ready`` both high).
+- a packet is delivered in the cycle its tail is taken from the output stream (``tvalid`` and
+  ``tready`` both high).
 
-A monitor drives its stream's ``ready`` from ``ready(endpoint, attachment, cycle)`` (for
+A monitor drives its stream's ``tready`` from ``ready(endpoint, attachment, cycle)`` (for
 instance :class:`zfabric.sim.model.EjectStalls`, the pause generator of cocotbext-axi in the
 model's terms), the same function the model is given, or holds it high.
 
@@ -27,8 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cocotb.triggers import ReadOnly, RisingEdge
-
-from .packing import PacketCodec
 
 __all__ = [
     "CycleLoop",
@@ -91,28 +90,43 @@ class CycleLoop:
 
 @dataclass
 class EndpointBus:
-    """The ``i`` stream of one endpoint: ``<prefix>__valid``, ``__ready``, ``__payload``."""
+    """The AXI4-Stream input of one endpoint: ``s<e>_axis_tvalid``, ``tready``, ``tdata``,
+    ``tlast``, ``tdest`` (docs/rtl.md)."""
 
-    valid: object
-    ready: object
-    payload: object
+    tvalid: object
+    tready: object
+    tdata: object
+    tlast: object
+    tdest: object
 
     @classmethod
-    def from_prefix(cls, dut, prefix: str) -> EndpointBus:
-        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "ready", "payload")))
+    def from_dut(cls, dut, endpoint: int) -> EndpointBus:
+        from zfabric.hdl.naming import AXIS_IN, axis_name
+
+        return cls(*(getattr(dut, axis_name(endpoint, signal)) for signal in AXIS_IN))
 
 
 @dataclass
 class EjectionBus:
-    """One ``o`` stream of one endpoint: ``<prefix>__valid``, ``__ready``, ``__payload``."""
+    """One AXI4-Stream output of one endpoint: ``m<e>_axis_tvalid``, ``tready``, ``tdata``,
+    ``tlast``, ``tid`` (``m<e>_<a>_axis_*`` with several attachments)."""
 
-    valid: object
-    ready: object
-    payload: object
+    tvalid: object
+    tready: object
+    tdata: object
+    tlast: object
+    tid: object
 
     @classmethod
-    def from_prefix(cls, dut, prefix: str) -> EjectionBus:
-        return cls(*(getattr(dut, f"{prefix}__{name}") for name in ("valid", "ready", "payload")))
+    def from_dut(cls, dut, endpoint: int, attachment: int, attachments: int) -> EjectionBus:
+        from zfabric.hdl.naming import AXIS_OUT, axis_name
+
+        return cls(
+            *(
+                getattr(dut, axis_name(endpoint, signal, attachment, attachments=attachments))
+                for signal in AXIS_OUT
+            )
+        )
 
 
 @dataclass(eq=False)
@@ -138,18 +152,21 @@ class TbPacket:
 
 @dataclass
 class Delivery:
-    """A packet seen whole on an ``o`` stream."""
+    """A packet seen whole on an output stream."""
 
     endpoint: int
     attachment: int
     words: tuple[int, ...]
     first: int  # cycle of the head
     cycle: int  # cycle of the tail: the delivery cycle
-    faults: list[str] = field(default_factory=list)  # framing errors seen on the way
+    tid: int  # the source endpoint, as the first beat's tid gives it
+    faults: list[str] = field(default_factory=list)  # tid changing within the packet
 
 
 class EndpointSource:
-    """Injects :class:`TbPacket` s into one endpoint's ``i`` stream at their creation cycles.
+    """Injects :class:`TbPacket` s into one endpoint's AXI4-Stream input at their creation
+    cycles: ``tdata`` a word per beat, ``tlast`` on the last, ``tdest`` the destination on
+    every beat (AXI: constant within a packet).
 
     ``send_nowait`` queues a packet (packets of one source must come in creation order).
     ``on_head(packet, cycle)`` and ``on_tail(packet, cycle)`` are called as the head and the
@@ -159,23 +176,20 @@ class EndpointSource:
     def __init__(
         self,
         bus: EndpointBus,
-        codec: PacketCodec,
         loop: CycleLoop,
         *,
         on_head: Callable[[TbPacket, int], None] | None = None,
         on_tail: Callable[[TbPacket, int], None] | None = None,
     ):
         self.bus = bus
-        self.codec = codec
         self.queue: deque[TbPacket] = deque()
         self.on_head = on_head
         self.on_tail = on_tail
         self.sent = 0
         self._current: TbPacket | None = None
-        self._beats: list[int] = []
         self._index = 0
-        self._shown: int | None = None  # the beat on the bus, None when valid is low
-        bus.valid.value = 0
+        self._shown: tuple | None = None  # (packet, beat) on the bus, None when tvalid is low
+        bus.tvalid.value = 0
         loop.add(drive=self._drive, sample=self._sample)
 
     def send_nowait(self, packet: TbPacket) -> None:
@@ -191,28 +205,26 @@ class EndpointSource:
 
     def _drive(self, cycle: int) -> None:
         if self._current is None and self.queue and self.queue[0].created <= cycle:
-            packet = self._current = self.queue.popleft()
-            last = packet.length - 1
-            self._beats = [
-                self.codec.pack_in(word, packet.dst, i == 0, i == last)
-                for i, word in enumerate(packet.words)
-            ]
+            self._current = self.queue.popleft()
             self._index = 0
-        if self._current is None:
+        packet = self._current
+        if packet is None:
             if self._shown is not None:
-                self.bus.valid.value = 0
+                self.bus.tvalid.value = 0
                 self._shown = None
             return
-        beat = self._beats[self._index]
-        if beat != self._shown:
+        shown = (packet.key, self._index)
+        if shown != self._shown:
             if self._shown is None:
-                self.bus.valid.value = 1
-            self.bus.payload.value = beat
-            self._shown = beat
+                self.bus.tvalid.value = 1
+            self.bus.tdata.value = packet.words[self._index]
+            self.bus.tlast.value = int(self._index == packet.length - 1)
+            self.bus.tdest.value = packet.dst
+            self._shown = shown
 
     def _sample(self, cycle: int) -> None:
         packet = self._current
-        if packet is None or not self.bus.ready.value:
+        if packet is None or not self.bus.tready.value:
             return
         if self._index == 0:
             packet.injected = cycle
@@ -228,18 +240,18 @@ class EndpointSource:
 
 
 class EndpointMonitor:
-    """Records the packets delivered on one ``o[endpoint][attachment]`` stream.
+    """Records the packets delivered on one AXI4-Stream output of one endpoint.
 
-    Each whole packet becomes a :class:`Delivery` in ``queue`` (or goes to ``callback``), with
-    the cycles of its head and tail. Framing errors (a head inside a packet, a body or tail
-    outside one) are noted in the delivery's ``faults``. ``ready(endpoint, attachment, cycle)``
-    gives the stream's ``ready`` in each cycle (None: always high).
+    Each whole packet (beats up to one with ``tlast``) becomes a :class:`Delivery` in ``queue``
+    (or goes to ``callback``), with the cycles of its head and tail and its ``tid``; a ``tid``
+    that changes within the packet is noted in the delivery's ``faults``.
+    ``ready(endpoint, attachment, cycle)`` gives the stream's ``tready`` in each cycle (None:
+    always high).
     """
 
     def __init__(
         self,
         bus: EjectionBus,
-        codec: PacketCodec,
         loop: CycleLoop,
         *,
         endpoint: int,
@@ -248,18 +260,18 @@ class EndpointMonitor:
         ready: Callable[[int, int, int], bool] | None = None,
     ):
         self.bus = bus
-        self.codec = codec
         self.endpoint = endpoint
         self.ready = ready
         self._ready_shown = True
-        bus.ready.value = 1
+        bus.tready.value = 1
         self.attachment = attachment
         self.callback = callback
         self.queue: deque[Delivery] = deque()
         self.count = 0
         self.last_valid: int | None = None  # last cycle a flit came out
-        self._words: list[int] | None = None
+        self._words: list[int] = []
         self._first = 0
+        self._tid = 0
         self._faults: list[str] = []
         loop.add(drive=self._drive if ready is not None else None, sample=self._sample)
 
@@ -272,35 +284,32 @@ class EndpointMonitor:
     def _drive(self, cycle: int) -> None:
         ready = bool(self.ready(self.endpoint, self.attachment, cycle))
         if ready != self._ready_shown:
-            self.bus.ready.value = int(ready)
+            self.bus.tready.value = int(ready)
             self._ready_shown = ready
 
     def _sample(self, cycle: int) -> None:
-        if not (self._ready_shown and self.bus.valid.value):
+        if not (self._ready_shown and self.bus.tvalid.value):
             return
         self.last_valid = cycle
-        beat = self.codec.unpack_out(self.bus.payload.value.to_unsigned())
-        if beat.first:
-            if self._words is not None:
-                self._faults.append(f"cycle {cycle}: head inside a packet begun at {self._first}")
-            self._words, self._first = [beat.data], cycle
-        else:
-            if self._words is None:
-                self._faults.append(
-                    f"cycle {cycle}: {'tail' if beat.last else 'body'} flit outside a packet"
-                )
-                self._words, self._first = [], cycle
-            self._words.append(beat.data)
-        if beat.last:
+        tid = self.bus.tid.value.to_unsigned()
+        if not self._words:
+            self._first, self._tid = cycle, tid
+        elif tid != self._tid:
+            self._faults.append(
+                f"cycle {cycle}: tid {tid} on beat {len(self._words)}, {self._tid} on the first"
+            )
+        self._words.append(self.bus.tdata.value.to_unsigned())
+        if self.bus.tlast.value:
             delivery = Delivery(
                 self.endpoint,
                 self.attachment,
                 tuple(self._words),
                 self._first,
                 cycle,
+                self._tid,
                 self._faults,
             )
-            self._words, self._faults = None, []
+            self._words, self._faults = [], []
             self.count += 1
             if self.callback:
                 self.callback(delivery)

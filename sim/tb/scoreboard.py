@@ -4,7 +4,8 @@
 keeps, per packet (src, sequence), the model's injection and delivery cycles, the attachment it
 leaves by and its path. :class:`LockstepScoreboard` takes the RTL's side from the endpoint
 sources and monitors and records a :class:`Mismatch` for every packet the RTL delivers in
-another cycle, by another attachment, with other data, more than once or not at all.
+another cycle, by another attachment, with other data or another ``tid``, more than once or
+not at all.
 """
 
 from __future__ import annotations
@@ -125,8 +126,9 @@ class Mismatch:
 
     ``kind``: ``late`` (the RTL delivered after the model, or ``rtl_cycle`` is None: not by the
     end of the run), ``early``, ``corrupt`` (data differs), ``attachment`` (left by another
-    attachment), ``unknown`` (no packet in flight to that endpoint carries that head: a
-    duplicate or a corrupted head), ``framing`` (head/tail bits out of order).
+    attachment), ``tid`` (another source endpoint named), ``unknown`` (no packet in flight to
+    that endpoint carries that head: a duplicate or a corrupted head), ``framing`` (``tid``
+    changing within a packet).
     """
 
     kind: str
@@ -205,7 +207,7 @@ class LockstepScoreboard:
 
     def injected(self, packet, cycle: int) -> None:
         self.rtl_injected[packet.key] = cycle
-        head = self.codec.delivered_word(packet.src, packet.sequence, 0)
+        head = self.codec.word(packet.src, packet.sequence, 0)
         self._in_flight[(packet.dst, head)].append(packet.key)
 
     def delivered(self, delivery) -> None:
@@ -228,7 +230,7 @@ class LockstepScoreboard:
         keys.remove(key)
         e = self.expected[key]
         self.rtl_delivered[key] = cycle
-        want = tuple(self.codec.delivered_word(e.src, e.sequence, i) for i in range(e.length))
+        want = tuple(self.codec.word(e.src, e.sequence, i) for i in range(e.length))
         if delivery.words != want:
             if len(delivery.words) != len(want):
                 detail = f"{len(delivery.words)} flits instead of {len(want)}"
@@ -238,6 +240,10 @@ class LockstepScoreboard:
                 )
                 detail = f"flit {i} is {delivery.words[i]:#x}, sent {want[i]:#x}"
             self._mismatch("corrupt", cycle, key, rtl_cycle=cycle, detail=detail)
+        if delivery.tid != e.src:
+            self._mismatch(
+                "tid", cycle, key, rtl_cycle=cycle, detail=f"tid {delivery.tid}, sent by {e.src}"
+            )
         if delivery.attachment != e.attachment:
             self._mismatch(
                 "attachment",
@@ -254,17 +260,15 @@ class LockstepScoreboard:
     def _pick(self, keys: list[tuple[int, int]], delivery) -> tuple[int, int]:
         """The in-flight packet a delivered head belongs to.
 
-        Heads of a flow look alike when the flit is too narrow to carry the whole sequence
-        number; then the packet the model delivers right here and now, with these flits, is
-        the one (adaptive routing may reorder a flow), else the oldest.
+        Heads of a destination may look alike when the flit is narrow (8 random bits); then
+        the packet the model delivers right here and now, with these flits, is the one (adaptive
+        routing may reorder a flow), else the oldest.
         """
         if len(keys) > 1:
             for key in keys:
                 e = self.expected[key]
                 if e.delivered == delivery.cycle and e.attachment == delivery.attachment:
-                    words = (
-                        self.codec.delivered_word(e.src, e.sequence, i) for i in range(e.length)
-                    )
+                    words = (self.codec.word(e.src, e.sequence, i) for i in range(e.length))
                     if tuple(words) == delivery.words:
                         return key
         return keys[0]

@@ -46,9 +46,11 @@ def model_deliveries(plan, trace, *, limit: int = 100_000) -> dict:
 
 
 def data_word(width: int, packet: int, index: int) -> int:
-    """The data a trace packet's flit carries: its number in the trace and the flit's position
-    (the head's data field keeps the low bits: unique for up to 2**(data bits - 4) packets)."""
-    return (packet << 4 | index & 15) & ((1 << width) - 1)
+    """The data a trace packet's flit carries: its number in the trace and the flit's position,
+    with the upper half of the bits inverted so that every word sets high bits too (unique for
+    up to 2**(width - 4) packets)."""
+    mask = (1 << width) - 1
+    return ((packet << 4 | index & 15) ^ (mask >> width // 2 << width // 2)) & mask
 
 
 class FabricBench:
@@ -83,7 +85,6 @@ class FabricBench:
 
     def run(self, cycles: int, *, vcd: str | None = None):
         fabric = self.fabric
-        layout = fabric.flit_layout
         n = len(self.plan.endpoints)
         n_att = len(self.plan.endpoints[0].attachments)
         current = [None] * n  # (packet, next flit index)
@@ -132,7 +133,7 @@ class FabricBench:
                         out = fabric.o[dst][a]
                         if not ctx.get(out.valid):
                             continue
-                        self._arrive(ctx.get(out.payload), dst, a, cycle, arriving, layout)
+                        self._arrive(ctx.get(out.payload), dst, a, cycle, arriving)
                 if self.check_links:
                     self._check_links(ctx, cycle, open_packets)
                 for monitor in self.monitors:
@@ -168,7 +169,7 @@ class FabricBench:
                 else:
                     open_packets.add(key)
 
-    def _arrive(self, beat, dst, a, cycle, arriving, layout):
+    def _arrive(self, beat, dst, a, cycle, arriving):
         if beat.first:
             if (dst, a) in arriving:
                 self.errors.append(f"cycle {cycle}: head at {dst}/{a} inside a packet")
@@ -176,13 +177,13 @@ class FabricBench:
             candidates = [
                 key
                 for key, p in self.by_id.items()
-                if p.dst == dst
-                and key not in self.delivered
-                and p.flits[0] & ((1 << layout.data_width) - 1) == word
+                if p.dst == dst and key not in self.delivered and p.flits[0] == word
             ]
             if len(candidates) != 1:
                 self.errors.append(f"cycle {cycle}: unknown head {word:#x} at {dst}")
                 return
+            if int(beat.src) != candidates[0][0]:
+                self.errors.append(f"cycle {cycle}: head at {dst} says source {int(beat.src)}")
             arriving[(dst, a)] = (candidates[0], 1)
             self.first_flit[candidates[0]] = cycle
         else:
@@ -191,7 +192,7 @@ class FabricBench:
                 return
             key, count = arriving[(dst, a)]
             expected = self.by_id[key].flits[count]
-            if int(beat.data) != expected:
+            if int(beat.data) != expected or int(beat.src) != key[0]:
                 self.errors.append(f"cycle {cycle}: packet {key} flit {count} corrupt")
             arriving[(dst, a)] = (key, count + 1)
         key, count = arriving[(dst, a)]

@@ -86,16 +86,22 @@ def test_heads_agree_with_the_routing_functions_injections(example, name, kind):
 
 
 def test_packet_streams_through_an_endpoint():
-    """Head built from dst and data; credits gate ``i.ready``; ejected flits come out as beats
-    in the same cycle, the head's data shifted back down."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4)
+    """The head's routing head built from dst, every flit's ``src`` the endpoint's id and its
+    payload the beat's whole data; credits gate ``i.ready``; an ejected flit comes out as a
+    beat in the same cycle with its data whole and its source."""
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
     dut = Endpoint(
-        flit_layout=layout, dst_width=4, n_attachments=1, buffer_depth=2, heads=DirectHeads()
+        flit_layout=layout,
+        dst_width=4,
+        n_attachments=1,
+        buffer_depth=2,
+        heads=DirectHeads(),
+        source=6,
     )
     log = []
 
     async def testbench(ctx):
-        beats = [(1, 0, 0xABC), (0, 0, 0x1234), (0, 1, 0x5678)]
+        beats = [(1, 0, 0xFABC), (0, 0, 0x1234), (0, 1, 0x5678)]
         cycle = 0
         for first, last, data in beats:
             ctx.set(dut.i.valid, 1)
@@ -108,7 +114,7 @@ def test_packet_streams_through_an_endpoint():
             cycle += 1
             flit = ctx.get(dut.inject[0].flit.payload)
             assert ctx.get(dut.inject[0].flit.valid)
-            log.append(("sent", cycle, flit.kind, int(flit.payload)))
+            log.append(("sent", cycle, flit.kind, int(flit.head), int(flit.src), int(flit.payload)))
             if cycle == 2:  # the switch returns one credit
                 ctx.set(dut.inject[0].credit, 1)
                 await ctx.tick()
@@ -117,20 +123,21 @@ def test_packet_streams_through_an_endpoint():
         ctx.set(dut.i.valid, 0)
         # ejection: a head flit and its data
         ctx.set(dut.eject[0].flit.valid, 1)
-        ctx.set(dut.eject[0].flit.payload, {"kind": FlitKind.SINGLE, "vc": 0, "payload": 0xABC5})
+        flit = {"kind": FlitKind.SINGLE, "vc": 0, "head": 0xF, "src": 11, "payload": 0xFABC}
+        ctx.set(dut.eject[0].flit.payload, flit)
         assert ctx.get(dut.o[0].valid)
         beat = ctx.get(dut.o[0].payload)
-        log.append(("out", int(beat.data), int(beat.first), int(beat.last)))
+        log.append(("out", int(beat.data), int(beat.first), int(beat.last), int(beat.src)))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
     assert log == [
-        ("sent", 1, FlitKind.HEAD, 9 | 0xABC << 4),
-        ("sent", 2, FlitKind.BODY, 0x1234),
-        ("sent", 4, FlitKind.TAIL, 0x5678),
-        ("out", 0xABC, 1, 1),
+        ("sent", 1, FlitKind.HEAD, 9, 6, 0xFABC),
+        ("sent", 2, FlitKind.BODY, 0, 6, 0x1234),
+        ("sent", 4, FlitKind.TAIL, 0, 6, 0x5678),
+        ("out", 0xFABC, 1, 1, 11),
     ]
 
 
@@ -138,9 +145,14 @@ def test_receive_buffer_bypasses_when_empty_and_holds_flits_while_not_ready():
     """Ejection (docs/microarchitecture.md, Endpoints): a flit on the link comes out the same
     cycle when the buffer is empty and ``ready`` is high; otherwise it waits in the buffer, in
     order; a credit pulse goes back exactly in the cycles a flit is taken."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4)
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
     dut = Endpoint(
-        flit_layout=layout, dst_width=4, n_attachments=1, buffer_depth=2, heads=DirectHeads()
+        flit_layout=layout,
+        dst_width=4,
+        n_attachments=1,
+        buffer_depth=2,
+        heads=DirectHeads(),
+        source=6,
     )
     # per cycle: (flit on the link or None, ready)
     plan = [
@@ -187,13 +199,14 @@ def test_heads_take_injection_vcs_round_robin_among_those_with_credit():
     1, 0, 1 (the injection pointer moves past each head's VC), then none has a credit and
     ``i.ready`` falls; a credit back on VC 1 lets the next head take VC 1 though the pointer
     is at 0 (docs/microarchitecture.md, Endpoints)."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4)
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
     dut = Endpoint(
         flit_layout=layout,
         dst_width=4,
         n_attachments=1,
         buffer_depth=2,
         heads=DirectHeads(),
+        source=6,
         injection_vcs=2,
     )
     log = []

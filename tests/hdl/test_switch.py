@@ -15,7 +15,7 @@ from collections import deque
 import pytest
 from amaranth.sim import Simulator
 from hdl_bench import small_plan
-from zfabric.hdl.flit import FlitKind
+from zfabric.hdl.flit import FlitKind, FlitLayout
 from zfabric.hdl.router.route import SwitchPorts
 from zfabric.hdl.switch import Switch
 
@@ -44,11 +44,13 @@ class SwitchBench:
                 flits = []
                 for index in range(length):
                     kind = FlitKind((index == 0) | (index == length - 1) << 1)
-                    payload = dst if index == 0 else (pid << 8 | index)
-                    flits.append((kind, payload | (pid << 16 if index == 0 else 0)))
+                    flits.append((kind, pid << 8 | index))
                 self.sent[pid] = (*key, dst, flits)
-                self.queues[key].extend((pid, flit) for flit in flits)
-        self.received = {}  # (out port, out vc) -> [(cycle, kind, payload), ...]
+                # the routing head on the head flit only; the packet's number as its source
+                heads = [dst] + [0] * (length - 1)
+                self.queues[key].extend(zip([pid] * length, flits, heads, strict=True))
+        self.src_values = 1 << FlitLayout.from_plan(plan).src_width
+        self.received = {}  # (out port, out vc) -> [(cycle, kind, head, src, payload), ...]
         self.grants = []  # (cycle, out port, packet id) per flit out
         self.errors = []
 
@@ -71,10 +73,11 @@ class SwitchBench:
                         ctx.set(link.valid, 0)
                         continue
                     vc = self.rng.choice(ready)
-                    _, (kind, payload) = self.queues[port, vc].popleft()
+                    pid, (kind, payload), head = self.queues[port, vc].popleft()
                     credit[port, vc] -= 1
                     ctx.set(link.valid, 1)
-                    ctx.set(link.payload, {"kind": kind, "vc": vc, "payload": payload})
+                    flit = {"kind": kind, "vc": vc, "head": head, "payload": payload}
+                    ctx.set(link.payload, flit | {"src": pid % self.src_values})
                 # receivers: drain at random and return credits in this cycle
                 for o in range(ports.n_ports):
                     pulses = 0
@@ -90,7 +93,7 @@ class SwitchBench:
                         flit = ctx.get(link.payload)
                         w = int(flit.vc)
                         self.received.setdefault((o, w), []).append(
-                            (cycle, flit.kind, int(flit.payload))
+                            (cycle, flit.kind, int(flit.head), int(flit.src), int(flit.payload))
                         )
                         # local outputs too: an endpoint's receive buffer holds B flits
                         occupancy[o, w] += 1
@@ -119,12 +122,14 @@ class SwitchBench:
         out = {}
         for (o, w), flits in self.received.items():
             current = None
-            for cycle, kind, payload in flits:
+            for cycle, kind, head, src, payload in flits:
                 if kind in (FlitKind.HEAD, FlitKind.SINGLE):
                     if current is not None:
                         self.errors.append(f"{o}/{w}: head inside packet {current}")
-                    current = payload >> 16
-                    out[current] = {"port": o, "vc": w, "flits": [], "head": payload & 0xFFFF}
+                    current = payload >> 8
+                    out[current] = {"port": o, "vc": w, "flits": [], "head": head}
+                if current is not None and src != current % self.src_values:
+                    self.errors.append(f"{o}/{w}: packet {current} arrives with src {src}")
                 elif current is None:
                     self.errors.append(f"{o}/{w}: body outside a packet at cycle {cycle}")
                     continue
@@ -200,7 +205,7 @@ def test_random_traffic_under_random_credit_return(example, name, switch, drain)
         assert out[pid]["head"] == decision.head
         kinds = [kind for kind, _ in flits]
         assert [kind for kind, _ in out[pid]["flits"]] == kinds
-        assert [p for _, p in out[pid]["flits"][1:]] == [p for _, p in flits[1:]]
+        assert [p for _, p in out[pid]["flits"]] == [p for _, p in flits]
 
 
 def destination_via(plan, switch, in_port, out_port):

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from hdl_bench import small_plan
-from zfabric.hdl.endpoint import dst_width
-from zfabric.hdl.flit import FlitLayout
 from zfabric.hdl.verilog import emit, untriggered_comb_blocks, write
 from zfabric.sim.tb.runner import top_ports
 
@@ -48,29 +46,36 @@ def test_one_module_per_kind(example, name, kinds):
     # the top, one module per kind and nothing else: submodules are flattened into their kind
     modules = re.findall(r"^module (\S+)\(", emission.text, re.M)
     assert sorted(modules) == sorted([emission.top, *emission.kinds])
-    # the top's ports: per endpoint a packet stream in and one out per attachment
-    layout = FlitLayout.from_plan(plan)
+    # the top's ports: per endpoint an AXI4-Stream in and one out per attachment
     ports = {name: (d, w) for d, w, name in emission.ports}
-    assert ports["i__0__payload"] == ("input", layout.payload_width + dst_width(plan) + 2)
-    assert ports["o__0__0__payload"] == ("output", layout.payload_width + 2)
-    assert ports["o__0__0__valid"] == ("output", 1)
-    assert ports["o__0__0__ready"] == ("input", 1)  # the user may stall ejection
-    # i: payload, valid, ready; o: payload, valid, ready (Amaranth adds clk and rst)
+    id_width = (len(plan.endpoints) - 1).bit_length()
     attachments = len(plan.endpoints[0].attachments)
-    assert len(emission.ports) == (3 + 3 * attachments) * len(plan.endpoints)
+    out = "m0_axis" if attachments == 1 else "m0_0_axis"
+    assert ports["s0_axis_tdata"] == ("input", plan.flit_width)  # all data, no routing head
+    assert ports["s0_axis_tdest"] == ("input", id_width)
+    assert ports["s0_axis_tready"] == ("output", 1)
+    assert ports[f"{out}_tdata"] == ("output", plan.flit_width)
+    assert ports[f"{out}_tid"] == ("output", id_width)
+    assert ports[f"{out}_tvalid"] == ("output", 1)
+    assert ports[f"{out}_tready"] == ("input", 1)  # the user may stall ejection
+    # in: tvalid, tready, tdata, tlast, tdest; out: tvalid, tready, tdata, tlast, tid
+    assert len(emission.ports) == (5 + 5 * attachments) * len(plan.endpoints)
 
 
 @pytest.mark.parametrize("name", ["torus-4x4", "snode-16"])
 def test_top_ports_come_endpoint_by_endpoint(example, name):
-    """clk, rst, then per endpoint: its input stream, then its output stream per attachment;
-    in the Verilog module header as in ``Emission.ports`` (the ``.ports`` file)."""
+    """clk, rst, then per endpoint: its input stream, then its output stream per attachment
+    (snode-16's processors have two: ``m<e>_<a>_axis``); in the Verilog module header as in
+    ``Emission.ports`` (the ``.ports`` file)."""
     plan = small_plan(example, name)
     emission = emit(plan)
     expected = []
-    for e, endpoint in enumerate(plan.endpoints):
-        expected += [f"i__{e}__payload", f"i__{e}__valid", f"i__{e}__ready"]
-        for a in range(len(endpoint.attachments)):
-            expected += [f"o__{e}__{a}__payload", f"o__{e}__{a}__valid", f"o__{e}__{a}__ready"]
+    attachments = len(plan.endpoints[0].attachments)
+    for e in range(len(plan.endpoints)):
+        expected += [f"s{e}_axis_{s}" for s in ("tvalid", "tready", "tdata", "tlast", "tdest")]
+        for a in range(attachments):
+            out = f"m{e}_axis" if attachments == 1 else f"m{e}_{a}_axis"
+            expected += [f"{out}_{s}" for s in ("tvalid", "tready", "tdata", "tlast", "tid")]
     assert [port for _, _, port in emission.ports] == expected
     assert top_ports(emission.text, emission.top) == ["clk", "rst", *expected]
 
@@ -109,13 +114,13 @@ def test_header_says_what_was_generated(example):
         "16 switches, 64 links, 16 endpoints",  # 4x4 torus: 4 directions x 16 switches
         "routing: dor",
         "router: stages 1, allocator separable, selection round-robin",
-        f"flit: {2 + 1 + 32} bits (kind 2, vc 1, payload 32)",  # 2 VCs: a 1-bit VC field
+        # 2 VCs: a 1-bit VC field; 16 endpoints: a 4-bit head and a 4-bit source
+        f"flit: {2 + 1 + 4 + 4 + 32} bits (kind 2, vc 1, head 4, src 4, payload 32)",
         "buffer depth: 4 flits per input VC",
         "torus_4x4_sw_p5_v2 (16)",
         "torus_4x4_ep (16)",
-        # data (flit_width), dst (16 endpoints: 4 bits), first, last
-        "i payload: data[31:0], dst[35:32], first[36:36], last[37:37]",
-        "o payload: data[31:0], first[32:32], last[33:33]",
+        "s<e>_axis_tvalid, _tready, _tdata[31:0], _tlast, _tdest[3:0]",
+        "m<e>_axis_tvalid, _tready, _tdata[31:0], _tlast, _tid[3:0]",
     ]:
         assert expected in header, expected
 

@@ -62,7 +62,10 @@ class InputUnitHarness(wiring.Component):
         unit_class: type = InputUnit,
     ):
         self._layout = FlitLayout(
-            payload_width=payload_width, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=2
+            payload_width=payload_width,
+            vc_width=max(1, (n_vcs - 1).bit_length()),
+            head_width=2,
+            src_width=1,
         )
         self._n_vcs, self._depth, self._order = n_vcs, buffer_depth, order
         self._unit_class = unit_class
@@ -88,6 +91,8 @@ class InputUnitHarness(wiring.Component):
             flit.payload.vc.eq(self.send_vc),
             flit.payload.kind.eq(self.send_kind),
             flit.payload.payload.eq(self.send_payload),
+            # the head (in the FIFO's front register) carries data too, for the order check
+            flit.payload.head.eq(self.send_payload[: layout.head_width]),
         ]
         m.d.comb += Assume(self.send_vc < self._n_vcs)
         width = layout.payload_width
@@ -123,6 +128,9 @@ class InputUnitHarness(wiring.Component):
                 m.d.comb += [
                     Assume(~sent | (self.send_payload == written)),
                     Assert(~unit.o[vc].valid | (unit.o[vc].payload.payload == popped)),
+                    Assert(
+                        ~unit.o[vc].valid | (unit.o[vc].payload.head == popped[: layout.head_width])
+                    ),
                     Cover(taken & (popped == depth + 1)),
                 ]
         return m

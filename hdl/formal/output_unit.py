@@ -42,7 +42,7 @@ class OutputUnitHarness(wiring.Component):
 
     def __init__(self, *, n_vcs: int = 2, buffer_depth: int = 2, unit_class: type = OutputUnit):
         self._layout = FlitLayout(
-            payload_width=2, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=1
+            payload_width=2, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=1, src_width=1
         )
         self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
         super().__init__(

@@ -256,11 +256,6 @@ CASES = [
     # ---- flit width, buffers, packet length ----------------------------------------------------
     case("flit-width-small", torus("flit_width: 4\n"), ("flit_width", "8..1024, got 4")),
     case("flit-width-float", torus("flit_width: 32.0\n"), ("flit_width", "got 32.0")),
-    case(
-        "flit-width-head",
-        "topology: {kind: znode, z: [8, 64], R: [1, 8]}\nflit_width: 8\n",
-        ("flit_width", "needs"),
-    ),
     case("buffer-depth-1", torus("buffer_depth: 1\n"), ("buffer_depth", "2..1024, got 1")),
     case("buffer-depth-text", torus("buffer_depth: '4'\n"), ("buffer_depth", "got '4'")),
     case(

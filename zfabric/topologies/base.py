@@ -8,7 +8,6 @@ from typing import Any
 
 import networkx as nx
 
-from ..errors import SpecError
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
 from ..spec import FabricSpec, Reader
 
@@ -63,15 +62,6 @@ def finish_plan(
         packet_length=spec.packet_length,
         router=spec.router,
     )
-    from ..routing import routing_head_width  # here: the routing package imports topologies
-
-    head = routing_head_width(plan)
-    if head > spec.flit_width:
-        raise SpecError(
-            "flit_width",
-            f"the {spec.routing} routing head of {spec.name} needs {head} bits, "
-            f"more than the {spec.flit_width}-bit flit",
-        )
     return plan, builder.graph
 
 

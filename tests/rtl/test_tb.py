@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from zfabric.hdl.endpoint import PacketInLayout, PacketOutLayout, dst_width
-from zfabric.hdl.flit import FlitLayout
-from zfabric.sim.tb.packing import PacketCodec
+from zfabric.sim.tb.packing import PacketCodec, data_word
 from zfabric.sim.tb.runner import top_ports, wrapper_verilog
 from zfabric.sim.tb.scoreboard import Expected, LockstepScoreboard, model_expectations
 from zfabric.sim.traffic import TraceEntry
@@ -21,26 +19,18 @@ def torus(request):
     return compile_plan(load_spec(examples / "torus-4x4.yaml"))
 
 
-@pytest.mark.parametrize("first, last", [(1, 0), (0, 0), (0, 1), (1, 1)])
-def test_codec_packs_as_amaranth_lays_out(torus, first, last):
+def test_data_words_are_full_width_and_differ_by_packet_and_flit(torus):
+    """Pseudo-random over every bit of the flit (32 here), the top bits of a head included, and
+    a function of (src, sequence, index) only."""
     codec = PacketCodec(torus)
-    layout = FlitLayout.from_plan(torus)
-    beat_in = PacketInLayout(layout, dst_width(torus))
-    beat_out = PacketOutLayout(layout)
-    word = codec.word(13, 200, 3)
-    want = beat_in.const({"data": word, "dst": 9, "first": first, "last": last}).as_bits()
-    assert codec.pack_in(word, 9, first, last) == want
-    value = beat_out.const({"data": word, "first": first, "last": last}).as_bits()
-    beat = codec.unpack_out(value)
-    assert (beat.data, beat.first, beat.last) == (word, bool(first), bool(last))
-
-
-def test_codec_head_loses_the_routing_head_bits(torus):
-    codec = PacketCodec(torus)
-    assert codec.data_width == codec.payload_width - codec.head_width
-    word = codec.word(5, 0xABC, 0)
-    assert codec.delivered_word(5, 0xABC, 0) == word & ((1 << codec.data_width) - 1)
-    assert codec.delivered_word(5, 0xABC, 1) == codec.word(5, 0xABC, 1)
+    words = [codec.word(src, seq, i) for src in range(16) for seq in range(8) for i in range(4)]
+    assert len(set(words)) == len(words)
+    assert max(words) < 1 << 32 and max(words) >> 31 == 1
+    heads = [codec.word(src, seq, 0) for src in range(16) for seq in range(8)]
+    # each of the 32 bits is set in some head and clear in another
+    assert all(0 < sum(w >> b & 1 for w in heads) < len(heads) for b in range(32))
+    assert codec.word(5, 0xABC, 0) == data_word(32, 5, 0xABC, 0)
+    assert data_word(100, 5, 0xABC, 0) & ((1 << 64) - 1) == data_word(64, 5, 0xABC, 0)
 
 
 class FakePacket:
@@ -50,9 +40,10 @@ class FakePacket:
 
 
 class FakeDelivery:
-    def __init__(self, endpoint, words, cycle, attachment=0, faults=()):
+    def __init__(self, endpoint, words, cycle, attachment=0, faults=(), tid=0):
         self.endpoint, self.words, self.cycle = endpoint, tuple(words), cycle
         self.attachment, self.faults, self.first = attachment, list(faults), cycle
+        self.tid = tid
 
 
 def scoreboard_for(torus):
@@ -66,7 +57,7 @@ def scoreboard_for(torus):
 
 
 def words(codec, e: Expected):
-    return [codec.delivered_word(e.src, e.sequence, i) for i in range(e.length)]
+    return [codec.word(e.src, e.sequence, i) for i in range(e.length)]
 
 
 def run(board, deliveries, until):
@@ -123,31 +114,58 @@ def test_scoreboard_reports_early_corrupt_duplicate_wrong_attachment_and_lost(to
     assert (lost.src, lost.sequence, lost.rtl_cycle) == (b.src, b.sequence, None)
 
 
+def test_scoreboard_reports_a_wrong_tid_and_a_lost_top_bit_of_a_head(torus):
+    """The bug this bench was built against: a head whose top data bit (where the routing head
+    used to sit) is lost is no packet in flight, and its packet never arrives; a packet naming
+    another source in ``tid`` is reported as such."""
+    board, codec, (a, b) = scoreboard_for(torus)
+    cut = words(codec, b)
+    cut[0] ^= 1 << 31
+    deliveries = [
+        FakeDelivery(a.dst, words(codec, a), a.delivered, tid=a.src + 3),
+        FakeDelivery(b.dst, cut, b.delivered, tid=b.src),
+    ]
+    run(board, deliveries, 100)
+    assert sorted(m.kind for m in board.mismatches) == ["late", "tid", "unknown"]
+    found = {m.kind: m for m in board.mismatches}
+    assert found["tid"].detail == f"tid {a.src + 3}, sent by {a.src}"
+    assert (found["late"].src, found["late"].sequence) == (b.src, b.sequence)
+
+
 def test_wrapper_passes_every_port_through():
-    text = wrapper_verilog("fab", [("input", 38, "i__0__payload"), ("output", 1, "i__0__ready")])
+    ports = [("input", 32, "s0_axis_tdata"), ("output", 1, "s0_axis_tready")]
+    text = wrapper_verilog("fab", ports)
     assert top_ports(text, "cosim_top") == [
         "cosim_dump",
         "clk",
         "rst",
-        "i__0__payload",
-        "i__0__ready",
+        "s0_axis_tdata",
+        "s0_axis_tready",
     ]
-    assert "  input [37:0] i__0__payload;" in text
-    assert "    .clk(clk)," in text and "    .i__0__ready(i__0__ready)\n" in text
+    assert "  input [31:0] s0_axis_tdata;" in text
+    assert "    .clk(clk)," in text and "    .s0_axis_tready(s0_axis_tready)\n" in text
 
 
 def test_scoreboard_follows_a_reordered_flow_when_heads_look_alike():
-    """16-bit flits keep no sequence bits in a head: two packets of one flow that overtake
-    each other (adaptive routing) are told apart by the model's cycle and their body flits."""
+    """8-bit flits: two packets of one flow whose random head words are equal (found by
+    enumeration), overtaking each other (adaptive routing), are told apart by the model's
+    cycle and their body flits."""
     narrow = compile_plan(
-        load_spec({"name": "t16", "topology": {"kind": "torus", "k": [4, 4]}, "flit_width": 16})
+        load_spec({"name": "t8", "topology": {"kind": "torus", "k": [4, 4]}, "flit_width": 8})
     )
     codec = PacketCodec(narrow)
-    assert codec.delivered_word(0, 0, 0) == codec.delivered_word(0, 1, 0)
-    a = Expected(0, 0, 5, 3, 0, 0, 15, 0, ["sw"])
-    b = Expected(0, 1, 5, 2, 1, 3, 12, 0, ["sw"])
+    first = {}
+    for seq in range(1000):
+        head = codec.word(0, seq, 0)
+        if head in first and codec.word(0, seq, 1) != codec.word(0, first[head], 1):
+            s0, s1 = first[head], seq
+            break
+        first.setdefault(head, seq)
+    a = Expected(0, s0, 5, 3, 0, 0, 15, 0, ["sw"])
+    b = Expected(0, s1, 5, 2, 1, 3, 12, 0, ["sw"])
     board = LockstepScoreboard([a, b], codec)
     for e in (a, b):
         board.injected(FakePacket(e.src, e.sequence, e.dst), e.injected)
     run(board, [FakeDelivery(5, words(codec, b), 12), FakeDelivery(5, words(codec, a), 15)], 20)
     assert board.mismatches == []
+    assert board.rtl_delivered == {a.key: 15, b.key: 12}

@@ -238,7 +238,7 @@ class BoardCore(wiring.Component):
                 source = network.o[e][a]
                 if self._fault is not None and self._fault[0] == e and a == 0:
                     m.submodules.fault = fault = FaultInjector(
-                        flit_width=fmt.flit_width, after=self._fault[1]
+                        flit_width=fmt.flit_width, src_width=fmt.dst_width, after=self._fault[1]
                     )
                     wiring.connect(m, network=source, fault=fault.i)
                     source = fault.o

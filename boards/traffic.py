@@ -8,18 +8,17 @@ per flit:
 - into the fabric, ``stream.Signature(packet_in_layout(flit_width, dst_width))``:
   ``data`` (``flit_width`` bits), ``dst`` (the destination endpoint id, read on the first beat),
   ``first``, ``last``; with backpressure (``ready``);
-- out of the fabric, ``stream.Signature(packet_out_layout(flit_width), always_ready=True)``:
-  ``data``, ``first``, ``last``; no backpressure (an endpoint always accepts).
+- out of the fabric, ``stream.Signature(packet_out_layout(flit_width, dst_width),
+  always_ready=True)``: ``data``, ``first``, ``last``, ``src`` (the source endpoint id); the
+  checker always takes (holding ``ready`` high).
 
-The endpoint puts the routing head in the low ``head_width`` bits of the head flit, so a head
-beat carries only its low ``flit_width - head_width`` data bits (``head_data_width``); they come
-out of the fabric shifted back down, with zeros above.
+Every beat's ``data`` arrives whole: the routing head rides in bits of its own beside it.
 
 Packet format
 -------------
 Every packet is ``packet_length`` beats. A **tag** of ``dst | src | seq | timestamp`` (LSB
-first: ``dst`` in the lowest bits) is spread over the low bits of the beats: the head beat's
-low ``head_data_width`` bits, then whole beats, as far as it needs. The other data bits are
+first: ``dst`` in the lowest bits) is spread over the low bits of the beats, beat by beat,
+as far as it needs. The other data bits are
 **fill**, a pseudo-random function of the tag: with a 32-bit xorshift state ``s`` starting at
 ``FILL_SEED``, beat ``k`` mixes its own tag chunk in (``s ^= fold32(chunk_k)``), fills its free
 bits from ``expand(s)`` (the same bit positions), then steps ``s = xorshift32(s)``. So any
@@ -92,9 +91,12 @@ def packet_in_layout(flit_width: int, dst_width: int) -> data.StructLayout:
     )
 
 
-def packet_out_layout(flit_width: int) -> data.StructLayout:
-    """A beat out of the fabric: ``data``, ``first``, ``last`` (``zfabric.hdl.endpoint``)."""
-    return data.StructLayout({"data": unsigned(flit_width), "first": 1, "last": 1})
+def packet_out_layout(flit_width: int, src_width: int) -> data.StructLayout:
+    """A beat out of the fabric: ``data``, ``first``, ``last``, ``src``
+    (``zfabric.hdl.endpoint``)."""
+    return data.StructLayout(
+        {"data": unsigned(flit_width), "first": 1, "last": 1, "src": unsigned(src_width)}
+    )
 
 
 # -- the fill function: Python model and Amaranth, kept side by side ---------------------------
@@ -156,8 +158,6 @@ class PacketFormat:
     ----------
     n_endpoints : int
     flit_width : int
-    head_width : int
-        Low bits of a head flit the endpoint uses for the routing head (``FlitLayout``).
     packet_length : int
         Beats (flits) per packet.
     seq_bits, timestamp_bits : int
@@ -168,7 +168,6 @@ class PacketFormat:
         *,
         n_endpoints: int,
         flit_width: int,
-        head_width: int,
         packet_length: int,
         seq_bits: int = 8,
         timestamp_bits: int = 16,
@@ -176,26 +175,18 @@ class PacketFormat:
         for name, value, low in (
             ("n_endpoints", n_endpoints, 2),
             ("flit_width", flit_width, 1),
-            ("head_width", head_width, 0),
             ("packet_length", packet_length, 1),
             ("seq_bits", seq_bits, 1),
             ("timestamp_bits", timestamp_bits, 1),
         ):
             if not isinstance(value, int) or value < low:
                 raise TypeError(f"{name} must be an integer >= {low}, not {value!r}")
-        if head_width >= flit_width:
-            raise ValueError(
-                f"a {flit_width}-bit head flit has no data bits left after a {head_width}-bit "
-                f"routing head"
-            )
         self.n_endpoints = n_endpoints
         self.flit_width = flit_width
-        self.head_width = head_width
         self.packet_length = packet_length
         self.seq_bits = seq_bits
         self.timestamp_bits = timestamp_bits
         self.dst_width = max(1, (n_endpoints - 1).bit_length())
-        self.head_data_width = flit_width - head_width
         self.fields = {
             "dst": self.dst_width,
             "src": self.dst_width,
@@ -203,31 +194,28 @@ class PacketFormat:
             "timestamp": timestamp_bits,
         }
         self.tag_width = sum(self.fields.values())
-        capacity = self.head_data_width + (packet_length - 1) * flit_width
+        capacity = packet_length * flit_width
         if self.tag_width > capacity:
             raise ValueError(
                 f"a packet of {packet_length} x {flit_width}-bit flits carries {capacity} data "
-                f"bits ({head_width} of the head go to routing); the tag needs {self.tag_width} "
+                f"bits; the tag needs {self.tag_width} "
                 f"(dst {self.dst_width} + src {self.dst_width} + seq {seq_bits} + timestamp "
                 f"{timestamp_bits}): use longer packets, wider flits or fewer seq/timestamp bits"
             )
         #: per beat: (usable data bits, tag bits in it, offset of those in the tag)
         self.beats = []
         offset = 0
-        for k in range(packet_length):
-            usable = self.head_data_width if k == 0 else flit_width
+        for _ in range(packet_length):
+            usable = flit_width
             chunk = min(usable, self.tag_width - offset)
             self.beats.append((usable, chunk, offset))
             offset += chunk
 
     @classmethod
     def from_plan(cls, plan, **kwargs) -> PacketFormat:
-        from zfabric.hdl.flit import head_width
-
         return cls(
             n_endpoints=len(plan.endpoints),
             flit_width=plan.flit_width,
-            head_width=head_width(plan),
             packet_length=plan.packet_length,
             **kwargs,
         )
@@ -239,7 +227,7 @@ class PacketFormat:
     def __repr__(self):
         return (
             f"PacketFormat(n_endpoints={self.n_endpoints}, flit_width={self.flit_width}, "
-            f"head_width={self.head_width}, packet_length={self.packet_length}, "
+            f"packet_length={self.packet_length}, "
             f"seq_bits={self.seq_bits}, timestamp_bits={self.timestamp_bits})"
         )
 
@@ -541,7 +529,8 @@ class Checker(wiring.Component):
 
     Members
     -------
-    i : ``In(stream.Signature(packet_out_layout(fmt.flit_width), always_ready=True))``
+    i : ``In(stream.Signature(packet_out_layout(fmt.flit_width, fmt.dst_width),
+        always_ready=True))``
     now : ``In(fmt.timestamp_bits)``
     received : ``Out(1)``
         Pulses once per delivered packet, three cycles after the cycle its tail arrived in.
@@ -565,7 +554,11 @@ class Checker(wiring.Component):
         self._ordered = bool(ordered)
         super().__init__(
             {
-                "i": In(stream.Signature(packet_out_layout(fmt.flit_width), always_ready=True)),
+                "i": In(
+                    stream.Signature(
+                        packet_out_layout(fmt.flit_width, fmt.dst_width), always_ready=True
+                    )
+                ),
                 "now": In(fmt.timestamp_bits),
                 "received": Out(1),
                 "latency": Out(fmt.timestamp_bits),
@@ -705,8 +698,8 @@ class IdealNetwork(wiring.Component):
 
     Every output has a round-robin arbiter over the inputs whose packet goes there; the winner
     holds the output until its tail. A granted beat is registered and delivered the next cycle
-    (no fabric timing is modelled). Head beats come out as the fabric delivers them: their data
-    cut to ``flit_width - head_width`` bits.
+    (no fabric timing is modelled). Every beat comes out with its data whole and its source's
+    id, as the fabric delivers it.
 
     Parameters
     ----------
@@ -728,7 +721,9 @@ class IdealNetwork(wiring.Component):
             {
                 "i": In(stream.Signature(packet_in_layout(fmt.flit_width, fmt.dst_width))).array(n),
                 "o": Out(
-                    stream.Signature(packet_out_layout(fmt.flit_width), always_ready=True)
+                    stream.Signature(
+                        packet_out_layout(fmt.flit_width, fmt.dst_width), always_ready=True
+                    )
                 ).array(n, 1),
             }
         )
@@ -775,9 +770,8 @@ class IdealNetwork(wiring.Component):
                         out.valid.eq(1),
                         out.payload.first.eq(beat.first),
                         out.payload.last.eq(beat.last),
-                        out.payload.data.eq(
-                            Mux(beat.first, beat.data[: fmt.head_data_width], beat.data)
-                        ),
+                        out.payload.data.eq(beat.data),
+                        out.payload.src.eq(i),
                         locked.eq(~beat.last),
                         owner.eq(i),
                         pointer.eq((i + 1) % n),
@@ -794,7 +788,8 @@ class FaultInjector(wiring.Component):
 
     Parameters
     ----------
-    flit_width : int
+    flit_width, src_width : int
+        As :func:`packet_out_layout`'s.
     after : int
         Beats to let through untouched before the corrupted one.
     bit : int
@@ -802,20 +797,20 @@ class FaultInjector(wiring.Component):
 
     Members
     -------
-    i : ``In(stream.Signature(packet_out_layout(flit_width), always_ready=True))``
-    o : ``Out(stream.Signature(packet_out_layout(flit_width), always_ready=True))``
+    i : ``In(stream.Signature(packet_out_layout(flit_width, src_width), always_ready=True))``
+    o : ``Out(stream.Signature(packet_out_layout(flit_width, src_width), always_ready=True))``
     injected : ``Out(1)``
         Sticky: the fault has been injected.
     """
 
-    def __init__(self, *, flit_width: int, after: int, bit: int = 0):
+    def __init__(self, *, flit_width: int, src_width: int, after: int, bit: int = 0):
         if not isinstance(after, int) or after < 0:
             raise TypeError(f"after must be a non-negative integer, not {after!r}")
         if not isinstance(bit, int) or not 0 <= bit < flit_width:
             raise TypeError(f"bit must be a data bit below {flit_width}, not {bit!r}")
         self._after = after
         self._bit = bit
-        sig = stream.Signature(packet_out_layout(flit_width), always_ready=True)
+        sig = stream.Signature(packet_out_layout(flit_width, src_width), always_ready=True)
         super().__init__({"i": In(sig), "o": Out(sig), "injected": Out(1)})
 
     def elaborate(self, platform):

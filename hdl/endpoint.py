@@ -40,6 +40,7 @@ from .flit import FlitLayout, LinkSignature, dst_width
 from .router.allocator import after, lowest_one, one_hot_index, round_robin
 
 __all__ = [
+    "AxisInLayout",
     "PacketInLayout",
     "PacketOutLayout",
     "Endpoint",
@@ -65,6 +66,17 @@ class PacketInLayout(data.StructLayout):
                 "first": 1,
                 "last": 1,
             }
+        )
+
+
+class AxisInLayout(data.StructLayout):
+    """One beat of an injected packet as the AXI4-Stream ports give it: ``data``, ``dst``
+    (``tdest``, read on the first beat), ``last``; the endpoint knows the first beat as the
+    one after a ``last`` (or reset)."""
+
+    def __init__(self, flit_layout: FlitLayout, dst_width: int):
+        super().__init__(
+            {"data": unsigned(flit_layout.payload_width), "dst": unsigned(dst_width), "last": 1}
         )
 
 
@@ -239,10 +251,14 @@ class Endpoint(wiring.Component):
     identity_port : bool
         Take the endpoint's id from an ``identity`` input instead of the constant ``source``,
         so that endpoints of a kind are one module.
+    axis : bool
+        Take beats without ``first`` (:class:`AxisInLayout`), as the AXI4-Stream ports of the
+        Verilog top give them: a register remembers whether the next beat starts a packet.
 
     Members
     -------
-    i : ``In(stream.Signature(PacketInLayout(flit_layout, dst_width)))``
+    i : ``In(stream.Signature(PacketInLayout(flit_layout, dst_width)))`` (``AxisInLayout``
+        with ``axis``)
     o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
     inject : ``Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
@@ -260,6 +276,7 @@ class Endpoint(wiring.Component):
         source: int,
         identity_port: bool = False,
         injection_vcs: int = 1,
+        axis: bool = False,
     ):
         if isinstance(heads, TableHeads):
             for dst, choices in heads.table.items():
@@ -293,8 +310,10 @@ class Endpoint(wiring.Component):
             )
         self._source = source
         self._identity_port = bool(identity_port)
+        self._axis = bool(axis)
+        beats = (AxisInLayout if self._axis else PacketInLayout)(flit_layout, dst_width)
         members = {
-            "i": In(stream.Signature(PacketInLayout(flit_layout, dst_width))),
+            "i": In(stream.Signature(beats)),
             "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
             "inject": Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments),
             "eject": In(LinkSignature(flit_layout, 1)).array(n_attachments),
@@ -334,6 +353,7 @@ class Endpoint(wiring.Component):
             self._heads.key,
             self._identity_port,
             None if self._identity_port else self._source,
+            self._axis,
         )
 
     def elaborate(self, platform):
@@ -341,6 +361,13 @@ class Endpoint(wiring.Component):
         layout = self._flit_layout
         n = self._n_attachments
         beat = self.i.payload
+        send = self.i.valid & self.i.ready
+        if self._axis:
+            first = Signal(init=1, name="first")  # the next beat starts a packet
+            with m.If(send):
+                m.d.sync += first.eq(beat.last)
+        else:
+            first = beat.first
 
         vcs = self._n_vcs
         credits = [
@@ -366,16 +393,15 @@ class Endpoint(wiring.Component):
         current_vc = Signal(vcs, init=1)  # and its VC (one-hot)
         chosen = [Signal(vcs, name=f"chosen{a}") for a in range(n)]  # per attachment: the VC
         for a in range(n):
-            with m.If(beat.first):
+            with m.If(first):
                 m.d.comb += chosen[a].eq(vc_pick[a] & first_choice[a].replicate(vcs))
             with m.Else():
                 m.d.comb += chosen[a].eq(current_vc & has_credit[a] & current[a].replicate(vcs))
         m.d.comb += self.i.ready.eq(Cat(*chosen).any())
-        send = self.i.valid & self.i.ready
         head_vc = 0
         for a in range(n):
             head_vc = head_vc | chosen[a]
-        with m.If(send & beat.first):
+        with m.If(send & first):
             m.d.sync += [
                 current.eq(first_choice),
                 current_vc.eq(head_vc),
@@ -385,13 +411,13 @@ class Endpoint(wiring.Component):
         head = 0
         for a in range(n):
             head = head | (heads[a] & first_choice[a].replicate(layout.head_width))
-        head = head & beat.first.replicate(layout.head_width)  # zero on body and tail flits
+        head = head & first.replicate(layout.head_width)  # zero on body and tail flits
 
         for a in range(n):
             link = self.inject[a]
             m.d.sync += [
                 link.flit.valid.eq(send & chosen[a].any()),
-                link.flit.payload.kind.eq(Cat(beat.first, beat.last)),
+                link.flit.payload.kind.eq(Cat(first, beat.last)),
                 link.flit.payload.vc.eq(one_hot_index(chosen[a], layout.vc_width)),
                 link.flit.payload.head.eq(head),
                 link.flit.payload.src.eq(source),

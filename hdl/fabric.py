@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -108,7 +108,12 @@ class Fabric(wiring.Component):
                 )
         self.endpoints = [
             Endpoint.from_plan(
-                plan, e, flit_layout=layout, routing=routing, identity_port=identity_ports
+                plan,
+                e,
+                flit_layout=layout,
+                routing=routing,
+                identity_port=identity_ports,
+                axis=axis,
             )
             for e in range(n)
         ]
@@ -173,20 +178,17 @@ class Fabric(wiring.Component):
         return m
 
     def _axis_in(self, m: Module, e: int, stream) -> None:
-        """Endpoint ``e``'s ``s<e>_axis`` ports onto its ``i`` stream: a beat is a packet's
-        first when it follows a beat with ``tlast`` (or reset), which a register remembers."""
-        port = {s: getattr(self, axis_name(e, s)) for s in ("tvalid", "tready", "tdata")}
-        tlast, tdest = getattr(self, axis_name(e, "tlast")), getattr(self, axis_name(e, "tdest"))
-        first = Signal(init=1, name=f"s{e}_first")
-        with m.If(stream.valid & stream.ready):
-            m.d.sync += first.eq(tlast)
+        """Endpoint ``e``'s ``s<e>_axis`` ports onto its ``i`` stream (``AxisInLayout``)."""
+
+        def port(signal):
+            return getattr(self, axis_name(e, signal))
+
         m.d.comb += [
-            stream.valid.eq(port["tvalid"]),
-            port["tready"].eq(stream.ready),
-            stream.payload.data.eq(port["tdata"]),
-            stream.payload.dst.eq(tdest),
-            stream.payload.first.eq(first),
-            stream.payload.last.eq(tlast),
+            stream.valid.eq(port("tvalid")),
+            port("tready").eq(stream.ready),
+            stream.payload.data.eq(port("tdata")),
+            stream.payload.dst.eq(port("tdest")),
+            stream.payload.last.eq(port("tlast")),
         ]
 
     def _axis_out(self, m: Module, e: int, a: int, stream) -> None:

@@ -19,7 +19,7 @@ from zfabric.boards.traffic import (
     TrafficSettings,
 )
 
-FMT = PacketFormat(n_endpoints=4, flit_width=16, head_width=2, packet_length=4)
+FMT = PacketFormat(n_endpoints=4, flit_width=16, packet_length=4)
 
 
 def simulate(dut, testbench):
@@ -61,10 +61,10 @@ def test_encode_decode_round_trip_and_fill_check():
 def test_a_tag_that_does_not_fit_is_refused():
     with pytest.raises(
         ValueError,
-        match=r"^a packet of 1 x 16-bit flits carries 14 data bits \(2 of the head go to "
-        r"routing\); the tag needs 28 \(dst 2 \+ src 2 \+ seq 8 \+ timestamp 16\)",
+        match=r"^a packet of 1 x 16-bit flits carries 16 data bits; the tag needs 28 "
+        r"\(dst 2 \+ src 2 \+ seq 8 \+ timestamp 16\)",
     ):
-        PacketFormat(n_endpoints=4, flit_width=16, head_width=2, packet_length=1)
+        PacketFormat(n_endpoints=4, flit_width=16, packet_length=1)
 
 
 def test_settings_are_validated():
@@ -281,7 +281,9 @@ def loopback(fmt, network, *, settings, cycles, run, fault=None, ordered=True):
         wiring.connect(m, gen.o, network.i[e])
         source = network.o[e][0]
         if fault is not None and fault[0] == e:
-            m.submodules.fault = injector = FaultInjector(flit_width=fmt.flit_width, after=fault[1])
+            m.submodules.fault = injector = FaultInjector(
+                flit_width=fmt.flit_width, src_width=fmt.dst_width, after=fault[1]
+            )
             wiring.connect(m, source, injector.i)
             source = injector.o
         wiring.connect(m, source, check.i)
@@ -342,5 +344,4 @@ def test_layouts_match_the_endpoint():
     plan = torus_plan([2, 2])
     layout = FlitLayout.from_plan(plan)
     assert packet_in_layout(16, 2) == PacketInLayout(layout, 2)
-    assert packet_out_layout(16) == PacketOutLayout(layout)
-    assert PacketFormat.from_plan(plan).head_width == layout.head_width
+    assert packet_out_layout(16, 2) == PacketOutLayout(layout)

@@ -412,7 +412,8 @@ WAIVERS = {
     "PROCASSINIT": "Yosys writes a register's power-up value (Amaranth's init) as the "
     "initialiser of its declaration, and its clocked block assigns it",
     "UNUSEDSIGNAL": "bits nothing reads: the carry bits of Amaranth's widened arithmetic, "
-    "fields a generic port carries that this module ignores (a flit's VC at the endpoint, "
+    "fields a generic port carries that this module ignores (a flit's VC and spent routing "
+    "head at the endpoint, "
     "credits of endpoint-facing outputs, grants of turns no packet takes), and each switch's "
     "overflow flag, which the top leaves unconnected",
 }

@@ -46,6 +46,7 @@ class Fabric(wiring.Component):
 
     Members
     -------
+    (with ``axis``: ``s<e>_axis_*`` and ``m<e>_axis_*`` instead, docs/rtl.md)
     i : ``In(stream.Signature(PacketInLayout(...))).array(n_endpoints)``
         Packets into endpoint ``e``, by endpoint id.
     o : ``Out(stream.Signature(PacketOutLayout(...))).array(n_endpoints, n_attachments)``

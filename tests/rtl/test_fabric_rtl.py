@@ -122,9 +122,11 @@ STALLS = [("torus-4x4", "near"), ("znode-64", "near")]
 
 @pytest.mark.parametrize("fabric, load", STALLS, ids=[f"{f}-{load}" for f, load in STALLS])
 def test_lockstep_eject_stalls(plan_of, need_sim, cosim_dir, fabric, load):
-    """Receivers hold ``ready`` low in 30% of cycles near the knee: the local outputs run out
-    of credit, receive buffers fill, and the RTL still delivers every packet in the model's
-    cycle. The stalls must cost latency, or the pattern never reached the RTL."""
+    """Receivers hold each ``m<e>_axis_tready`` low in 30% of cycles near the knee: the local
+    outputs run out of credit, receive buffers fill, and the RTL still delivers every packet
+    through the AXI4-Stream ports in the model's cycle, every ``tdata`` bit of every beat (random
+    full-width words) and the right ``tid``, none lost, none twice. The stalls must cost
+    latency, or the pattern never reached the RTL."""
     report = lockstep_router(
         plan_of, need_sim("icarus"), cosim_dir, None, fabric, load, stall=STALL
     )
@@ -142,10 +144,12 @@ def test_lockstep_eject_stalls_verilator(plan_of, need_sim, cosim_dir, fabric, l
 
 @pytest.mark.slow
 def test_lockstep_snode_icarus(plan_of, need_sim, cosim_dir):
-    """The super node: 4 Znodes joined by side links, multi-homed processors, near the knee."""
+    """The super node: 4 Znodes joined by side links, multi-homed processors (two outputs
+    ``m<e>_0_axis``, ``m<e>_1_axis`` each, both stalled at random), near the knee."""
     plan = plan_of("snode-128")
     trace = load_trace(plan, "snode-128", "near")
-    check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
+    sim = need_sim("icarus")
+    check(cosim(plan, trace, sim=sim, build_dir=cosim_dir, eject_stall=STALL, eject_seed=128))
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def component_ports(component: wiring.Component) -> dict:
 #: Yosys' time-0 trigger of a comb process: a dummy ``reg`` declared with an initial value
 _TRIGGER = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;")
 
-#: a port wire of an RTLIL module: ``wire width 38 input 3 \i__0__payload``
+#: a port wire of an RTLIL module: ``wire width 32 input 5 \s0_axis_tdata``
 _PORT_WIRE = re.compile(r"^(  wire .*\b(?:input|output|inout) )(\d+)( +\\(\S+))$", re.M)
 #: one RTLIL cell of a built-in type, its parameters and connections
 _CELL = re.compile(r"^  cell (\$\w+) (\S+)\n((?:    .*\n)*?)  end\n", re.M)

@@ -118,10 +118,13 @@ def test_verilog_writes_module_waivers_plan_and_ports(tmp_path, capsys):
         line.split()[2]: line.split()[:2]
         for line in (out / "ring_3.ports").read_text().splitlines()
     }
-    for endpoint in range(3):  # one packet stream in and out per endpoint (plus clk and rst)
-        assert ports[f"i__{endpoint}__valid"] == ["input", "1"]
-        assert ports[f"i__{endpoint}__ready"] == ["output", "1"]
-        assert ports[f"o__{endpoint}__0__valid"] == ["output", "1"]
+    for e in range(3):  # an AXI4-Stream in and out per endpoint (plus clk and rst)
+        assert ports[f"s{e}_axis_tvalid"] == ["input", "1"]
+        assert ports[f"s{e}_axis_tready"] == ["output", "1"]
+        assert ports[f"s{e}_axis_tdata"] == ["input", "16"]
+        assert ports[f"s{e}_axis_tdest"] == ["input", "2"]  # 3 endpoints: 2-bit ids
+        assert ports[f"m{e}_axis_tvalid"] == ["output", "1"]
+        assert ports[f"m{e}_axis_tid"] == ["output", "2"]
 
 
 def test_verilog_refuses_a_cyclic_plan(tmp_path, capsys):

@@ -227,3 +227,44 @@ def test_heads_take_injection_vcs_round_robin_among_those_with_credit():
     sim.run()
     # the credit pulse of cycle 5 counts at its end: VC 1 can be taken at 6
     assert log == [(1, 0), (1, 1), (1, 0), (1, 1), (0, None), (0, None), (1, 1)]
+
+
+def test_axis_mode_knows_a_packets_first_beat_from_the_last_one():
+    """``axis``: beats carry no ``first``; the beat after a ``last`` (or reset) is a head. Beats
+    (last = 0, 1, 1, 0, 0, 1) are one 2-flit packet, a single flit and a 3-flit packet; only
+    the heads carry the routing head (from ``dst``, read on the head beat only)."""
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
+    dut = Endpoint(
+        flit_layout=layout,
+        dst_width=4,
+        n_attachments=1,
+        buffer_depth=8,
+        heads=DirectHeads(),
+        source=2,
+        axis=True,
+    )
+    beats = [(0, 5), (1, 6), (1, 7), (0, 9), (0, 3), (1, 3)]  # (last, dst)
+    log = []
+
+    async def testbench(ctx):
+        for index, (last, dst) in enumerate(beats):
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, {"data": 0xA0 + index, "dst": dst, "last": last})
+            assert ctx.get(dut.i.ready)
+            await ctx.tick()
+            flit = ctx.get(dut.inject[0].flit.payload)
+            log.append((flit.kind, int(flit.head), int(flit.payload)))
+        ctx.set(dut.i.valid, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert log == [
+        (FlitKind.HEAD, 5, 0xA0),
+        (FlitKind.TAIL, 0, 0xA1),
+        (FlitKind.SINGLE, 7, 0xA2),
+        (FlitKind.HEAD, 9, 0xA3),
+        (FlitKind.BODY, 0, 0xA4),
+        (FlitKind.TAIL, 0, 0xA5),
+    ]

@@ -32,7 +32,9 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
     return result.returncode, set(re.findall(r"%Warning-(\w+)", result.stderr))
 
 
-@pytest.mark.parametrize("name", ["torus-4x4"])
+#: one attachment per endpoint, switches and twin nodes (snode-128's two attachments per
+#: endpoint lint clean too, but take minutes to emit and lint)
+@pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2"])
 def test_verilator_lints_the_emitted_fabric(example, tmp_path, name):
     emission = write(compile_plan(load_spec(example(name))), tmp_path)
     verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"

@@ -123,12 +123,11 @@ class Heads:
     """How an endpoint turns a destination into injection choices and routing heads.
 
     ``build(m, dst, identity)`` returns (a mask of allowed attachments, whose order is the
-    choices' priority, and one head value per attachment). ``identity`` is the source's id
-    where the heads depend on it (``identity_width`` > 0).
+    choices' priority, and one head value per attachment). ``identity`` is the source's id,
+    which only heads with ``by_source`` read.
     """
 
-    identity_width = 0
-    identity = 0
+    by_source = False
     key: tuple = ()
 
     def build(self, m, dst, identity, n_attachments, head_width):
@@ -172,10 +171,11 @@ class SlicedHeads(Heads):
     down to 1.
     """
 
-    def __init__(self, *, z, znodes, side, src, dst_width):
+    by_source = True
+
+    def __init__(self, *, z, znodes, side):
         self.z, self.znodes, self.side = tuple(z), znodes, tuple(side)
-        self.identity_width, self.identity = dst_width, src
-        self.key = ("sliced", self.z, znodes, self.side, dst_width)
+        self.key = ("sliced", self.z, znodes, self.side)
 
     def build(self, m, dst, identity, n_attachments, head_width):
         z, n = self.z, len(self.z)
@@ -216,13 +216,7 @@ def heads_for(plan: FabricPlan, src: int, routing=None) -> Heads:
     """The head builder of endpoint ``src``: arithmetic where the routing allows, else a table."""
     if plan.routing.name == "sliced":
         params = plan.routing.params
-        return SlicedHeads(
-            z=params["z"],
-            znodes=params["znodes"],
-            side=params["side"],
-            src=src,
-            dst_width=dst_width(plan),
-        )
+        return SlicedHeads(z=params["z"], znodes=params["znodes"], side=params["side"])
     table = injection_table(plan, src, routing)
     if all(choices == ((0, dst),) for dst, choices in table.items()):
         return DirectHeads()

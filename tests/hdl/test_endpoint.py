@@ -45,9 +45,9 @@ def test_heads_agree_with_the_routing_functions_injections(example, name, kind):
     # endpoints differ only by their identity: one module kind for all
     assert len({b.key for b in builders}) == 1
     m = Module()
-    dst, identity = Signal(width), Signal(max(1, builders[0].identity_width))
+    dst, identity = Signal(width), Signal(width)
     outputs = {}
-    for src in (0,) if builders[0].identity_width or kind is DirectHeads else range(n):
+    for src in (0,) if builders[0].by_source or kind is DirectHeads else range(n):
         outputs[src] = builders[src].build(m, dst, identity, n_att, layout.head_width)
     results = {}
 
@@ -55,7 +55,7 @@ def test_heads_agree_with_the_routing_functions_injections(example, name, kind):
         for src, (choices, heads) in outputs.items():
             sources = range(n) if len(outputs) == 1 else (src,)
             for s in sources:
-                ctx.set(identity, builders[s].identity)
+                ctx.set(identity, s)
                 for d in range(n):
                     if d == s:
                         continue

@@ -147,7 +147,8 @@ def main() -> None:
         )
         for name in ("torus-4x4", "ndt-4x4x4")
     )
-    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4)
+    # a 16-endpoint fabric's flit (torus-4x4's): 4-bit head and source id beside 32 data bits
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
     designs = [
         ("torus-4x4 switch (5 ports, 2 VCs)", lambda: Switch.from_plan(torus, 5)),
         (
@@ -158,7 +159,10 @@ def main() -> None:
     if not args.quick:
         for vcs in (1, 2, 3, 4):
             wide = FlitLayout(
-                payload_width=32, vc_width=max(1, (vcs - 1).bit_length()), head_width=4
+                payload_width=32,
+                vc_width=max(1, (vcs - 1).bit_length()),
+                head_width=4,
+                src_width=4,
             )
             designs.append((f"5 ports, {vcs} VCs", lambda v=vcs, w=wide: synthetic_switch(5, v, w)))
         for n_ports in (3, 5, 7, 9):

@@ -19,6 +19,7 @@ import json
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -41,8 +42,10 @@ from amaranth.lib import wiring
 from zfabric.plan import FabricPlan
 
 from .fabric import Fabric
+from .fabric_docs import Hops, instantiation_template, readme
 from .flit import FlitLayout
 from .naming import CLOCK_PORTS, identifier, kind_names, port_legend, top_port_order
+from .testbench import testbench
 
 __all__ = [
     "SUFFIXES",
@@ -52,6 +55,7 @@ __all__ = [
     "BlackBox",
     "Emission",
     "emit",
+    "split_modules",
     "top_module_name",
     "untriggered_comb_blocks",
     "waivers",
@@ -300,6 +304,8 @@ class Emission:
     top_seconds: float = 0.0
     #: seconds Yosys spent writing the Verilog of all of them
     yosys_seconds: float = 0.0
+    #: the files :func:`write` wrote, relative to its folder
+    files: list[str] = field(default_factory=list)
 
 
 def top_module_name(plan: FabricPlan) -> str:
@@ -418,31 +424,83 @@ WAIVERS = {
     "overflow flag, which the top leaves unconnected",
 }
 
-#: the files :func:`write` writes, after the top's name
-SUFFIXES = (".v", ".vlt", ".plan.json", ".ports")
+#: the files :func:`write` writes, after the top's name (``--split`` adds one per module and
+#: ``NAME.f``, the list of them)
+SUFFIXES = (".v", ".vlt", ".plan.json", ".ports", "_README.md", "_inst.v", "_tb.v")
 
 
-def waivers(top: str) -> str:
+def waivers(top: str, files: Sequence[str] | None = None) -> str:
     """``<top>.vlt``: a Verilator configuration file waiving :data:`WAIVERS` in ``<top>.v``
-    (``verilator --lint-only -Wall <top>.vlt <top>.v``)."""
-    lines = ["`verilator_config", f"// {top}.vlt: warnings of -Wall that {top}.v carries by design"]
+    (``verilator --lint-only -Wall <top>.vlt <top>.v``), or in each of the module ``files`` of a
+    split emission (there each file is named after its module: no DECLFILENAME)."""
+    files = list(files) if files is not None else [f"{top}.v"]
+    lines = ["`verilator_config", f"// {top}.vlt: warnings of -Wall that {top}'s Verilog carries"]
     for rule, reason in WAIVERS.items():
-        lines += [f"// {rule}: {reason}", f'lint_off -rule {rule} -file "*{top}.v"']
+        if rule == "DECLFILENAME" and files != [f"{top}.v"]:
+            continue
+        lines.append(f"// {rule}: {reason}")
+        lines += [f'lint_off -rule {rule} -file "*{name}"' for name in files]
     return "\n".join(lines) + "\n"
 
 
-def write(plan: FabricPlan, directory: Path, *, share: bool = True) -> Emission:
-    """Write ``<name>.v``, its Verilator waivers ``<name>.vlt``, ``<name>.plan.json`` and
-    ``<name>.ports`` (``direction width name`` per top port, in port order) into ``directory``."""
+#: a module of Yosys' output: its attribute lines, ``module NAME(`` ... ``endmodule``
+_MODULE = re.compile(r"^((?:\(\*.*\*\)\n)*)module (\w+)\(.*?^endmodule\n", re.M | re.S)
+
+
+def split_modules(emission: Emission) -> dict[str, str]:
+    """One Verilog text per module, by module name, the top's first: the top's keeps the file's
+    header comment, every other starts with a line naming the fabric it belongs to."""
+    modules = {}
+    for index, match in enumerate(_MODULE.finditer(emission.text)):
+        name = match.group(2)
+        if index == 0:
+            if name != emission.top:
+                raise ValueError(f"the first module is {name!r}, not the top {emission.top!r}")
+            modules[name] = emission.text[: match.end()]
+        else:
+            top = emission.top
+            intro = f"// {name}.v: a module of the zfabric fabric {top} (see {top}.v)\n\n"
+            modules[name] = intro + match.group(0)
+    return modules
+
+
+def write(
+    plan: FabricPlan,
+    directory: Path,
+    *,
+    share: bool = True,
+    split: bool = False,
+    hops: Hops | None = None,
+    figures: dict | None = None,
+) -> Emission:
+    """Write into ``directory``: the Verilog, ``<name>.v`` (with ``split``, one ``<module>.v``
+    per module instead, the top's being ``<name>.v``, and ``<name>.f`` listing them in compile
+    order), its Verilator waivers ``<name>.vlt``, ``<name>.plan.json``, ``<name>.ports``
+    (``direction width name`` per top port, in port order), ``<name>_README.md``
+    (:func:`~zfabric.hdl.fabric_docs.readme`; ``hops`` and ``figures`` go into it),
+    ``<name>_inst.v`` (an instantiation template) and ``<name>_tb.v`` (a self-checking
+    testbench, :func:`~zfabric.hdl.testbench.testbench`). ``Emission.files`` lists them."""
     emission = emit(plan, share=share)
+    top = emission.top
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{emission.top}.v").write_text(emission.text)
-    (directory / f"{emission.top}.vlt").write_text(waivers(emission.top))
-    (directory / f"{emission.top}.plan.json").write_text(plan.to_json(indent=1))
-    (directory / f"{emission.top}.ports").write_text(
-        "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
+    texts = {f"{top}.v": emission.text}
+    if split:
+        texts = {f"{module}.v": text for module, text in split_modules(emission).items()}
+        texts[f"{top}.f"] = "".join(f"{name}\n" for name in texts)
+    verilog = [name for name in texts if name.endswith(".v")]
+    texts[f"{top}.vlt"] = waivers(top, verilog)
+    texts[f"{top}.plan.json"] = plan.to_json(indent=1)
+    texts[f"{top}.ports"] = "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
+    texts[f"{top}_inst.v"] = instantiation_template(top, emission.ports)
+    texts[f"{top}_tb.v"] = testbench(plan, top, emission.ports)
+    files = [*texts, f"{top}_README.md"]
+    texts[f"{top}_README.md"] = readme(
+        plan, top, emission.text, emission.ports, hops=hops, figures=figures, files=files
     )
+    for name, text in texts.items():
+        (directory / name).write_text(text)
+    emission.files = files
     return emission
 
 

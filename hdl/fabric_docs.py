@@ -46,7 +46,10 @@ def _header(text: str) -> list[str]:
         if not line.startswith("//"):
             break
         lines.append(line[3:])
-    return lines[2:]
+    body = lines[2:]
+    while body and not body[0]:
+        body.pop(0)
+    return body
 
 
 def _figures_section(figures: dict) -> list[str]:
@@ -183,6 +186,6 @@ def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> s
     lines += ["", f"{top} u_{top} ("]
     for index, (direction, width, name) in enumerate(every):
         comma = "," if index < len(every) - 1 else " "
-        lines.append(f"    .{name:{pad}} ({name:{pad}}){comma} // {direction}, {width} bits")
+        lines.append(f"    .{name:{pad}} ({name:{pad}}){comma} // {direction}, {width} bit{'s' * (width > 1)}")
     lines += [");", ""]
     return "\n".join(lines)

@@ -107,6 +107,7 @@ _TEMPLATE = """\
 // intact, in order, at its destination. Prints FAIL: lines for what went wrong and a last line
 // starting PASS or FAIL, then $finish. With Icarus Verilog:
 //   iverilog -g2012 -o {top}_tb.vvp {top}_tb.v {top}.v && vvp {top}_tb.vvp
+// (with the Verilog split into a file per module: -c {top}.f in place of {top}.v)
 `timescale 1ns / 1ps
 
 module {top}_tb;

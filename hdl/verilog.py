@@ -444,7 +444,7 @@ def waivers(top: str, files: Sequence[str] | None = None) -> str:
 
 
 #: a module of Yosys' output: its attribute lines, ``module NAME(`` ... ``endmodule``
-_MODULE = re.compile(r"^((?:\(\*.*\*\)\n)*)module (\w+)\(.*?^endmodule\n", re.M | re.S)
+_MODULE = re.compile(r"^((?:\(\*[^\n]*\*\)\n)*)module (\w+)\(.*?^endmodule\n", re.M | re.S)
 
 
 def split_modules(emission: Emission) -> dict[str, str]:

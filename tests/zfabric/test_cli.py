@@ -109,6 +109,7 @@ def test_verilog_writes_module_waivers_plan_and_ports(tmp_path, capsys):
     out = tmp_path / "rtl"
     assert main(["verilog", str(spec), "-o", str(out)]) == 0
     written = ["ring_3.plan.json", "ring_3.ports", "ring_3.v", "ring_3.vlt"]
+    written += ["ring_3_README.md", "ring_3_inst.v", "ring_3_tb.v"]
     assert sorted(p.name for p in out.iterdir()) == [".zfabric-manifest", *written]
     assert (out / ".zfabric-manifest").read_text().split() == written
     assert "module ring_3(" in (out / "ring_3.v").read_text()

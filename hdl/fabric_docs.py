@@ -134,7 +134,8 @@ def readme(
         mean = plan.router.zero_load_latency(hops.average, 1)
         lines += [
             "",
-            f"This fabric's routes cross at most {hops.diameter} links ({hops.average:.3f} on "
+            f"This fabric's routes cross at most {hops.diameter} link"
+            f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on "
             f"average over ordered pairs of endpoints): a one-flit packet takes {worst:g} cycles "
             f"at most, {mean:.2f} on average.",
         ]
@@ -186,6 +187,7 @@ def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> s
     lines += ["", f"{top} u_{top} ("]
     for index, (direction, width, name) in enumerate(every):
         comma = "," if index < len(every) - 1 else " "
-        lines.append(f"    .{name:{pad}} ({name:{pad}}){comma} // {direction}, {width} bit{'s' * (width > 1)}")
+        bits = f"{width} bit{'s' * (width > 1)}"
+        lines.append(f"    .{name:{pad}} ({name:{pad}}){comma} // {direction}, {bits}")
     lines += [");", ""]
     return "\n".join(lines)

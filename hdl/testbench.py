@@ -19,6 +19,8 @@ Port names come from the emitted top's port list (``Emission.ports``) read throu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from zfabric.plan import FabricPlan
 
 from .naming import AXIS_IN, AXIS_OUT, CLOCK_PORTS, axis_name
@@ -32,7 +34,11 @@ _WIDTHS = {"tdata": "TDATAW", "tdest": "TDESTW", "tid": "TIDW"}
 MAX_MESSAGES = 10
 
 
-def _connections(plan: FabricPlan, ports, attachments: int) -> tuple[dict[str, str], dict]:
+#: ``(direction, width, name)`` per port of the top, clock and reset left out (``Emission.ports``)
+Ports = Sequence[tuple[str, int, str]]
+
+
+def _connections(plan: FabricPlan, ports: Ports, attachments: int) -> tuple[dict, dict]:
     """Per top port, the testbench expression it connects to, and the widths of ``tdata``,
     ``tdest`` and ``tid``; refuses a top whose ports are not the streams ``axis_name`` names."""
     widths = {name: width for _, width, name in ports}
@@ -64,7 +70,7 @@ def _connections(plan: FabricPlan, ports, attachments: int) -> tuple[dict[str, s
     return conns, {"W": bits["tdata"], "DW": bits["tdest"], "IW": bits["tid"]}
 
 
-def testbench(plan: FabricPlan, top: str, ports, *, beats: int = 3, stall: int = 7) -> str:
+def testbench(plan: FabricPlan, top: str, ports: Ports, *, beats: int = 3, stall: int = 7) -> str:
     """The testbench of the fabric of ``plan`` emitted as module ``top`` with ``ports``
     (``Emission.ports``): packets of ``beats`` beats; each output's ``tready`` low one cycle in
     ``stall`` (0: always high)."""

@@ -7,9 +7,11 @@ top. Each kind is converted once and instantiated as often as the plan needs it,
 time grows with the number of kinds plus a top that only wires instances, not with the
 number of switches times their logic.
 
-:func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v``, ``<name>.vlt`` (Verilator
-waivers for ``-Wall``), ``<name>.plan.json`` and ``<name>.ports`` (one ``direction width name``
-line per top port). The Verilog's header comment says what was generated from what; module
+:func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v`` (or, split, one file per
+module), ``<name>.vlt`` (Verilator waivers for ``-Wall``), ``<name>.plan.json``,
+``<name>.ports`` (one ``direction width name`` line per top port) and, for the designer, a
+README, an instantiation template and a self-checking testbench (``fabric_docs``,
+``testbench``). The Verilog's header comment says what was generated from what; module
 and port names come from :mod:`~zfabric.hdl.naming`.
 """
 

@@ -131,3 +131,14 @@ def test_instantiation_template_elaborates_against_the_fabric(icarus, plan_of, t
         text=True,
     )
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_split_output_lints_clean_under_its_waivers(plan_of, tmp_path):
+    """Verilator on the files of ``--split``: clean with the default warnings, and with -Wall
+    under ``NAME.vlt`` (which waives each rule file by file, and no DECLFILENAME)."""
+    from test_lint import lint
+
+    emission = write(plan_of("torus-4x4"), tmp_path, split=True)
+    files = (tmp_path / f"{emission.top}.f").read_text().split()
+    assert lint(tmp_path, *files) == (0, set())
+    assert lint(tmp_path, "-Wall", f"{emission.top}.vlt", *files) == (0, set())

@@ -37,7 +37,7 @@ def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
     assert positions == sorted(positions) and len(ports) == 3 * 10
     assert "**2·H + L + 2 cycles**" in text
     # ring-3 under DOR: 1 hop to either neighbour, so diameter 1 and average 1
-    assert "at most 1 links (1.000 on average" in text and "takes 5 cycles at most" in text
+    assert "at most 1 link (1.000 on average" in text and "takes 5 cycles at most" in text
     assert "Not measured here" in text
     for name in ("ring_3_inst.v", "ring_3_tb.v", "ring_3.v"):
         assert f"`{name}`" in text

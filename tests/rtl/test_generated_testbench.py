@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from zfabric.hdl.verilog import write
 
+from zfabric import compile_plan, load_spec
+
 
 @pytest.fixture
 def icarus(need_sim):
@@ -47,6 +49,17 @@ def test_generated_testbench_passes(icarus, plan_of, tmp_path, name):
     lines = run_testbench(tmp_path, emission.top, [f"{emission.top}.v"])
     n = len(plan.endpoints)
     assert len(lines) == 1 and lines[0].startswith(f"PASS: {n * (n - 1)} packets of 3 beats")
+
+
+def test_generated_testbench_passes_with_two_attachments_per_endpoint(icarus, tmp_path):
+    """A 2-Snode fabric: each endpoint has two output streams, and a packet may leave on
+    either."""
+    topology = {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2]}
+    plan = compile_plan(load_spec({"name": "snode-16", "topology": topology, "routing": "sliced"}))
+    assert {len(endpoint.attachments) for endpoint in plan.endpoints} == {2}
+    emission = write(plan, tmp_path)
+    lines = run_testbench(tmp_path, emission.top, [f"{emission.top}.v"])
+    assert len(lines) == 1 and lines[0].startswith("PASS: 240 packets of 3 beats")
 
 
 def test_generated_testbench_fails_when_one_switch_routes_wrong(icarus, plan_of, tmp_path):

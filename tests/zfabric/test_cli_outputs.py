@@ -382,7 +382,8 @@ def test_verilog_of_two_fabrics_into_one_folder_keeps_both(tmp_path, capsys):
     first = _snapshot(out)
     assert main(["verilog", str(_ring(tmp_path, 4)), "-o", str(out)]) == 0
     after = _snapshot(out)
-    suffixes = (".v", ".vlt", ".plan.json", ".ports")
+    from zfabric.hdl.verilog import SUFFIXES as suffixes
+
     for suffix in suffixes:
         assert after["ring_3" + suffix] == first["ring_3" + suffix]
     names = {f"ring_{k}{suffix}" for k in (3, 4) for suffix in suffixes}

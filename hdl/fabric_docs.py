@@ -52,6 +52,21 @@ def _header(text: str) -> list[str]:
     return body
 
 
+def _describe(top: str, name: str) -> str:
+    """What the file ``name`` written beside the Verilog of ``top`` holds."""
+    what = {
+        f"{top}.v": "the Verilog (the top, and every module unless split)",
+        f"{top}.f": "the Verilog files in compile order",
+        f"{top}.vlt": "Verilator waivers for `-Wall`, each with its reason",
+        f"{top}.plan.json": "the compiled plan the Verilog was generated from",
+        f"{top}.ports": "direction, width and name of every port of the top, in port order",
+        f"{top}_inst.v": "an instantiation template",
+        f"{top}_tb.v": "the self-checking testbench",
+        f"{top}_README.md": "this file",
+    }
+    return what.get(name, "a module of the Verilog")
+
+
 def _figures_section(figures: dict) -> list[str]:
     """Markdown of a ``zfabric synth --json`` report: cells per module kind and in total."""
     conditions = figures.get("conditions", {})
@@ -152,7 +167,7 @@ def readme(
         "",
         "## Files",
         "",
-        *(f"- `{name}`" for name in files),
+        *(f"- `{name}`: {_describe(top, name)}" for name in files),
         "",
         "## Testbench",
         "",

@@ -240,11 +240,11 @@ class Switch(wiring.Component):
         with m.If(alloc.pop[port][vc] & kind[0]):
             m.d.sync += routed.eq(0)
         with m.Elif(~routed):
-            m.d.sync += [
-                routed.eq(front.valid & kind[0]),
-                cand.eq(route.cand),
-                next_head.eq(route.next_head),
-            ]
+            m.d.sync += routed.eq(front.valid & kind[0])
+        # a head pops only once routed, so loading on ``~routed`` alone is the same as in the
+        # ``Elif`` above, and keeps the pop (the allocator's last output) off these enables
+        with m.If(~routed):
+            m.d.sync += [cand.eq(route.cand), next_head.eq(route.next_head)]
         return kind[0] & routed, cand, next_head
 
     def elaborate(self, platform):
@@ -256,7 +256,7 @@ class Switch(wiring.Component):
             flit_layout=layout, n_in=n_ports, n_out=n_ports, turns=self._routes.turns
         )
 
-        free, ready = [], []
+        free, ready, spare = [], [], []
         for port, n_vcs in enumerate(self._ports.vcs):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
@@ -267,6 +267,7 @@ class Switch(wiring.Component):
             m.d.comb += xbar.grant[port].eq(alloc.grant[port])
             free.append(out.free)
             ready.append(out.ready)
+            spare.append(out.spare)
             if self._router.stages == 3:
                 base = sum(self._ports.vcs[:port])
                 m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
@@ -302,7 +303,11 @@ class Switch(wiring.Component):
                 forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))
             m.d.comb += xbar.i[port].eq(forward)
 
-        m.d.comb += [alloc.free.eq(Cat(*free)), alloc.ready.eq(Cat(*ready))]
+        m.d.comb += [
+            alloc.free.eq(Cat(*free)),
+            alloc.ready.eq(Cat(*ready)),
+            alloc.spare.eq(Cat(*spare)),
+        ]
         overflow = 0
         for unit in self.input_units:
             overflow = overflow | unit.overflow

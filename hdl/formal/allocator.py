@@ -4,11 +4,14 @@ The harness drives an :class:`~zfabric.hdl.router.allocator.Allocator` (any sett
 ownership properties only without ``pipelined``, whose owners move on ``acquire``) from free
 inputs: which input VCs have a flit at their front, the route unit's candidates, the output
 VCs' credits. It keeps a reference owner per output VC, which also drives the allocator's
-``free`` input as the output units' owner bits would.
+``free`` input as the output units' owner bits would, and a ``ready`` bit per output VC that
+behaves as an output unit's: it rises or stays when the free ``spare`` input says a credit
+remains for the next cycle, and otherwise falls in a cycle a flit goes out on that VC.
 
 Environment (by construction rather than assumption): packets are well formed per input VC
 (the harness drives ``head`` high exactly when the VC is between packets); ``tail``, ``valid``,
-``cand`` and ``ready`` are free, so packets of any length, any candidates and any credits.
+``cand`` and ``spare`` are free, so packets of any length, any candidates and any credits
+(any counter depth: ``ready`` falls only in a cycle its VC sends).
 
 Properties (assertions), every cycle:
 
@@ -73,7 +76,7 @@ class AllocatorHarness(wiring.Component):
                 "valid": In(n_vcs).array(n_ports),
                 "tail": In(n_vcs).array(n_ports),
                 "cand": In(n_ovc).array(n_ports, n_vcs),
-                "ready": In(n_ovc),
+                "spare": In(n_ovc),
             }
         )
 
@@ -89,8 +92,11 @@ class AllocatorHarness(wiring.Component):
         in_packet = [
             [Signal(name=f"in_packet_{p}_{v}") for v in range(n_vcs)] for p in range(n_ports)
         ]
+        ready = Signal(n_ovc, init=(1 << n_ovc) - 1)
+        sent = [0] * n_ovc  # per output VC: a flit goes out on it this cycle
         m.d.comb += [
-            alloc.ready.eq(self.ready),
+            alloc.ready.eq(ready),
+            alloc.spare.eq(self.spare),
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),
         ]
         for p in range(n_ports):
@@ -118,9 +124,10 @@ class AllocatorHarness(wiring.Component):
                         flat = o * n_vcs + w
                         onto = crosses & (alloc.vc[o] == w)
                         head, me = ~in_packet[p][v], p * n_vcs + v + 1
+                        sent[flat] = sent[flat] | onto
                         if self._ownership:
                             m.d.comb += [
-                                Assert(~onto | self.ready[flat]),
+                                Assert(~onto | ready[flat]),
                                 Assert(~onto | ~head | (owners[flat] == 0)),
                                 Assert(~onto | ~head | self.cand[p][v][flat]),
                                 Assert(~onto | head | (owners[flat] == me)),
@@ -133,6 +140,8 @@ class AllocatorHarness(wiring.Component):
                         m.d.sync += in_packet[p][v].eq(1)
                     with m.If(crosses & self.tail[p][v]):
                         m.d.sync += in_packet[p][v].eq(0)
+        for flat in range(n_ovc):
+            m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
         # an input port loses the output it picked to another; output VC 0 passes from one
         # input VC to another after the first one's tail
         previous = Signal.like(owners[0], name="previous_owner0")

@@ -16,7 +16,8 @@ Properties (assertions), per output VC:
 - the receiver never holds more than ``B`` flits (the unit spends no credit it lacks);
 - credit conservation: reference credits (``B`` minus flits sent plus credits returned) +
   flits on the link + flits the receiver holds == ``B``;
-- ``ready`` (the registered credit-nonzero flag) equals ``credit != 0`` every cycle;
+- ``ready`` (the registered credit-nonzero flag) equals ``credit != 0`` every cycle, and
+  ``spare`` says whether the next cycle's count is nonzero even if this one spends a credit;
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
   tail; a single flit leaves it free).
 
@@ -96,6 +97,8 @@ class OutputUnitHarness(wiring.Component):
                 Assert(held <= depth),
                 Assert(credits + arrives + held == depth),
                 Assert(unit.ready[vc] == (credits != 0)),
+                # the next count if this cycle spends a credit whenever it has one
+                Assert(unit.spare[vc] == (credits + pulse - (credits != 0) != 0)),
                 Assert(unit.free[vc] == ~owned),
                 Cover((credits == 0) & owned),
                 Cover(sent & self.send_kind[1] & ~self.send_kind[0] & (held == depth - 1)),

@@ -129,6 +129,11 @@ class Allocator(wiring.Component):
         Per input VC: the route unit's candidate output VCs for the head at its front.
     free, ready : ``In(n_out_vcs)``
         Per output VC: no owner; a credit.
+    spare : ``In(n_out_vcs)``
+        Per output VC: a credit at the start of the next cycle even if it sends now (the
+        output unit's ``spare``). The allocator keeps, per input VC, ``ready`` of the output
+        VC it holds as a flip-flop set from these a cycle ahead, so a holder's request does
+        not wait for the wide select of its credit out of ``ready``.
     pick : ``Out(max(in_vcs)).array(n_ports)``
         Per input port: the VC it picked (one-hot, zero if none requested).
     pop : ``Out(max(in_vcs)).array(n_ports)``
@@ -176,6 +181,7 @@ class Allocator(wiring.Component):
                 "cand": In(n_ovc).array(n_ports, max_in),
                 "free": In(n_ovc),
                 "ready": In(n_ovc),
+                "spare": In(n_ovc),
                 "pick": Out(max_in).array(n_ports),
                 "pop": Out(max_in).array(n_ports),
                 "grant": Out(n_ports).array(n_ports),
@@ -206,6 +212,8 @@ class Allocator(wiring.Component):
             requests, wanted, vc_requests, chosens = [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
+                # ``(held & ready).any()``, registered (see ``spare``)
+                held_ready = Signal(name=f"held_ready_{port}_{vc}")
                 candidates = self.cand[port][vc] & usable & reachable[port]
                 name = f"chosen_{port}_{vc}"
                 if select is None:
@@ -215,15 +223,15 @@ class Allocator(wiring.Component):
                 chosens.append(chosen)
                 wants_vc = self.head[port][vc] & chosen.any()
                 if self._pipelined:
-                    requests.append(self.valid[port][vc] & (held & self.ready).any())
+                    requests.append(self.valid[port][vc] & held_ready)
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
                     wanted.append(held)
                 else:
-                    requests.append(
-                        self.valid[port][vc] & Mux(held.any(), (held & self.ready).any(), wants_vc)
-                    )
+                    requests.append(self.valid[port][vc] & Mux(held.any(), held_ready, wants_vc))
                     wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
-                targets.append((port, vc, held, wanted[-1] if not self._pipelined else chosen))
+                targets.append(
+                    (port, vc, held, held_ready, wanted[-1] if not self._pipelined else chosen)
+                )
             requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted))
             if self._pipelined:
                 vc_requesters.append(
@@ -250,7 +258,7 @@ class Allocator(wiring.Component):
             ]
         if self._pipelined:
             acquired = 0
-            for port, vc, _held, wanted in targets:
+            for port, vc, _held, _ready, wanted in targets:
                 acquired = acquired | (wanted & acquires[port][vc].replicate(n_ovc))
             m.d.comb += self.acquire.eq(acquired)
 
@@ -258,7 +266,7 @@ class Allocator(wiring.Component):
             if select is None:
                 continue
             taken = 0
-            for p, vc, _held, wanted in targets:
+            for p, vc, _held, _ready, wanted in targets:
                 if p == port:
                     taken = taken | (wanted & acquires[port][vc].replicate(n_ovc))
             taken = _signal(m, taken, f"taken_{port}")
@@ -273,11 +281,17 @@ class Allocator(wiring.Component):
                         )
                     )
                 )
-        for port, vc, held, wanted in targets:
+        # ``held_ready`` of the next cycle. Only an output VC's owner sends on it, so a holder's
+        # credit drops only when it pops itself. A head acquiring in VC allocation sends
+        # nothing on its new output VC this cycle; one acquiring at traversal sends its head
+        for port, vc, held, held_ready, wanted in targets:
+            pop = self.pop[port][vc]
+            m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
             with m.If(acquires[port][vc]):
-                m.d.sync += held.eq(wanted)
-            with m.If(self.pop[port][vc] & self.tail[port][vc]):
-                m.d.sync += held.eq(0)
+                spent = self.spare | self.ready if self._pipelined else self.spare
+                m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
+            with m.If(pop & self.tail[port][vc]):
+                m.d.sync += [held.eq(0), held_ready.eq(0)]
         return m
 
     def _per_port(self, bits) -> Value:

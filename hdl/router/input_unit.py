@@ -68,14 +68,18 @@ class FrontFIFO(wiring.Component):
         r_ptr = Signal(range(depth))
         r_ahead = Signal(range(depth), init=1 % depth)  # r_ptr + 1, registered
         front = Signal(ctrl_width)
+        # ``level != 0`` as its own flip-flop, set from the next level: the allocator's
+        # requests start from a register rather than a comparison
+        nonempty = Signal()
         write = Signal()
         pop = Signal()
         m.d.comb += [
             self.w_rdy.eq(self.level != depth),
             write.eq(self.w_en & self.w_rdy),
-            self.r_rdy.eq(self.level != 0),
-            pop.eq(self.r_en & self.r_rdy),
+            self.r_rdy.eq(nonempty),
+            pop.eq(self.r_en & nonempty),
         ]
+        m.d.sync += nonempty.eq(write | (self.level > 1) | (nonempty & ~pop))
         m.submodules.ctrl = ctrl = Memory(shape=ctrl_width, depth=depth, init=[])
         m.submodules.rest = rest = Memory(shape=self._width - ctrl_width, depth=depth, init=[])
         for memory, bits in ((ctrl, self.w_data[:ctrl_width]), (rest, self.w_data[ctrl_width:])):
@@ -93,7 +97,7 @@ class FrontFIFO(wiring.Component):
         # An empty FIFO loads the link's data whether or not it writes: the allocator ignores
         # an invalid front, and a narrower load enable cost 6 MHz on the torus switch
         behind_front = self.level >= 2
-        with m.If(pop | (self.level == 0)):
+        with m.If(pop | ~nonempty):
             m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data[:ctrl_width]))
         with m.If(write):
             m.d.sync += w_ptr.eq(self._next(w_ptr))

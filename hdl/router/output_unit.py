@@ -42,6 +42,10 @@ class OutputUnit(wiring.Component):
         Bit ``w``: output VC ``w`` has no owner.
     ready : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has a credit.
+    spare : ``Out(n_vcs)``
+        Bit ``w``: output VC ``w`` has a credit at the start of the next cycle even if it
+        sends a flit in this one (a credit comes back, or it has more than one): what the
+        allocator needs to know its holders' ``ready`` one cycle ahead.
     acquire : ``In(n_vcs)``
         Only with ``acquire``: bit ``w`` takes output VC ``w`` at the end of the cycle.
     """
@@ -68,6 +72,7 @@ class OutputUnit(wiring.Component):
                 "link": Out(LinkSignature(flit_layout, n_vcs)),
                 "free": Out(n_vcs),
                 "ready": Out(n_vcs),
+                "spare": Out(n_vcs),
             }
         )
 
@@ -95,6 +100,7 @@ class OutputUnit(wiring.Component):
             # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
             # a register rather than a comparison at the start of its long path
             nonzero = Signal(name=f"nonzero{vc}", init=1)
-            m.d.sync += nonzero.eq(pulse | (credit > 1) | ((credit == 1) & ~sent))
-            m.d.comb += self.ready[vc].eq(nonzero)
+            spare = pulse | (credit > 1)
+            m.d.sync += nonzero.eq(spare | (nonzero & ~sent))
+            m.d.comb += [self.ready[vc].eq(nonzero), self.spare[vc].eq(spare)]
         return m

@@ -1,5 +1,5 @@
 """Saturation throughput and latency per router setting (stages x allocator x selection x
-injection VCs), by the model.
+injection VCs x ejection VCs), by the model.
 
 For each fabric and ``router:`` setting, the saturation rate is the knee of the model's sweep
 (:func:`zfabric.sim.sweep.sweep`: coarse rates, then bisection), each rate judged by the model's
@@ -13,7 +13,7 @@ Bernoulli traffic; the fabric's own VCs and buffers. The ``-plus`` tori send rin
 (``routing: {tie: plus}``, zfabric's rule before alternate ties became the default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
-        [--injection-vcs 1 2] [fabric ...]
+        [--injection-vcs 1 2] [--ejection-vcs 1 2 auto] [fabric ...]
 """
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ def main() -> None:
     parser.add_argument("--allocators", nargs="*", default=list(ALLOCATORS))
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
     parser.add_argument("--injection-vcs", nargs="*", type=int, default=[1])
+    parser.add_argument(
+        "--ejection-vcs", nargs="*", default=["auto"], help="integers or auto (the default)"
+    )
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
@@ -95,7 +98,7 @@ def main() -> None:
         f"the channel-load bound)"
     )
     print(
-        f"{'fabric':<12} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} "
+        f"{'fabric':<14} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} {'ej':>2} "
         f"{'zero-load':>9} "
         f"{'saturation':>10} {'peak':>6} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
     )
@@ -105,11 +108,13 @@ def main() -> None:
             "allocator": allocator,
             "selection": selection,
             "injection_vcs": injection_vcs,
+            "ejection_vcs": ejection if ejection == "auto" else int(ejection),
         }
         for stages in args.stages
         for allocator in args.allocators
         for selection in args.selections
         for injection_vcs in args.injection_vcs
+        for ejection in args.ejection_vcs
     ]
     for fabric in args.fabrics or FABRICS:
         for router in settings:
@@ -128,8 +133,9 @@ def main() -> None:
             _, peak = run(plan, 1.0, args)
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(
-                f"{fabric:<12} {router['stages']:>6} {router['allocator']:<12} "
-                f"{router['selection']:<12} {router['injection_vcs']:>3} {zero:9.2f} "
+                f"{fabric:<14} {router['stages']:>6} {router['allocator']:<12} "
+                f"{router['selection']:<12} {router['injection_vcs']:>3} "
+                f"{plan.router.ejection_vcs:>2} {zero:9.2f} "
                 f"{knee_rate:10.3f} {peak:6.3f} {latency}",
                 flush=True,
             )

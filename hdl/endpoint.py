@@ -14,20 +14,23 @@ A packet must not be addressed to its own source: the model refuses it, and swit
 no logic for turns no packet takes (``zfabric.hdl.router.route.reachable_turns``), so it would wait
 forever.
 
-Ejection: each attachment has a receive buffer of ``buffer_depth`` flits. Its ``o`` stream
-presents the buffer's front, or, when the buffer is empty, the flit on the ejection link in the
-same cycle (a bypass), with ``first``/``last`` from its kind and ``src`` from the flit. A beat
-is taken (the cycle the contract calls delivery) when ``o.ready`` is high; a flit on the link
-that is not taken is written into the buffer, and every taken flit returns its credit to the
-switch's local output at once. With ``ready`` held high the buffer stays empty and each flit
-comes out the cycle it is on the link.
+Ejection: each attachment has, per ejection VC (``router.ejection_vcs``), a receive buffer of
+``buffer_depth`` flits. Its ``o`` stream presents one packet at a time: the front (the buffer's
+front, or, when the buffer is empty, the flit arriving on that VC in the same cycle: a bypass)
+of the presented VC, chosen round-robin among the VCs with a front when no packet is being
+presented and kept until that packet's tail is taken; ``first``/``last`` come from the flit's
+kind and ``src`` from the flit. A beat is taken (the cycle the contract calls delivery) when
+``o.ready`` is high; a flit on the link that is not taken is written into its VC's buffer, and
+every taken flit returns its VC's credit to the switch's local output at once. With ``ready``
+held high and one ejection VC the buffer stays empty and each flit comes out the cycle it is on
+the link.
 """
 
 from __future__ import annotations
 
 import math
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -237,6 +240,8 @@ class Endpoint(wiring.Component):
         and of each attachment's receive buffer (the switch's initial ejection credit).
     injection_vcs : int
         VCs of each injection link (``router.injection_vcs``).
+    ejection_vcs : int
+        VCs of each ejection link (``router.ejection_vcs``), each with a receive buffer.
     heads : Heads
         Injection choices and routing heads per destination (:func:`heads_for`).
     source : int
@@ -255,7 +260,7 @@ class Endpoint(wiring.Component):
         with ``axis``)
     o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
     inject : ``Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments)``
-    eject : ``In(LinkSignature(flit_layout, 1)).array(n_attachments)``
+    eject : ``In(LinkSignature(flit_layout, ejection_vcs)).array(n_attachments)``
     identity : ``In(flit_layout.src_width)``, with ``identity_port`` only
     """
 
@@ -270,6 +275,7 @@ class Endpoint(wiring.Component):
         source: int,
         identity_port: bool = False,
         injection_vcs: int = 1,
+        ejection_vcs: int = 1,
         axis: bool = False,
     ):
         if isinstance(heads, TableHeads):
@@ -287,15 +293,13 @@ class Endpoint(wiring.Component):
         self._dst_width = dst_width
         self._n_attachments = n_attachments
         self._buffer_depth = buffer_depth
-        if (
-            not isinstance(injection_vcs, int)
-            or not 1 <= injection_vcs <= 1 << flit_layout.vc_width
-        ):
-            raise ValueError(
-                f"injection_vcs must be a positive integer the flit's VC field holds, not "
-                f"{injection_vcs!r}"
-            )
+        for name, vcs in (("injection_vcs", injection_vcs), ("ejection_vcs", ejection_vcs)):
+            if not isinstance(vcs, int) or not 1 <= vcs <= 1 << flit_layout.vc_width:
+                raise ValueError(
+                    f"{name} must be a positive integer the flit's VC field holds, not {vcs!r}"
+                )
         self._n_vcs = injection_vcs
+        self._ejection_vcs = ejection_vcs
         self._heads = heads
         if not isinstance(source, int) or not 0 <= source < 1 << flit_layout.src_width:
             raise ValueError(
@@ -310,7 +314,7 @@ class Endpoint(wiring.Component):
             "i": In(stream.Signature(beats)),
             "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
             "inject": Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments),
-            "eject": In(LinkSignature(flit_layout, 1)).array(n_attachments),
+            "eject": In(LinkSignature(flit_layout, ejection_vcs)).array(n_attachments),
         }
         if self._identity_port:
             members["identity"] = In(flit_layout.src_width)
@@ -328,6 +332,7 @@ class Endpoint(wiring.Component):
             heads=heads_for(plan, endpoint, routing),
             source=endpoint,
             injection_vcs=plan.router.injection_vcs,
+            ejection_vcs=plan.router.ejection_vcs,
             **kwargs,
         )
 
@@ -425,27 +430,52 @@ class Endpoint(wiring.Component):
         return m
 
     def _receive(self, m: Module, a: int) -> None:
-        """The receive buffer of attachment ``a`` and its bypass (the module docstring)."""
+        """The receive buffers of attachment ``a``, one per ejection VC, each with its bypass,
+        and the choice of the VC whose packet ``o`` presents (the module docstring)."""
         layout = self._flit_layout
         flit = self.eject[a].flit
         out = self.o[a]
-        # kind, source and payload: the VC is always 0 on a local link, the head spent
+        n = self._ejection_vcs
+        # kind, source and payload: the VC picks the buffer, the head is spent
         arriving = Cat(flit.payload.kind.as_value(), flit.payload.src, flit.payload.payload)
-        m.submodules[f"received{a}"] = fifo = SyncFIFO(
-            width=len(arriving), depth=self._buffer_depth
-        )
-        taken = Signal(name=f"taken{a}")
+        here, front_valid, fronts, fifos = [], [], [], []
+        for v in range(n):
+            m.submodules[f"received{a}_{v}" if n > 1 else f"received{a}"] = fifo = SyncFIFO(
+                width=len(arriving), depth=self._buffer_depth
+            )
+            here.append(flit.valid & (flit.payload.vc == v) if n > 1 else flit.valid)
+            front_valid.append(fifo.r_rdy | here[v])
+            fronts.append(Mux(fifo.r_rdy, fifo.r_data, arriving))
+            fifos.append(fifo)
+        if n == 1:
+            select = Const(1, 1)
+        else:
+            # one-hot: the VC whose packet is being presented (zero: none chosen yet), and the
+            # ejection pointer as a thermometer mask
+            presenting = Signal(n, name=f"presenting{a}")
+            pointer = Signal(n, name=f"eject_pointer{a}")
+            chosen = round_robin(m, Cat(*front_valid), pointer, f"eject_pick{a}")
+            select = Signal(n, name=f"eject_select{a}")
+            m.d.comb += select.eq(Mux(presenting.any(), presenting, chosen))
         presented = Signal(len(arriving), name=f"presented{a}")
         m.d.comb += [
-            presented.eq(Mux(fifo.r_rdy, fifo.r_data, arriving)),
-            out.valid.eq(fifo.r_rdy | flit.valid),
-            taken.eq(out.valid & out.ready),
-            fifo.r_en.eq(out.ready),
-            # a flit on the link waits in the buffer unless it is taken through the bypass
-            fifo.w_en.eq(flit.valid & ~(out.ready & ~fifo.r_rdy)),
-            fifo.w_data.eq(arriving),
-            self.eject[a].credit.eq(taken),
+            presented.eq(fronts[0] if n == 1 else _one_hot_mux(select, fronts)),
+            out.valid.eq(Cat(*(select[v] & front_valid[v] for v in range(n))).any()),
         ]
+        for v, fifo in enumerate(fifos):
+            mine = out.ready & select[v]
+            m.d.comb += [
+                fifo.r_en.eq(mine),
+                # a flit on the link waits in the buffer unless it is taken through the bypass
+                fifo.w_en.eq(here[v] & ~(mine & ~fifo.r_rdy)),
+                fifo.w_data.eq(arriving),
+                self.eject[a].credit[v].eq(mine & front_valid[v]),
+            ]
+        if n > 1:
+            with m.If(~presenting.any() & Cat(*front_valid).any()):
+                m.d.sync += [presenting.eq(chosen), pointer.eq(after(chosen))]
+            with m.If(out.valid & out.ready & presented[1]):  # a tail taken ends the packet
+                m.d.sync += presenting.eq(0)
         src_end = 2 + layout.src_width
         m.d.comb += [
             out.payload.first.eq(presented[0]),
@@ -453,3 +483,11 @@ class Endpoint(wiring.Component):
             out.payload.src.eq(presented[2:src_end]),
             out.payload.data.eq(presented[src_end:]),
         ]
+
+
+def _one_hot_mux(select: Value, values: list[Value]) -> Value:
+    """The value whose bit of ``select`` is set (zero if none): an AND-OR, not a priority chain."""
+    result = 0
+    for v, value in enumerate(values):
+        result = result | Mux(select[v], value, 0)
+    return result

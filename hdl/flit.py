@@ -88,7 +88,10 @@ class FlitLayout(data.StructLayout):
 
     @classmethod
     def from_plan(cls, plan: FabricPlan) -> FlitLayout:
-        max_vcs = max([link.vcs for link in plan.links] + [plan.router.injection_vcs])
+        router = plan.router
+        max_vcs = max(
+            [link.vcs for link in plan.links] + [router.injection_vcs, router.ejection_vcs]
+        )
         return cls(
             payload_width=plan.flit_width,
             vc_width=(max_vcs - 1).bit_length(),

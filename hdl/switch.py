@@ -63,7 +63,7 @@ class Switch(wiring.Component):
     ports : SwitchPorts
         VCs per port and which ports face endpoints. Each port's input and output have the
         same count, but for local inputs: they have ``router.injection_vcs``
-        (:func:`input_vcs`), as every local output has one VC.
+        (:func:`input_vcs`), and local outputs ``router.ejection_vcs`` (``ports.vcs``).
     buffer_depth : int
         Flits per input VC buffer, and the initial credit of every output VC (local outputs
         included: an endpoint's receive buffer has the same depth).

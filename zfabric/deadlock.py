@@ -174,6 +174,12 @@ class _DestinationWalk:
                     raise PlanError(
                         f"route to {_ep(view, self.dst)} delivers to {_ep(view, reached)} at {name}"
                     )
+                ejection_vcs = view.plan.router.ejection_vcs
+                if not hop.vcs or not all(0 <= vc < ejection_vcs for vc in hop.vcs):
+                    raise PlanError(
+                        f"{name}.p{hop.port}: delivery on VCs {hop.vcs!r}, the ejection link has "
+                        f"{ejection_vcs}"
+                    )
                 lows.append(0)
                 highs.append(0)
                 continue

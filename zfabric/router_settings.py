@@ -14,10 +14,20 @@ from typing import Any
 
 from .errors import PlanError, SpecError
 
-__all__ = ["RouterSettings", "parse_router", "STAGES", "ALLOCATORS", "SELECTIONS"]
+__all__ = [
+    "RouterSettings",
+    "parse_router",
+    "default_ejection_vcs",
+    "STAGES",
+    "ALLOCATORS",
+    "SELECTIONS",
+]
 
-#: most VCs of an injection link (as many as any link may have)
+#: most VCs of an injection or ejection link (as many as any link may have)
 MAX_INJECTION_VCS = 16
+
+#: the spec value (and default) of ``ejection_vcs`` that :func:`default_ejection_vcs` settles
+AUTO = "auto"
 
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
 #: and traversal in one cycle; 2: route computation in its own registered cycle first; 3: then
@@ -42,6 +52,11 @@ class RouterSettings:
     #: VCs of every injection link (endpoint -> switch): 1 is today's endpoint, one packet
     #: queue; N lets a packet start on another local VC while one waits at the switch
     injection_vcs: int = 1
+    #: VCs of every ejection link (switch -> endpoint), each with its own receive buffer: with
+    #: N > 1 a packet whose flits trickle in no longer holds the only way into its endpoint.
+    #: 1 is the endpoint before the key (and what plans written without it mean); a spec that
+    #: does not name it gets :func:`default_ejection_vcs`
+    ejection_vcs: int = 1
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -51,11 +66,18 @@ class RouterSettings:
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
-        vcs = self.injection_vcs
-        if isinstance(vcs, bool) or not isinstance(vcs, int) or not 1 <= vcs <= MAX_INJECTION_VCS:
-            raise ValueError(
-                f"router injection_vcs must be an integer in 1..{MAX_INJECTION_VCS}, not {vcs!r}"
-            )
+        for name in ("injection_vcs", "ejection_vcs"):
+            vcs = getattr(self, name)
+            if name == "ejection_vcs" and vcs == AUTO:
+                continue  # a spec's, until the plan's links are known (default_ejection_vcs)
+            if (
+                isinstance(vcs, bool)
+                or not isinstance(vcs, int)
+                or not 1 <= vcs <= MAX_INJECTION_VCS
+            ):
+                raise ValueError(
+                    f"router {name} must be an integer in 1..{MAX_INJECTION_VCS}, not {vcs!r}"
+                )
 
     def zero_load_latency(self, hops: float, packet_length: float) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
@@ -65,9 +87,10 @@ class RouterSettings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:
-        """From a plan's JSON (a malformed one is a :class:`PlanError`)."""
+        """From a plan's JSON (a malformed one is a :class:`PlanError`); plans written before
+        ejection VCs had one."""
         try:
-            return cls(**data)
+            return cls(**{"ejection_vcs": 1, **data})
         except (TypeError, ValueError) as error:
             raise PlanError(f"malformed plan: router {data!r}: {error}") from None
 
@@ -83,9 +106,31 @@ def parse_router(reader: Any) -> RouterSettings:
         injection_vcs=reader.get(
             "injection_vcs", integer(1, MAX_INJECTION_VCS), RouterSettings.injection_vcs
         ),
+        ejection_vcs=reader.get("ejection_vcs", _ejection_vcs, AUTO),
     )
     reader.finish()
     return settings
+
+
+def _ejection_vcs(value: Any, path: str) -> int | str:
+    from .spec import describe
+
+    if value == AUTO:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INJECTION_VCS:
+        raise SpecError(
+            path, f"must be {AUTO} or an integer in 1..{MAX_INJECTION_VCS}, got {describe(value)}"
+        )
+    return value
+
+
+def default_ejection_vcs(link_vcs: list[int]) -> int:
+    """Ejection VCs of a spec that does not name them: 2 when every switch-to-switch link has 2
+    VCs or more, else 1. Measured (bench/allocator_saturation.py): a second ejection VC lifts
+    the saturation throughput of the 2-VC mesh and 4-ary 3-tree, but on 1-VC links two packets
+    interleaving into one endpoint each hold their whole path twice as long, and the 1-VC
+    4-ary 3-tree saturates lower."""
+    return 2 if link_vcs and min(link_vcs) >= 2 else 1
 
 
 def _stages(value: Any, path: str) -> int:

@@ -120,17 +120,33 @@ class _Flit:
 
 
 class _Endpoint:
-    __slots__ = ("queue", "flits", "attachment", "vc", "pointer", "credits", "received")
+    __slots__ = (
+        "queue",
+        "flits",
+        "attachment",
+        "vc",
+        "pointer",
+        "credits",
+        "received",
+        "presenting",
+        "eject_pointer",
+    )
 
-    def __init__(self, attachments: int, vcs: int, depth: int):
+    def __init__(self, attachments: int, vcs: int, depth: int, ejection_vcs: int):
         self.queue: deque[Packet] = deque()
         self.flits: deque[_Flit] = deque()  # flits of the packet being injected
         self.attachment = -1
         self.vc = 0  # the local VC of the packet being injected
         self.pointer = 0  # injection pointer: where the next head starts its scan of VCs
         self.credits = [[depth] * vcs for _ in range(attachments)]
-        # per attachment: the receive buffer, then the flit on the ejection link (this cycle)
-        self.received: list[deque[_Flit]] = [deque() for _ in range(attachments)]
+        # per attachment, per ejection VC: the receive buffer (with this cycle's arrival)
+        self.received: list[list[deque[_Flit]]] = [
+            [deque() for _ in range(ejection_vcs)] for _ in range(attachments)
+        ]
+        # per attachment: the ejection VC whose packet the output stream presents (None: the
+        # next one not chosen yet), and the ejection pointer where the next choice starts
+        self.presenting: list[int | None] = [None] * attachments
+        self.eject_pointer = [0] * attachments
 
 
 class FabricModel:
@@ -177,7 +193,8 @@ class FabricModel:
             for s in plan.switches
         ]
         self._out_vcs = [
-            [link.vcs if link else 1 for link in view.out_link[s.id]] for s in plan.switches
+            [link.vcs if link else plan.router.ejection_vcs for link in view.out_link[s.id]]
+            for s in plan.switches
         ]
         self._buf = [[[deque() for _ in range(n)] for n in ports] for ports in self._in_vcs]
         self._assign = [[[None] * n for n in ports] for ports in self._in_vcs]
@@ -201,7 +218,8 @@ class FabricModel:
         self._busy: set[int] = set()  # switches with a flit in some input buffer
 
         self._endpoints = [
-            _Endpoint(len(e.attachments), self._injection_vcs, self.depth) for e in plan.endpoints
+            _Endpoint(len(e.attachments), self._injection_vcs, self.depth, plan.router.ejection_vcs)
+            for e in plan.endpoints
         ]
         # local port (switch, port) -> (endpoint, attachment index): injection credits in,
         # ejected flits out
@@ -248,9 +266,8 @@ class FabricModel:
             moved |= self._switch_cycle(switch)
         # flits or credits on the wires this cycle land at its end: that is activity too
         moved |= bool(self._wire or self._credits_wire)
-        self._end_of_cycle()
-        # flits in receive buffers wait for the user, not on the fabric: never a deadlock
-        moved |= bool(self._receiving)
+        # a flit taken, or one presented to a user who holds ready low: never a deadlock
+        moved |= self._end_of_cycle()
         if moved:
             self._quiet = 0
         else:
@@ -425,7 +442,9 @@ class FabricModel:
                 matched_out.add(o)
         return grants
 
-    def _end_of_cycle(self) -> None:
+    def _end_of_cycle(self) -> bool:
+        """Flits and credits land, and users take flits; whether a user took one or holds one
+        back (:meth:`_take`)."""
         view = self.view
         for s, o, w, flit in self._wire:
             if s < 0:  # injection on VC ~s: o is the switch, w its local port
@@ -434,16 +453,18 @@ class FabricModel:
             link = view.out_link[s][o]
             if link is None:
                 endpoint, which = self._attachment_of[(s, o)]
-                received = self._endpoints[endpoint].received[which]
+                received = self._endpoints[endpoint].received[which][w]
                 received.append(flit)
                 self._receiving.add((endpoint, which))
                 if self.check_invariants and len(received) > self.depth:
-                    raise InvariantError(f"endpoint {endpoint}: receive buffer {which} over depth")
+                    raise InvariantError(
+                        f"endpoint {endpoint}: receive buffer {which}/vc{w} over depth"
+                    )
             else:
                 if flit.is_head:
                     flit.packet.hops += 1
                 self._write(link.dst.switch, link.dst.port, w, flit)
-        self._take()
+        user = self._take()
         for s, p, v in self._credits_wire:
             link = view.in_link[s][p]
             if link is None:
@@ -457,6 +478,7 @@ class FabricModel:
                     raise InvariantError(f"credits over depth on {view.channel_name(link.id, v)}")
         self._wire, self._sent = self._sent, []
         self._credits_wire, self._credits_sent = self._credits_sent, []
+        return user
 
     def _write(self, s: int, p: int, v: int, flit: _Flit) -> None:
         buf = self._buf[s][p][v]
@@ -476,20 +498,39 @@ class FabricModel:
             self._last_written[(s, p, v)] = flit
         self._busy.add(s)
 
-    def _take(self) -> None:
-        """Ejection: the user takes the presented flit of every attachment whose ``ready`` is
-        high; its credit is back at the local output for the next cycle."""
+    def _take(self) -> bool:
+        """Ejection (docs/microarchitecture.md, Endpoints): each attachment presents the front
+        flit of the ejection VC it is presenting, choosing one (the first with a flit at or
+        after its ejection pointer) when it has none; the user takes it when ``ready`` is high,
+        and its credit is back at the local output for the next cycle. A taken tail ends the
+        presentation. Returns whether a flit was taken or a presented one held back by the
+        user."""
         ready, cycle = self._eject_ready, self.cycle
+        active = False
         for endpoint, which in sorted(self._receiving):
+            state = self._endpoints[endpoint]
+            queues = state.received[which]
+            vc = state.presenting[which]
+            if vc is None:
+                n, start = len(queues), state.eject_pointer[which]
+                vc = next((start + i) % n for i in range(n) if queues[(start + i) % n])
+                state.presenting[which] = vc
+                state.eject_pointer[which] = (vc + 1) % n
+            queue = queues[vc]
+            if not queue:
+                continue  # the presented packet's next flit is still on its way
+            active = True
             if ready is not None and not ready(endpoint, which, cycle):
                 continue
-            received = self._endpoints[endpoint].received[which]
-            flit = received.popleft()
-            if not received:
+            flit = queue.popleft()
+            if flit.is_tail:
+                state.presenting[which] = None
+            if not any(queues):
                 self._receiving.discard((endpoint, which))
             attachment = self.plan.endpoints[endpoint].attachments[which]
-            self._credit[attachment.switch][attachment.port][0] += 1
+            self._credit[attachment.switch][attachment.port][vc] += 1
             self._deliver(endpoint, flit)
+        return active
 
     def _deliver(self, endpoint: int, flit: _Flit) -> None:
         packet = flit.packet
@@ -636,17 +677,17 @@ class FabricModel:
                 if total != self.depth:
                     name = view.channel_name(link.id, v)
                     raise InvariantError(f"credits not conserved on {name}: {total}")
-        # ejection: credit + receive buffer + flits sent or on the link = depth
-        sent: dict[tuple[int, int], int] = {}
-        for s, o, _w, _flit in self._sent + self._wire:
+        # ejection, per VC: credit + receive buffer + flits sent or on the link = depth
+        sent: dict[tuple[int, int, int], int] = {}
+        for s, o, w, _flit in self._sent + self._wire:
             if s >= 0 and view.out_link[s][o] is None:
-                sent[(s, o)] = sent.get((s, o), 0) + 1
+                sent[(s, o, w)] = sent.get((s, o, w), 0) + 1
         for (s, o), (endpoint, which) in self._attachment_of.items():
-            total = self._credit[s][o][0] + sent.get((s, o), 0)
-            total += len(self._endpoints[endpoint].received[which])
-            if total != self.depth:
-                name = f"{view.switches[s].name}.p{o}"
-                raise InvariantError(f"credits not conserved on ejection {name}: {total}")
+            for w, received in enumerate(self._endpoints[endpoint].received[which]):
+                total = self._credit[s][o][w] + sent.get((s, o, w), 0) + len(received)
+                if total != self.depth:
+                    name = f"{view.switches[s].name}.p{o}/vc{w}"
+                    raise InvariantError(f"credits not conserved on ejection {name}: {total}")
         # injection, per local VC: endpoint credit + buffered + in flight + returning = depth
         out: dict[tuple[int, int, int], int] = {}
         for s, o, w, _flit in self._sent + self._wire:

@@ -225,6 +225,12 @@ SMALL_SPECS = {
     "mesh-3x4": {"name": "mesh-3x4", "topology": {"kind": "torus", "k": [3, 4], "wrap": False}},
     "torus-3x5": {"name": "torus-3x5", "topology": {"kind": "torus", "k": [3, 5]}},
     "ndt-3x2x3": {"name": "ndt-3x2x3", "topology": {"kind": "ndt", "k": [3, 2, 3]}},
+    # the endpoint before ejection VCs: one VC into every endpoint
+    "torus-4x4-e1": {
+        "name": "torus-4x4-e1",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "router": {"ejection_vcs": 1},
+    },
     "torus-4x6-plus": {
         "name": "torus-4x6-plus",
         "topology": {"kind": "torus", "k": [4, 6]},

@@ -17,7 +17,7 @@ from amaranth.sim import Simulator
 from hdl_bench import small_plan
 from zfabric.hdl.flit import FlitKind, FlitLayout
 from zfabric.hdl.router.route import SwitchPorts
-from zfabric.hdl.switch import Switch
+from zfabric.hdl.switch import Switch, input_vcs
 
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
@@ -32,6 +32,7 @@ class SwitchBench:
         self.switch_id = switch_id
         self.dut = Switch.from_plan(plan, switch_id)
         self.ports = self.dut.ports
+        self.in_vcs = input_vcs(self.ports, plan.router)  # local inputs: injection VCs
         self.rng = random.Random(seed)
         self.drain = drain
         self.hold = hold  # receivers drain nothing before this cycle
@@ -55,8 +56,8 @@ class SwitchBench:
         self.errors = []
 
     def run(self, cycles):
-        dut, ports, depth = self.dut, self.ports, self.depth
-        credit = {(p, v): depth for p in range(ports.n_ports) for v in range(ports.vcs[p])}
+        dut, ports, depth, in_vcs = self.dut, self.ports, self.depth, self.in_vcs
+        credit = {(p, v): depth for p in range(ports.n_ports) for v in range(in_vcs[p])}
         occupancy = {(o, w): 0 for o in range(ports.n_ports) for w in range(ports.vcs[o])}
 
         async def testbench(ctx):
@@ -65,7 +66,7 @@ class SwitchBench:
                 for port in range(ports.n_ports):
                     ready = [
                         v
-                        for v in range(ports.vcs[port])
+                        for v in range(in_vcs[port])
                         if self.queues.get((port, v)) and credit[port, v] > 0
                     ]
                     link = dut.i(port).flit
@@ -101,11 +102,11 @@ class SwitchBench:
                             self.errors.append(f"cycle {cycle}: {o}/{w} over depth")
                 for port in range(ports.n_ports):
                     pulses = ctx.get(dut.i(port).credit)
-                    for v in range(ports.vcs[port]):
+                    for v in range(in_vcs[port]):
                         credit[port, v] += pulses >> v & 1
                         if credit[port, v] > depth:
                             self.errors.append(f"cycle {cycle}: credit over depth at {port}/{v}")
-                    for v in range(ports.vcs[port]):
+                    for v in range(in_vcs[port]):
                         if ctx.get(dut.input_units[port].level[v]) > depth:
                             self.errors.append(f"cycle {cycle}: buffer {port}/{v} over depth")
                 await ctx.tick()
@@ -173,13 +174,13 @@ def reachable_heads(plan, switch):
 def random_packets(plan, switch, rng, per_vc):
     """Packets on every input VC with heads that can arrive on its port (a switch builds no
     logic for turns no packet takes; which VC a head arrives on does not matter to it)."""
-    ports = SwitchPorts.from_plan(PlanView(plan), switch)
+    in_vcs = input_vcs(SwitchPorts.from_plan(PlanView(plan), switch), plan.router)
     heads = reachable_heads(plan, switch)
     return {
         (p, v): [(rng.choice(heads[p]), rng.randint(1, 5)) for _ in range(per_vc)]
-        for p in range(ports.n_ports)
+        for p in range(len(in_vcs))
         if p in heads  # (with k = 2, DORT never uses one of a dimension's two links)
-        for v in range(ports.vcs[p])
+        for v in range(in_vcs[p])
     }
 
 
@@ -268,8 +269,9 @@ def test_input_round_robin_alternates_vcs(example):
 
 
 def test_wormhole_holds_the_output_vc_until_the_tail(example):
-    """Two inputs send 4-flit packets to the same output VC: whole packets alternate."""
-    plan = small_plan(example, "torus-4x4")
+    """Two inputs send 4-flit packets to the same output VC (the one ejection VC): whole
+    packets alternate."""
+    plan = small_plan(example, "torus-4x4-e1")
     dst = destination_via(plan, 0, 1, 0)
     packets = {(1, 0): [(dst, 4)] * 4, (2, 0): [(dst, 4)] * 4}
     bench = SwitchBench(plan, 0, packets, drain=1.0)
@@ -278,3 +280,19 @@ def test_wormhole_holds_the_output_vc_until_the_tail(example):
     assert bench.errors == []
     sources = [bench.sent[pid][0] for _, o, pid in sorted(bench.grants) if o == 0]
     assert sources == [1] * 4 + [2] * 4 + [1] * 4 + [2] * 4 + [1] * 4 + [2] * 4 + [1] * 4 + [2] * 4
+
+
+def test_two_ejection_vcs_carry_two_packets_at_once(example):
+    """With 2 ejection VCs two inputs' packets for the local output each hold one of its VCs:
+    their flits interleave on the link, one per cycle in turn (output round-robin)."""
+    plan = small_plan(example, "torus-4x4")
+    assert plan.router.ejection_vcs == 2
+    dst = destination_via(plan, 0, 1, 0)
+    packets = {(1, 0): [(dst, 4)] * 2, (2, 0): [(dst, 4)] * 2}
+    bench = SwitchBench(plan, 0, packets, drain=1.0)
+    bench.run(40)
+    out = bench.packets_out()
+    assert bench.errors == []
+    assert {packet["vc"] for packet in out.values()} == {0, 1}
+    sources = [bench.sent[pid][0] for _, o, pid in sorted(bench.grants) if o == 0]
+    assert sources[:8] == [sources[0], 3 - sources[0]] * 4

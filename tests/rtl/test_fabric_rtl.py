@@ -54,8 +54,9 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
     check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
 
 
-#: router settings other than the defaults (stages 1, separable, round-robin, 1 injection VC),
-#: by short name; first-free selection (``ff``) at every depth
+#: router settings other than the defaults (stages 1, separable, round-robin, 1 injection VC,
+#: ejection VCs ``auto``: 2 on the tori, 1 on the 1-VC trees), by short name; first-free
+#: selection (``ff``) at every depth
 ROUTERS = {
     "ff": {"selection": "first-free"},
     "sep2": {"allocator": "separable-2"},
@@ -66,6 +67,8 @@ ROUTERS = {
     "s3-sep2-ff": {"stages": 3, "allocator": "separable-2", "selection": "first-free"},
     "iv2": {"injection_vcs": 2},
     "s3-iv2": {"stages": 3, "injection_vcs": 2},
+    "ev1": {"ejection_vcs": 1},
+    "ev3": {"ejection_vcs": 3},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -83,6 +86,8 @@ SLICE = [
     ("s2-sep2-ff", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
     ("iv2", "torus-4x4", "past"),
+    ("ev1", "torus-4x4", "near"),
+    ("ev3", "znode-64", "past"),
 ]
 
 
@@ -101,8 +106,8 @@ def lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, *, stall=0.0)
 
 @pytest.mark.parametrize("router, fabric, load", SLICE, ids=["-".join(c) for c in SLICE])
 def test_lockstep_router_settings(plan_of, need_sim, cosim_dir, router, fabric, load):
-    """Round-robin selection, the two-iteration allocator, deeper pipelines and injection VCs:
-    RTL = model packet by packet."""
+    """Round-robin selection, the two-iteration allocator, deeper pipelines, injection and
+    ejection VCs: RTL = model packet by packet."""
     lockstep_router(plan_of, need_sim("icarus"), cosim_dir, router, fabric, load)
 
 

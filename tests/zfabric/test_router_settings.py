@@ -21,21 +21,60 @@ def spec(router=None):
 
 
 def test_no_router_section_gives_the_documented_defaults():
-    """docs/specs.md, router section: stages 1, separable, round-robin, 1 injection VC."""
+    """docs/specs.md, router section: stages 1, separable, round-robin, 1 injection VC,
+    ejection VCs settled by the plan's links (2 on the 2-VC torus)."""
     settings = load_spec(spec()).router
     assert settings == RouterSettings(
-        stages=1, allocator="separable", selection="round-robin", injection_vcs=1
+        stages=1,
+        allocator="separable",
+        selection="round-robin",
+        injection_vcs=1,
+        ejection_vcs="auto",
     )
     assert load_spec(spec({})).router == settings
+    assert compile_plan(load_spec(spec())).router == RouterSettings(ejection_vcs=2)
 
 
 def test_settings_reach_the_plan():
     router = {"stages": 2, "allocator": "separable-2", "selection": "round-robin"}
     plan = compile_plan(load_spec(spec(router)))
-    assert plan.router == RouterSettings(2, "separable-2", "round-robin")
-    plan = compile_plan(load_spec(spec({"injection_vcs": 3})))
-    assert plan.router == RouterSettings(injection_vcs=3)
-    assert plan_from_json(plan.to_json()).router.injection_vcs == 3
+    assert plan.router == RouterSettings(2, "separable-2", "round-robin", ejection_vcs=2)
+    plan = compile_plan(load_spec(spec({"injection_vcs": 3, "ejection_vcs": 4})))
+    assert plan.router == RouterSettings(injection_vcs=3, ejection_vcs=4)
+    assert plan_from_json(plan.to_json()).router == plan.router
+
+
+@pytest.mark.parametrize(
+    "name, topology, router, ejection_vcs",
+    [
+        ("torus-4x4", {}, None, 2),  # 2 VCs on every link
+        ("mesh-4x4", {}, None, 2),
+        ("ndt-2x2x2", {}, None, 2),  # 2 external, 4 internal
+        ("znode-64", {}, None, 1),  # 1-VC links
+        ("znode-64", {"vcs": 2}, None, 2),
+        ("torus-4x4", {}, {"ejection_vcs": 1}, 1),  # named: as named
+        ("znode-64", {}, {"ejection_vcs": "auto"}, 1),
+        ("znode-64", {}, {"ejection_vcs": 3}, 3),
+    ],
+)
+def test_ejection_vcs_auto_follows_the_links(example, name, topology, router, ejection_vcs):
+    """docs/specs.md: ``auto`` is 2 when every switch-to-switch link has 2 VCs or more."""
+    data = yaml.safe_load(example(name).read_text())
+    data["topology"].update(topology)
+    if router is not None:
+        data["router"] = router
+    plan = compile_plan(load_spec(data))
+    assert plan.router.ejection_vcs == ejection_vcs
+    routing = make_routing(PlanView(plan))  # and every delivery may take any of them
+    assert routing.local_hop(0, 0).vcs == tuple(range(ejection_vcs))
+
+
+def test_plan_json_without_ejection_vcs_has_one(example):
+    """Plans from before the key had one VC into every endpoint."""
+    plan = compile_plan(load_spec(example("torus-4x4")))
+    data = plan.to_dict()
+    del data["router"]["ejection_vcs"]
+    assert plan_from_json(json.dumps(data)).router == RouterSettings(ejection_vcs=1)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +94,11 @@ def test_settings_reach_the_plan():
             r"^router\.injection_vcs: must be an integer in 1\.\.16, got 0$",
         ),
         ({"injection_vcs": "2"}, r"^router\.injection_vcs: must be an integer in 1\.\.16, got"),
+        (
+            {"ejection_vcs": 0},
+            r"^router\.ejection_vcs: must be auto or an integer in 1\.\.16, got 0$",
+        ),
+        ({"ejection_vcs": "two"}, r"^router\.ejection_vcs: must be auto or an integer .*'two'$"),
     ],
 )
 def test_errors_name_path_and_value(router, message):
@@ -95,10 +139,38 @@ def test_injection_vcs_leave_the_deadlock_proof_and_hops_unchanged(example):
         assert three.max_hops == one.max_hops
 
 
+def test_ejection_vcs_leave_the_dependency_graph_unchanged(example):
+    """A delivery ends a route: whichever ejection VC it takes, nothing waits on it, so the
+    graph, the proof and the hop counts stay as they were."""
+    from zfabric import analyse_routing
+
+    data = yaml.safe_load(example("torus-4x4").read_text())
+    data["router"] = {"ejection_vcs": 1}
+    one = analyse_routing(compile_plan(load_spec(data)))
+    data["router"] = {"ejection_vcs": 3}
+    three = analyse_routing(compile_plan(load_spec(data)))
+    assert one.deadlock_free and three.deadlock_free and three.max_hops == one.max_hops
+    assert set(three.cdg.edges) == set(one.cdg.edges)
+
+
+def test_a_delivery_on_a_missing_ejection_vc_is_refused(example, monkeypatch):
+    from zfabric import analyse_routing
+    from zfabric.routing.base import Hop, RoutingFunction
+
+    plan = compile_plan(load_spec(spec({"ejection_vcs": 1})))
+    original = RoutingFunction.local_hop
+    monkeypatch.setattr(
+        RoutingFunction, "local_hop", lambda self, s, d: Hop(original(self, s, d).port, (0, 1))
+    )
+    with pytest.raises(PlanError, match=r"delivery on VCs \(0, 1\), the ejection link has 1$"):
+        analyse_routing(plan)
+
+
+@pytest.mark.parametrize("name", ["injection_vcs", "ejection_vcs"])
 @pytest.mark.parametrize("vcs", [0, 17, True, 2.5])
-def test_router_settings_refuse_bad_injection_vcs(vcs):
-    with pytest.raises(ValueError, match="injection_vcs must be an integer in 1..16"):
-        RouterSettings(injection_vcs=vcs)
+def test_router_settings_refuse_bad_vc_counts(name, vcs):
+    with pytest.raises(ValueError, match=f"{name} must be an integer in 1..16"):
+        RouterSettings(**{name: vcs})
 
 
 def test_bad_router_in_plan_json_is_a_plan_error(example):

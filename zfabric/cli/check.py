@@ -91,6 +91,8 @@ def router_text(router: RouterSettings) -> str:
     text = f"{stages}, {router.allocator} allocator, {router.selection} output selection"
     if router.injection_vcs > 1:
         text += f", {router.injection_vcs} injection VCs"
+    ejection = router.ejection_vcs
+    text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
     return text
 
 

@@ -63,6 +63,8 @@ class RoutingFunction:
     def __init__(self, view: PlanView):
         self.view = view
         self.params = view.plan.routing.params
+        #: the VCs of every ejection link (``router.ejection_vcs``): a delivery may take any
+        self.ejection_vcs = tuple(range(view.plan.router.ejection_vcs))
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
@@ -94,7 +96,7 @@ class RoutingFunction:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
         for attachment in self.view.plan.endpoints[dst].attachments:
             if attachment.switch == switch:
-                return Hop(attachment.port, (0,))
+                return Hop(attachment.port, self.ejection_vcs)
         raise LookupError(f"endpoint {dst} is not attached to switch {switch}")
 
 

@@ -127,7 +127,8 @@ class Sliced(RoutingFunction):
 
             def hops(ports: list[int], out_links=out_links) -> tuple[Hop, ...]:
                 return tuple(
-                    Hop(p, tuple(range(out_links[p].vcs)) if out_links[p] else (0,)) for p in ports
+                    Hop(p, tuple(range(out_links[p].vcs)) if out_links[p] else self.ejection_vcs)
+                    for p in ports
                 )
 
             up, down, across = port_groups(switch)

@@ -77,4 +77,4 @@ class UpDown(RoutingFunction):
 
     def _hop(self, switch: int, port: int) -> Hop:
         link = self.view.out_link[switch][port]
-        return Hop(port, tuple(range(link.vcs)) if link else (0,))
+        return Hop(port, tuple(range(link.vcs)) if link else self.ejection_vcs)

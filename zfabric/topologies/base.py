@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import networkx as nx
 
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
+from ..router_settings import AUTO, default_ejection_vcs
 from ..spec import FabricSpec, Reader
 
 __all__ = ["Topology", "TOPOLOGIES", "topology", "build_fabric", "compile_plan", "finish_plan"]
@@ -62,6 +64,11 @@ def finish_plan(
         packet_length=spec.packet_length,
         router=spec.router,
     )
+    if plan.router.ejection_vcs == AUTO:
+        ejection_vcs = default_ejection_vcs([link.vcs for link in plan.links])
+        plan = dataclasses.replace(
+            plan, router=dataclasses.replace(plan.router, ejection_vcs=ejection_vcs)
+        )
     return plan, builder.graph
 
 

@@ -11,7 +11,6 @@ from zfabric.routing.dor import TIES
 from .logic import (
     bit_fields,
     coord_widths,
-    mask_bit,
     mask_bits,
     mixed_digits,
     named_signals,
@@ -83,5 +82,6 @@ class DORRoute(wiring.Component):
             with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
                 m.d.comb += self.cand.eq(hops[dim])
         with m.Else():
-            m.d.comb += self.cand.eq(mask_bit(self._ports, self._local_port, 0))
+            local = range(self._ports.vcs[self._local_port])  # every ejection VC
+            m.d.comb += self.cand.eq(mask_bits(self._ports, self._local_port, local))
         return m

@@ -10,7 +10,6 @@ from zfabric.routing.dort import external_classes
 from .logic import (
     bit_fields,
     coord_widths,
-    mask_bit,
     mask_bits,
     mixed_digits,
     named_signals,
@@ -105,7 +104,8 @@ class DORTRoute(wiring.Component):
                 m.d.comb += self.cand.eq(hops[dim])
         with m.Else():
             with m.If(card == self._card):
-                m.d.comb += self.cand.eq(mask_bit(self._ports, self._local_port, 0))
+                local = range(self._ports.vcs[self._local_port])  # every ejection VC
+                m.d.comb += self.cand.eq(mask_bits(self._ports, self._local_port, local))
             with m.Else():
                 m.d.comb += self.cand.eq(self._internal("pe"))
         return m

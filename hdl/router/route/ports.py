@@ -15,7 +15,8 @@ __all__ = ["SwitchPorts", "candidate_mask", "RouteUnitSignature"]
 
 @dataclass(frozen=True)
 class SwitchPorts:
-    """Per-port VC counts of one switch and whether each port faces an endpoint.
+    """Per-port output VC counts of one switch (a local port's: ``router.ejection_vcs``) and
+    whether each port faces an endpoint.
 
     Output VCs are numbered flat: port ``o``'s VC ``w`` is ``base[o] + w``.
     """
@@ -31,7 +32,7 @@ class SwitchPorts:
             if (into is None) != (out is None) or (into and into.vcs != out.vcs):
                 name = view.switches[switch].name
                 raise ValueError(f"{name}.p{port}: its two directions differ")
-            vcs.append(into.vcs if into else 1)
+            vcs.append(into.vcs if into else view.plan.router.ejection_vcs)
             local.append(into is None)
         return cls(tuple(vcs), tuple(local))
 

@@ -53,7 +53,8 @@ from zfabric import compile_plan, load_spec
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 #: (label, spec overrides): the defaults (stages 1, separable, round-robin selection, one
-#: injection VC), the original switch (first-free), then each other router setting
+#: injection VC, ejection VCs auto, alternate ring ties), the original switch (first-free), then
+#: each other router setting, one ejection VC and ring ties all toward + (dor and dort alike)
 SETTINGS: list[tuple[str, dict]] = [
     ("defaults", {}),
     ("first-free", {"router": {"selection": "first-free"}}),
@@ -61,6 +62,8 @@ SETTINGS: list[tuple[str, dict]] = [
     ("stages 3", {"router": {"stages": 3}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
     ("2 injection VCs", {"router": {"injection_vcs": 2}}),
+    ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
+    ("ties +", {"routing": {"tie": "plus"}}),
 ]
 
 #: (label, example, build the design from its plan)
@@ -80,6 +83,8 @@ PACKET_LENGTH = 4
 
 def merged(base: dict, overrides: dict) -> dict:
     out = copy.deepcopy(base)
+    if isinstance(out.get("routing"), str) and isinstance(overrides.get("routing"), dict):
+        out["routing"] = {"name": out["routing"]}  # the shorthand ``routing: NAME``
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merged(out[key], value)

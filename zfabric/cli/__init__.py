@@ -28,6 +28,7 @@ from . import (
     optimise,
     run,
     simulate,
+    study,
     sweep,
     synth,
     verilog,
@@ -36,7 +37,9 @@ from .common import HelpFormatter, Parser
 
 __all__ = ["main", "build_parser"]
 
-COMMANDS = (check, verilog, synth, ndt_configs, optimise, simulate, sweep, cosim, board, run, cache)
+COMMANDS = (
+    check, verilog, synth, ndt_configs, optimise, simulate, sweep, study, cosim, board, run, cache,
+)  # fmt: skip
 
 
 def version() -> str:

@@ -1,0 +1,160 @@
+"""``zfabric study``: a grid of specs x traffic x rates x seeds on Dask, cached per point.
+
+Also the executor options and set-up that ``sweep`` shares (:func:`add_executor_arguments`,
+:func:`executor`). The engine is :mod:`zfabric.sim.study`; docs/studies.md has the file format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from zfabric.errors import SpecError
+
+from .common import OutputFolder, add_command, integer, progress, status
+
+__all__ = ["register", "run", "add_executor_arguments", "executor", "POINTS_FILE"]
+
+#: the per-point cache in a study's output folder (JSON lines, appended as points complete)
+POINTS_FILE = "points.jsonl"
+TABLES = ("table.csv", "table.jsonl")
+
+
+def register(commands) -> None:
+    parser = add_command(
+        commands,
+        "study",
+        "run a study file's grid of model runs on Dask, resumable and cached per point",
+    )
+    parser.add_argument("study", help="study file (YAML; see docs/studies.md)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        required=True,
+        help="folder for table.csv, table.jsonl, the plot and points.jsonl (the per-point"
+        " cache: a rerun into the same folder computes only the points it lacks)",
+    )
+    add_executor_arguments(parser, default_workers=os.cpu_count() or 1)
+    parser.set_defaults(run=run)
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: int) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--workers",
+        type=integer(0, 1024),
+        metavar="N",
+        default=default_workers,
+        help="run on a local Dask cluster of N worker processes; 0 runs the points one after"
+        " another in this process, without Dask",
+    )
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask scheduler at ADDRESS (tcp://host:8786) instead of a local cluster",
+    )
+
+
+@contextlib.contextmanager
+def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
+    """The executor the arguments name: in this process, a local cluster (closed afterwards),
+    or a client of ``--scheduler``; the dashboard link goes to stderr."""
+    from zfabric.sim.study import DaskExecutor, SerialExecutor, start_local_cluster
+
+    if args.scheduler is None and args.workers == 0:
+        yield SerialExecutor(retries)
+        return
+    try:
+        import distributed
+    except ImportError:
+        argument = "--scheduler" if args.scheduler else "--workers"
+        raise SpecError(
+            argument, "Dask is not installed: pip install 'zfabric[study]' (or use --workers 0)"
+        ) from None
+    if args.scheduler is not None:
+        try:
+            client = distributed.Client(args.scheduler, timeout=10)
+        except (OSError, ValueError, TypeError) as error:
+            text = " ".join(str(error).split())[:200]
+            raise SpecError(
+                "--scheduler", f"cannot connect to {args.scheduler!r}: {text}"
+            ) from None
+        cluster = None
+    else:
+        cluster, client = start_local_cluster(args.workers, retries)
+    try:
+        status(args, f"Dask dashboard: {client.dashboard_link}")
+        yield DaskExecutor(client, retries)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from zfabric.sim.study import (
+        PointCache,
+        curves,
+        failure_summary,
+        load_study,
+        run_study,
+        table_rows,
+        write_csv,
+        write_jsonl,
+    )
+
+    from .sweep import PLOT_FORMATS
+
+    folder = OutputFolder(args.output, "-o", exclusive=False)
+    study = load_study(args.study)
+    if study.plot and Path(study.plot).suffix.lower().lstrip(".") not in PLOT_FORMATS:
+        raise SpecError("plot", f"{study.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)}")
+    outputs = [*TABLES, *([study.plot] if study.plot else [])]
+    folder.check([*outputs, POINTS_FILE])
+    if POINTS_FILE not in folder.owned and (folder.path / POINTS_FILE).exists():
+        raise SpecError("-o", f"{str(folder.path / POINTS_FILE)!r} was not written by zfabric")
+    why = PointCache.check(folder.path / POINTS_FILE)
+    if why:
+        raise SpecError("-o", f"{str(folder.path / POINTS_FILE)!r}: {why}")
+    if POINTS_FILE not in folder.owned:  # list the cache before anything is written in it
+        with folder.staging() as staging:
+            (staging / POINTS_FILE).touch()
+            folder.commit(staging)
+    cache = PointCache(folder.path / POINTS_FILE)
+    computed = []
+    try:
+        with executor(args, study.retries) as runner:
+            with progress(args, f"{study.name} points", "points") as update:
+                records = run_study(study, runner, cache, progress=update, computed=computed.append)
+    finally:
+        cache.close()
+    rows = table_rows(study.name, records)
+    with folder.staging() as staging:
+        with open(staging / "table.csv", "w", newline="") as stream:
+            write_csv(rows, stream)
+        with open(staging / "table.jsonl", "w") as stream:
+            write_jsonl(rows, stream)
+        if study.plot:
+            _plot(study, records, curves(records), staging / study.plot)
+        folder.commit(staging)
+    failed = failure_summary(records)
+    print(
+        f"{study.name}: {len(records)} points ({len(computed)} computed,"
+        f" {len(records) - len(computed)} cached), {len(failed)} failed;"
+        f" table in {Path(args.output) / 'table.csv'}"
+    )
+    for line in failed:
+        print(f"zfabric: failed: {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _plot(study, records, lines, path: Path) -> None:
+    from zfabric.sim.plot import plot_curves
+
+    patterns = sorted({r["inputs"]["pattern"] for r in records})
+    plot_curves(lines, path, title=f"{study.name}: {'/'.join(patterns)} traffic")

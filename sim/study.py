@@ -42,6 +42,7 @@ __all__ = [
     "Point",
     "Study",
     "load_study",
+    "spec_points",
     "study_from_dict",
     "model_version",
     "run_point",
@@ -369,6 +370,40 @@ def study_from_dict(data: Mapping, *, default_name: str = "study", base: Path = 
         for rate in rates
     )
     return Study(name, points, refine, retries, plot, tuple(specs))
+
+
+def spec_points(
+    path: str | Path,
+    name: str,
+    config,
+    rates: Iterable[float],
+    *,
+    seed: int,
+    warmup: int,
+    cycles: int,
+    drain_limit: int | None = None,
+) -> list[Point]:
+    """One point per rate of the spec file at ``path`` (already validated as ``name``) under
+    ``config`` (a :class:`~zfabric.sim.traffic.TrafficConfig`; its rate is ignored)."""
+    data = dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    data["name"] = name
+    spec_json = json.dumps(data, sort_keys=True)
+    return [
+        Point(
+            name,
+            spec_json,
+            config.pattern,
+            rate,
+            config.packet_length,
+            config.process,
+            config.hotspot_fraction,
+            seed,
+            warmup,
+            cycles,
+            drain_limit,
+        )
+        for rate in sorted(set(rates))
+    ]
 
 
 # ---- one point ----------------------------------------------------------------------------------

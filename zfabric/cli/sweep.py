@@ -1,10 +1,12 @@
-"""``zfabric sweep``: latency-throughput curves over injection rates, and the curve and plot
-code ``run`` shares (kept together so a refined sweep or another plotter swaps in here)."""
+"""``zfabric sweep``: latency-throughput curves over injection rates, a one-spec study each
+(:mod:`zfabric.sim.study`: parallel with ``--workers``, cached with ``--cache``), and the curve
+and plot code ``run`` shares."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from zfabric.errors import SpecError
 from .check import checked_plan
 from .common import add_command, check_output_file, progress, status
 from .experiment import Experiment, add_traffic_arguments, resolve
+from .study import add_executor_arguments, executor
 
 #: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
 #: those that need optional Pillow codecs), checked before a sweep so it cannot fail at the end
@@ -33,11 +36,22 @@ def register(commands) -> None:
         help="write the latency-throughput plot; the suffix picks the format (.png, .pdf, .svg...)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--cache",
+        metavar="FILE",
+        help="keep each point's result in FILE (JSON lines, appended as points complete): a"
+        " rerun computes only the points FILE lacks",
+    )
     add_traffic_arguments(parser, sweep=True)
+    add_executor_arguments(parser, default_workers=0)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """A one-spec study per spec (:mod:`zfabric.sim.study`): every rate, then each curve's
+    knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``."""
+    from zfabric.sim.study import PointCache, Study, failure_summary, run_study, spec_points
+
     if args.plot:
         check_output_file(args.plot, "--plot")
         suffix = Path(args.plot).suffix.lower().lstrip(".")
@@ -46,15 +60,44 @@ def run(args: argparse.Namespace) -> int:
                 "--plot",
                 f"{args.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
             )
-    curves, plans, experiments = {}, {}, {}
+    if args.cache:
+        check_output_file(args.cache, "--cache")
+        why = PointCache.check(args.cache)
+        if why:
+            raise SpecError("--cache", f"{args.cache!r} is not a zfabric points file: {why}")
+    points, plans, experiments = [], {}, {}
     for path in args.spec:
         spec, plan, _analysis, ok = checked_plan(args, path)
         if not ok:
             return 1
         experiment = resolve(args, spec)
-        curves[spec.name] = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
+        config = experiment.config(experiment.rates[0])
+        points += spec_points(path, spec.name, config, experiment.rates, seed=experiment.seed,
+                              warmup=experiment.warmup, cycles=experiment.cycles)  # fmt: skip
         plans[spec.name] = plan
         experiments[spec.name] = experiment
+    study = Study("sweep", tuple(points), refine=0.01, retries=2)
+    cache = PointCache(args.cache)
+    try:
+        with executor(args, study.retries) as runner:
+            with progress(args, "sweep rates", "runs") as update:
+                records = run_study(study, runner, cache, progress=update)
+    finally:
+        cache.close()
+    curves: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
+    for record in records:
+        if record["status"] == "ok":
+            curves[record["inputs"]["spec"]].append(record["result"])
+    for name, points in curves.items():
+        for index, point in enumerate(points):
+            mean = point["latency"]["mean"]
+            status(
+                args,
+                f"[{index + 1}/{len(points)}] {name} rate {point['rate']}: accepted"
+                f" {point['accepted']:.4f}, mean latency"
+                f" {'n/a' if mean is None else f'{mean:.2f}'}"
+                + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
+            )
     if args.plot:
         patterns = {e.pattern for e in experiments.values()}
         lengths = ", ".join(sorted({e.lengths() for e in experiments.values()}))
@@ -75,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
                 shown = "n/a" if mean is None else f"{mean:.2f}"
                 flag = "  saturated" if point["saturated"] else ""
                 print(f"  {point['offered']:.3f} -> {point['accepted']:.3f}, {shown}{flag}")
-    return 0
+    failed = failure_summary(records)
+    for line in failed:
+        print(f"zfabric: failed: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def sweep_curve(

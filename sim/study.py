@@ -472,6 +472,10 @@ def _error_text(error: BaseException) -> str:
 # ---- the cache ----------------------------------------------------------------------------------
 
 
+#: how every line of a points file starts (a record's first key), whole or cut short by a kill
+_TORN = '{"key": "'
+
+
 class PointCache:
     """Completed points as JSON lines (``{"key", "inputs", "status", "error", "result"}``),
     appended as each completes, so an interrupted study keeps what it finished. A torn last
@@ -498,16 +502,12 @@ class PointCache:
         if not path.exists():
             return None
         try:
-            with path.open(encoding="utf-8") as file:
-                lines = file.read().splitlines()
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             return f"cannot read it: {getattr(error, 'strerror', None) or error}"
-        for number, line in enumerate(lines[:-1] if lines else [], 1):
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict) or "key" not in record:
-                    raise ValueError
-            except ValueError:
+        lines = text.split("\n")
+        for number, line in enumerate(lines, 1):
+            if not (line.startswith(_TORN) or (not line and number == len(lines))):
                 return f"line {number} is not a point of a zfabric study"
         return None
 
@@ -520,7 +520,14 @@ class PointCache:
         if self.path is None:
             return
         if self._file is None:
+            torn = self.path.exists() and self.path.stat().st_size > 0
+            if torn:
+                with self.path.open("rb") as file:
+                    file.seek(-1, 2)
+                    torn = file.read(1) != b"\n"
             self._file = self.path.open("a", encoding="utf-8")
+            if torn:  # a line cut by a kill mid-write: start on a line of our own
+                self._file.write("\n")
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
@@ -586,12 +593,18 @@ class DaskExecutor:
 
 def start_local_cluster(workers: int, retries: int):
     """A ``LocalCluster`` of ``workers`` single-threaded processes (the model is pure Python:
-    threads would share one interpreter lock) and its client; a worker that dies takes its
-    points with it ``retries`` times at most before they are reported failed."""
+    threads would share one interpreter lock) and its client. A worker holds only the point it
+    runs (``worker-saturation`` 1: points take seconds, queueing more on a worker gains
+    nothing), so a worker that dies takes that point alone with it, which is then rescheduled
+    ``retries`` times at most before it is reported failed."""
     import dask
     from distributed import Client, LocalCluster
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": retries}):
+    settings = {
+        "distributed.scheduler.allowed-failures": retries,
+        "distributed.scheduler.worker-saturation": 1.0,
+    }
+    with dask.config.set(settings):
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -628,15 +641,17 @@ def run_study(
     executor: Executor,
     cache: PointCache,
     *,
-    runner: Runner = run_point,
+    runner: Runner | None = None,
     version: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     computed: Callable[[Record], None] | None = None,
 ) -> list[Record]:
     """Every point of ``study``: cached ones from ``cache``, the rest run on ``executor`` and
-    added to the cache as they complete; then, with ``refine``, rounds of one bisection point
-    per unfinished curve. ``progress(done, total)`` after each point; ``computed(record)`` for
-    each point run (not cached). Records come back in study order, refinements by rate."""
+    added to the cache as they complete (``runner``, default :func:`run_point`); then, with
+    ``refine``, rounds of one bisection point per unfinished curve. ``progress(done, total)``
+    after each point; ``computed(record)`` for each point run (not cached). Records come back
+    in study order, refinements by rate."""
+    runner = runner or run_point
     version = version or model_version()
     records: dict[Point, Record] = {}
     round_points: list[Point] = list(study.points)

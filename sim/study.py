@@ -128,21 +128,35 @@ class Study:
 # ---- the model's version ------------------------------------------------------------------------
 
 
+#: what a point's result depends on in ``zfabric.sim``, besides the compiler and run_point
+_MODEL_SOURCES = ("model", "measure.py", "traffic.py", "analytic.py")
+
+
 @functools.cache
 def model_version() -> str:
-    """A digest of the source of the compiler (``zfabric`` less its command line) and of the
-    model, traffic, analytic bounds and measurement (``zfabric.sim``, less the co-simulation
-    test benches): any edit there invalidates cached results, a comment too (cheap to rerun,
-    never stale)."""
+    """A digest of the source of what computes a point's result: the compiler (``zfabric``
+    less its command line), the model, traffic, analytic bounds and measurement of
+    ``zfabric.sim``, and :func:`run_point`. Any edit there invalidates cached results, a comment
+    too (cheap to rerun, never stale); the engine's tables and plots may change freely."""
+    import inspect
+
     import zfabric
 
+    compiler, here = Path(zfabric.__file__).parent, Path(__file__).parent
+    # the subpackages sit beside the compiler in a checkout, inside it once installed
+    files = [
+        ("zfabric", p.relative_to(compiler))
+        for p in compiler.rglob("*.py")
+        if p.relative_to(compiler).parts[0] not in ("cli", "sim", "hdl", "boards")
+    ]
+    for name in _MODEL_SOURCES:
+        found = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else [here / name]
+        files += [("sim", p.relative_to(here)) for p in found]
     digest = hashlib.sha256()
-    for root, skip in ((Path(zfabric.__file__).parent, {"cli"}), (Path(__file__).parent, {"tb"})):
-        for path in sorted(root.rglob("*.py")):
-            relative = path.relative_to(root)
-            if relative.parts[0] in skip:
-                continue
-            digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for root, relative in sorted(files):
+        path = (compiler if root == "zfabric" else here) / relative
+        digest.update(f"{root}/{relative.as_posix()}".encode() + b"\0" + path.read_bytes())
+    digest.update(inspect.getsource(run_point).encode())
     return digest.hexdigest()[:16]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -157,4 +158,10 @@ def _plot(study, records, lines, path: Path) -> None:
     from zfabric.sim.plot import plot_curves
 
     patterns = sorted({r["inputs"]["pattern"] for r in records})
-    plot_curves(lines, path, title=f"{study.name}: {'/'.join(patterns)} traffic")
+    lengths = {json.dumps(r["inputs"]["packet_length"]) for r in records}
+    plot_curves(
+        lines,
+        path,
+        title=f"{study.name}: {'/'.join(patterns)} traffic",
+        packet_length=json.loads(lengths.pop()) if len(lengths) == 1 else None,
+    )

@@ -341,3 +341,15 @@ def test_a_points_file_cut_by_a_kill_is_still_ours(tmp_path):
     run_study(study_from_dict(tiny(seeds=[3])), SerialExecutor(), cache, version="m1")
     cache.close()
     assert PointCache.check(path) is None and len(PointCache(path).records) == 18
+
+
+def test_a_scheduler_that_does_not_answer_is_refused_before_any_output(tmp_path, capsys):
+    import dask
+
+    out = tmp_path / "out"
+    args = ["study", study_file(tmp_path), "-o", str(out), "--scheduler", "tcp://127.0.0.1:9"]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):  # Dask's default: 30 s
+        assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zfabric: error: --scheduler: cannot connect to 'tcp://127.0.0.1:9'")
+    assert err.count("\n") == 1 and not out.exists()

@@ -79,7 +79,7 @@ def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
         ) from None
     if args.scheduler is not None:
         try:
-            client = distributed.Client(args.scheduler, timeout=10)
+            client = distributed.Client(args.scheduler)
         except (OSError, ValueError, TypeError) as error:
             text = " ".join(str(error).split())[:200]
             raise SpecError(
@@ -116,24 +116,22 @@ def run(args: argparse.Namespace) -> int:
     if study.plot and Path(study.plot).suffix.lower().lstrip(".") not in PLOT_FORMATS:
         raise SpecError("plot", f"{study.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)}")
     outputs = [*TABLES, *([study.plot] if study.plot else [])]
-    folder.check([*outputs, POINTS_FILE])
-    if POINTS_FILE not in folder.owned and (folder.path / POINTS_FILE).exists():
-        raise SpecError("-o", f"{str(folder.path / POINTS_FILE)!r} was not written by zfabric")
+    folder.check([*outputs, POINTS_FILE])  # a file of the user's is refused here
     why = PointCache.check(folder.path / POINTS_FILE)
     if why:
         raise SpecError("-o", f"{str(folder.path / POINTS_FILE)!r}: {why}")
-    if POINTS_FILE not in folder.owned:  # list the cache before anything is written in it
-        with folder.staging() as staging:
-            (staging / POINTS_FILE).touch()
-            folder.commit(staging)
-    cache = PointCache(folder.path / POINTS_FILE)
-    computed = []
-    try:
-        with executor(args, study.retries) as runner:
+    computed: list[dict] = []
+    with executor(args, study.retries) as runner:  # a scheduler that does not answer: no files
+        if POINTS_FILE not in folder.owned:  # list the cache before anything is written in it
+            with folder.staging() as staging:
+                (staging / POINTS_FILE).touch()
+                folder.commit(staging)
+        cache = PointCache(folder.path / POINTS_FILE)
+        try:
             with progress(args, f"{study.name} points", "points") as update:
                 records = run_study(study, runner, cache, progress=update, computed=computed.append)
-    finally:
-        cache.close()
+        finally:
+            cache.close()
     rows = table_rows(study.name, records)
     with folder.staging() as staging:
         with open(staging / "table.csv", "w", newline="") as stream:

@@ -40,7 +40,8 @@ def register(commands) -> None:
         help="folder for table.csv, table.jsonl, the plot and points.jsonl (the per-point"
         " cache: a rerun into the same folder computes only the points it lacks)",
     )
-    add_executor_arguments(parser, default_workers=os.cpu_count() or 1)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    add_executor_arguments(parser, default_workers=cores or 1)
     parser.set_defaults(run=run)
 
 

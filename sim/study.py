@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -117,6 +118,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Study:
+    """An expanded study file: its first round of points and how to run them."""
+
     name: str
     points: tuple[Point, ...]  # the first round: every spec x pattern x length x seed x rate
     refine: float | None = None  # bisect each curve's knee to this tolerance
@@ -268,18 +271,20 @@ def _spec_variants(entry: Any, path: str, base: Path) -> Iterator[tuple[str, dic
     axes = [(str(k), _list(v, f"{path}.vary.{k}")) for k, v in vary.items()]
     template = entry.get("name")
     _require(template is None or isinstance(template, str), f"{path}.name", "a string", template)
-    for combination in _product([values for _, values in axes]):
-        spec = json.loads(json.dumps(source))  # a deep copy that also refuses odd YAML values
+    for combination in itertools.product(*(values for _, values in axes)):
+        spec = _plain(source)
         for key, value in settings.items():
-            _set_path(spec, str(key), value, f"{path}.set.{key}")
-        varied = tuple((key, value) for (key, _), value in zip(axes, combination, strict=True))
+            _set_path(spec, str(key), _plain(value), f"{path}.set.{key}")
+        varied = tuple(
+            (key, _plain(value)) for (key, _), value in zip(axes, combination, strict=True)
+        )
         for key, value in varied:
             _set_path(spec, key, value, f"{path}.vary.{key}")
         fields = {key.split(".")[-1]: _shown(value) for key, value in varied}
         if template is not None:
             try:
                 name = template.format(**fields)
-            except (KeyError, IndexError, ValueError) as error:
+            except (KeyError, IndexError, ValueError, AttributeError) as error:
                 raise SpecError(
                     f"{path}.name", f"{template!r} names {error}; fields: {', '.join(fields)}"
                 ) from None
@@ -289,13 +294,10 @@ def _spec_variants(entry: Any, path: str, base: Path) -> Iterator[tuple[str, dic
         yield name, spec, varied
 
 
-def _product(lists: Sequence[list]) -> Iterator[tuple]:
-    if not lists:
-        yield ()
-        return
-    for head in lists[0]:
-        for rest in _product(lists[1:]):
-            yield (head, *rest)
+def _plain(value: Any) -> Any:
+    """A deep copy as plain JSON values (a YAML date or the like becomes its text, which the
+    spec's own checks then judge)."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def study_from_dict(data: Mapping, *, default_name: str = "study", base: Path = Path()) -> Study:
@@ -399,7 +401,7 @@ def spec_points(
 ) -> list[Point]:
     """One point per rate of the spec file at ``path`` (already validated as ``name``) under
     ``config`` (a :class:`~zfabric.sim.traffic.TrafficConfig`; its rate is ignored)."""
-    data = dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    data = _plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
     data["name"] = name
     spec_json = json.dumps(data, sort_keys=True)
     return [
@@ -607,10 +609,10 @@ class DaskExecutor:
 
 def start_local_cluster(workers: int, retries: int):
     """A ``LocalCluster`` of ``workers`` single-threaded processes (the model is pure Python:
-    threads would share one interpreter lock) and its client. A worker holds only the point it
-    runs (``worker-saturation`` 1: points take seconds, queueing more on a worker gains
-    nothing), so a worker that dies takes that point alone with it, which is then rescheduled
-    ``retries`` times at most before it is reported failed."""
+    threads would share one interpreter lock) and its client. While many points remain, a
+    worker holds only the point it runs (``worker-saturation`` 1: points take seconds,
+    queueing more on a worker gains nothing), so a worker that dies takes that point alone with
+    it; a point caught in more than ``retries`` worker deaths is reported failed."""
     import dask
     from distributed import Client, LocalCluster
 

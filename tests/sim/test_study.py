@@ -189,9 +189,10 @@ def test_two_workers_give_the_serial_table(cluster):
 
 
 def faulty(point):
-    """A point that kills its worker every time (rate 0.3), one that raises (rate 0.5, seed
-    2), and slow ones, so a worker killed from outside has points in hand."""
-    if point.rate == 0.3 and point.spec_name == "torus" and point.seed == 1:
+    """The first point kills its worker every time (early, while Dask gives each worker one
+    point at a time), the points at rate 0.5 and seed 2 raise, and every point is slow, so a
+    worker killed from outside has a point in hand."""
+    if point.rate == 0.1 and point.spec_name == "ring" and point.seed == 1:
         os._exit(1)
     if point.rate == 0.5 and point.seed == 2:
         raise RuntimeError("a bad point")
@@ -200,15 +201,17 @@ def faulty(point):
 
 
 def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(cluster, tmp_path):
-    study = study_from_dict(tiny())
+    study = study_from_dict(tiny(seeds=[1, 2, 3]))
     path = tmp_path / "points.jsonl"
     killed = []
 
     def kill_one_worker(record) -> None:
         if not killed:  # mid-study: after the first completed point
-            pids = cluster.run(os.getpid)
-            killed.append(next(iter(pids.values())))
-            os.kill(killed[0], signal.SIGKILL)
+            # a worker the poison point just killed does not answer: skip it
+            pids = list(cluster.run(os.getpid, on_error="ignore").values())
+            if pids:
+                killed.append(pids[0])
+                os.kill(pids[0], signal.SIGKILL)
 
     cache = PointCache(path)
     records = run_study(
@@ -219,9 +222,12 @@ def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(cluster
     assert [r["inputs"] for r in records] == [p.inputs() for p in study.points]  # none dropped
     failed = {(r["inputs"]["spec"], r["inputs"]["rate"], r["inputs"]["seed"]): r["error"]
               for r in records if r["status"] == "failed"}  # fmt: skip
-    assert set(failed) == {("torus", 0.3, 1), ("ring", 0.5, 2), ("torus", 0.5, 2)}
-    assert "KilledWorker" in failed[("torus", 0.3, 1)]
+    assert {("ring", 0.1, 1), ("ring", 0.5, 2), ("torus", 0.5, 2)} <= set(failed)
     assert failed[("ring", 0.5, 2)] == "RuntimeError: a bad point"
+    # the poison point, and any point queued on a worker it killed twice (the scheduler gives
+    # a worker a second point once few remain), fail as killed workers, after the retries
+    others = set(failed) - {("ring", 0.5, 2), ("torus", 0.5, 2)}
+    assert all(failed[point].startswith("KilledWorker: ") for point in others)
     serial = run_study(study, SerialExecutor(), PointCache(None))
     assert [r for r in records if r["status"] == "ok"] == [
         r for r in serial if (r["inputs"]["spec"], r["inputs"]["rate"], r["inputs"]["seed"])

@@ -359,3 +359,16 @@ def test_a_scheduler_that_does_not_answer_is_refused_before_any_output(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("zfabric: error: --scheduler: cannot connect to 'tcp://127.0.0.1:9'")
     assert err.count("\n") == 1 and not out.exists()
+
+
+def test_study_on_two_local_workers_writes_the_serial_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the progress bar, as on a terminal
+    path = study_file(tmp_path, traffic={**tiny()["traffic"], "refine": 0.1})
+    assert main(["study", path, "-o", str(tmp_path / "serial"), "--workers", "0"]) == 0
+    serial_err = capsys.readouterr().err
+    assert "tiny points" in serial_err and "Dask" not in serial_err
+    assert main(["study", path, "-o", str(tmp_path / "dask"), "--workers", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "Dask dashboard: http://" in err and "tiny points" in err
+    for name in ("table.csv", "table.jsonl"):
+        assert (tmp_path / "dask" / name).read_text() == (tmp_path / "serial" / name).read_text()

@@ -58,6 +58,7 @@ __all__ = [
     "write_csv",
     "write_jsonl",
     "curves",
+    "select",
 ]
 
 Record = dict[str, Any]
@@ -124,7 +125,8 @@ class Study:
     points: tuple[Point, ...]  # the first round: every spec x pattern x length x seed x rate
     refine: float | None = None  # bisect each curve's knee to this tolerance
     retries: int = 2
-    plot: str | None = None
+    #: plot file name -> the curves it shows (input name -> the values kept; empty: every curve)
+    plots: Mapping[str, Mapping[str, list]] = dataclasses.field(default_factory=dict)
     specs: tuple[str, ...] = ()  # the spec names, in study order
 
 
@@ -166,8 +168,9 @@ def model_version() -> str:
 # ---- the study file -----------------------------------------------------------------------------
 
 
-def load_study(path: str | Path) -> Study:
-    """Read and expand a study file; a spec path in it is relative to the file."""
+def load_study(path: str | Path, *, plot_formats: Sequence[str] | None = None) -> Study:
+    """Read and expand a study file; a spec path in it is relative to the file.
+    ``plot_formats``: the plot file suffixes allowed (default: any)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -182,7 +185,9 @@ def load_study(path: str | Path) -> Study:
         raise SpecError("", f"{path}: YAML error{where}") from None
     if not isinstance(data, Mapping):
         raise SpecError("", f"{path}: a study must be a mapping of keys, got {short(data)}")
-    return study_from_dict(data, default_name=path.stem, base=path.parent)
+    return study_from_dict(
+        data, default_name=path.stem, base=path.parent, plot_formats=plot_formats
+    )
 
 
 def _require(ok: bool, path: str, want: str, value: Any) -> None:
@@ -300,9 +305,16 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def study_from_dict(data: Mapping, *, default_name: str = "study", base: Path = Path()) -> Study:
-    """Validate and expand a study mapping (``base``: the folder spec paths are relative to)."""
-    _check_keys(data, "", ("name", "description", "specs", "traffic", "retries", "plot"))
+def study_from_dict(
+    data: Mapping,
+    *,
+    default_name: str = "study",
+    base: Path = Path(),
+    plot_formats: Sequence[str] | None = None,
+) -> Study:
+    """Validate and expand a study mapping (``base``: the folder spec paths are relative to;
+    ``plot_formats`` as for :func:`load_study`)."""
+    _check_keys(data, "", ("name", "description", "specs", "traffic", "retries", "plot", "plots"))
     name = data.get("name", default_name)
     _require(isinstance(name, str) and bool(name), "name", "a non-empty string", name)
     specs: dict[str, tuple[str, tuple]] = {}
@@ -360,10 +372,8 @@ def study_from_dict(data: Mapping, *, default_name: str = "study", base: Path = 
         ok = ok and 0.0001 <= refine <= 0.5
         _require(ok, "traffic.refine", "a tolerance in [0.0001, 0.5]", refine)
     retries = _int(data.get("retries", 2), "retries", 0, 10)
-    plot = data.get("plot")
-    if plot is not None:
-        ok = isinstance(plot, str) and Path(plot).name == plot and Path(plot).suffix
-        _require(bool(ok), "plot", "a file name with a suffix (the format), no folder", plot)
+    values = {"spec": list(specs), "pattern": patterns, "packet_length": lengths, "seed": seeds}
+    plots = _plots(data, values, plot_formats)
     points = tuple(
         Point(
             spec_name,
@@ -385,7 +395,50 @@ def study_from_dict(data: Mapping, *, default_name: str = "study", base: Path = 
         for seed in seeds
         for rate in rates
     )
-    return Study(name, points, refine, retries, plot, tuple(specs))
+    return Study(name, points, refine, retries, plots=plots, specs=tuple(specs))
+
+
+#: what a plot may select its curves by: the study key of each input
+SELECTIONS = {"specs": "spec", "patterns": "pattern", "packet_lengths": "packet_length",
+              "seeds": "seed"}  # fmt: skip
+
+
+def _plots(
+    data: Mapping, values: Mapping[str, list], formats: Sequence[str] | None
+) -> dict[str, dict[str, list]]:
+    """``plots`` (file name -> selection), with ``plot: FILE`` short for every curve."""
+    plots = data.get("plots") or {}
+    _require(isinstance(plots, Mapping), "plots", "a mapping of file names", plots)
+    plots = dict(plots)
+    if data.get("plot") is not None:
+        plots = {data["plot"]: {}, **plots}
+    chosen: dict[str, dict[str, list]] = {}
+    for file, selection in plots.items():
+        where = "plot" if file == data.get("plot") and not selection else f"plots.{file}"
+        ok = isinstance(file, str) and Path(file).name == file and bool(Path(file).suffix)
+        _require(ok, where, "a file name with a suffix (the format), no folder", file)
+        if formats is not None and Path(file).suffix.lower().lstrip(".") not in formats:
+            _require(False, where, f"a file name ending in one of .{', .'.join(formats)}", file)
+        selection = selection or {}
+        _require(isinstance(selection, Mapping), where, "a mapping of inputs", selection)
+        _check_keys(selection, where, SELECTIONS)
+        kept: dict[str, list] = {}
+        for key, wanted in selection.items():
+            name = SELECTIONS[key]
+            kept[name] = []
+            for i, value in enumerate(_list(wanted, f"{where}.{key}")):
+                value = tuple(value) if isinstance(value, list) else value
+                _require(value in values[name], f"{where}.{key}[{i}]", "one of the study's", value)
+                kept[name].append(list(value) if isinstance(value, tuple) else value)
+        chosen[file] = kept
+    return chosen
+
+
+def select(records: Sequence[Record], selection: Mapping[str, list]) -> list[Record]:
+    """The records whose inputs are among a plot's selected values."""
+    return [
+        r for r in records if all(r["inputs"][name] in kept for name, kept in selection.items())
+    ]
 
 
 def spec_points(

@@ -99,6 +99,9 @@ def test_templates_set_and_vary_key_paths_and_name_the_variants(tmp_path):
             "'x'",
         ),  # fmt: skip
         ({"plot": "out/curve.png"}, "plot", "no folder"),
+        ({"plots": {"c.png": {"specs": ["ring-9"]}}}, "plots.c.png.specs[0]", "'ring-9'"),
+        ({"plots": {"c.png": {"rates": [0.1]}}}, "plots.c.png.rates", "unknown key"),
+        ({"plots": ["c.png"]}, "plots", "mapping"),
     ],
 )
 def test_a_bad_study_names_the_key_and_the_value(change, where, what):
@@ -276,6 +279,22 @@ def test_study_writes_the_table_and_a_rerun_computes_nothing(tmp_path, capsys):
     assert "12 points (0 computed, 12 cached), 0 failed" in capsys.readouterr().out
 
 
+def test_plots_show_the_curves_they_select(tmp_path, capsys):
+    from zfabric.sim.study import select
+
+    plots = {"ring.png": {"specs": ["ring"], "seeds": [2]}, "all.svg": {}}
+    out = tmp_path / "out"
+    path = study_file(tmp_path, plots=plots)
+    assert main(["study", path, "-o", str(out), "--workers", "0"]) == 0
+    assert {"latency.png", "ring.png", "all.svg"} <= set(os.listdir(out))
+    assert "<svg" in (out / "all.svg").read_text()
+    records = run_study(load_study(path), SerialExecutor(), PointCache(None))
+    chosen = load_study(path).plots["ring.png"]
+    assert [(r["inputs"]["spec"], r["inputs"]["seed"]) for r in select(records, chosen)] == [
+        ("ring", 2)
+    ] * 3
+
+
 def test_a_failed_point_is_in_the_table_and_the_exit_status(tmp_path, capsys, monkeypatch):
     import zfabric.sim.study as engine
 
@@ -298,7 +317,11 @@ def test_a_failed_point_is_in_the_table_and_the_exit_status(tmp_path, capsys, mo
 
 @pytest.mark.parametrize(
     "changes, argument",
-    [({"traffic": {"rates": [0.1, 2]}}, "traffic.rates[1]"), ({"plot": "p.txt"}, "plot")],
+    [
+        ({"traffic": {"rates": [0.1, 2]}}, "traffic.rates[1]"),
+        ({"plot": "p.txt"}, "zfabric: error: plot: must be a file name ending in one of .eps"),
+        ({"plots": {"p.txt": {}}}, "zfabric: error: plots.p.txt: must be"),
+    ],
 )
 def test_a_bad_study_is_refused_before_any_output(tmp_path, capsys, changes, argument):
     out = tmp_path / "out"

@@ -37,7 +37,7 @@ def register(commands) -> None:
         "--output",
         metavar="DIR",
         required=True,
-        help="folder for table.csv, table.jsonl, the plot and points.jsonl (the per-point"
+        help="folder for table.csv, table.jsonl, the plots and points.jsonl (the per-point"
         " cache: a rerun into the same folder computes only the points it lacks)",
     )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -101,10 +101,10 @@ def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
 def run(args: argparse.Namespace) -> int:
     from zfabric.sim.study import (
         PointCache,
-        curves,
         failure_summary,
         load_study,
         run_study,
+        select,
         table_rows,
         write_csv,
         write_jsonl,
@@ -113,10 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from .sweep import PLOT_FORMATS
 
     folder = OutputFolder(args.output, "-o", exclusive=False)
-    study = load_study(args.study)
-    if study.plot and Path(study.plot).suffix.lower().lstrip(".") not in PLOT_FORMATS:
-        raise SpecError("plot", f"{study.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)}")
-    outputs = [*TABLES, *([study.plot] if study.plot else [])]
+    study = load_study(args.study, plot_formats=PLOT_FORMATS)
+    outputs = [*TABLES, *study.plots]
     folder.check([*outputs, POINTS_FILE])  # a file of the user's is refused here
     why = PointCache.check(folder.path / POINTS_FILE)
     if why:
@@ -139,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
             write_csv(rows, stream)
         with open(staging / "table.jsonl", "w") as stream:
             write_jsonl(rows, stream)
-        if study.plot:
-            _plot(study, records, curves(records), staging / study.plot)
+        for file, selection in study.plots.items():
+            _plot(study, select(records, selection), staging / file)
         folder.commit(staging)
     failed = failure_summary(records)
     print(
@@ -153,13 +151,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _plot(study, records, lines, path: Path) -> None:
+def _plot(study, records, path: Path) -> None:
+    """The latency-throughput plot of ``records``' curves."""
     from zfabric.sim.plot import plot_curves
+    from zfabric.sim.study import curves
 
     patterns = sorted({r["inputs"]["pattern"] for r in records})
     lengths = {json.dumps(r["inputs"]["packet_length"]) for r in records}
     plot_curves(
-        lines,
+        curves(records),
         path,
         title=f"{study.name}: {'/'.join(patterns)} traffic",
         packet_length=json.loads(lengths.pop()) if len(lengths) == 1 else None,

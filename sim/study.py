@@ -589,6 +589,7 @@ class PointCache:
         if self.path is None:
             return
         if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             torn = self.path.exists() and self.path.stat().st_size > 0
             if torn:
                 with self.path.open("rb") as file:

@@ -8,7 +8,9 @@ Dask cluster of 1 and of 2 worker processes, against the bare model runs.
   apart), no cache, every point computed.
 
 Per-point overhead = (1-worker time - bare time) / 40: what the executor adds to each point
-(pickling, scheduling, the result's trip back, the record). Speed-up = 1-worker time /
+(pickling, scheduling, the result's trip back, the record); as the difference of two times of
+seconds on a busy machine it is noisy, so the same is measured on 40 near-empty points (a
+2-ring for 10 cycles), where the overhead is nearly all there is. Speed-up = 1-worker time /
 2-worker time. Median of --repeats runs each; the first run of a cluster also compiles the plan
 on its workers. The machine's load average is printed: other jobs on its 2 cores lower the
 speed-up.
@@ -28,14 +30,15 @@ RATES = [round(0.04 * i, 2) for i in range(1, 11)]
 SEEDS = [1, 2, 3, 4]
 
 
-def study(cycles: int):
+def study(cycles: int, warmup: int = 200, k: tuple[int, ...] = (4, 4)):
     from zfabric.sim.study import study_from_dict
 
+    name = "torus-" + "x".join(map(str, k))
     return study_from_dict(
         {
             "name": "bench",
-            "specs": [{"spec": {"name": "torus-4x4", "topology": {"kind": "torus", "k": [4, 4]}}}],
-            "traffic": {"rates": RATES, "seeds": SEEDS, "warmup": 200, "cycles": cycles},
+            "specs": [{"spec": {"name": name, "topology": {"kind": "torus", "k": list(k)}}}],
+            "traffic": {"rates": RATES, "seeds": SEEDS, "warmup": warmup, "cycles": cycles},
         }
     )
 
@@ -82,6 +85,8 @@ def main() -> None:
     from zfabric.sim.study import DaskExecutor, SerialExecutor, start_local_cluster
 
     the_study = study(args.cycles)
+    # the same grid of points that do almost nothing (a 2-ring, 10 cycles): the overhead alone
+    empty = study(10, warmup=0, k=(2,))
     n = len(the_study.points)
     print(
         f"{n} points: torus-4x4, uniform, rates {RATES[0]}..{RATES[-1]}, seeds {SEEDS},"
@@ -91,9 +96,11 @@ def main() -> None:
     )
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     times: dict[str, list[float]] = {"bare": [], "serial": [], "1 worker": [], "2 workers": []}
+    tiny: dict[str, list[float]] = {"bare": [], "1 worker": []}
     for _ in range(args.repeats):
         times["bare"].append(bare(the_study.points))
         times["serial"].append(timed(the_study, SerialExecutor()))
+        tiny["bare"].append(bare(empty.points))
     for workers in (1, 2):
         start = time.perf_counter()
         cluster, client = start_local_cluster(workers, retries=2)
@@ -104,6 +111,8 @@ def main() -> None:
         try:
             for _ in range(args.repeats):
                 times[label].append(timed(the_study, DaskExecutor(client)))
+                if workers == 1:
+                    tiny[label].append(timed(empty, DaskExecutor(client)))
         finally:
             client.close()
             cluster.close()
@@ -114,10 +123,17 @@ def main() -> None:
               f" point; runs {shown} s)")  # fmt: skip
     overhead = (median["1 worker"] - median["bare"]) / n
     serial_overhead = (median["serial"] - median["bare"]) / n
+    empty_bare, empty_dask = (statistics.median(tiny[label]) for label in ("bare", "1 worker"))
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(
-        f"per-point overhead: Dask 1 worker {overhead * 1000:.0f} ms, in-process"
-        f" {serial_overhead * 1000:.0f} ms (bare model run {median['bare'] / n * 1000:.0f} ms)"
+        f"per-point overhead against the bare runs: Dask 1 worker {overhead * 1000:.0f} ms,"
+        f" in-process {serial_overhead * 1000:.0f} ms (bare model run"
+        f" {median['bare'] / n * 1000:.0f} ms; the difference of two noisy times)"
+    )
+    print(
+        f"per-point overhead, {n} near-empty points (ring-2, 10 cycles): Dask 1 worker"
+        f" {(empty_dask - empty_bare) / n * 1000:.1f} ms (bare {empty_bare / n * 1000:.1f} ms a"
+        f" point, Dask {empty_dask / n * 1000:.1f} ms)"
     )
     print(
         f"speed-up 1 -> 2 workers: {median['1 worker'] / median['2 workers']:.2f}x"

@@ -169,9 +169,9 @@ def test_a_user_file_is_not_a_points_file(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A local cluster of 2 single-threaded worker processes; a worker killed 1 time more than
-    allowed fails its point."""
+def client():
+    """A client of a local cluster of 2 single-threaded worker processes; a point caught in 2
+    worker deaths fails."""
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
@@ -181,11 +181,11 @@ def cluster():
     cluster.close()
 
 
-def test_two_workers_give_the_serial_table(cluster):
+def test_two_workers_give_the_serial_table(client):
     study = study_from_dict(tiny(rates=[0.1, 0.5, 0.9], refine=0.1))
     serial = run_study(study, SerialExecutor(), PointCache(None))
     computed = []
-    parallel = run_study(study, DaskExecutor(cluster), PointCache(None), computed=computed.append)
+    parallel = run_study(study, DaskExecutor(client), PointCache(None), computed=computed.append)
     assert len(computed) == len(serial) > len(study.points)  # refinement rounds ran too
     assert table_rows("tiny", parallel) == table_rows("tiny", serial)
     assert all(r["status"] == "ok" for r in serial)
@@ -203,7 +203,7 @@ def faulty(point):
     return run_point(point)
 
 
-def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(cluster, tmp_path):
+def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(client, tmp_path):
     study = study_from_dict(tiny(seeds=[1, 2, 3]))
     path = tmp_path / "points.jsonl"
     killed = []
@@ -211,14 +211,14 @@ def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(cluster
     def kill_one_worker(record) -> None:
         if not killed:  # mid-study: after the first completed point
             # a worker the poison point just killed does not answer: skip it
-            pids = list(cluster.run(os.getpid, on_error="ignore").values())
+            pids = list(client.run(os.getpid, on_error="ignore").values())
             if pids:
                 killed.append(pids[0])
                 os.kill(pids[0], signal.SIGKILL)
 
     cache = PointCache(path)
     records = run_study(
-        study, DaskExecutor(cluster, retries=1), cache, runner=faulty, computed=kill_one_worker
+        study, DaskExecutor(client, retries=1), cache, runner=faulty, computed=kill_one_worker
     )
     cache.close()
     assert killed
@@ -239,7 +239,7 @@ def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(cluster
 
     computed = []
     cache = PointCache(path)
-    rerun = run_study(study, DaskExecutor(cluster), cache, computed=computed.append)
+    rerun = run_study(study, DaskExecutor(client), cache, computed=computed.append)
     cache.close()
     assert sorted((r["inputs"]["spec"], r["inputs"]["rate"], r["inputs"]["seed"])
                   for r in computed) == sorted(failed)  # fmt: skip
@@ -395,3 +395,14 @@ def test_study_on_two_local_workers_writes_the_serial_table(tmp_path, capsys, mo
     assert "Dask dashboard: http://" in err and "tiny points" in err
     for name in ("table.csv", "table.jsonl"):
         assert (tmp_path / "dask" / name).read_text() == (tmp_path / "serial" / name).read_text()
+
+
+def test_study_on_an_existing_scheduler(client, tmp_path, capsys):
+    path = study_file(tmp_path)
+    assert main(["study", path, "-o", str(tmp_path / "serial"), "--workers", "0"]) == 0
+    address = client.scheduler_info()["address"]
+    assert main(["study", path, "-o", str(tmp_path / "remote"), "--scheduler", address]) == 0
+    assert "12 points (12 computed, 0 cached), 0 failed" in capsys.readouterr().out
+    for name in ("table.csv", "table.jsonl"):
+        assert (tmp_path / "remote" / name).read_text() == (tmp_path / "serial" / name).read_text()
+    assert client.status == "running"  # the command closed its own client, not this one

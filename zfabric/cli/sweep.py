@@ -89,15 +89,7 @@ def run(args: argparse.Namespace) -> int:
         if record["status"] == "ok":
             curves[record["inputs"]["spec"]].append(record["result"])
     for name, points in curves.items():
-        for index, point in enumerate(points):
-            mean = point["latency"]["mean"]
-            status(
-                args,
-                f"[{index + 1}/{len(points)}] {name} rate {point['rate']}: accepted"
-                f" {point['accepted']:.4f}, mean latency"
-                f" {'n/a' if mean is None else f'{mean:.2f}'}"
-                + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
-            )
+        point_status(args, name, points)
     if args.plot:
         patterns = {e.pattern for e in experiments.values()}
         lengths = ", ".join(sorted({e.lengths() for e in experiments.values()}))
@@ -145,6 +137,12 @@ def sweep_curve(
             cycles=experiment.cycles,
             progress=update,
         )
+    point_status(args, name, points)
+    return points
+
+
+def point_status(args: argparse.Namespace, name: str, points: list[dict[str, Any]]) -> None:
+    """One status line per point of a curve: rate, accepted, mean latency, why saturated."""
     for index, point in enumerate(points):
         mean = point["latency"]["mean"]
         status(
@@ -153,7 +151,6 @@ def sweep_curve(
             f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
             + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
         )
-    return points
 
 
 def plot_curves(

@@ -606,6 +606,12 @@ class PointCache:
             self._file.close()
             self._file = None
 
+    def __enter__(self) -> PointCache:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
 
 # ---- executors ----------------------------------------------------------------------------------
 

@@ -153,9 +153,11 @@ def test_a_rerun_computes_only_missing_points_and_a_new_model_everything(tmp_pat
     assert records == run_study(study, SerialExecutor(), PointCache(None), version="m1")
 
     computed.clear()
-    run_study(study, SerialExecutor(), PointCache(path), version="m1", computed=computed.append)
+    with PointCache(path) as cache:
+        run_study(study, SerialExecutor(), cache, version="m1", computed=computed.append)
     assert computed == []
-    run_study(study, SerialExecutor(), PointCache(path), version="m2", computed=computed.append)
+    with PointCache(path) as cache:
+        run_study(study, SerialExecutor(), cache, version="m2", computed=computed.append)
     assert len(computed) == 12  # another model: every key differs
 
 

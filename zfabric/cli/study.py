@@ -125,12 +125,11 @@ def run(args: argparse.Namespace) -> int:
             with folder.staging() as staging:
                 (staging / POINTS_FILE).touch()
                 folder.commit(staging)
-        cache = PointCache(folder.path / POINTS_FILE)
-        try:
-            with progress(args, f"{study.name} points", "points") as update:
-                records = run_study(study, runner, cache, progress=update, computed=computed.append)
-        finally:
-            cache.close()
+        with (
+            PointCache(folder.path / POINTS_FILE) as cache,
+            progress(args, f"{study.name} points", "points") as update,
+        ):
+            records = run_study(study, runner, cache, progress=update, computed=computed.append)
     rows = table_rows(study.name, records)
     with folder.staging() as staging:
         with open(staging / "table.csv", "w", newline="") as stream:

@@ -77,13 +77,12 @@ def run(args: argparse.Namespace) -> int:
         plans[spec.name] = plan
         experiments[spec.name] = experiment
     study = Study("sweep", tuple(points), refine=0.01, retries=2)
-    cache = PointCache(args.cache)
-    try:
-        with executor(args, study.retries) as runner:
-            with progress(args, "sweep rates", "runs") as update:
-                records = run_study(study, runner, cache, progress=update)
-    finally:
-        cache.close()
+    with (
+        PointCache(args.cache) as cache,
+        executor(args, study.retries) as runner,
+        progress(args, "sweep rates", "runs") as update,
+    ):
+        records = run_study(study, runner, cache, progress=update)
     curves: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
     for record in records:
         if record["status"] == "ok":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian machine with Python 3.11: a virtualenv in .venv built from
-# pyproject.toml with the dev, rtl, fpga, formal and study extras (reinstalled only when pyproject.toml
-# changes), and Icarus Verilog where missing.
+# pyproject.toml with the dev, rtl, fpga, formal and study extras (reinstalled only when
+# pyproject.toml changes), and Icarus Verilog where missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

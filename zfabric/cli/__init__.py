@@ -38,7 +38,7 @@ from .common import HelpFormatter, Parser
 __all__ = ["main", "build_parser"]
 
 COMMANDS = (
-    check, verilog, synth, ndt_configs, optimise, simulate, sweep, study, cosim, board, run, cache,
+    check, verilog, synth, ndt_configs, optimise, simulate, sweep, study, cosim, board, run, cache
 )  # fmt: skip
 
 

@@ -5,7 +5,8 @@ layer allowed to import ``zfabric.hdl``, ``zfabric.sim`` and ``zfabric.boards`` 
 the commands), and the compiler modules never import it.
 
 Exit status: 0 success; 1 the fabric is not deadlock-free or does not deliver, the RTL and
-the model disagree, or a board build fails or misses its clock; 2 a bad spec or bad arguments
+the model disagree, a board build fails or misses its clock, or a study's or sweep's point
+failed after its retries; 2 a bad spec or bad arguments
 (one line on stderr, no traceback); 3 the co-simulation could not run (simulator missing or its
 build failed).
 """

@@ -36,8 +36,25 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 #: (minutes each: 128 to 512 switches) under the ``matrix`` marker
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
 BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4"]
+#: big examples that do not get through today, and why (strict: a pass shows up as a failure)
+OUT_OF_REACH = {
+    "znode-512": "emission: the WebAssembly Yosys runs out of its 4 GiB flattening the 64-port "
+    "switch kind (bad_alloc)",
+    "ndt-4x4x2x4x4": "Verilator's lint of the 512-node fabric is killed (exit 137) on this machine",
+}
 BIG_MARKS = [pytest.mark.matrix, pytest.mark.slow]
-EXAMPLES = SMALL + [pytest.param(name, marks=BIG_MARKS) for name in BIG]
+EXAMPLES = SMALL + [
+    pytest.param(
+        name,
+        marks=BIG_MARKS
+        + (
+            [pytest.mark.xfail(strict=True, reason=OUT_OF_REACH[name])]
+            if name in OUT_OF_REACH
+            else []
+        ),
+    )
+    for name in BIG
+]
 
 
 def test_every_example_is_linted(example):

@@ -37,6 +37,7 @@ from zfabric.errors import SpecError
 from zfabric.spec import load_spec, short
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
+from .sweep import knee
 from .traffic import PATTERNS
 
 __all__ = [
@@ -701,15 +702,15 @@ def refine_rates(records: Sequence[Record], tolerance: float) -> float | None:
     done = [r for r in records if r["status"] == "ok"]
     if len(done) < len(records) or any(r["result"]["deadlock"] for r in done):
         return None
-    rates = sorted((r["inputs"]["rate"], r["result"]["saturated"]) for r in done)
-    first = next((rate for rate, saturated in rates if saturated), None)
+    points = [{"rate": r["inputs"]["rate"], "saturated": r["result"]["saturated"]} for r in done]
+    first = min((p["rate"] for p in points if p["saturated"]), default=None)
     if first is None:
         return None
-    stable = max((rate for rate, saturated in rates if not saturated and rate < first), default=0.0)
+    stable = knee(points) or 0.0
     if first - stable <= tolerance * (1 + 1e-9):
         return None
     middle = round((stable + first) / 2, 6)
-    return None if middle in (rate for rate, _ in rates) else middle
+    return None if middle in (p["rate"] for p in points) else middle
 
 
 def run_study(

@@ -249,6 +249,11 @@ CASES = [
     case("routing-no-name", torus("routing: {datelines: false}\n"), ("routing.name", "missing")),
     case("routing-list", torus("routing: [dor]\n"), ("routing", "got ['dor']")),
     case(
+        "dor-tie",
+        torus("routing: {name: dor, tie: minus}\n"),
+        ("routing.tie", "must be one of alternate, plus, got 'minus'"),
+    ),
+    case(
         "ndt-tie",
         "topology: {kind: ndt, k: [4, 4]}\nrouting: {name: dort, tie: minus}\n",
         ("routing.tie", "got 'minus'"),

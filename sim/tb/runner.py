@@ -39,6 +39,7 @@ __all__ = [
     "CosimDeadlock",
     "cosim",
     "build_key",
+    "toolchain_digest",
     "default_cache",
     "traffic_trace",
     "format_report",
@@ -267,8 +268,21 @@ def _tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
+def toolchain_digest(sim: str) -> str:
+    """Names a simulator build by what it was built against: cocotb's version and the folder of
+    its libraries (a Verilator executable links them by absolute path, so one built in a
+    virtualenv that has since been deleted fails to start) and the simulator's executable."""
+    import cocotb
+    import cocotb_tools.config
+
+    executable = shutil.which("verilator" if sim == "verilator" else "iverilog") or ""
+    text = f"{sim}\n{cocotb.__version__}\n{cocotb_tools.config.libs_dir}\n{executable}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def _build(root: Path, sources: list[Path], sim: str, *, waves: bool) -> tuple[Path, float]:
-    build_dir = root / (sim + ("-vcd" if waves and sim == "verilator" else ""))
+    suffix = "-vcd" if waves and sim == "verilator" else ""
+    build_dir = root / f"{sim}{suffix}-{toolchain_digest(sim)}"
     with _locked(build_dir):
         return _build_unlocked(build_dir, sources, sim, waves=waves)
 

@@ -169,3 +169,16 @@ def test_scoreboard_follows_a_reordered_flow_when_heads_look_alike():
     run(board, [FakeDelivery(5, words(codec, b), 12), FakeDelivery(5, words(codec, a), 15)], 20)
     assert board.mismatches == []
     assert board.rtl_delivered == {a.key: 15, b.key: 12}
+
+
+def test_a_simulator_build_is_named_by_the_cocotb_libraries_it_links(monkeypatch, tmp_path):
+    """A Verilator executable cached by another virtualenv (since deleted) fails to start: the
+    build folder's name must change with the cocotb library folder, so it is rebuilt instead."""
+    import cocotb_tools.config
+    from zfabric.sim.tb.runner import toolchain_digest
+
+    here = toolchain_digest("verilator")
+    assert here == toolchain_digest("verilator")
+    assert here != toolchain_digest("icarus")
+    monkeypatch.setattr(cocotb_tools.config, "libs_dir", tmp_path / "other-venv" / "libs")
+    assert toolchain_digest("verilator") != here

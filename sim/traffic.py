@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from zfabric.traffic_spec import TRAFFIC_PATTERNS as PATTERNS
+
 __all__ = [
     "PATTERNS",
     "TrafficConfig",
@@ -31,18 +33,6 @@ __all__ = [
     "destination_function",
     "pattern_flows",
 ]
-
-PATTERNS = (
-    "uniform",
-    "transpose",
-    "bit-reversal",
-    "bit-complement",
-    "shuffle",
-    "tornado",
-    "neighbour",
-    "hotspot",
-    "zipf",
-)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The spec's optional ``traffic:`` section: the experiment's defaults for simulate/sweep/run/cosim.
 
-The compiler imports nothing above it, so the pattern names are listed here;
-tests/zfabric/test_traffic_spec.py checks them against ``zfabric.sim.traffic.PATTERNS``.
+The pattern names are listed here, below the simulator, which generates each of them
+(``zfabric.sim.traffic.PATTERNS`` is this tuple).
 """
 
 from __future__ import annotations

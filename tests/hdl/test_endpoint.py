@@ -85,19 +85,26 @@ def test_heads_agree_with_the_routing_functions_injections(example, name, kind):
             assert results[src, d] == expected, (src, d)
 
 
+def small_endpoint(*, buffer_depth: int = 2, source: int = 6, **options) -> Endpoint:
+    """An endpoint of 16-bit flits with 4-bit direct heads (destination = head) on one
+    attachment, for the stream tests."""
+    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
+    return Endpoint(
+        flit_layout=layout,
+        dst_width=4,
+        n_attachments=1,
+        buffer_depth=buffer_depth,
+        heads=DirectHeads(),
+        source=source,
+        **options,
+    )
+
+
 def test_packet_streams_through_an_endpoint():
     """The head's routing head built from dst, every flit's ``src`` the endpoint's id and its
     payload the beat's whole data; credits gate ``i.ready``; an ejected flit comes out as a
     beat in the same cycle with its data whole and its source."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
-    dut = Endpoint(
-        flit_layout=layout,
-        dst_width=4,
-        n_attachments=1,
-        buffer_depth=2,
-        heads=DirectHeads(),
-        source=6,
-    )
+    dut = small_endpoint()
     log = []
 
     async def testbench(ctx):
@@ -145,15 +152,7 @@ def test_receive_buffer_bypasses_when_empty_and_holds_flits_while_not_ready():
     """Ejection (docs/microarchitecture.md, Endpoints): a flit on the link comes out the same
     cycle when the buffer is empty and ``ready`` is high; otherwise it waits in the buffer, in
     order; a credit pulse goes back exactly in the cycles a flit is taken."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
-    dut = Endpoint(
-        flit_layout=layout,
-        dst_width=4,
-        n_attachments=1,
-        buffer_depth=2,
-        heads=DirectHeads(),
-        source=6,
-    )
+    dut = small_endpoint()
     # per cycle: (flit on the link or None, ready)
     plan = [
         (0x11, 1),  # bypass: out and credit at once
@@ -199,16 +198,7 @@ def test_heads_take_injection_vcs_round_robin_among_those_with_credit():
     1, 0, 1 (the injection pointer moves past each head's VC), then none has a credit and
     ``i.ready`` falls; a credit back on VC 1 lets the next head take VC 1 though the pointer
     is at 0 (docs/microarchitecture.md, Endpoints)."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
-    dut = Endpoint(
-        flit_layout=layout,
-        dst_width=4,
-        n_attachments=1,
-        buffer_depth=2,
-        heads=DirectHeads(),
-        source=6,
-        injection_vcs=2,
-    )
+    dut = small_endpoint(injection_vcs=2)
     log = []
 
     async def testbench(ctx):
@@ -233,16 +223,7 @@ def test_axis_mode_knows_a_packets_first_beat_from_the_last_one():
     """``axis``: beats carry no ``first``; the beat after a ``last`` (or reset) is a head. Beats
     (last = 0, 1, 1, 0, 0, 1) are one 2-flit packet, a single flit and a 3-flit packet; only
     the heads carry the routing head (from ``dst``, read on the head beat only)."""
-    layout = FlitLayout(payload_width=16, vc_width=1, head_width=4, src_width=4)
-    dut = Endpoint(
-        flit_layout=layout,
-        dst_width=4,
-        n_attachments=1,
-        buffer_depth=8,
-        heads=DirectHeads(),
-        source=2,
-        axis=True,
-    )
+    dut = small_endpoint(buffer_depth=8, source=2, axis=True)
     beats = [(0, 5), (1, 6), (1, 7), (0, 9), (0, 3), (1, 3)]  # (last, dst)
     log = []
 

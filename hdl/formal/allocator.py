@@ -22,8 +22,13 @@ Properties (assertions), every cycle:
   candidates; a body or tail flit goes on the output VC its packet's head took (so an output
   VC is owned by at most one input VC, and only a tail releases it).
 
-The single-cycle properties hold for any pointers and assignments; the ownership ones depend
-on the allocator's internal assignment registers and are checked bounded (docs/formal.md).
+The single-cycle properties hold for any pointers and assignments. The ownership ones depend
+on the allocator's internal assignment registers: with ``state`` the harness reads them
+(:func:`~zfabric.hdl.formal.state.opened`) and asserts, per input VC, that ``held`` is one-hot
+or zero, nonzero exactly inside a packet, equal to the output VC the reference owners give it,
+and that ``held_ready`` is ``ready`` of that VC. That strengthening makes the ownership
+properties inductive (proven unbounded); without it they are checked bounded
+(docs/verification.md).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from ..router.allocator import Allocator
+from .state import opened
 
 __all__ = ["AllocatorHarness"]
 
@@ -44,14 +50,17 @@ def _at_most_one(value) -> object:
 
 class AllocatorHarness(wiring.Component):
     """An ``Allocator`` (or ``unit_class``, for planted bugs) of ``n_ports`` ports with
-    ``n_vcs`` VCs each, under the environment above.
+    ``n_vcs`` VCs each, or with ``in_vcs`` and ``out_vcs`` VCs per port, under the environment
+    above.
 
     Parameters
     ----------
     ownership : bool
-        Assert the ownership properties (bounded) besides the single-cycle ones.
+        Assert the ownership properties besides the single-cycle ones.
+    state : bool
+        Also assert the invariants on the allocator's assignments (for k-induction).
     **settings
-        ``selection``, ``iterations`` and ``pipelined``, as the allocator's.
+        ``turns``, ``selection``, ``iterations`` and ``pipelined``, as the allocator's.
     """
 
     def __init__(
@@ -59,7 +68,10 @@ class AllocatorHarness(wiring.Component):
         *,
         n_ports: int = 3,
         n_vcs: int = 2,
+        in_vcs: tuple[int, ...] | None = None,
+        out_vcs: tuple[int, ...] | None = None,
         ownership: bool = True,
+        state: bool = False,
         unit_class: type = Allocator,
         **settings,
     ):
@@ -68,29 +80,37 @@ class AllocatorHarness(wiring.Component):
                 "ownership properties model owners taken by a crossing head, not by the "
                 "pipelined allocator's acquire: pass ownership=False with pipelined=True"
             )
-        self._n_ports, self._n_vcs, self._ownership = n_ports, n_vcs, ownership
+        if state and not ownership:
+            raise ValueError("state invariants strengthen the ownership properties: pass both")
+        self._in_vcs = tuple(in_vcs) if in_vcs is not None else (n_vcs,) * n_ports
+        self._out_vcs = tuple(out_vcs) if out_vcs is not None else (n_vcs,) * n_ports
+        self._ownership, self._state = ownership, state
         self._unit_class, self._settings = unit_class, settings
-        n_ovc = n_ports * n_vcs
+        n_ovc, max_in = sum(self._out_vcs), max(self._in_vcs)
+        n_ports = len(self._in_vcs)
         super().__init__(
             {
-                "valid": In(n_vcs).array(n_ports),
-                "tail": In(n_vcs).array(n_ports),
-                "cand": In(n_ovc).array(n_ports, n_vcs),
+                "valid": In(max_in).array(n_ports),
+                "tail": In(max_in).array(n_ports),
+                "cand": In(n_ovc).array(n_ports, max_in),
                 "spare": In(n_ovc),
             }
         )
 
     def elaborate(self, platform):
         m = Module()
-        n_ports, n_vcs = self._n_ports, self._n_vcs
-        n_ovc = n_ports * n_vcs
-        m.submodules.alloc = alloc = self._unit_class(
-            in_vcs=(n_vcs,) * n_ports, out_vcs=(n_vcs,) * n_ports, **self._settings
-        )
+        in_vcs, out_vcs = self._in_vcs, self._out_vcs
+        n_ports, n_ovc = len(in_vcs), sum(out_vcs)
+        alloc = self._unit_class(in_vcs=in_vcs, out_vcs=out_vcs, **self._settings)
+        if self._state:
+            m.submodules.alloc, internal = opened(alloc, platform)
+        else:
+            m.submodules.alloc = alloc
         # reference owner per output VC: an input VC's flat index + 1, 0 for none
-        owners = [Signal(range(n_ports * n_vcs + 1), name=f"owner{w}") for w in range(n_ovc)]
+        n_ivc = sum(in_vcs)
+        owners = [Signal(range(n_ivc + 1), name=f"owner{w}") for w in range(n_ovc)]
         in_packet = [
-            [Signal(name=f"in_packet_{p}_{v}") for v in range(n_vcs)] for p in range(n_ports)
+            [Signal(name=f"in_packet_{p}_{v}") for v in range(n)] for p, n in enumerate(in_vcs)
         ]
         ready = Signal(n_ovc, init=(1 << n_ovc) - 1)
         sent = [0] * n_ovc  # per output VC: a flit goes out on it this cycle
@@ -99,7 +119,7 @@ class AllocatorHarness(wiring.Component):
             alloc.spare.eq(self.spare),
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),
         ]
-        for p in range(n_ports):
+        for p, n_vcs in enumerate(in_vcs):
             m.d.comb += [
                 alloc.valid[p].eq(self.valid[p]),
                 alloc.tail[p].eq(self.tail[p]),
@@ -115,15 +135,16 @@ class AllocatorHarness(wiring.Component):
             m.d.comb += Assert((granted_by != 0) == alloc.pop[p].any())
             if self._ownership:  # one output only: needs the assignments one-hot
                 m.d.comb += Assert(granted_by <= 1)
-        for o in range(n_ports):
-            for p in range(n_ports):
-                for v in range(n_vcs):
-                    crosses = Signal(name=f"crosses_{p}_{v}_{o}")
-                    m.d.comb += crosses.eq(alloc.grant[o][p] & alloc.pop[p][v])
-                    for w in range(n_vcs):
-                        flat = o * n_vcs + w
-                        onto = crosses & (alloc.vc[o] == w)
-                        head, me = ~in_packet[p][v], p * n_vcs + v + 1
+        for p, n_vcs in enumerate(in_vcs):
+            for v in range(n_vcs):
+                me = sum(in_vcs[:p]) + v + 1
+                head = ~in_packet[p][v]
+                crosses = Signal(name=f"crosses_{p}_{v}")
+                m.d.comb += crosses.eq(alloc.pop[p][v])
+                for o in range(n_ports):
+                    for w in range(out_vcs[o]):
+                        flat = sum(out_vcs[:o]) + w
+                        onto = alloc.grant[o][p] & crosses & (alloc.vc[o] == w)
                         sent[flat] = sent[flat] | onto
                         if self._ownership:
                             m.d.comb += [
@@ -136,10 +157,19 @@ class AllocatorHarness(wiring.Component):
                             m.d.sync += owners[flat].eq(me)
                         with m.If(onto & self.tail[p][v]):
                             m.d.sync += owners[flat].eq(0)
-                    with m.If(crosses & ~self.tail[p][v]):
-                        m.d.sync += in_packet[p][v].eq(1)
-                    with m.If(crosses & self.tail[p][v]):
-                        m.d.sync += in_packet[p][v].eq(0)
+                with m.If(crosses & ~self.tail[p][v]):
+                    m.d.sync += in_packet[p][v].eq(1)
+                with m.If(crosses & self.tail[p][v]):
+                    m.d.sync += in_packet[p][v].eq(0)
+                if self._state:
+                    held = internal[f"held_{p}_{v}"]
+                    mine = sum((owner == me) << w for w, owner in enumerate(owners))
+                    m.d.comb += [
+                        Assert(_at_most_one(held)),
+                        Assert(held.any() == in_packet[p][v]),
+                        Assert(held == mine),
+                        Assert(internal[f"held_ready_{p}_{v}"] == (held & ready).any()),
+                    ]
         for flat in range(n_ovc):
             m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
         # an input port loses the output it picked to another; output VC 0 passes from one

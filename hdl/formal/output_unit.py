@@ -7,7 +7,10 @@ Environment (assumptions):
 
 - the crossbar sends a flit on output VC ``w`` only while the reference count says ``w`` has a
   credit; a head (or single) only on a VC without owner, a body or tail only on an owned VC
-  (what the allocator grants: tests/formal checks that side on the allocator);
+  (what the allocator grants: tests/formal checks that side on the allocator). With
+  ``acquire`` (``stages: 3``) owners are taken by the free ``acquire`` input instead, only of a
+  VC without owner and sending nothing (VC allocation's contract), and every flit goes on an
+  owned VC;
 - the downstream receiver holds every flit that reaches it and returns a credit pulse for one
   of them whenever it likes, so the output may stall for ever.
 
@@ -21,8 +24,10 @@ Properties (assertions), per output VC:
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
   tail; a single flit leaves it free).
 
-The unit's counters and owner bits are internal, so these are checked bounded: k-induction
-would need them on a port (docs/formal.md).
+With ``state`` the harness also reads the unit's counters, credit-nonzero flags and owner bits
+(:func:`~zfabric.hdl.formal.state.opened`) and asserts they equal the reference ones: that
+strengthening makes the properties inductive, so they are proven unbounded; without it they
+are checked bounded (docs/verification.md).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from amaranth.lib.wiring import In
 
 from ..flit import FlitLayout
 from ..router.output_unit import OutputUnit
+from .state import opened
 
 __all__ = ["OutputUnitHarness"]
 
@@ -41,11 +47,20 @@ class OutputUnitHarness(wiring.Component):
     """An ``OutputUnit`` (or ``unit_class``, for planted bugs) between a crossbar that obeys
     the allocator's contract and a receiver that returns credits when it likes."""
 
-    def __init__(self, *, n_vcs: int = 2, buffer_depth: int = 2, unit_class: type = OutputUnit):
+    def __init__(
+        self,
+        *,
+        n_vcs: int = 2,
+        buffer_depth: int = 2,
+        acquire: bool = False,
+        state: bool = False,
+        unit_class: type = OutputUnit,
+    ):
         self._layout = FlitLayout(
             payload_width=2, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=1, src_width=1
         )
         self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
+        self._acquire, self._state = acquire, state
         super().__init__(
             {
                 "send": In(1),
@@ -53,15 +68,22 @@ class OutputUnitHarness(wiring.Component):
                 "send_kind": In(2),
                 "send_payload": In(2),
                 "give_back": In(n_vcs),
+                "take": In(n_vcs),
             }
         )
 
     def elaborate(self, platform):
         m = Module()
         depth = self._depth
-        m.submodules.unit = unit = self._unit_class(
-            flit_layout=self._layout, n_vcs=self._n_vcs, buffer_depth=depth
+        unit = self._unit_class(
+            flit_layout=self._layout, n_vcs=self._n_vcs, buffer_depth=depth, acquire=self._acquire
         )
+        if self._state:
+            m.submodules.unit, internal = opened(unit, platform)
+        else:
+            m.submodules.unit = unit
+        if self._acquire:
+            m.d.comb += unit.acquire.eq(self.take)
         m.d.comb += [
             unit.i.valid.eq(self.send),
             unit.i.payload.vc.eq(self.send_vc),
@@ -83,13 +105,24 @@ class OutputUnitHarness(wiring.Component):
                 pulse.eq(self.give_back[vc]),
                 Assume(~pulse | (held != 0)),
                 Assume(~sent | (credits != 0)),
-                Assume(~sent | (self.send_kind[0] == ~owned)),
             ]
+            if self._acquire:
+                take = self.take[vc]
+                m.d.comb += [Assume(~sent | owned), Assume(~take | (~owned & ~sent))]
+            else:
+                take = sent & self.send_kind[0]
+                m.d.comb += Assume(~sent | (self.send_kind[0] == ~owned))
             m.d.sync += [
                 credits.eq(credits - sent + pulse),
                 held.eq(held + arrives - pulse),
             ]
-            with m.If(sent & self.send_kind[0]):
+            if self._state:
+                m.d.comb += [
+                    Assert(internal[f"credit{vc}"] == credits),
+                    Assert(internal[f"nonzero{vc}"] == (credits != 0)),
+                    Assert(internal["owned"][vc] == owned),
+                ]
+            with m.If(take):
                 m.d.sync += owned.eq(1)
             with m.If(sent & self.send_kind[1]):
                 m.d.sync += owned.eq(0)

@@ -53,18 +53,33 @@ class FormalResult:
     log: str
     #: cover mode: the step at which each cover was reached
     reached: list[int]
+    #: the counterexample trace of a ``FAIL`` (None otherwise)
+    vcd: Path | None = None
+    #: the last step bounded model checking finished checking (-1 if none): what a ``TIMEOUT``
+    #: still shows
+    checked: int = -1
 
 
 def run_sby(
-    harness: Elaboratable, directory: Path, *, mode: str, depth: int, name: str = "harness"
+    harness: Elaboratable,
+    directory: Path,
+    *,
+    mode: str,
+    depth: int,
+    name: str = "harness",
+    timeout: int | None = None,
 ) -> FormalResult:
     """Prove (``prove``: k-induction), check to ``depth`` cycles (``bmc``) or reach every cover
-    (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there)."""
+    (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there).
+
+    With ``timeout`` (seconds) SymbiYosys stops the solver then and reports ``TIMEOUT``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.il").write_text(rtlil.convert(harness, name="top"))
     (directory / f"{name}.sby").write_text(
-        f"[options]\nmode {mode}\ndepth {depth}\nmulticlock off\n\n"
+        f"[options]\nmode {mode}\ndepth {depth}\nmulticlock off\n"
+        + (f"timeout {timeout}\n" if timeout else "")
+        + "\n"
         f"[engines]\nsmtbmc yices\n\n"
         f"[script]\nread_rtlil {name}.il\nprep -top top\n\n"
         f"[files]\n{name}.il\n"
@@ -84,10 +99,16 @@ def run_sby(
     log = result.stdout + result.stderr
     status = re.findall(r"DONE \((\w+), rc=\d+\)", log)
     reached = [int(step) for step in re.findall(r"Reached cover statement.*? in step (\d+)", log)]
+    # bmc (and prove's base case) checks step N after every earlier one passed
+    steps = [int(step) for step in re.findall(r"Checking assertions in step (\d+)", log)]
+    traces = sorted((directory / name).glob("engine_*/trace*.vcd"))
+    status = status[-1] if status else "ERROR"
     return FormalResult(
         task=mode,
         passed=result.returncode == 0,
-        status=status[-1] if status else "ERROR",
+        status=status,
         log=log,
         reached=reached,
+        vcd=traces[0] if status == "FAIL" and traces else None,
+        checked=(max(steps) - (status != "PASS")) if steps else -1,
     )

@@ -20,18 +20,25 @@ Properties (assertions), per VC:
 - with ``order``: the front's payload is the sequence number of the next flit to pop, so
   flits leave in the order they came, each once, unmodified.
 
-The counting properties are inductive on the ports alone; the order property depends on the
-RAM contents, which the ports do not show, so it is checked bounded (docs/formal.md).
+The counting properties are inductive on the ports alone. The order property depends on the
+FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` the harness reads
+them (:func:`~zfabric.hdl.formal.state.opened`, :func:`~zfabric.hdl.formal.state.peek`) and
+asserts, per VC, that the read-ahead pointer is one past the read pointer, the write pointer
+``level`` entries past it, the ``level`` entries from the read pointer on hold the sequence
+numbers of the next flits to pop, in order, and the front register holds the control bits of
+the entry at the read pointer. That strengthening makes order inductive (proven unbounded);
+without it order is checked bounded (docs/verification.md).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cover, Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Signal
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 
 from ..flit import FlitLayout
-from ..router.input_unit import InputUnit
+from ..router.input_unit import BufferedFlit, InputUnit
+from .state import opened, peek
 
 __all__ = ["InputUnitHarness"]
 
@@ -47,7 +54,10 @@ class InputUnitHarness(wiring.Component):
     payload_width : int
         Flit payload bits (also the width of the sequence numbers).
     order : bool
-        Tag flits with sequence numbers and assert the order (a bounded property).
+        Tag flits with sequence numbers and assert the order.
+    state : bool
+        With ``order``: also assert the invariants on the FIFOs' pointers and contents (for
+        k-induction).
     unit_class : type
         The unit under proof: ``InputUnit`` or a deliberately broken subclass.
     """
@@ -59,15 +69,22 @@ class InputUnitHarness(wiring.Component):
         buffer_depth: int = 4,
         payload_width: int = 4,
         order: bool = False,
+        state: bool = False,
         unit_class: type = InputUnit,
     ):
+        if state and not order:
+            raise ValueError("state invariants strengthen the order property: pass both")
+        if (1 << payload_width) <= buffer_depth:
+            raise ValueError(
+                f"payload_width {payload_width!r} cannot count {buffer_depth!r} flits in a buffer"
+            )
         self._layout = FlitLayout(
             payload_width=payload_width,
             vc_width=max(1, (n_vcs - 1).bit_length()),
             head_width=2,
             src_width=1,
         )
-        self._n_vcs, self._depth, self._order = n_vcs, buffer_depth, order
+        self._n_vcs, self._depth, self._order, self._state = n_vcs, buffer_depth, order, state
         self._unit_class = unit_class
         super().__init__(
             {
@@ -82,9 +99,11 @@ class InputUnitHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth, layout = self._depth, self._layout
-        m.submodules.unit = unit = self._unit_class(
-            flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth
-        )
+        unit = self._unit_class(flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth)
+        if self._state:
+            m.submodules.unit, internal = opened(unit, platform)
+        else:
+            m.submodules.unit = unit
         flit = unit.link.flit
         m.d.comb += [
             flit.valid.eq(self.send),
@@ -133,4 +152,43 @@ class InputUnitHarness(wiring.Component):
                     ),
                     Cover(taken & (popped == depth + 1)),
                 ]
+            if self._state:
+                self._invariants(m, internal, f"vc{vc}.", level, popped)
         return m
+
+    def _invariants(self, m: Module, internal: dict, fifo: str, level, popped) -> None:
+        """The FIFO ``fifo``'s pointers and entries agree with ``level`` and the tags."""
+        depth, layout = self._depth, self._layout
+        entries = [
+            data.View(
+                BufferedFlit(layout),
+                Cat(
+                    peek(internal[fifo + "ctrl"], i, f"{fifo[:-1]}_ctrl{i}"),
+                    peek(internal[fifo + "rest"], i, f"{fifo[:-1]}_rest{i}"),
+                ),
+            )
+            for i in range(depth)
+        ]
+        r_ptr, w_ptr = internal[fifo + "r_ptr"], internal[fifo + "w_ptr"]
+        front, r_ahead = internal[fifo + "front"], internal[fifo + "r_ahead"]
+        m.d.comb += [Assert(r_ptr < depth), Assert(w_ptr < depth), Assert(r_ahead < depth)]
+        for r in range(depth):
+            with m.If(r_ptr == r):
+                m.d.comb += [
+                    Assert(r_ahead == (r + 1) % depth),
+                    Assert(
+                        ~internal[fifo + "nonempty"]
+                        | (front == entries[r].as_value()[: len(front)])
+                    ),
+                ]
+                for n in range(depth + 1):
+                    with m.If(level == n):
+                        m.d.comb += Assert(w_ptr == (r + n) % depth)
+                for j in range(depth):
+                    tag = (popped + j)[: layout.payload_width]
+                    entry = entries[(r + j) % depth]
+                    with m.If(level > j):
+                        m.d.comb += [
+                            Assert(entry.payload == tag),
+                            Assert(entry.head == tag[: layout.head_width]),
+                        ]

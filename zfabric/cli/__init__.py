@@ -8,7 +8,7 @@ Exit status: 0 success; 1 the fabric is not deadlock-free or does not deliver, t
 the model disagree, a board build fails or misses its clock, or a study's or sweep's point
 failed after its retries; 2 a bad spec or bad arguments
 (one line on stderr, no traceback); 3 the co-simulation could not run (simulator missing or its
-build failed).
+build failed), or the formal tools are missing (``zfabric prove``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from . import (
     cosim,
     ndt_configs,
     optimise,
+    prove,
     run,
     simulate,
     study,
@@ -39,7 +40,8 @@ from .common import HelpFormatter, Parser
 __all__ = ["main", "build_parser"]
 
 COMMANDS = (
-    check, verilog, synth, ndt_configs, optimise, simulate, sweep, study, cosim, board, run, cache
+    check, verilog, synth, prove, ndt_configs, optimise, simulate, sweep, study, cosim, board, run,
+    cache,
 )  # fmt: skip
 
 

@@ -1,0 +1,264 @@
+"""The unit proofs of every distinct switch kind of a plan (``zfabric prove``).
+
+A switch's units are configured by its ports' VC counts, the buffer depth and the router
+settings (and the allocator by the turns its routes take): switches alike in those are one
+*proof kind*, whatever their routing tables (which the unit harnesses do not read). Each kind
+gets the harnesses of :mod:`zfabric.hdl.formal` at its configuration: its input units (one per
+distinct input VC count), output units (one per distinct output VC count) and allocator. A
+property shared by several kinds (the same input unit, say) is proven once.
+
+Each property is proven by k-induction when its harness is inductive (``prove``), or checked
+from reset to ``depth`` cycles (``bmc``). Every solver run has a time limit: a proof that does
+not finish in it falls back to bounded model checking, and a bounded check that does not reach
+``depth`` reports the depth it did reach, so a kind too large for the solver says so instead
+of hanging.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zfabric.plan import FabricPlan
+
+from ..router.route import RouteRows
+from ..switch import Switch
+from .allocator import AllocatorHarness
+from .input_unit import InputUnitHarness
+from .output_unit import OutputUnitHarness
+from .sby import run_sby
+
+__all__ = ["ProofKind", "Property", "Outcome", "proof_kinds", "default_depth", "prove"]
+
+#: k of the k-induction per inductive harness: the smallest k that closes, plus one
+INDUCTION_DEPTH = {
+    "input counts": 4,
+    "input order": 2,
+    "output credits": 2,
+    "allocator grants": 3,
+    "ownership": 2,
+}
+
+
+@dataclass(frozen=True)
+class ProofKind:
+    """The unit configuration shared by some switches (``switches``: their names)."""
+
+    in_vcs: tuple[int, ...]
+    out_vcs: tuple[int, ...]
+    buffer_depth: int
+    turns: frozenset
+    selection: str
+    iterations: int
+    pipelined: bool
+    switches: tuple[str, ...] = field(compare=False, default=())
+
+    @property
+    def label(self) -> str:
+        """``5 ports, VCs in 1,2,2,2,2 / out 2,2,2,2,2, B=4, round-robin``."""
+        text = (
+            f"{len(self.in_vcs)} ports, VCs in {','.join(map(str, self.in_vcs))}"
+            f" / out {','.join(map(str, self.out_vcs))}, {len(self.turns)} turns,"
+            f" B={self.buffer_depth}, {self.selection}"
+        )
+        if self.iterations > 1:
+            text += f", {self.iterations} iterations"
+        if self.pipelined:
+            text += ", VC allocation in its own stage"
+        return text
+
+
+def proof_kinds(plan: FabricPlan) -> list[ProofKind]:
+    """The distinct unit configurations of ``plan``'s switches (twin-node cards included), in
+    order of their first switch."""
+    rows = RouteRows(plan)
+    kinds: dict[ProofKind, list[str]] = {}
+    for s, spec in enumerate(plan.switches):
+        switch = Switch.from_plan(plan, s, rows=rows)
+        alloc = switch.allocator
+        kind = ProofKind(
+            in_vcs=tuple(unit._n_vcs for unit in switch.input_units),
+            out_vcs=tuple(unit._n_vcs for unit in switch.output_units),
+            buffer_depth=plan.buffer_depth,
+            turns=alloc._turns,
+            selection=alloc._selection,
+            iterations=alloc._iterations,
+            pipelined=alloc._pipelined,
+        )
+        kinds.setdefault(kind, []).append(spec.name)
+        # the units were built to read their configuration only: no "created but never used"
+        for part in (*switch.input_units, *switch.output_units, *switch.route_units.values()):
+            part._MustUse__used = True
+        alloc._MustUse__used = True
+    return [
+        ProofKind(**{**kind.__dict__, "switches": tuple(names)}) for kind, names in kinds.items()
+    ]
+
+
+def default_depth(plan: FabricPlan) -> int:
+    """Two credit round trips and a whole packet: a flit's credit comes back B + 3 cycles after
+    it is sent at the earliest (written, popped, pulse, counted) when the buffer is full."""
+    return 2 * (plan.buffer_depth + 3) + plan.packet_length
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property of one unit configuration: ``make()`` builds its harness."""
+
+    unit: str
+    name: str
+    statement: str
+    inductive: str | None  # the INDUCTION_DEPTH key when k-induction can close it
+    make: Callable = field(compare=False, hash=False)
+    key: tuple = ()  # what identifies the proof (shared between kinds)
+
+
+def properties(kind: ProofKind) -> list[Property]:
+    """The properties of one kind's units."""
+    b = kind.buffer_depth
+    tag_width = max(4, b.bit_length() + 1)  # sequence numbers tell a buffer's flits apart
+    found = []
+    for n in sorted(set(kind.in_vcs)):
+        unit = f"input unit ({n} VC{'s' if n > 1 else ''}, B={b})"
+        found += [
+            Property(
+                unit,
+                "counts",
+                "per VC: level in 0..B and = written - popped, no overflow or underflow, "
+                "sender credits + credits on the link + level = B",
+                "input counts",
+                lambda n=n: InputUnitHarness(n_vcs=n, buffer_depth=b),
+                ("input counts", n, b),
+            ),
+            Property(
+                unit,
+                "order",
+                "every flit leaves once, unmodified, in the order it came (sequence tags)",
+                "input order",
+                lambda n=n: InputUnitHarness(
+                    n_vcs=n, buffer_depth=b, order=True, state=True, payload_width=tag_width
+                ),
+                ("input order", n, b),
+            ),
+        ]
+    for n in sorted(set(kind.out_vcs)):
+        unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b})"
+        found.append(
+            Property(
+                unit,
+                "credits and owners",
+                "per VC: receiver holds <= B, credits + link + held = B, ready = credit != 0, "
+                "owner set by a head (or acquire), released by the tail",
+                "output credits",
+                lambda n=n: OutputUnitHarness(
+                    n_vcs=n, buffer_depth=b, acquire=kind.pipelined, state=True
+                ),
+                ("output", n, b, kind.pipelined),
+            )
+        )
+    settings = {
+        "in_vcs": kind.in_vcs,
+        "out_vcs": kind.out_vcs,
+        "turns": kind.turns,
+        "selection": kind.selection,
+        "iterations": kind.iterations,
+        "pipelined": kind.pipelined,
+    }
+    key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
+    unit = f"allocator ({len(kind.in_vcs)} ports)"
+    found.append(
+        Property(
+            unit,
+            "grants",
+            "each input port pops at most one VC it picked that has a flit; each output grants "
+            "at most one input; a port pops exactly when granted",
+            "allocator grants",
+            lambda: AllocatorHarness(ownership=False, **settings),
+            ("grants", key),
+        )
+    )
+    if not kind.pipelined:
+        found.append(
+            Property(
+                unit,
+                "ownership",
+                "a granted flit's output VC has a credit; a head takes an owner-less candidate; "
+                "body and tail follow their head's VC; only a tail releases it",
+                "ownership",
+                lambda: AllocatorHarness(state=True, **settings),
+                ("ownership", key),
+            )
+        )
+    return found
+
+
+@dataclass
+class Outcome:
+    """What the solver concluded for one property."""
+
+    mode: str  # "prove", "bmc" or "failed"
+    depth: int  # prove: k; bmc: cycles from reset checked; failed: the failing step
+    seconds: float
+    note: str = ""  # why a bound is smaller than asked, or the proof fell back
+    vcd: Path | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.mode != "failed"
+
+    def text(self) -> str:
+        if self.mode == "prove":
+            return f"proven (k-induction, k={self.depth})"
+        if self.mode == "bmc":
+            return f"bounded to {self.depth}" + (f" ({self.note})" if self.note else "")
+        return f"FAILED at step {self.depth}: counterexample {self.vcd}"
+
+
+def _check(prop: Property, directory: Path, depth: int, timeout: int) -> Outcome:
+    """Prove ``prop`` if inductive, else (or if induction does not close in time) bound it."""
+    start = time.monotonic()
+    note = ""
+    if prop.inductive:
+        k = INDUCTION_DEPTH[prop.inductive]
+        result = run_sby(prop.make(), directory / "prove", mode="prove", depth=k, timeout=timeout)
+        if result.status == "PASS":
+            return Outcome("prove", k, time.monotonic() - start)
+        if result.status == "FAIL":
+            return Outcome("failed", result.checked + 1, time.monotonic() - start, vcd=result.vcd)
+        note = f"induction {result.status.lower()} at k={k}"
+    result = run_sby(prop.make(), directory / "bmc", mode="bmc", depth=depth, timeout=timeout)
+    seconds = time.monotonic() - start
+    if result.status == "FAIL":
+        return Outcome("failed", result.checked + 1, seconds, vcd=result.vcd)
+    if result.status == "PASS":
+        return Outcome("bmc", depth, seconds, note)
+    reached = result.checked + 1  # cycles 0..checked hold
+    limit = f"the solver's {timeout} s limit stopped it at {reached} of {depth}"
+    return Outcome("bmc", reached, seconds, f"{note}; {limit}" if note else limit)
+
+
+def prove(
+    kinds: list[ProofKind],
+    directory: Path,
+    *,
+    depth: int,
+    timeout: int,
+    each: Callable[[int, int], None] | None = None,
+) -> list[tuple[ProofKind, list[tuple[Property, Outcome]]]]:
+    """Check every kind's properties, each distinct one once, in ``directory`` (the traces of
+    failures stay there). ``each(done, total)`` reports progress over the distinct ones."""
+    per_kind = [(kind, properties(kind)) for kind in kinds]
+    distinct: dict[tuple, Property] = {}
+    for _kind, props in per_kind:
+        for prop in props:
+            distinct.setdefault(prop.key, prop)
+    outcomes: dict[tuple, Outcome] = {}
+    if each:
+        each(0, len(distinct))
+    for i, (key, prop) in enumerate(distinct.items()):
+        outcomes[key] = _check(prop, Path(directory) / f"p{i}", depth, timeout)
+        if each:
+            each(i + 1, len(distinct))
+    return [(kind, [(prop, outcomes[prop.key]) for prop in props]) for kind, props in per_kind]

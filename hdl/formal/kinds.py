@@ -89,9 +89,9 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind]:
         )
         kinds.setdefault(kind, []).append(spec.name)
         # the units were built to read their configuration only: no "created but never used"
-        for part in (*switch.input_units, *switch.output_units, *switch.route_units.values()):
+        parts = (switch, alloc, *switch.input_units, *switch.output_units)
+        for part in (*parts, *switch.route_units.values()):
             part._MustUse__used = True
-        alloc._MustUse__used = True
     return [
         ProofKind(**{**kind.__dict__, "switches": tuple(names)}) for kind, names in kinds.items()
     ]

@@ -1,10 +1,11 @@
-"""InputUnit behind a credit-obeying sender: counts proven unbounded, order bounded, and
-planted bugs caught (hdl/formal/input_unit.py states the properties)."""
+"""InputUnit behind a credit-obeying sender: counts and order proven unbounded (order also
+bounded without the state invariants), and planted bugs caught (hdl/formal/input_unit.py
+states the properties)."""
 
 from __future__ import annotations
 
 import pytest
-from amaranth.hdl import Mux
+from amaranth.hdl import Mux, Signal
 from zfabric.hdl.formal.input_unit import InputUnitHarness
 from zfabric.hdl.router import input_unit
 from zfabric.hdl.router.input_unit import InputUnit
@@ -19,8 +20,20 @@ class CreditWithoutPop(InputUnit):
         return m
 
 
+class CreditTwice(InputUnit):
+    """Planted bug (issue 13's "a credit returned twice"): VC 0 puts each pop's credit pulse on
+    the link for two cycles."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        popped, again = self.o[0].valid & self.o[0].ready, Signal()
+        m.d.sync += [again.eq(popped), self.link.credit[0].eq(popped | again)]
+        return m
+
+
 class ShortRing(input_unit.FrontFIFO):
-    """Planted bug: the pointers wrap one entry early, so a full FIFO overwrites its oldest."""
+    """Planted bug (issue 13's "a FIFO write without space"): the pointers wrap one entry early,
+    so the ring has B - 1 slots for B credits and the B-th flit is written over the oldest."""
 
     def _next(self, pointer):
         return Mux(pointer == self._depth - 2, 0, pointer + 1)
@@ -49,10 +62,29 @@ def test_credit_without_pop_caught(sby):
     assert "failed assertion" in result.log
 
 
+def test_order_proven(sby):
+    # the pointers and RAM contents strengthen order into an inductive property
+    for n_vcs, depth in ((2, 4), (2, 3)):
+        result = sby(
+            InputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, order=True, state=True), "prove", 2
+        )
+        assert result.status == "PASS", result.log
+
+
+def test_credit_twice_caught(sby):
+    result = sby(InputUnitHarness(unit_class=CreditTwice), "prove", 4)
+    assert result.status == "FAIL", result.log
+    assert result.vcd is not None and result.vcd.is_file()
+
+
 def test_short_ring_caught(sby, monkeypatch):
     monkeypatch.setattr(input_unit, "FrontFIFO", ShortRing)
     result = sby(InputUnitHarness(order=True), "bmc", 10)
     assert result.status == "FAIL", result.log
+    # the unbounded proof does not pass either: its base case is shorter than the bug's
+    # trace, so induction fails (UNKNOWN), and `zfabric prove` falls back to bmc, which fails
+    result = sby(InputUnitHarness(order=True, state=True), "prove", 2)
+    assert result.status == "UNKNOWN", result.log
 
 
 @pytest.mark.formal

@@ -1,5 +1,6 @@
-"""OutputUnit under the allocator's contract: credits and owners checked bounded, and planted
-bugs caught (hdl/formal/output_unit.py states the properties)."""
+"""OutputUnit under the allocator's contract: credits and owners proven unbounded (and checked
+bounded on the ports alone), and planted bugs caught (hdl/formal/output_unit.py states the
+properties)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ class ReadyAlways(OutputUnit):
 
 
 class NeverReleased(OutputUnit):
-    """Planted bug: VC 0 stays owned after its first head, tails notwithstanding."""
+    """Planted bug (issue 13's "ownership not released"): VC 0 stays owned after its first
+    head, tails notwithstanding."""
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
@@ -37,6 +39,15 @@ def test_credits_and_owners_bounded(sby):
     assert result.status == "PASS", result.log
 
 
+@pytest.mark.parametrize(
+    ("n_vcs", "depth", "acquire"), [(2, 4, False), (4, 4, False), (2, 4, True), (1, 3, False)]
+)
+def test_credits_and_owners_proven(sby, n_vcs, depth, acquire):
+    harness = OutputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, acquire=acquire, state=True)
+    result = sby(harness, "prove", 2)
+    assert result.status == "PASS", result.log
+
+
 def test_covers_reached(sby):
     result = sby(OutputUnitHarness(), "cover", 12)
     assert result.status == "PASS", result.log
@@ -47,6 +58,8 @@ def test_covers_reached(sby):
 def test_planted_bug_caught(sby, unit_class):
     result = sby(OutputUnitHarness(unit_class=unit_class), "bmc", 12)
     assert result.status == "FAIL", result.log
+    result = sby(OutputUnitHarness(unit_class=unit_class, state=True), "prove", 2)
+    assert result.status in ("FAIL", "UNKNOWN"), result.log
 
 
 @pytest.mark.formal

@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
 def _report(name, depth, timeout, results, traces) -> dict:
     """The whole result as one JSON-ready object."""
     kinds = []
-    for kind, checked in results:
+    first: dict[tuple, int] = {}  # property key -> the kind whose list shows it first
+    for k, (kind, checked) in enumerate(results):
         props = []
         for prop, outcome in checked:
             entry = {
@@ -115,11 +116,15 @@ def _report(name, depth, timeout, results, traces) -> dict:
             }
             if outcome.note:
                 entry["note"] = outcome.note
+            if first.setdefault(prop.key, k) != k:  # one proof, shown under each kind
+                entry["same_as_kind"] = first[prop.key]
             if outcome.vcd is not None:
                 entry["vcd"] = str(traces[outcome.vcd])
                 entry["text"] = f"FAILED at step {outcome.depth}: counterexample {entry['vcd']}"
             props.append(entry)
-        kinds.append({"kind": kind.label, "switches": list(kind.switches), "properties": props})
+        kinds.append(
+            {"kind": k, "units": kind.label, "switches": list(kind.switches), "properties": props}
+        )
     return {
         "spec": name,
         "depth": depth,
@@ -138,7 +143,8 @@ def _print(report: dict) -> None:
     for kind in report["kinds"]:
         switches = kind["switches"]
         shown = ", ".join(switches[:4]) + (f", ... ({len(switches)} in all)" * (len(switches) > 4))
-        print(f"  {kind['kind']}: {shown}")
+        print(f"  kind {kind['kind']}: {kind['units']}: {shown}")
         for p in kind["properties"]:
-            print(f"    {p['unit']:32} {p['property']:20} {p['text']} [{p['seconds']} s]")
+            when = f"as kind {p['same_as_kind']}" if "same_as_kind" in p else f"{p['seconds']} s"
+            print(f"    {p['unit']:32} {p['property']:20} {p['text']} [{when}]")
     print("all properties hold" if report["holds"] else "some property FAILED")

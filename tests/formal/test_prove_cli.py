@@ -1,0 +1,82 @@
+"""``zfabric prove``: the unit proofs per switch kind, a planted bug reported as FAILED with its
+trace, and bad arguments refused before any work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_formal_input_unit import CreditTwice
+from zfabric.hdl.formal import kinds
+from zfabric.hdl.formal.input_unit import InputUnitHarness
+
+from zfabric.cli import main
+
+
+@pytest.fixture
+def tools(sby):
+    """The proofs' tools are installed (the ``sby`` fixture skips or fails otherwise)."""
+
+
+@pytest.mark.formal
+def test_torus_every_property_holds(tools, example, tmp_path, capsys):
+    out = tmp_path / "proofs"
+    assert main(["prove", str(example("torus-4x4")), "--json", "-q", "-o", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["holds"] and report["depth"] == 2 * (4 + 3) + 4
+    (kind,) = report["kinds"]  # every torus switch has 5 ports, 2 VCs, the same turns
+    assert len(kind["switches"]) == 16
+    names = {(p["unit"], p["property"]) for p in kind["properties"]}
+    assert {name for _, name in names} == {"counts", "order", "credits and owners", "grants",
+                                           "ownership"}  # fmt: skip
+    assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])
+    assert json.loads((out / "prove.json").read_text()) == report
+
+
+def test_planted_bug_fails_with_a_trace(tools, example, tmp_path, monkeypatch, capsys):
+    # every input unit of ring-2 returns its credits twice: the counts proof must fail
+    class Broken(InputUnitHarness):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs, unit_class=CreditTwice)
+
+    monkeypatch.setattr(kinds, "InputUnitHarness", Broken)
+    out = tmp_path / "proofs"
+    assert main(["prove", str(example("ring-2")), "--json", "-q", "-o", str(out)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    failed = [p for k in report["kinds"] for p in k["properties"] if p["result"] == "failed"]
+    assert {p["property"] for p in failed} >= {"counts"}
+    for p in failed:
+        assert p["vcd"].endswith(".vcd") and (out / p["vcd"].rsplit("/", 1)[1]).is_file()
+    assert not report["holds"]
+
+
+@pytest.mark.parametrize(
+    ("args", "named", "value"),
+    [
+        (["--depth", "1"], "--depth", "'1'"),
+        (["--depth", "many"], "--depth", "'many'"),
+        (["--timeout", "0"], "--timeout", "'0'"),
+    ],
+)
+def test_bad_argument_exits_2(example, tmp_path, capsys, args, named, value):
+    with pytest.raises(SystemExit) as exit:
+        main(["prove", str(example("ring-2")), "-o", str(tmp_path / "p"), *args])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and named in err and value in err
+    assert not (tmp_path / "p").exists()
+
+
+def test_bad_spec_and_foreign_folder_exit_2(example, tmp_path, capsys):
+    assert main(["prove", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "missing.yaml" in err
+    # a folder of the user's: refused before any proof, the user's file untouched
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    assert main(["prove", str(example("ring-2")), "-o", str(mine)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--output" in err and str(mine) in err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    assert (mine / "notes.txt").read_text() == "keep"

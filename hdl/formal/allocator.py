@@ -1,7 +1,6 @@
 """Allocator proofs: one grant per port, grants only to requesters, one owner per output VC.
 
-The harness drives an :class:`~zfabric.hdl.router.allocator.Allocator` (any setting; the
-ownership properties only without ``pipelined``, whose owners move on ``acquire``) from free
+The harness drives an :class:`~zfabric.hdl.router.allocator.Allocator` (any setting) from free
 inputs: which input VCs have a flit at their front, the route unit's candidates, the output
 VCs' credits. It keeps a reference owner per output VC, which also drives the allocator's
 ``free`` input as the output units' owner bits would, and a ``ready`` bit per output VC that
@@ -21,6 +20,12 @@ Properties (assertions), every cycle:
 - a granted flit's output VC has a credit; a head takes an output VC without owner among its
   candidates; a body or tail flit goes on the output VC its packet's head took (so an output
   VC is owned by at most one input VC, and only a tail releases it).
+- ``pipelined`` (VC allocation in a cycle of its own): the harness follows VC allocation
+  through the allocator's state (which input VC wins it, ``va_pop_*``, and the VC it chose,
+  ``chosen_*``) to keep its reference owners, and asserts that only a head at the front of an
+  input VC holding nothing wins, that it takes one owner-less VC among its candidates, that
+  ``acquire`` is exactly the VCs taken, and that every flit, head included, crosses on the VC
+  its input VC owns.
 
 The single-cycle properties hold for any pointers and assignments. The ownership ones depend
 on the allocator's internal assignment registers: with ``state`` the harness reads them
@@ -75,10 +80,10 @@ class AllocatorHarness(wiring.Component):
         unit_class: type = Allocator,
         **settings,
     ):
-        if ownership and settings.get("pipelined"):
+        if ownership and settings.get("pipelined") and not state:
             raise ValueError(
-                "ownership properties model owners taken by a crossing head, not by the "
-                "pipelined allocator's acquire: pass ownership=False with pipelined=True"
+                "the pipelined allocator's owners are taken in VC allocation, which the harness "
+                "follows through its state: pass state=True (or ownership=False)"
             )
         if state and not ownership:
             raise ValueError("state invariants strengthen the ownership properties: pass both")
@@ -135,26 +140,49 @@ class AllocatorHarness(wiring.Component):
             m.d.comb += Assert((granted_by != 0) == alloc.pop[p].any())
             if self._ownership:  # one output only: needs the assignments one-hot
                 m.d.comb += Assert(granted_by <= 1)
+        pipelined = self._settings.get("pipelined", False)
+        acquired = 0  # pipelined: the output VCs VC allocation hands out this cycle
         for p, n_vcs in enumerate(in_vcs):
             for v in range(n_vcs):
                 me = sum(in_vcs[:p]) + v + 1
                 head = ~in_packet[p][v]
                 crosses = Signal(name=f"crosses_{p}_{v}")
                 m.d.comb += crosses.eq(alloc.pop[p][v])
+                if pipelined and self._ownership:  # VC allocation: who wins it, which VC
+                    takes = internal[f"va_pop_{p}"][v]
+                    chosen = internal[f"chosen_{p}_{v}"]
+                    acquired = acquired | (chosen & takes.replicate(n_ovc))
+                    m.d.comb += [
+                        Assert(
+                            ~takes | (self.valid[p][v] & head & ~internal[f"held_{p}_{v}"].any())
+                        ),
+                        Assert(~takes | _at_most_one(chosen) & chosen.any()),
+                    ]
+                    for flat in range(n_ovc):
+                        m.d.comb += Assert(
+                            ~takes | ~chosen[flat] | ((owners[flat] == 0) & self.cand[p][v][flat])
+                        )
+                        with m.If(takes & chosen[flat]):
+                            m.d.sync += owners[flat].eq(me)
                 for o in range(n_ports):
                     for w in range(out_vcs[o]):
                         flat = sum(out_vcs[:o]) + w
                         onto = alloc.grant[o][p] & crosses & (alloc.vc[o] == w)
                         sent[flat] = sent[flat] | onto
-                        if self._ownership:
+                        if self._ownership and pipelined:  # every flit on the VC it took
+                            m.d.comb += [
+                                Assert(~onto | ready[flat]),
+                                Assert(~onto | (owners[flat] == me)),
+                            ]
+                        elif self._ownership:
                             m.d.comb += [
                                 Assert(~onto | ready[flat]),
                                 Assert(~onto | ~head | (owners[flat] == 0)),
                                 Assert(~onto | ~head | self.cand[p][v][flat]),
                                 Assert(~onto | head | (owners[flat] == me)),
                             ]
-                        with m.If(onto & head):
-                            m.d.sync += owners[flat].eq(me)
+                            with m.If(onto & head):
+                                m.d.sync += owners[flat].eq(me)
                         with m.If(onto & self.tail[p][v]):
                             m.d.sync += owners[flat].eq(0)
                 with m.If(crosses & ~self.tail[p][v]):
@@ -166,10 +194,18 @@ class AllocatorHarness(wiring.Component):
                     mine = sum((owner == me) << w for w, owner in enumerate(owners))
                     m.d.comb += [
                         Assert(_at_most_one(held)),
-                        Assert(held.any() == in_packet[p][v]),
+                        # pipelined: a head holds its VC from VC allocation on, before it
+                        # crosses
+                        Assert(
+                            (~in_packet[p][v] | held.any())
+                            if pipelined
+                            else (held.any() == in_packet[p][v])
+                        ),
                         Assert(held == mine),
                         Assert(internal[f"held_ready_{p}_{v}"] == (held & ready).any()),
                     ]
+        if pipelined and self._ownership:
+            m.d.comb += Assert(alloc.acquire == acquired)
         for flat in range(n_ovc):
             m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
         # an input port loses the output it picked to another; output VC 0 passes from one

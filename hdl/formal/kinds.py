@@ -179,18 +179,17 @@ def properties(kind: ProofKind) -> list[Property]:
             ("grants", key),
         )
     )
-    if not kind.pipelined:
-        found.append(
-            Property(
-                unit,
-                "ownership",
-                "a granted flit's output VC has a credit; a head takes an owner-less candidate; "
-                "body and tail follow their head's VC; only a tail releases it",
-                "ownership",
-                lambda: AllocatorHarness(state=True, **settings),
-                ("ownership", key),
-            )
+    found.append(
+        Property(
+            unit,
+            "ownership",
+            "a granted flit's output VC has a credit; a head takes an owner-less candidate; "
+            "body and tail follow their head's VC; only a tail releases it",
+            "ownership",
+            lambda: AllocatorHarness(state=True, **settings),
+            ("ownership", key),
         )
+    )
     return found
 
 

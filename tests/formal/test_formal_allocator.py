@@ -53,7 +53,7 @@ def test_ownership_bounded(sby):
     "config",
     [
         {"n_ports": 3},
-        # torus-4x4's switch: one injection VC on the local port, its dimension-order turns
+        # a torus-4x4-like switch: one injection VC on the local port, no U-turns
         {
             "in_vcs": (1, 2, 2, 2, 2),
             "out_vcs": (2, 2, 2, 2, 2),
@@ -62,13 +62,16 @@ def test_ownership_bounded(sby):
         },
     ],
 )
-def test_ownership_proven(sby, config):
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_ownership_proven(sby, config, pipelined):
+    config = {**config, "pipelined": pipelined}
     result = sby(AllocatorHarness(state=True, **config), "prove", 2)
     assert result.status == "PASS", result.log
 
 
-def test_covers_reached(sby):
-    result = sby(AllocatorHarness(n_ports=3), "cover", 8)
+@pytest.mark.parametrize("settings", [{}, {"pipelined": True, "state": True}])
+def test_covers_reached(sby, settings):
+    result = sby(AllocatorHarness(n_ports=3, **settings), "cover", 8)
     assert result.status == "PASS", result.log
     assert len(result.reached) == 2
 
@@ -84,6 +87,8 @@ def test_wrong_vc_caught(sby):
     assert result.status == "FAIL", result.log
     result = sby(AllocatorHarness(n_ports=3, unit_class=WrongVC, state=True), "prove", 2)
     assert result.status in ("FAIL", "UNKNOWN"), result.log
+    harness = AllocatorHarness(n_ports=3, unit_class=WrongVC, state=True, pipelined=True)
+    assert sby(harness, "bmc", 8).status == "FAIL"
 
 
 @pytest.mark.formal

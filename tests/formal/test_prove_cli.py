@@ -24,12 +24,14 @@ def test_torus_every_property_holds(tools, example, tmp_path, capsys):
     assert main(["prove", str(example("torus-4x4")), "--json", "-q", "-o", str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["holds"] and report["depth"] == 2 * (4 + 3) + 4
-    (kind,) = report["kinds"]  # every torus switch has 5 ports, 2 VCs, the same turns
-    assert len(kind["switches"]) == 16
-    names = {(p["unit"], p["property"]) for p in kind["properties"]}
-    assert {name for _, name in names} == {"counts", "order", "credits and owners", "grants",
-                                           "ownership"}  # fmt: skip
-    assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])
+    # every torus switch has 5 ports, 2 VCs, the same turns; then the endpoints' receive side
+    switch, endpoint = report["kinds"]
+    assert len(switch["instances"]) == 16 and len(endpoint["instances"]) == 16
+    names = {p["property"] for p in switch["properties"]}
+    assert names == {"counts", "order", "credits and owners", "grants", "ownership"}
+    assert {p["property"] for p in endpoint["properties"]} == {"buffers", "presentation"}
+    for kind in report["kinds"]:
+        assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])
     assert json.loads((out / "prove.json").read_text()) == report
 
 

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 3
     depth = args.depth or default_depth(plan)
     kinds = proof_kinds(plan)
-    status(args, f"{spec.name}: {len(kinds)} switch kinds, bounded checks to {depth} cycles")
+    status(args, f"{spec.name}: {len(kinds)} kinds, bounded checks to {depth} cycles")
     with out.staging() as staging:
         work = staging / "work"
         with progress(args, "proofs", "properties") as update:
@@ -123,7 +123,7 @@ def _report(name, depth, timeout, results, traces) -> dict:
                 entry["text"] = f"FAILED at step {outcome.depth}: counterexample {entry['vcd']}"
             props.append(entry)
         kinds.append(
-            {"kind": k, "units": kind.label, "switches": list(kind.switches), "properties": props}
+            {"kind": k, "units": kind.label, "instances": list(kind.switches), "properties": props}
         )
     return {
         "spec": name,
@@ -137,11 +137,11 @@ def _report(name, depth, timeout, results, traces) -> dict:
 
 def _print(report: dict) -> None:
     print(
-        f"{report['spec']}: {len(report['kinds'])} switch kinds; bounded checks to "
-        f"{report['depth']} cycles from reset, {report['timeout']} s per solver run"
+        f"{report['spec']}: {len(report['kinds'])} kinds (switches, endpoints); bounded checks"
+        f" to {report['depth']} cycles from reset, {report['timeout']} s per solver run"
     )
     for kind in report["kinds"]:
-        switches = kind["switches"]
+        switches = kind["instances"]
         shown = ", ".join(switches[:4]) + (f", ... ({len(switches)} in all)" * (len(switches) > 4))
         print(f"  kind {kind['kind']}: {kind['units']}: {shown}")
         for p in kind["properties"]:

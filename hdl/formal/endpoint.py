@@ -1,0 +1,156 @@
+"""Endpoint proofs: the ejection side's receive buffers and what the user sees.
+
+The harness drives one attachment's ejection link of an :class:`~zfabric.hdl.endpoint.Endpoint`
+(docs/microarchitecture.md, Endpoints) from free inputs, as the switch's local output would,
+and takes its ``o`` stream with a free ``ready``; nothing is injected.
+
+Environment (assumptions):
+
+- the switch holds ``B`` credits per ejection VC at reset, spends one per flit and gets one back
+  per credit pulse; it sends on a VC only while it holds a credit;
+- per VC the flits form whole packets (a head exactly when the VC is between packets; the tail
+  is free, so packets of any length, single flits included), interleaved between VCs at will,
+  as wormhole switching delivers them;
+- each flit's payload carries its VC and its sequence number on that VC (modulo
+  ``2**tag_width``).
+
+Properties (assertions):
+
+- ``buffers``, per VC (needs ``state``: the harness reads each buffer's level through
+  :func:`~zfabric.hdl.formal.state.opened`): switch credits + flits in the receive buffer ==
+  ``B``, so no buffer overflows (a flit is never written into a full one). Inductive;
+- ``presentation``: a credit pulse goes back exactly in the cycles the user takes a flit of
+  that VC; the stream presents one packet at a time: a flit is a head exactly when
+  no packet is under way, and until the tail is taken every flit presented is of the VC whose
+  head was taken; a presented flit stays, unchanged, until it is taken; per VC every flit is
+  presented once, in order (its sequence number is the count of that VC's flits taken). These
+  depend on the buffers' contents and the choice of VC and are checked bounded.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from ..endpoint import DirectHeads, Endpoint
+from ..flit import FlitLayout
+from .state import opened
+
+__all__ = ["EndpointHarness"]
+
+
+class EndpointHarness(wiring.Component):
+    """One endpoint's receive side (``ejection_vcs`` VCs, ``buffer_depth``) under the
+    environment above; ``unit_class`` for planted bugs."""
+
+    def __init__(
+        self,
+        *,
+        ejection_vcs: int = 2,
+        buffer_depth: int = 4,
+        tag_width: int = 4,
+        check: str = "buffers",
+        state: bool = False,
+        unit_class: type = Endpoint,
+    ):
+        if check not in ("buffers", "presentation"):
+            raise ValueError(f"check must be 'buffers' or 'presentation', not {check!r}")
+        if check == "buffers" and not state:
+            raise ValueError("the buffer levels are internal: check='buffers' needs state=True")
+        if (1 << tag_width) <= buffer_depth:
+            raise ValueError(f"tag_width {tag_width!r} cannot count {buffer_depth!r} flits")
+        self._n, self._depth, self._tag_width = ejection_vcs, buffer_depth, tag_width
+        self._vc_bits = max(1, (ejection_vcs - 1).bit_length())
+        self._layout = FlitLayout(
+            payload_width=self._vc_bits + tag_width,
+            vc_width=self._vc_bits,
+            head_width=1,
+            src_width=1,
+        )
+        self._check, self._state, self._unit_class = check, state, unit_class
+        super().__init__(
+            {
+                "send": In(1),
+                "send_vc": In(self._vc_bits),
+                "send_tail": In(1),
+                "take": In(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        n, depth, vc_bits = self._n, self._depth, self._vc_bits
+        endpoint = self._unit_class(
+            flit_layout=self._layout,
+            dst_width=1,
+            n_attachments=1,
+            buffer_depth=depth,
+            heads=DirectHeads(),
+            source=0,
+            ejection_vcs=n,
+        )
+        if self._state:
+            m.submodules.endpoint, internal = opened(endpoint, platform)
+        else:
+            m.submodules.endpoint = endpoint
+        link, out = endpoint.eject[0], endpoint.o[0]
+        m.d.comb += [endpoint.i.valid.eq(0), out.ready.eq(self.take), Assume(self.send_vc < n)]
+        taken = out.valid & out.ready
+        shown_vc = out.payload.data[:vc_bits]
+        shown_tag = out.payload.data[vc_bits:]
+        current = Signal(range(n + 1))  # the VC whose packet is under way, + 1; 0 for none
+        kinds = link.flit.payload.kind.as_value()
+        for v in range(n):
+            credits = Signal(range(depth + 1), name=f"credits{v}", init=depth)
+            written = Signal(self._tag_width, name=f"written{v}")
+            shown = Signal(self._tag_width, name=f"shown{v}")
+            in_packet = Signal(name=f"in_packet{v}")
+            sent = Signal(name=f"sent{v}")
+            mine = Signal(name=f"taken{v}")
+            m.d.comb += [
+                sent.eq(self.send & (self.send_vc == v)),
+                mine.eq(taken & (shown_vc == v)),
+                Assume(~sent | (credits != 0)),
+                Cover(mine & (shown == depth + 1)),
+            ]
+            if self._check == "presentation":
+                m.d.comb += [Assert(link.credit[v] == mine), Assert(~mine | (shown_tag == shown))]
+            with m.If(sent):
+                m.d.comb += [
+                    link.flit.payload.vc.eq(v),
+                    link.flit.payload.payload.eq(Cat(Const(v, vc_bits), written)),
+                    kinds.eq(Cat(~in_packet, self.send_tail)),
+                ]
+                m.d.sync += in_packet.eq(~self.send_tail)
+            m.d.sync += [
+                credits.eq(credits - sent + link.credit[v]),
+                written.eq(written + sent),
+                shown.eq(shown + mine),
+            ]
+            if self._check == "buffers" and self._state:
+                level = internal[f"received0_{v}.level" if n > 1 else "received0.level"]
+                m.d.comb += [Assert(credits + level == depth), Cover(level == depth)]
+        m.d.comb += link.flit.valid.eq(self.send)
+        if self._check == "buffers":
+            return m
+        # one packet at a time, kept until its tail is taken
+        m.d.comb += [
+            Assert(~out.valid | (shown_vc < n)),
+            Assert(~out.valid | (out.payload.first == (current == 0))),
+            Assert(~out.valid | (current == 0) | (shown_vc == current - 1)),
+        ]
+        with m.If(taken & out.payload.first):
+            m.d.sync += current.eq(shown_vc + 1)
+        with m.If(taken & out.payload.last):
+            m.d.sync += current.eq(0)
+        # a presented flit stays until it is taken
+        waiting = Signal()
+        kept = Signal.like(out.payload.as_value(), name="kept")
+        m.d.sync += [waiting.eq(out.valid & ~out.ready), kept.eq(out.payload.as_value())]
+        m.d.comb += [
+            Assert(~waiting | (out.valid & (out.payload.as_value() == kept))),
+            # a second VC's packet follows a first's
+            Cover(taken & out.payload.first & (shown_vc == n - 1) & (current == 0)),
+        ]
+        return m

@@ -23,11 +23,12 @@ def register(commands) -> None:
     parser = add_command(
         commands,
         "prove",
-        "prove the switch units' properties for every switch kind (SymbiYosys + Yices)",
+        "prove the switch units' and endpoints' properties per kind (SymbiYosys + Yices)",
         description=(
             "For every distinct switch kind of the fabric (ports, VCs per port, buffer depth, "
             "turns, router settings) run the formal harnesses of its input units, output units "
-            "and allocator at that configuration, and print per property: proven "
+            "and allocator at that configuration, and those of the endpoints' receive buffers, "
+            "and print per property: proven "
             "(k-induction), bounded to N cycles from reset, or FAILED with the counterexample "
             "trace (a VCD in the output folder). Takes minutes."
         ),

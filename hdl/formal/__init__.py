@@ -1,1 +1,2 @@
-"""Formal proofs of the switch with SymbiYosys (``yowasp-sby``): harnesses and their runner."""
+"""Formal proofs of the switch's units and the endpoints' receive side with SymbiYosys
+(``yowasp-sby``): harnesses, their runner and the proof kinds of a plan (docs/verification.md)."""

@@ -3,8 +3,9 @@
 One cycle per switch: the input units present each VC's front flit, the route units decode the
 heads, the allocator decides who sends where, the crossbar moves the granted flits and the
 output units register them onto the links. With the link register that makes 2 cycles per hop
-(``stages: 1``); ``stages: 2`` registers the route first and ``stages: 3`` then allocates the
-output VC in a cycle of its own (docs/microarchitecture.md).
+(``stages: 1``); ``stages: 2`` registers the route first, ``stages: 3`` then allocates the
+output VC in a cycle of its own and ``stages: 4`` also registers the input ports' picks before
+the output ports grant (docs/microarchitecture.md).
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ class Switch(wiring.Component):
                         flit_layout=layout,
                         n_vcs=n,
                         buffer_depth=depth,
-                        acquire=self._router.stages == 3,
+                        acquire=self._router.stages >= 3,
+                        second=self._router.stages == 4,
                     )
                     for n in ports.vcs
                 ],
@@ -159,7 +161,8 @@ class Switch(wiring.Component):
                     # one port per decision: both rules pick alike, first-free is cheaper
                     selection="first-free" if self._routes.one_port else self._router.selection,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
-                    pipelined=self._router.stages == 3,
+                    pipelined=self._router.stages >= 3,
+                    split=self._router.stages == 4,
                 ),
             )
         return self._parts
@@ -256,7 +259,7 @@ class Switch(wiring.Component):
             flit_layout=layout, n_in=n_ports, n_out=n_ports, turns=self._routes.turns
         )
 
-        free, ready, spare = [], [], []
+        free, ready, spare, spare2, keep2 = [], [], [], [], []
         for port, n_vcs in enumerate(self._ports.vcs):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
@@ -268,9 +271,12 @@ class Switch(wiring.Component):
             free.append(out.free)
             ready.append(out.ready)
             spare.append(out.spare)
-            if self._router.stages == 3:
+            if self._router.stages >= 3:
                 base = sum(self._ports.vcs[:port])
                 m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
+            if self._router.stages == 4:
+                spare2.append(out.spare2)
+                keep2.append(out.keep2)
 
             # the picked VC's front flit, its head replaced by the one the next switch sees
             forward = 0
@@ -292,6 +298,8 @@ class Switch(wiring.Component):
                     alloc.cand[port][vc].eq(cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
+                if self._router.stages == 4:
+                    m.d.comb += alloc.more[port][vc].eq(unit.level[vc] > 1)
                 # the next head goes out on every flit: only a head's is read downstream
                 flit = Cat(
                     kind,
@@ -308,6 +316,8 @@ class Switch(wiring.Component):
             alloc.ready.eq(Cat(*ready)),
             alloc.spare.eq(Cat(*spare)),
         ]
+        if self._router.stages == 4:
+            m.d.comb += [alloc.spare2.eq(Cat(*spare2)), alloc.keep2.eq(Cat(*keep2))]
         overflow = 0
         for unit in self.input_units:
             overflow = overflow | unit.overflow

@@ -31,8 +31,9 @@ AUTO = "auto"
 
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
 #: and traversal in one cycle; 2: route computation in its own registered cycle first; 3: then
-#: VC allocation in a cycle of its own, before switch allocation and traversal)
-STAGES = (1, 2, 3)
+#: VC allocation in a cycle of its own, before switch allocation and traversal; 4: then switch
+#: allocation in two cycles, input arbitration registered before output arbitration)
+STAGES = (1, 2, 3, 4)
 #: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")
@@ -66,6 +67,8 @@ class RouterSettings:
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
+        if self.stages == 4 and self.allocator != "separable":
+            raise ValueError(f"router allocator {self.allocator!r} needs stages 1, 2 or 3, not 4")
         for name in ("injection_vcs", "ejection_vcs"):
             vcs = getattr(self, name)
             if name == "ejection_vcs" and vcs == AUTO:
@@ -99,9 +102,15 @@ def parse_router(reader: Any) -> RouterSettings:
     """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
     from .spec import choice, integer  # here: spec.py imports this module
 
+    stages = reader.get("stages", _stages, RouterSettings.stages)
+    allocator = reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator)
+    if stages == 4 and allocator != "separable":
+        # the input stage picks before any output is known: no second iteration to run
+        reader.report(SpecError(reader.key("allocator"), f"{allocator} needs stages 1, 2 or 3"))
+        allocator = RouterSettings.allocator
     settings = RouterSettings(
-        stages=reader.get("stages", _stages, RouterSettings.stages),
-        allocator=reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator),
+        stages=stages,
+        allocator=allocator,
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
         injection_vcs=reader.get(
             "injection_vcs", integer(1, MAX_INJECTION_VCS), RouterSettings.injection_vcs

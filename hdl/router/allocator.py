@@ -120,6 +120,12 @@ class Allocator(wiring.Component):
         its own (``va_*``), and takes it at the end of the cycle (``acquire``); only input VCs
         that hold an output VC with a credit compete for the crossbar, heads included. The
         selection pointer moves on VC allocation.
+    split : bool
+        Switch allocation in two cycles too (``stages: 4``, needs ``pipelined`` and one
+        iteration): each input port picks a VC on the state at the start of the cycle, as if
+        the pick it staged last cycle crossed now (that VC must then have a second flit
+        (``more``), a second credit and no tail at its front), and registers it (``pick``, the
+        crossbar's select); the output ports grant among the staged picks the next cycle.
 
     Members
     -------
@@ -145,10 +151,24 @@ class Allocator(wiring.Component):
     acquire : ``Out(n_out_vcs)``
         Only when ``pipelined``: the output VCs a head acquires this cycle (their owner bits
         are set at the end of it).
+    more : ``In(max(in_vcs)).array(n_ports)``
+        Only when ``split``: per input VC, two flits or more in its buffer.
+    spare2, keep2 : ``In(n_out_vcs)``
+        Only when ``split``: per output VC, two credits or more at the start of the next cycle
+        if it sends now, if it does not (the output unit's); the allocator keeps, per input
+        VC, whether the output VC it holds has two credits as a flip-flop set from these.
     """
 
     def __init__(
-        self, *, in_vcs, out_vcs, turns=None, selection="first-free", iterations=1, pipelined=False
+        self,
+        *,
+        in_vcs,
+        out_vcs,
+        turns=None,
+        selection="first-free",
+        iterations=1,
+        pipelined=False,
+        split=False,
     ):
         if selection not in ("first-free", "round-robin"):
             raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")
@@ -157,6 +177,9 @@ class Allocator(wiring.Component):
         self._selection = selection
         self._iterations = iterations
         self._pipelined = bool(pipelined)
+        self._split = bool(split)
+        if self._split and (not self._pipelined or iterations != 1):
+            raise ValueError("split switch allocation needs pipelined VC allocation, 1 iteration")
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
         ports = range(len(in_vcs))
         self._turns = frozenset(
@@ -172,6 +195,12 @@ class Allocator(wiring.Component):
         self._base = [sum(out_vcs[:o]) for o in range(len(out_vcs))]
         n_ports, max_in, n_ovc = len(in_vcs), max(in_vcs), sum(out_vcs)
         members = {"acquire": Out(n_ovc)} if self._pipelined else {}
+        if self._split:
+            members |= {
+                "more": In(max_in).array(n_ports),
+                "spare2": In(n_ovc),
+                "keep2": In(n_ovc),
+            }
         super().__init__(
             members
             | {
@@ -203,7 +232,11 @@ class Allocator(wiring.Component):
         vc_requesters = []  # the same for VC allocation (``pipelined`` only)
         targets = []  # per input VC: (port, vc, held, wanted by a head)
         selects = []  # per input port: its selection pointer (round-robin selection only)
+        stageds = []  # per input port: its staged pick, one-hot (``split`` only)
+        seconds = []  # per input VC: (port, vc, held, chosen, held_two) (``split`` only)
         for port, n_vcs in enumerate(self._in_vcs):
+            if self._split:
+                stageds.append(Signal(n_vcs, name=f"staged_{port}"))
             select = None
             if self._selection == "round-robin":
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
@@ -222,7 +255,17 @@ class Allocator(wiring.Component):
                     chosen = round_robin(m, candidates, select_mask, name)
                 chosens.append(chosen)
                 wants_vc = self.head[port][vc] & chosen.any()
-                if self._pipelined:
+                if self._split:
+                    # two credits or more on the held output VC, registered like held_ready
+                    held_two = Signal(name=f"held_two_{port}_{vc}")
+                    seconds.append((port, vc, held, chosen, held_two))
+                    again = self.more[port][vc] & held_two & ~self.tail[port][vc]
+                    requests.append(
+                        self.valid[port][vc] & held_ready & (~stageds[port][vc] | again)
+                    )
+                    vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
+                    wanted.append(held)
+                elif self._pipelined:
                     requests.append(self.valid[port][vc] & held_ready)
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
                     wanted.append(held)
@@ -238,7 +281,10 @@ class Allocator(wiring.Component):
                     (_signal(m, Cat(*vc_requests), f"va_requests_{port}"), chosens)
                 )
 
-        pops, picks, grants, out_vcs = self._separable(m, requesters, "")
+        if self._split:
+            pops, picks, grants, out_vcs = self._two_cycles(m, requesters, stageds)
+        else:
+            pops, picks, grants, out_vcs = self._separable(m, requesters, "")
         for out, grant in grants.items():
             m.d.comb += [
                 self.grant[out].eq(grant),
@@ -292,7 +338,60 @@ class Allocator(wiring.Component):
                 m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
             with m.If(pop & self.tail[port][vc]):
                 m.d.sync += [held.eq(0), held_ready.eq(0)]
+        for port, vc, held, chosen, held_two in seconds:
+            pop = self.pop[port][vc]
+            m.d.sync += held_two.eq(Mux(pop, (held & self.spare2).any(), (held & self.keep2).any()))
+            with m.If(acquires[port][vc]):  # it sends nothing on it this cycle
+                m.d.sync += held_two.eq((chosen & self.keep2).any())
+            with m.If(pop & self.tail[port][vc]):
+                m.d.sync += held_two.eq(0)
         return m
+
+    def _two_cycles(self, m: Module, requesters: list, stageds: list) -> tuple:
+        """Switch allocation over two cycles (``split``): each input port's round-robin pick
+        among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
+        (``stageds``, and the output VC it wants) and its pointer moves past it; the output
+        ports grant among the staged picks of the previous cycle. Returns what
+        :meth:`_separable` does, ``pick`` being the staged pick."""
+        n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
+        targets = []  # per input port: the output VC its staged pick wants, one-hot
+        for port, ((requests, wanted), staged) in enumerate(zip(requesters, stageds, strict=True)):
+            n = len(wanted)
+            pointer = Signal(n, name=f"in_pointer_{port}", init=(1 << n) - 1)
+            pick = round_robin(m, requests, pointer, f"in_rr_{port}")
+            target = 0
+            for vc in range(n):
+                target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
+            staged_target = Signal(n_ovc, name=f"staged_target_{port}")
+            m.d.sync += [staged.eq(pick), staged_target.eq(target)]
+            with m.If(requests.any()):
+                m.d.sync += pointer.eq(after(pick))
+            targets.append(staged_target)
+        granted = [Const(0, 1)] * n_ports
+        grants, out_vcs = {}, [0] * n_ports
+        for out in range(n_ports):
+            inputs = [p for p in range(n_ports) if (p, out) in self._turns]
+            if not inputs:
+                continue
+            base, n_vcs = self._base[out], self._out_vcs[out]
+            pointer = Signal(len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1)
+            wants = Cat(*(targets[p][base : base + n_vcs].any() for p in inputs))
+            grant = round_robin(m, wants, pointer, f"out_rr_{out}")
+            with m.If(wants.any()):
+                m.d.sync += pointer.eq(after(grant))
+            spread = [Const(0, 1)] * n_ports
+            for i, port in enumerate(inputs):
+                out_vcs[out] = out_vcs[out] | (
+                    targets[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
+                )
+                granted[port] = granted[port] | grant[i]
+                spread[port] = grant[i]
+            grants[out] = _signal(m, Cat(*spread), f"grant_{out}")
+        pops = [
+            _signal(m, staged & granted[port].replicate(len(staged)), f"pop_{port}")
+            for port, staged in enumerate(stageds)
+        ]
+        return pops, stageds, grants, out_vcs
 
     def _per_port(self, bits) -> Value:
         """An output-port vector spread over each port's output VCs."""

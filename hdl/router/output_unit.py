@@ -30,8 +30,11 @@ class OutputUnit(wiring.Component):
     buffer_depth : int
         Depth of the downstream buffers: the initial credit.
     acquire : bool
-        Owners are set by VC allocation (the ``acquire`` input, ``stages: 3``) rather than by a
-        head crossing.
+        Owners are set by VC allocation (the ``acquire`` input, ``stages: 3`` and ``4``) rather
+        than by a head crossing.
+    second : bool
+        Also tell whether each VC will have two credits at the start of the next cycle
+        (``spare2`` and ``keep2``, for the input stage of ``stages: 4``).
 
     Members
     -------
@@ -48,6 +51,10 @@ class OutputUnit(wiring.Component):
         allocator needs to know its holders' ``ready`` one cycle ahead.
     acquire : ``In(n_vcs)``
         Only with ``acquire``: bit ``w`` takes output VC ``w`` at the end of the cycle.
+    spare2, keep2 : ``Out(n_vcs)``
+        Only with ``second``: bit ``w``: output VC ``w`` has two credits or more at the start
+        of the next cycle if it sends a flit in this one (``spare2``), if it does not
+        (``keep2``).
     """
 
     def __init__(
@@ -57,6 +64,7 @@ class OutputUnit(wiring.Component):
         n_vcs: int,
         buffer_depth: int,
         acquire: bool = False,
+        second: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -65,8 +73,10 @@ class OutputUnit(wiring.Component):
         self._n_vcs = n_vcs
         self._buffer_depth = buffer_depth
         self._acquire = bool(acquire)
+        self._second = bool(second)
         super().__init__(
             ({"acquire": In(n_vcs)} if self._acquire else {})
+            | ({"spare2": Out(n_vcs), "keep2": Out(n_vcs)} if self._second else {})
             | {
                 "i": In(stream.Signature(flit_layout, always_ready=True)),
                 "link": Out(LinkSignature(flit_layout, n_vcs)),
@@ -103,4 +113,9 @@ class OutputUnit(wiring.Component):
             spare = pulse | (credit > 1)
             m.d.sync += nonzero.eq(spare | (nonzero & ~sent))
             m.d.comb += [self.ready[vc].eq(nonzero), self.spare[vc].eq(spare)]
+            if self._second:
+                m.d.comb += [
+                    self.spare2[vc].eq(credit + pulse > 2),
+                    self.keep2[vc].eq(credit + pulse > 1),
+                ]
         return m

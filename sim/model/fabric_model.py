@@ -210,7 +210,14 @@ class FabricModel:
         # the next; stages 3: a head then acquires its output VC in a VC-allocation cycle of its
         # own, with its own pointers, before it competes for the crossbar
         self._route_stage = plan.router.stages >= 2
-        self._vc_stage = plan.router.stages == 3
+        self._vc_stage = plan.router.stages >= 3
+        # stages 4: switch allocation in two cycles. Per input port, the staged pick (in VC,
+        # output VC) its input stage registered last cycle, which its output stage grants or
+        # drops this cycle (docs/microarchitecture.md, Switch allocation in two cycles)
+        self._split = plan.router.stages == 4
+        self._staged: list[list[tuple[int, tuple[int, int]] | None]] = [
+            [None] * len(ports) for ports in self._in_vcs
+        ]
         self._va_in = [[0] * len(ports) for ports in self._in_vcs]
         self._va_out = [[0] * len(ports) for ports in self._out_vcs]
         self._routed = False  # some head computed its route this cycle (that is activity)
@@ -350,6 +357,14 @@ class FabricModel:
                     wants.append((v, target))
             requests.append(wants)
             vc_requests.append(vc_wants)
+        staged = False
+        if self._split:
+            # the output stage grants among last cycle's picks; the input stage picks on this
+            # cycle's start state, as if every staged pick crossed now
+            picks = self._stage(s, requests)
+            requests = [[pick] if pick else [] for pick in self._staged[s]]
+            self._staged[s] = picks
+            staged = any(picks)
         grants = self._allocate(s, requests, self._rr_in[s], self._rr_out[s])
         acquired = []
         if self._vc_stage:
@@ -363,7 +378,7 @@ class FabricModel:
             self._va_out[s][o] = (p + 1) % len(bufs)
         if not grants:
             routed, self._routed = self._routed, False
-            return routed or bool(acquired)
+            return routed or bool(acquired) or staged
         rr_in, rr_out = self._rr_in[s], self._rr_out[s]
         for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
@@ -379,7 +394,8 @@ class FabricModel:
             if flit.is_tail:
                 assign[p][v] = None
                 owner[o][w] = None
-            rr_in[p] = (v + 1) % len(bufs[p])
+            if not self._split:  # else it moved when the input stage picked
+                rr_in[p] = (v + 1) % len(bufs[p])
             rr_out[o] = (p + 1) % len(bufs)
             self._sent.append((s, o, w, flit))
             self._credits_sent.append((s, p, v))
@@ -387,6 +403,30 @@ class FabricModel:
             self._busy.discard(s)
         self._routed = False
         return True
+
+    def _stage(
+        self, s: int, requests: list[list[tuple[int, tuple[int, int]]]]
+    ) -> list[tuple[int, tuple[int, int]] | None]:
+        """Stages 4, input stage: per input port, the first requesting VC at or after its
+        pointer that still requests if the port's staged pick crosses this cycle (that VC needs
+        a second flit and a second credit, and its front must not be a tail). It becomes the
+        port's staged pick for the next cycle and the pointer moves past it."""
+        bufs, credit, rr_in = self._buf[s], self._credit[s], self._rr_in[s]
+        picks: list[tuple[int, tuple[int, int]] | None] = []
+        for p, wants in enumerate(requests):
+            staged = self._staged[s][p]
+            if staged is not None:
+                v, (o, w) = staged
+                if len(bufs[p][v]) < 2 or credit[o][w] < 2 or bufs[p][v][0].is_tail:
+                    wants = [want for want in wants if want[0] != v]
+            if not wants:
+                picks.append(None)
+                continue
+            n = len(bufs[p])
+            pick = min(wants, key=lambda r: (r[0] - rr_in[p]) % n)
+            rr_in[p] = (pick[0] + 1) % n
+            picks.append(pick)
+        return picks
 
     def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
         """Step 2 for a head: the output VC it requests among its free candidates (with credit,

@@ -1,5 +1,6 @@
 # amaranth: UnusedElaboratable=no
-"""The allocator's arbiters by exhaustive enumeration against their definitions.
+"""The allocator's arbiters by exhaustive enumeration against their definitions, and the
+split switch allocation of ``stages: 4`` on a hand-built case.
 
 ``round_robin`` picks the first requester at or after the pointer, cyclically, with the pointer
 given as a thermometer mask (the bits at and above it set; zero means pointer 0): every request
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-from zfabric.hdl.router.allocator import lowest_one, round_robin
+from zfabric.hdl.router.allocator import Allocator, lowest_one, round_robin
 
 
 def _cyclic_first(request: int, pointer: int, width: int) -> int:
@@ -46,3 +47,52 @@ def test_round_robin_and_lowest_one_exhaustive(width):
     sim.add_testbench(bench)
     sim.run()
     assert not mismatches, mismatches[:5]
+
+
+@pytest.mark.parametrize(
+    "more, two, tail, pops",
+    [
+        # a second flit and a second credit: the staged VC is picked again at once, one flit
+        # per cycle from cycle 2 (head acquires at 0, picked at 1, crosses at 2)
+        (1, 1, 0, [0, 0, 1, 1, 1, 1]),
+        # one flit or one credit left behind the staged one: picked every other cycle
+        (0, 1, 0, [0, 0, 1, 0, 1, 0]),
+        (1, 0, 0, [0, 0, 1, 0, 1, 0]),
+        # a tail at the front: picked once, it crosses and releases the output VC
+        (1, 1, 1, [0, 0, 1, 0, 0, 0]),
+    ],
+)
+def test_split_switch_allocation_stages_a_pick(more, two, tail, pops):
+    """``split`` (stages: 4, docs/microarchitecture.md): input VC (0, 0) acquires output VC
+    (1, 0) in VC allocation at cycle 0, its input port picks it at 1 and it crosses at 2; it
+    is picked again while its last pick is still crossing only if it has a second flit
+    (``more``), a second credit (``spare2``/``keep2``, held one cycle) and no tail at its
+    front. The head flag drops after cycle 0: the rest of the packet follows."""
+    alloc = Allocator(in_vcs=(2, 2), out_vcs=(2, 2), pipelined=True, split=True)
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(alloc.valid[0], 0b01)
+        ctx.set(alloc.head[0], 0b01)
+        ctx.set(alloc.cand[0][0], 0b0100)  # output port 1, VC 0
+        ctx.set(alloc.free, 0b1111)
+        ctx.set(alloc.ready, 0b1111)
+        ctx.set(alloc.spare, 0b1111)
+        ctx.set(alloc.more[0], more)
+        for name in ("spare2", "keep2"):
+            ctx.set(getattr(alloc, name), 0b1111 if two else 0)
+        for cycle in range(len(pops)):
+            seen.append(ctx.get(alloc.pop[0]))
+            if cycle == 0:
+                assert ctx.get(alloc.acquire) == 0b0100
+            if seen[-1]:
+                assert ctx.get(alloc.grant[1]) == 0b01 and ctx.get(alloc.vc[1]) == 0
+            await ctx.tick()
+            ctx.set(alloc.head[0], 0)
+            ctx.set(alloc.tail[0], tail)
+
+    sim = Simulator(alloc)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == pops

@@ -67,6 +67,7 @@ ROUTERS = {
     "s3-sep2-ff": {"stages": 3, "allocator": "separable-2", "selection": "first-free"},
     "iv2": {"injection_vcs": 2},
     "s3-iv2": {"stages": 3, "injection_vcs": 2},
+    "s4": {"stages": 4},
     "ev1": {"ejection_vcs": 1},
     "ev3": {"ejection_vcs": 3},
 }
@@ -85,6 +86,7 @@ SLICE = [
     ("s2", "torus-4x4", "near"),
     ("s2-sep2-ff", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
+    ("s4", "torus-4x4", "past"),
     ("iv2", "torus-4x4", "past"),
     ("ev1", "torus-4x4", "near"),
     ("ev3", "znode-64", "past"),
@@ -224,15 +226,16 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
     assert report["vcd"] and Path(report["vcd"]).stat().st_size > 0
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
     """Two lone 4-flit packets over 4 hops each on torus-4x4 ((0,0) -> (2,2) and (1,1) ->
     (3,3): two hops per dimension): the RTL delivers both at the contract's zero-load cycle,
-    2H + L + 2 = 14 with one stage, 3H + L + 3 = 19 with two and 4H + L + 4 = 24 with three."""
+    2H + L + 2 = 14 with one stage, 3H + L + 3 = 19 with two, 4H + L + 4 = 24 with three and
+    5H + L + 5 = 29 with four."""
     plan = plan_of("torus-4x4", {"stages": stages})
     trace = [TraceEntry(0, 0, 10, 4), TraceEntry(100, 5, 15, 4)]
     report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
     check(report)
-    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3, 3: 4 * 4 + 4 + 4}[stages]
+    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3, 3: 4 * 4 + 4 + 4, 4: 5 * 4 + 4 + 5}[stages]
     assert report["latency"]["rtl"]["max"] == expected
     assert report["latency"]["rtl"]["mean"] == expected

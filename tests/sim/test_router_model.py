@@ -63,12 +63,14 @@ def test_second_iteration_matches_what_the_first_left(example):
 
 def test_zero_load_latency_per_stages(example):
     """A lone packet of L flits over H switch-to-switch links: 2H + L + 2 with one stage,
-    3H + L + 3 with two and 4H + L + 4 with three (one more cycle per switch per stage, H + 1
-    switches, for the head only: the body follows one flit per cycle)."""
+    3H + L + 3 with two, 4H + L + 4 with three and 5H + L + 5 with four (one more cycle per
+    switch per stage, H + 1 switches, for the head only: the body follows one flit per cycle,
+    with four stages while L <= B = 4)."""
     formulas = {
         1: lambda h, n: 2 * h + n + 2,
         2: lambda h, n: 3 * h + n + 3,
         3: lambda h, n: 4 * h + n + 4,
+        4: lambda h, n: 5 * h + n + 5,
     }
     for name, pairs in (("torus-4x4", [(0, 5), (0, 10), (3, 12)]), ("znode-64", [(0, 63)])):
         for stages, formula in formulas.items():
@@ -79,3 +81,18 @@ def test_zero_load_latency_per_stages(example):
                     model.run(100)
                     assert packet.hops > 0
                     assert packet.latency == formula(packet.hops, length), (name, stages)
+
+
+def test_four_stages_stream_needs_six_credits(example):
+    """stages 4 (docs/microarchitecture.md, Streaming): a credit is back for use 5 cycles after
+    it is spent and the input stage counts the staged flit's as spent, so a packet longer than
+    B streams at one flit per cycle (and meets the zero-load formula) with B >= 6 only."""
+    for depth, length, on_time in ((6, 8, True), (6, 40, True), (4, 5, False), (4, 40, False)):
+        data = yaml.safe_load(example("torus-4x4").read_text())
+        data["router"], data["buffer_depth"] = {"stages": 4}, depth
+        model = FabricModel(compile_plan(load_spec(data)))
+        packet = model.offer(0, 10, length)
+        model.run(400)
+        formula = 5 * packet.hops + length + 5
+        assert (packet.latency == formula) is on_time, (depth, length, packet.latency)
+        assert packet.latency >= formula

@@ -81,8 +81,12 @@ def test_plan_json_without_ejection_vcs_has_one(example):
     "router, message",
     [
         ([1], r"^router: must be a mapping, got a list \[1\]$"),
-        ({"stages": 4}, r"^router\.stages: must be one of 1, 2, 3, got 4$"),
-        ({"stages": True}, r"^router\.stages: must be one of 1, 2, 3, got True$"),
+        ({"stages": 5}, r"^router\.stages: must be one of 1, 2, 3, 4, got 5$"),
+        ({"stages": True}, r"^router\.stages: must be one of 1, 2, 3, 4, got True$"),
+        (
+            {"stages": 4, "allocator": "separable-2"},
+            r"^router\.allocator: separable-2 needs stages 1, 2 or 3$",
+        ),
         (
             {"allocator": "wavefront"},
             r"^router\.allocator: must be one of separable, separable-2, got 'wavefront'",

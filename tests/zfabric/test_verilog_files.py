@@ -22,7 +22,7 @@ def ring(tmp_path):
     return spec
 
 
-@pytest.mark.parametrize("stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4))])
+@pytest.mark.parametrize("stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4)), (4, (5, 5))])
 def test_latency_formula_is_the_documented_one(stages, formula):
     """docs/microarchitecture.md: 2H + L + 2, 3H + L + 3, 4H + L + 4 cycles."""
     assert latency_formula(RouterSettings(stages=stages)) == formula

@@ -21,6 +21,7 @@ Then, unless ``--no-ice40``, the iCEBreaker (iCE40 UP5K) in context: the board b
 post-route Fmax nextpnr reports against the board's 12 MHz clock.
 
     .venv/bin/python bench/router_tradeoff.py [--seeds 3] [--no-ice40] [--only torus|ndt]
+        [--setting LABEL ...]
 
 To add a setting, append ``(label, overrides)`` to ``SETTINGS``: ``overrides`` is merged into
 each spec's top-level mapping before it is compiled (nested mappings merge key by key), e.g.
@@ -60,6 +61,7 @@ SETTINGS: list[tuple[str, dict]] = [
     ("first-free", {"router": {"selection": "first-free"}}),
     ("stages 2", {"router": {"stages": 2}}),
     ("stages 3", {"router": {"stages": 3}}),
+    ("stages 4", {"router": {"stages": 4}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
     ("2 injection VCs", {"router": {"injection_vcs": 2}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
@@ -130,6 +132,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3, help="nextpnr seeds per design")
     parser.add_argument("--no-ice40", action="store_true", help="skip the iCEBreaker builds")
     parser.add_argument("--only", choices=[d[0] for d in DESIGNS], help="one design only")
+    parser.add_argument(
+        "--setting",
+        nargs="+",
+        choices=[label for label, _ in SETTINGS],
+        metavar="LABEL",
+        help="these settings only (default: all)",
+    )
     parser.add_argument("--cycles", type=int, default=3000, help="measured cycles per rate")
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
@@ -148,6 +157,8 @@ def main() -> None:
     )
     rows = []
     for label, overrides in SETTINGS:
+        if args.setting and label not in args.setting:
+            continue
         for name, example, make in DESIGNS:
             if args.only and name != args.only:
                 continue

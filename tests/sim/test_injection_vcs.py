@@ -20,7 +20,7 @@ def plan_with(example, name, **router):
 
 
 @pytest.mark.parametrize("name", ["torus-4x4", "ndt-2x2x2", "znode-64"])
-@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize("stages", [1, 3, 4])
 def test_zero_load_latency_is_unchanged_with_two_injection_vcs(example, name, stages):
     """1 + (S+1)(H+1) + L - 1 for every hop count, as with one injection VC."""
     plan = plan_with(example, name, injection_vcs=2, stages=stages)

@@ -1,4 +1,5 @@
-"""Znode / Snode topology, sliced and up/down routing: figures from reference/znode.md.
+"""Znode / Snode topology; sliced, up/down, flat and source-destination routing: figures from
+reference/znode.md.
 
 Every expected number below comes from the digest (section cited), or from the thesis's own
 definitions re-derived here independently of zfabric (labels, common level), never from
@@ -16,7 +17,7 @@ import pytest
 
 from zfabric import SpecError, analyse_routing, build_fabric, load_spec
 from zfabric.plan import PlanView
-from zfabric.routing import make_routing
+from zfabric.routing import make_routing, routing_head_width
 from zfabric.routing.sliced import header_fields, pack_fields
 from zfabric.topologies.znode import common_level, labels, physical_address
 
@@ -190,7 +191,7 @@ HOP_CASES = {
 }
 
 
-@pytest.mark.parametrize("routing", ["sliced", "updown"])
+@pytest.mark.parametrize("routing", ["sliced", "updown", "source_destination"])
 @pytest.mark.parametrize("case", sorted(HOP_CASES))
 def test_every_pair_delivered_with_thesis_hops(case, routing):
     topo = HOP_CASES[case]
@@ -203,10 +204,98 @@ def test_every_pair_delivered_with_thesis_hops(case, routing):
         assert lo == hi == expected_hops(src, dst, topo["z"], side), (src, dst)
 
 
-def test_cdg_acyclic_one_vc():
+@pytest.mark.parametrize("case", sorted(HOP_CASES))
+def test_flat_always_climbs_to_the_top(case):
+    """§2.8 flat addressing: every packet goes up to level n and back, whatever the common
+    level: 2n hops with the processor links (2n - 2 switch links), 2n + 1 across Znodes (the
+    side hop at the top: §2.4, "at the root it goes down (or sideways)")."""
+    topo = HOP_CASES[case]
+    plan, _ = fabric(topo, "flat")
+    analysis = analyse_routing(plan, keep_pairs=True)
+    assert analysis.deadlock_free
+    assert len(analysis.pair_hops) == analysis.pairs
+    n, size = len(topo["z"]), math.prod(topo["z"])
+    for (src, dst), (lo, hi) in analysis.pair_hops.items():
+        thesis = 2 * n if src // size == dst // size else 2 * n + 1
+        assert lo == hi == thesis - 2, (src, dst)
+
+
+def addressing_routes(plan, routing):
+    """Every (switch, in port, head, decision) of every route, following every candidate."""
+    view = PlanView(plan)
+    rf = make_routing(view)
+    assert rf.name == routing
+    seen, out = set(), []
+    for src, dst in itertools.permutations(range(len(plan.endpoints)), 2):
+        stack = [(i.switch, i.port, i.head, src, dst) for i in rf.injections(src, dst)]
+        while stack:
+            state = stack.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            switch, port, head, _, _ = state
+            decision = rf.route(switch, port, 0, head)
+            out.append((*state, decision))
+            for hop in decision.hops:
+                link = view.out_link[switch][hop.port]
+                if link is not None:
+                    stack.append((link.dst.switch, link.dst.port, decision.head, src, dst))
+    return view, out
+
+
+@pytest.mark.parametrize("routing", ["flat", "source_destination"])
+def test_address_heads(routing):
+    """§2.8: flat carries the destination address, source-destination both; here the eq. 6.3
+    bit-field addresses of the §1.10 golden example (m = 2, z = (3,2,3): logical 26 is
+    physical 42; labels of 2, 1 and 2 bits and a 1-bit Znode id make 6 bits).
+    Neither head is rewritten on the way; up decisions offer the whole up pool and down ones
+    the whole down group, as sliced routing does (§2.6)."""
+    plan, _ = fabric(znode(z=[3, 2, 3], R=[1, 1, 1], znodes=2), routing)
+    width = 6
+    z = (3, 2, 3)
+    head = (
+        (lambda s: 42) if routing == "flat" else (lambda s: physical_address(s, z, 2) | 42 << width)
+    )
+    expected_width = width if routing == "flat" else 2 * width
+    assert routing_head_width(plan) == expected_width
+    view, routes = addressing_routes(plan, routing)
+    for switch, port, injected, src, dst, decision in routes:
+        if dst == 26:
+            assert injected == head(src)
+        assert decision.head == injected
+        role = plan.switches[switch].ports[port].role
+        roles = {plan.switches[switch].ports[h.port].role for h in decision.hops}
+        if roles == {"up"}:
+            assert role in ("local", "down")
+            assert [h.port for h in decision.hops] == view.ports_by_role[switch]["up"]
+
+
+def test_source_destination_compares_the_source():
+    """The same destination head turns or climbs at one level-1 switch depending on the
+    source half of the head: the common ancestor is found from both addresses."""
+    plan, _ = fabric(znode(z=[2, 2], R=[1, 2]), "source_destination")
+    rf = make_routing(PlanView(plan))
+    near, far = rf.injections(0, 1)[0], rf.injections(2, 1)[0]
+    assert near.head >> 2 == far.head >> 2 == 1  # destination address 1 in the top half
+    switch, port = near.switch, near.port  # processor 0's level-1 switch, local port 0
+    roles = plan.switches[switch].ports
+    assert {roles[h.port].role for h in rf.route(switch, port, 0, near.head).hops} == {"local"}
+    assert {roles[h.port].role for h in rf.route(switch, port, 0, far.head).hops} == {"up"}
+
+
+@pytest.mark.parametrize("routing", ["flat", "source_destination"])
+def test_address_routings_only_on_znodes(routing):
+    with pytest.raises(SpecError) as info:
+        load_spec({"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": routing})
+    assert info.value.path == "routing"
+    assert repr(routing) in info.value.message
+
+
+@pytest.mark.parametrize("routing", ["sliced", "flat", "source_destination"])
+def test_cdg_acyclic_one_vc(routing):
     # §2.7: up* -> (<= 1 side) -> down* needs no VCs; forward, backward, full, layers, Snode
     for topo in HOP_CASES.values():
-        plan, _ = fabric(topo)
+        plan, _ = fabric(topo, routing)
         assert {link.vcs for link in plan.links} == {1}
         assert analyse_routing(plan).deadlock_free
 

@@ -1,6 +1,6 @@
 """Routing functions, registered by name; importing this package registers all of them."""
 
-from . import dor, dort, sliced, updown  # noqa: F401  (registration side effect)
+from . import dor, dort, flat, sliced, source_destination, updown  # noqa: F401  (registration)
 from .base import (
     ROUTINGS,
     Decision,

@@ -335,7 +335,7 @@ def _bundle(params: ZnodeParams, level: int, c: int) -> list[tuple[int, int, int
     return links
 
 
-_ROUTINGS = ("sliced", "updown")
+_ROUTINGS = ("sliced", "updown", "flat", "source_destination")
 
 
 @topology("znode", parse=_parse_znode, size=size, routings=_ROUTINGS)

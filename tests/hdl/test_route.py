@@ -1,10 +1,10 @@
 # amaranth: UnusedElaboratable=no
 """Route units against the routing function, exhaustively, on every switch of small fabrics.
 
-Destination routing: every (switch, input port, input VC, destination). Sliced routing: every
-(switch, input port, input VC, head) a packet can present, found by walking every source's
-injections to every destination through every adaptive candidate, which crosses every level,
-side link and layer of the fabric.
+Destination routing: every (switch, input port, input VC, destination). Znode routings that
+write their own heads (sliced, flat, source-destination): every (switch, input port, input VC,
+head) a packet can present, found by walking every source's injections to every destination
+through every adaptive candidate, which crosses every level, side link and layer of the fabric.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections import deque
 
 import pytest
+import yaml
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
-from hdl_bench import small_plan
+from hdl_bench import SMALL_SPECS, small_plan
 from zfabric.hdl.router.route import RouteRows, SwitchPorts, route_row
 
+from zfabric import compile_plan, load_spec
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
 
@@ -122,7 +124,12 @@ def test_destination_route_units_agree_with_the_routing_function(example, name, 
     )
 
 
-def sliced_states(plan, routing, view):
+def head_value(head) -> int:
+    """The head's bits (a sliced head is (value, width))."""
+    return head[0] if isinstance(head, tuple) else head
+
+
+def reachable_states(plan, routing, view):
     """Every (switch, in port, head) a packet reaches, over all injections and candidates."""
     states = set()
     todo = deque()
@@ -143,7 +150,8 @@ def sliced_states(plan, routing, view):
             link = view.out_link[switch][hop.port]
             if link is None:
                 assert view.endpoint_at[switch, hop.port] == dst
-                assert decision.head[1] == 0  # the whole header was consumed
+                if isinstance(decision.head, tuple):
+                    assert decision.head[1] == 0  # the whole sliced header was consumed
                 delivered.add(dst)
             else:
                 todo.append((link.dst.switch, link.dst.port, decision.head, dst))
@@ -151,21 +159,67 @@ def sliced_states(plan, routing, view):
     return states
 
 
-@pytest.mark.parametrize(
-    "name", ["znode-16", "snode-16", "znode-8-layers", "znode-64", "snode-128"]
-)
-def test_sliced_decoders_consume_the_header_as_the_routing_function(example, name):
-    plan = small_plan(example, name)
+#: Znodes for the address routings besides the examples: non-power-of-two zones over 3 Znodes,
+#: and a super node without level-1 side links, layered, backward-connected (R shrinks upward)
+ADDRESSING_SPECS = {
+    "snode-18": {"kind": "znode", "znodes": 3, "z": [3, 2], "R": [1, 2]},
+    "snode-16-h0": {
+        "kind": "znode",
+        "znodes": 2,
+        "z": [2, 2, 2],
+        "R": [4, 2, 1],
+        "psi": [1, 2, 1],
+        "side": [0, 1, 1],
+        "layers": 2,
+    },
+}
+
+
+def plan_with_routing(example, name: str, routing: str | None):
+    """A small plan, or an example, with ``routing`` instead of its own (None: its own)."""
+    if routing is None:
+        return small_plan(example, name)
+    if name in ADDRESSING_SPECS:
+        data = {"name": name, "topology": ADDRESSING_SPECS[name]}
+    elif name in SMALL_SPECS:
+        data = dict(SMALL_SPECS[name])
+    else:
+        data = yaml.safe_load(example(name).read_text())
+    data["routing"] = routing
+    return compile_plan(load_spec(data))
+
+
+ZNODE_CASES = [
+    pytest.param(
+        name,
+        routing,
+        id=f"{name}-{routing or 'sliced'}",
+        # a head per (source, destination) pair: 128 x 127 heads over 160 switches
+        marks=[pytest.mark.slow] if (name, routing) == ("snode-128", "source_destination") else [],
+    )
+    for routing in (None, "flat", "source_destination")
+    for name in ("znode-16", "snode-16", "znode-8-layers", "znode-64", "snode-128")
+] + [
+    pytest.param(name, routing, id=f"{name}-{routing}")
+    for name in ADDRESSING_SPECS
+    for routing in ("flat", "source_destination")
+]
+
+
+@pytest.mark.parametrize("name, routing", ZNODE_CASES)
+def test_znode_decoders_agree_with_the_routing_function(example, name, routing):
+    plan = plan_with_routing(example, name, routing)
     view = PlanView(plan)
     routing = make_routing(view)
-    states = sliced_states(plan, routing, view)
+    assert RouteRows(plan).kind == plan.routing.name
+    states = reachable_states(plan, routing, view)
     by_switch = {}
     for switch, port, head in states:
         by_switch.setdefault(switch, {}).setdefault(port, []).append(head)
     for switch, heads_by_port in sorted(by_switch.items()):
         ports = SwitchPorts.from_plan(view, switch)
         queries = {
-            (p, v): sorted({h[0] for h in heads})
+            (p, v): sorted({head_value(h) for h in heads})
             for p, heads in heads_by_port.items()
             for v in range(ports.vcs[p])
         }
@@ -173,12 +227,9 @@ def test_sliced_decoders_consume_the_header_as_the_routing_function(example, nam
         for p, heads in heads_by_port.items():
             for head in heads:
                 for v in range(ports.vcs[p]):
-                    assert answers[p, v, head[0]] == expected(routing, switch, p, v, head), (
-                        switch,
-                        p,
-                        v,
-                        head,
-                    )
+                    assert answers[p, v, head_value(head)] == expected(
+                        routing, switch, p, v, head
+                    ), (switch, p, v, head)
     # every switch sees traffic, and the side links are used where there are several Znodes
     assert len(by_switch) == len(plan.switches)
     sides = {(s, p) for s, p, _ in states if plan.switches[s].ports[p].role == "side"}

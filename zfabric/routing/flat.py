@@ -33,7 +33,7 @@ from collections.abc import Hashable, Sequence
 from ..topologies.znode import field_width, labels, port_groups
 from .base import Decision, Hop, Injection, RoutingFunction, routing
 
-__all__ = ["Flat", "ZnodeAddressing", "address_fields", "address_width"]
+__all__ = ["Flat", "ZnodeAddressing", "address_fields", "address_offsets", "address_width"]
 
 
 def address_fields(endpoint: int, z: Sequence[int], znodes: int) -> list[tuple[int, int]]:
@@ -42,6 +42,13 @@ def address_fields(endpoint: int, z: Sequence[int], znodes: int) -> list[tuple[i
     k, x = divmod(endpoint, math.prod(z))
     fields = [(label, field_width(zj)) for label, zj in zip(labels(x, z), z, strict=True)]
     return fields + [(k, field_width(znodes))]
+
+
+def address_offsets(z: Sequence[int]) -> list[int]:
+    """Bit offset of label p_j in an eq. 6.3 address, indexed by level j = 1..n (index 0 is
+    unused); index n + 1 is the Znode id's offset."""
+    widths = [field_width(zj) for zj in z]
+    return [0] + [sum(widths[: j - 1]) for j in range(1, len(z) + 2)]
 
 
 def address_width(z: Sequence[int], znodes: int) -> int:
@@ -70,10 +77,8 @@ class ZnodeAddressing(RoutingFunction):
         self.znodes = self.params["znodes"]
         self.side = tuple(self.params["side"])
         self.n = len(self.z)
-        widths = [field_width(zj) for zj in self.z]
-        #: offset of label p_j in an address, by level (index 0 unused); offset[n+1]: Znode id
-        self.offset = [0] + [sum(widths[: j - 1]) for j in range(1, self.n + 2)]
-        self.label_bits = [0] + widths
+        self.offset = address_offsets(self.z)
+        self.label_bits = [0] + [field_width(zj) for zj in self.z]
         self.zid_bits = field_width(self.znodes)
         self.width = address_width(self.z, self.znodes)
         self.attachments = [

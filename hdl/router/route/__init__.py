@@ -18,13 +18,20 @@ candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` ch
   ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
   switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
   port groups come from the plan's port roles.
+- The baselines sliced addressing is compared against (digest ``reference/znode.md`` §2.8):
+  ``flat``, :class:`FlatRoute`, reads its level's label of the destination address (and, at
+  the top, compares the Znode id with the SID); ``source_destination``,
+  :class:`SourceDestinationRoute`, compares the source and destination addresses above its
+  level to turn or climb. Neither rewrites the head.
 """
 
 from .dor import DORRoute
 from .dort import DORTRoute
+from .flat import FlatRoute
 from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
 from .rows import RouteRow, RouteRows, reachable_turns, route_row
 from .sliced import SlicedRoute
+from .source_destination import SourceDestinationRoute
 from .table import TableRoute
 
 __all__ = [
@@ -33,6 +40,8 @@ __all__ = [
     "RouteUnitSignature",
     "TableRoute",
     "SlicedRoute",
+    "FlatRoute",
+    "SourceDestinationRoute",
     "DORRoute",
     "DORTRoute",
     "RouteRow",

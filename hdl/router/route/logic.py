@@ -1,4 +1,4 @@
-"""Building blocks the arithmetic route units share: masks, mixed-radix digits, ring direction."""
+"""Building blocks the route units share: masks, mixed-radix digits, ring direction, groups."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ __all__ = [
     "coord_widths",
     "ring_plus",
     "named_signals",
+    "select_mask",
 ]
 
 
@@ -73,3 +74,17 @@ def named_signals(m, values, name: str) -> list[Signal]:
         m.d.comb += signal.eq(value)
         signals.append(signal)
     return signals
+
+
+def select_mask(m, target: Value, selector: Value, masks) -> None:
+    """``target`` = the mask paired with ``selector``'s value in ``masks`` ((value, mask)
+    pairs), 0 for a value no pair has; a 0-bit selector (one group) picks value 0's."""
+    if len(selector) == 0:
+        m.d.comb += target.eq(dict(masks).get(0, 0))
+        return
+    with m.Switch(selector):
+        for value, mask in masks:
+            with m.Case(value):
+                m.d.comb += target.eq(mask)
+        with m.Default():  # a value no group has: no candidate, said (Verilator's lint)
+            m.d.comb += target.eq(0)

@@ -8,14 +8,17 @@ from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 from zfabric.routing.base import RoutingFunction
 from zfabric.routing.dort import internal_class_vcs, split_dims
+from zfabric.routing.flat import address_offsets, address_width
 from zfabric.topologies.znode import field_width
 
 from ...flit import head_width
 from .dor import DORRoute
 from .dort import DORTRoute
+from .flat import FlatRoute
 from .logic import coord_widths
 from .ports import SwitchPorts, candidate_mask
 from .sliced import SlicedRoute
+from .source_destination import SourceDestinationRoute
 from .table import TableRoute
 
 __all__ = ["RouteRow", "RouteRows", "route_row", "reachable_turns"]
@@ -161,8 +164,8 @@ class RouteRows:
         self.head_width = head_width(plan)
         name = plan.routing.name
         self.kind = "table"
-        if name == "sliced":
-            self.kind = "sliced"
+        if name in ("sliced", "flat", "source_destination"):
+            self.kind = name
         elif arithmetic and name in ("dor", "dort") and self._numbered_by_coordinates():
             self.kind = name
 
@@ -215,6 +218,10 @@ class RouteRows:
         ports = SwitchPorts.from_plan(self.view, switch)
         if self.kind == "sliced":
             row = self._sliced(switch, ports)
+        elif self.kind == "flat":
+            row = self._flat(switch, ports)
+        elif self.kind == "source_destination":
+            row = self._source_destination(switch, ports)
         elif self.kind == "dor":
             row = self._dor(switch, ports)
         elif self.kind == "dort":
@@ -245,13 +252,11 @@ class RouteRows:
             key=("table", tuple(sorted(tables.items()))),
         )
 
-    def _sliced(self, switch: int, ports: SwitchPorts) -> RouteRow:
-        params = self.plan.routing.params
-        sw = self.view.switches[switch]
-        level = sw.position["level"]
-        znodes = params["znodes"]
+    def _znode_masks(self, switch: int, ports: SwitchPorts) -> dict:
+        """A Znode switch's port groups as output-VC masks: the up pool, the down groups by
+        label and the side groups by Znode id (every VC of every port of each)."""
         up, down, side = 0, {}, {}
-        for port, info in enumerate(sw.ports):
+        for port, info in enumerate(self.view.switches[switch].ports):
             mask = ((1 << ports.vcs[port]) - 1) << ports.base(port)
             if info.role == "up":
                 up |= mask
@@ -259,24 +264,69 @@ class RouteRows:
                 down[info.group] = down.get(info.group, 0) | mask
             elif info.role == "side":
                 side[info.group] = side.get(info.group, 0) | mask
-        fields = {
-            "zid_bits": field_width(znodes) if znodes > 1 else 0,
-            "label_bits": field_width(params["z"][level - 1]),
+        return {
             "up_mask": up,
             "down_masks": tuple(sorted(down.items())),
             "side_masks": tuple(sorted(side.items())),
         }
+
+    def _znode_row(self, switch: int, ports: SwitchPorts, unit, fields: dict, zid_bits: int):
+        """A row whose unit for input port p is ``unit(down_class=..., **fields)``, the
+        switch's Znode id its identity when ``zid_bits``."""
+        sw = self.view.switches[switch]
+        fields = {**fields, **self._znode_masks(switch, ports)}
         down_class = tuple(p.role in ("local", "down") for p in sw.ports)
         hw, n = self.head_width, ports.n_out_vcs
         return RouteRow(
             head_width=hw,
             ports=ports,
-            make=lambda p, v: SlicedRoute(
-                head_width=hw, n_out_vcs=n, down_class=down_class[p], **fields
-            ),
-            key=("sliced", down_class, tuple(sorted(fields.items()))),
-            identity=(fields["zid_bits"], sw.position["znode"] if fields["zid_bits"] else 0),
+            make=lambda p, v: unit(head_width=hw, n_out_vcs=n, down_class=down_class[p], **fields),
+            key=(self.kind, down_class, tuple(sorted(fields.items()))),
+            identity=(zid_bits, sw.position["znode"] if zid_bits else 0),
         )
+
+    def _sliced(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        level = self.view.switches[switch].position["level"]
+        znodes = params["znodes"]
+        zid_bits = field_width(znodes) if znodes > 1 else 0
+        fields = {"zid_bits": zid_bits, "label_bits": field_width(params["z"][level - 1])}
+        return self._znode_row(switch, ports, SlicedRoute, fields, zid_bits)
+
+    def _address_fields(self, switch: int) -> tuple[dict, list[int]]:
+        """This level's label field in an eq. 6.3 address, and every field's offset by level
+        (index n + 1: the Znode id; ``zfabric/routing/flat.py``)."""
+        z = self.plan.routing.params["z"]
+        level = self.view.switches[switch].position["level"]
+        offset = address_offsets(z)
+        label = {"label_offset": offset[level], "label_bits": field_width(z[level - 1])}
+        return label, offset
+
+    def _flat(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        n, zid_bits = len(params["z"]), field_width(params["znodes"])
+        label, offset = self._address_fields(switch)
+        fields = {
+            **label,
+            "top": self.view.switches[switch].position["level"] == n,
+            "zid_offset": offset[n + 1],
+            "zid_bits": zid_bits,
+        }
+        return self._znode_row(switch, ports, FlatRoute, fields, zid_bits)
+
+    def _source_destination(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        params = self.plan.routing.params
+        n = len(params["z"])
+        level = self.view.switches[switch].position["level"]
+        label, offset = self._address_fields(switch)
+        fields = {
+            **label,
+            "address_bits": address_width(params["z"], params["znodes"]),
+            "side": params["side"][level - 1] > 0 and params["znodes"] > 1,
+            "above": (offset[level + 1], offset[n + 1] - offset[level + 1]),
+            "zid_offset": offset[n + 1],
+        }
+        return self._znode_row(switch, ports, SourceDestinationRoute, fields, 0)
 
     def _coordinates(self, switch: int) -> tuple[int, int]:
         k = tuple(self.plan.routing.params["k"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
+from .logic import select_mask
 from .ports import RouteUnitSignature
 
 __all__ = ["SlicedRoute"]
@@ -54,15 +55,7 @@ class SlicedRoute(wiring.Component):
     def _go_down(self, m, head):
         width = self._label_bits
         m.d.comb += self.next_head.eq(head[width:])
-        if width == 0:  # a level with one zone below: a single group
-            m.d.comb += self.cand.eq(dict(self._down_masks).get(0, 0))
-            return
-        with m.Switch(head[:width]):
-            for value, mask in self._down_masks:
-                with m.Case(value):
-                    m.d.comb += self.cand.eq(mask)
-            with m.Default():  # a label no group has: no candidate, said (Verilator's lint)
-                m.d.comb += self.cand.eq(0)
+        select_mask(m, self.cand, head[:width], self._down_masks)
 
     def elaborate(self, platform):
         m = Module()
@@ -78,12 +71,7 @@ class SlicedRoute(wiring.Component):
                 zid, after_zid = rest[: self._zid_bits], rest[self._zid_bits :]
                 with m.If(zid != self.identity):
                     m.d.comb += self.next_head.eq(after_zid)
-                    with m.Switch(zid):
-                        for value, mask in self._side_masks:
-                            with m.Case(value):
-                                m.d.comb += self.cand.eq(mask)
-                        with m.Default():
-                            m.d.comb += self.cand.eq(0)
+                    select_mask(m, self.cand, zid, self._side_masks)
                 with m.Else():
                     self._go_down(m, after_zid)
             else:

@@ -37,13 +37,17 @@ def need_sim():
 @pytest.fixture
 def plan_of(example):
     """``plan_of("torus-4x4")``: the compiled plan of an example; ``plan_of("torus-4x4",
-    {"selection": "round-robin"})`` with that ``router:`` section."""
+    {"selection": "round-robin"})`` with that ``router:`` section; ``plan_of("znode-64",
+    routing="flat")`` with that ``routing:`` instead of the example's."""
 
-    def plan(name: str, router: dict | None = None):
-        if router is None:
+    def plan(name: str, router: dict | None = None, *, routing: str | dict | None = None):
+        if router is None and routing is None:
             return compile_plan(load_spec(example(name)))
         data = yaml.safe_load(example(name).read_text())
-        data["router"] = router
+        if router is not None:
+            data["router"] = router
+        if routing is not None:
+            data["routing"] = routing
         return compile_plan(load_spec(data))
 
     return plan

@@ -54,6 +54,47 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
     check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
 
 
+#: the addressing baselines of reference/znode.md §2.8 (flat: always to the top level;
+#: source-destination: turn-back on both addresses): near the knee in the default run, at
+#: every load under ``-m matrix``
+BASELINES = [
+    (routing, fabric, "near")
+    for routing in ("flat", "source_destination")
+    for fabric in ("znode-64", "snode-128")
+]
+BASELINE_MATRIX = [
+    (routing, fabric, load)
+    for routing in ("flat", "source_destination")
+    for fabric in ("znode-64", "snode-128")
+    for load in ("low", "past")
+]
+
+
+def lockstep_routing(plan_of, sim, cosim_dir, routing, fabric, load):
+    plan = plan_of(fabric, routing=routing)
+    assert plan.routing.name == routing
+    check(cosim(plan, load_trace(plan, fabric, load), sim=sim, build_dir=cosim_dir))
+
+
+@pytest.mark.parametrize("routing, fabric, load", BASELINES, ids=["-".join(c) for c in BASELINES])
+def test_lockstep_addressing_baselines(plan_of, need_sim, cosim_dir, routing, fabric, load):
+    """Flat and source-destination addressing (their own route units and heads): RTL = model
+    packet by packet on the 4-ary 3-tree and the 4-Znode super node."""
+    lockstep_routing(plan_of, need_sim("icarus"), cosim_dir, routing, fabric, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "routing, fabric, load", BASELINE_MATRIX, ids=["-".join(c) for c in BASELINE_MATRIX]
+)
+def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, routing, fabric, load):
+    """The same at low load and past the knee (``SIM=verilator`` for Verilator)."""
+    lockstep_routing(
+        plan_of, need_sim(os.environ.get("SIM", "icarus")), cosim_dir, routing, fabric, load
+    )
+
+
 #: router settings other than the defaults (stages 1, separable, round-robin, 1 injection VC,
 #: ejection VCs ``auto``: 2 on the tori, 1 on the 1-VC trees), by short name; first-free
 #: selection (``ff``) at every depth

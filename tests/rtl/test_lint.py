@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from zfabric.hdl.verilog import WAIVERS, write
 
 from zfabric import compile_plan, load_spec
@@ -78,3 +79,14 @@ def test_every_waiver_is_needed(example, tmp_path, name):
     emission = write(compile_plan(load_spec(example(name))), tmp_path)
     code, warnings = lint(tmp_path, "-Wall", f"{emission.top}.v")
     assert code != 0 and warnings == set(WAIVERS)
+
+
+@pytest.mark.parametrize("routing", ["flat", "source_destination"])
+def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
+    """znode-64 with the flat and source-destination route units and heads (§2.8)."""
+    data = yaml.safe_load(example("znode-64").read_text())
+    data["routing"] = routing
+    emission = write(compile_plan(load_spec(data)), tmp_path)
+    verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
+    assert lint(tmp_path, verilog) == (0, set())
+    assert lint(tmp_path, "-Wall", waivers, verilog) == (0, set())

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: Fabrics past these sizes are refused before anything is built.
-MAX_SWITCHES = 4096
+MAX_SWITCHES = 32768
 MAX_ENDPOINTS = 4096
 #: A spec with more errors reports the first ones and says it stopped.
 MAX_ERRORS = 20

@@ -113,8 +113,8 @@ CASES = [
     case("huge-k", torus(topology="k: [1" + "0" * 1000 + "]"), ("topology.k[0]", "about 1001 dig")),
     case(
         "too-many-switches",
-        torus(topology="k: [64, 64, 2]"),
-        ("topology", "gives 8192 switches, over the limit of 4096"),
+        torus(topology="k: [64, 64, 16]"),
+        ("topology", "gives 65536 switches, over the limit of 32768"),
     ),
     case(
         "too-many-errors",

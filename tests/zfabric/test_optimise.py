@@ -266,7 +266,10 @@ def test_write_specs_never_overwrites_a_users_file(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["znode-36-n2.yaml"]
 
 
-def test_write_specs_skips_picks_over_the_spec_limits(tmp_path, capsys):
+def test_write_specs_skips_picks_over_the_spec_limits(tmp_path, capsys, monkeypatch):
+    # every 1024-processor pick fits today's limit (32768 switches); at 4096 the level-9 pick's
+    # 4352 switches do not
+    monkeypatch.setattr("zfabric.spec.MAX_SWITCHES", 4096)
     assert main(["optimise", "-P", "1024", "--write-specs", str(tmp_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (

@@ -41,7 +41,11 @@ def spec(**topology):
             {**spec(k=[4]), "routing": {"name": "dor", "dateline": False}},
             r"^routing\.dateline: unknown key .*did you mean 'datelines'\?$",
         ),
-        (spec(k=[64, 64, 2]), rf"^topology: gives 8192 switches, over the limit of {MAX_SWITCHES}"),
+        (
+            spec(k=[64, 64, 16]),
+            rf"^topology: gives 65536 switches, over the limit of {MAX_SWITCHES}",
+        ),
+        (spec(k=[64, 64, 2]), r"^topology: gives 8192 endpoints, over the limit of 4096"),
     ],
 )
 def test_errors_name_path_and_value(data, message):

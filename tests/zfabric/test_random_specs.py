@@ -68,7 +68,10 @@ def znode_specs(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(spec=znode_specs(), routing=st.sampled_from(["sliced", "updown"]))
+@given(
+    spec=znode_specs(),
+    routing=st.sampled_from(["sliced", "updown", "flat", "source_destination"]),
+)
 def test_random_znodes(spec, routing):
     assume(spec["znodes"] * math.prod(spec["z"]) >= 2)
     proven(spec, routing)

@@ -108,6 +108,8 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
     for s, spec in enumerate(plan.switches):
         switch = Switch.from_plan(plan, s, rows=rows)
         alloc = switch.allocator
+        if alloc._split:
+            raise ValueError(f"switch {spec.name!r}: no harness for split switch allocation")
         kind = ProofKind(
             in_vcs=tuple(unit._n_vcs for unit in switch.input_units),
             out_vcs=tuple(unit._n_vcs for unit in switch.output_units),

@@ -82,3 +82,18 @@ def test_bad_spec_and_foreign_folder_exit_2(example, tmp_path, capsys):
     assert "\n" not in err and "--output" in err and str(mine) in err
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     assert (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_setting_without_harness_is_refused_before_any_work(example, tmp_path, capsys):
+    """``stages: 4`` splits switch allocation in a way the allocator harness does not drive:
+    refused by name rather than reported proven on the stages-3 allocator."""
+    import yaml
+
+    spec = yaml.safe_load(example("torus-4x4").read_text())
+    spec["router"] = {**spec.get("router", {}), "stages": 4}
+    path = tmp_path / "s4.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["prove", str(path), "-o", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "router.stages" in err and "4" in err
+    assert not (tmp_path / "p").exists()

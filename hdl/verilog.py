@@ -27,7 +27,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import amaranth
-from amaranth._toolchain.yosys import find_yosys
+from amaranth._toolchain.yosys import YosysError, find_yosys
 from amaranth.back import rtlil
 from amaranth.hdl import (
     ClockSignal,
@@ -56,6 +56,7 @@ __all__ = [
     "convert",
     "BlackBox",
     "Emission",
+    "EmissionError",
     "emit",
     "split_modules",
     "top_module_name",
@@ -187,25 +188,65 @@ def _rtlil(component: wiring.Component, name: str, order: list[str] | None = Non
 
 #: Yosys passes after reading the RTLIL: Amaranth's (processes to netlists, memories), but
 #: without ``proc``'s closing ``opt_expr``, which turns ``a == 0`` back into ``!a`` (a multi-bit
-#: ``!``: Verilator's WIDTHTRUNC); each kind's submodules flattened into it (the kinds carry
-#: ``keep_hierarchy`` for this pass only); removal of cells and wires nothing reads
+#: ``!``: Verilator's WIDTHTRUNC); the module's submodules flattened into it; removal of cells
+#: and wires nothing reads
 _PASSES = (
     "proc -nomux -norom -noopt",
     "memory_collect",
     "flatten",
-    "attrmap -modattr -remove keep_hierarchy",
     "opt_clean -purge",
 )
 
 
+class EmissionError(RuntimeError):
+    """Yosys could not turn a module into Verilog; the message is one line naming the module
+    and Yosys' last word (e.g. running out of the WebAssembly Yosys' 4 GiB)."""
+
+
 def _verilog(rtlil_texts: list[str]) -> str:
-    """One ``write_verilog`` of every module in ``rtlil_texts`` (the top's first)."""
+    """``write_verilog`` of every module in ``rtlil_texts`` (the top's first), one Yosys run per
+    text: the top's with the others as black boxes (their ports only), so that a run holds one
+    kind at a time (a 64-port Znode switch's alone fills much of the WebAssembly Yosys' 4 GiB).
+    """
+    top, *kinds = rtlil_texts
+    texts = [_yosys(top, [_black_box(text) for text in kinds])]
+    for text in kinds:
+        # a kind's run flattens it as its top, then it loses the mark: one (* top *) in all
+        verilog = _yosys(text, after=["attrmap -modattr -remove top"])
+        texts.append(_drop_unread(verilog[verilog.index("\n(*") + 1 :]))  # no second banner
+    return "\n".join(texts)
+
+
+def _black_box(text: str) -> str:
+    """The first module of RTLIL ``text`` as a black box: its port wires only."""
+    start = text.index("\nmodule ")
+    end = text.index("\nend\n", start)
+    ports = "".join(f"{match.group(0)}\n" for match in _PORT_WIRE.finditer(text, start, end))
+    header = text[start + 1 : text.index("\n", start + 1) + 1]
+    return f"attribute \\blackbox 1\n{header}{ports}end\n"
+
+
+def _yosys(text: str, black_boxes: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+    """The Verilog Yosys writes for RTLIL ``text`` after :data:`_PASSES` and ``after``;
+    ``black_boxes`` declare the modules it instantiates, which are not written."""
     yosys = find_yosys(lambda version: version >= (0, 40))
-    script = [f"read_rtlil <<rtlil\n{text}\nrtlil" for text in rtlil_texts]
-    script += [*_PASSES, "write_verilog -norename"]
-    # Yosys warns that not every process becomes Verilog; Amaranth ignores it the same way
-    text = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
-    return _drop_unread(_TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", text))
+    script = [f"read_rtlil <<rtlil\n{part}\nrtlil" for part in [*black_boxes, text]]
+    script += [*_PASSES, *after, "write_verilog -norename"]
+    try:
+        # Yosys warns that not every process becomes Verilog; Amaranth ignores it the same way
+        verilog = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    except YosysError as error:
+        module = re.search(r"^module \\(\S+)$", text, re.M)
+        cells = text.count("\n  cell ")
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = lines[-1] if lines else "no message"
+        if "bad_alloc" in str(error):
+            reason = f"out of memory ({reason})"
+        raise EmissionError(
+            f"Yosys failed on module {module.group(1) if module else '?'} ({cells} cells): "
+            f"{reason}"
+        ) from None
+    return _TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", verilog)
 
 
 #: a wire's declaration, with its attributes (Yosys writes a zero-width wire ``[-1:0]``)
@@ -216,30 +257,27 @@ _TOKEN = re.compile(r"\\\S+ |[A-Za-z_][\w$]*")
 _ATTRIBUTE = re.compile(r"\(\*.*?\*\)")
 
 
-def _drop_unread(text: str) -> str:
-    """``text`` without the wires nothing reads, in every module but the top (the first).
+def _drop_unread(module: str) -> str:
+    """Verilog ``module`` without the wires nothing reads.
 
     Yosys' ``opt_clean -purge`` keeps a named wire that only copies another (Amaranth names
     every field of a struct and every port of a flattened submodule) and zero-width wires (a
     1-VC port's VC number): Verilator flags them (UNUSEDSIGNAL; ASCRANGE for ``[-1:0]``). A
     wire named only by its declaration and at most one ``assign`` to it goes, repeatedly, as
-    its source may then be unread too. The top only wires instances, so it is left alone.
+    its source may then be unread too. :func:`emit` leaves the top alone: it only wires
+    instances.
     """
-    top, *modules = text.split("endmodule\n")
-    for index, module in enumerate(modules):
-        while True:
-            uses = Counter(_TOKEN.findall(_ATTRIBUTE.sub("", module)))
-            assigned = Counter(match.group(1) for match in _ASSIGN.finditer(module))
-            dead = {name for name, count in uses.items() if count == 1}
-            dead |= {name for name, count in assigned.items() if count == 1 and uses[name] == 2}
-            declared = {match.group(2) for match in _WIRE.finditer(module)}
-            dead &= declared
-            if not dead:
-                break
-            module = _WIRE.sub(lambda m, d=dead: "" if m.group(2) in d else m.group(0), module)
-            module = _ASSIGN.sub(lambda m, d=dead: "" if m.group(1) in d else m.group(0), module)
-        modules[index] = module
-    return "endmodule\n".join([top, *modules])
+    while True:
+        uses = Counter(_TOKEN.findall(_ATTRIBUTE.sub("", module)))
+        assigned = Counter(match.group(1) for match in _ASSIGN.finditer(module))
+        dead = {name for name, count in uses.items() if count == 1}
+        dead |= {name for name, count in assigned.items() if count == 1 and uses[name] == 2}
+        declared = {match.group(2) for match in _WIRE.finditer(module)}
+        dead &= declared
+        if not dead:
+            return module
+        module = _WIRE.sub(lambda m, d=dead: "" if m.group(2) in d else m.group(0), module)
+        module = _ASSIGN.sub(lambda m, d=dead: "" if m.group(1) in d else m.group(0), module)
 
 
 def convert(component: wiring.Component, name: str) -> str:
@@ -389,8 +427,7 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
     top_seconds = time.perf_counter() - top_start
     kind_start = time.perf_counter()
     for module, component in kinds.values():
-        rtlil_text = _rtlil(component, module)
-        parts.append(rtlil_text.replace("attribute \\top 1\n", "attribute \\keep_hierarchy 1\n"))
+        parts.append(_rtlil(component, module))
     kind_seconds = time.perf_counter() - kind_start
     yosys_start = time.perf_counter()
     text = _verilog(parts)

@@ -105,3 +105,26 @@ def test_split_writes_a_file_per_module_and_their_list(ring, tmp_path, capsys):
     assert "DECLFILENAME" not in waivers  # each file is named after its module
     manifest = (out / ".zfabric-manifest").read_text().split()
     assert set(manifest) == {p.name for p in out.iterdir()} - {".zfabric-manifest"}
+
+
+def test_a_yosys_failure_is_one_line_and_writes_nothing(ring, tmp_path, capsys, monkeypatch):
+    """What the WebAssembly Yosys says when it runs out of its 4 GiB (a traceback of the
+    WebAssembly runtime, then the C++ exception) becomes one line naming the module."""
+    import zfabric.hdl.verilog as verilog
+    from amaranth._toolchain.yosys import YosysError
+
+    class Exhausted:
+        @staticmethod
+        def run(args, stdin, ignore_warnings):
+            trace = "Traceback (most recent call last):\n  File ...\nwasmtime._trap.Trap: ..."
+            raise YosysError(f"{trace}\nterminate called after throwing 'std::bad_alloc'")
+
+    monkeypatch.setattr(verilog, "find_yosys", lambda accept: Exhausted)
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(ring), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Trap" not in err
+    (error,) = [line for line in err.splitlines() if "error" in line]
+    assert error.startswith("zfabric: error: ring-3: Yosys failed on module ring_3 (")
+    assert error.endswith("out of memory (terminate called after throwing 'std::bad_alloc')")
+    assert not out.exists()

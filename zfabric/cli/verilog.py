@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from zfabric.errors import SpecError
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if not ok:
         return 1
     from zfabric.hdl.fabric_docs import Hops
-    from zfabric.hdl.verilog import SUFFIXES, top_module_name, write
+    from zfabric.hdl.verilog import SUFFIXES, EmissionError, top_module_name, write
 
     top = top_module_name(plan)
     figures = _figures(args.figures, top) if args.figures else None
@@ -58,15 +59,19 @@ def run(args: argparse.Namespace) -> int:
     out.check([f"{top}{suffix}" for suffix in SUFFIXES] + ([f"{top}.f"] if args.split else []))
     status(args, f"{spec.name}: emitting Verilog")
     with out.staging() as staging:
-        with phase(args, "Verilog"):
-            emission = write(
-                plan,
-                staging,
-                share=not args.flat,
-                split=args.split,
-                hops=Hops(analysis.diameter, analysis.average_hops),
-                figures=figures,
-            )
+        try:
+            with phase(args, "Verilog"):
+                emission = write(
+                    plan,
+                    staging,
+                    share=not args.flat,
+                    split=args.split,
+                    hops=Hops(analysis.diameter, analysis.average_hops),
+                    figures=figures,
+                )
+        except EmissionError as error:  # nothing is moved into the output folder
+            print(f"zfabric: error: {spec.name}: {error}", file=sys.stderr)
+            return 1
         out.commit(staging)
     lines = emission.text.count("\n")
     print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")

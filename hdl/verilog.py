@@ -203,6 +203,34 @@ class EmissionError(RuntimeError):
     and Yosys' last word (e.g. running out of the WebAssembly Yosys' 4 GiB)."""
 
 
+#: a kind's submodule of more cells than this stays a module of its own: Yosys' ``flatten``
+#: copies what it flattens, and a 64-port switch's allocator (znode-512: 1.85 million cells)
+#: copied into its switch exhausts the WebAssembly Yosys' 4 GiB
+FLATTEN_CELLS = 250_000
+
+#: a module's first line in RTLIL
+_RTLIL_MODULE = re.compile(r"^module \\(\S+)\n", re.M)
+
+
+def _keep_big_submodules(text: str, kind: str) -> tuple[str, list[str]]:
+    """A kind's RTLIL ``text`` with each submodule of more than :data:`FLATTEN_CELLS` cells
+    marked to stay a module, named ``<kind>_<path>`` (``allocator``: ``<kind>_allocator``);
+    and those names."""
+    starts = [(match.start(), match.group(1)) for match in _RTLIL_MODULE.finditer(text)]
+    ends = [start for start, _ in starts[1:]] + [len(text)]
+    big = [
+        name
+        for (start, name), end in zip(starts, ends, strict=True)
+        if name != kind and text.count("\n  cell ", start, end) > FLATTEN_CELLS
+    ]
+    for name in big:
+        text = text.replace(f"\\{name} ", f"\\{identifier(name)} ")  # the cell instantiating it
+        text = text.replace(
+            f"\nmodule \\{name}\n", f"\nattribute \\keep_hierarchy 1\nmodule \\{identifier(name)}\n"
+        )
+    return text, [identifier(name) for name in big]
+
+
 def _verilog(rtlil_texts: list[str]) -> str:
     """``write_verilog`` of every module in ``rtlil_texts`` (the top's first), one Yosys run per
     text: the top's with the others as black boxes (their ports only), so that a run holds one
@@ -211,9 +239,12 @@ def _verilog(rtlil_texts: list[str]) -> str:
     top, *kinds = rtlil_texts
     texts = [_yosys(top, [_black_box(text) for text in kinds])]
     for text in kinds:
-        # a kind's run flattens it as its top, then it loses the mark: one (* top *) in all
-        verilog = _yosys(text, after=["attrmap -modattr -remove top"])
-        texts.append(_drop_unread(verilog[verilog.index("\n(*") + 1 :]))  # no second banner
+        # a kind's run flattens it as its top, then it loses the mark: one (* top *) in all;
+        # a big submodule kept out of the flattening loses its mark too
+        verilog = _yosys(text, after=["attrmap -modattr -remove top -remove keep_hierarchy"])
+        verilog = verilog[verilog.index("\n(*") + 1 :]  # no second banner
+        modules = verilog.split("endmodule\n")
+        texts.append("endmodule\n".join(_drop_unread(module) for module in modules))
     return "\n".join(texts)
 
 
@@ -243,8 +274,7 @@ def _yosys(text: str, black_boxes: Sequence[str] = (), after: Sequence[str] = ()
         if "bad_alloc" in str(error):
             reason = f"out of memory ({reason})"
         raise EmissionError(
-            f"Yosys failed on module {module.group(1) if module else '?'} ({cells} cells): "
-            f"{reason}"
+            f"Yosys failed on module {module.group(1) if module else '?'} ({cells} cells): {reason}"
         ) from None
     return _TRIGGER.sub(r"reg \1 ;\n  initial \1 = 0;", verilog)
 
@@ -336,6 +366,8 @@ class Emission:
     text: str
     #: module name -> instances of it in the fabric (the top itself not counted)
     kinds: dict[str, int] = field(default_factory=dict)
+    #: a kind's submodule too big to flatten into it (:data:`FLATTEN_CELLS`) -> the kind
+    submodules: dict[str, str] = field(default_factory=dict)
     #: (direction, width, name) per port of the top, in port order (clock and reset left out)
     ports: list[tuple[str, int, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -376,7 +408,7 @@ def _kinds(fabric: Fabric, top: str) -> dict[tuple, tuple[str, wiring.Component]
     }
 
 
-def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
+def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[str, str]) -> str:
     """The comment heading the file: what was generated, from what, and the top's ports."""
     layout = FlitLayout.from_plan(plan)
     router = plan.router
@@ -399,6 +431,7 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int]) -> str:
         f"buffer depth: {plan.buffer_depth} flits per input VC",
         f"top: {top}, the only module marked (* top *); modules (instances):",
         *(f"  {module} ({count})" for module, count in kinds.items()),
+        *(f"  {module} (one in each {kind})" for module, kind in submodules.items()),
         "",
         *port_legend(plan),
     ]
@@ -426,8 +459,11 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
     parts = [_rtlil(fabric, top, order)]
     top_seconds = time.perf_counter() - top_start
     kind_start = time.perf_counter()
+    submodules = {}
     for module, component in kinds.values():
-        parts.append(_rtlil(component, module))
+        rtlil_text, big = _keep_big_submodules(_rtlil(component, module), module)
+        parts.append(rtlil_text)
+        submodules.update(dict.fromkeys(big, module))
     kind_seconds = time.perf_counter() - kind_start
     yosys_start = time.perf_counter()
     text = _verilog(parts)
@@ -440,8 +476,9 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
     ]
     return Emission(
         top=top,
-        text=_header(plan, top, counts) + text,
+        text=_header(plan, top, counts, submodules) + text,
         kinds=counts,
+        submodules=submodules,
         ports=top_ports,
         seconds=time.perf_counter() - start,
         kind_seconds=kind_seconds,

@@ -155,3 +155,24 @@ def test_split_output_lints_clean_under_its_waivers(plan_of, tmp_path):
     files = (tmp_path / f"{emission.top}.f").read_text().split()
     assert lint(tmp_path, *files) == (0, set())
     assert lint(tmp_path, "-Wall", f"{emission.top}.vlt", *files) == (0, set())
+
+
+def test_a_submodule_kept_out_of_its_kind_runs_the_same(icarus, plan_of, tmp_path, monkeypatch):
+    """A kind's submodule too big to flatten (znode-512's 64-port allocator) stays a module of
+    its own: here, with the bound lowered, torus-4x4's allocator. The fabric behaves the same,
+    whole and split."""
+    import zfabric.hdl.verilog as verilog
+
+    monkeypatch.setattr(verilog, "FLATTEN_CELLS", 500)  # its allocator: 861
+    plan = plan_of("torus-4x4")
+    emission = write(plan, tmp_path)
+    kind = "torus_4x4_sw_p5_v2"
+    assert emission.submodules == {f"{kind}_allocator": kind}
+    assert f"//   {kind}_allocator (one in each {kind})\n" in emission.text
+    assert len(re.findall(rf"^  {kind}_allocator \w+ \(", emission.text, re.M)) == 1
+    lines = run_testbench(tmp_path, emission.top, [f"{emission.top}.v"])
+    assert len(lines) == 1 and lines[0].startswith("PASS: 240 packets of 3 beats")
+    split = write(plan, tmp_path / "split", split=True)
+    assert f"{kind}_allocator.v" in (tmp_path / "split" / f"{split.top}.f").read_text()
+    lines = run_testbench(tmp_path / "split", split.top, ["-c", f"{split.top}.f"])
+    assert len(lines) == 1 and lines[0].startswith("PASS: 240 packets of 3 beats")

@@ -64,9 +64,9 @@ _PORT = re.compile(r"^  (?:input|output|inout) .*;\n", re.M)
 def lint_each_module(folder: Path, emission, *args: str) -> tuple[int, set[str]]:
     """Verilator on a ``--split`` emission a module at a time: each kind's module (with its big
     submodules, if any), and the top with the kinds as stubs (their port declarations, no body:
-    the instances' connections are checked against them). The whole 1024-endpoint 5DT at once is killed for memory (Verilator
-    elaborates the 512 node instances); a module at a time, it takes what its largest needs.
-    The worst exit status and every warning found."""
+    the instances' connections are checked against them). The whole 1024-endpoint 5DT at once
+    is killed for memory (Verilator elaborates the 512 node instances); a module at a time, it
+    takes what its largest needs. The worst exit status and every warning found."""
     kinds = [folder / f"{module}.v" for module in emission.kinds]
     stubs = [f"// verilator lint_off {rule}\n" for rule in STUB_WAIVERS]
     for path in kinds:

@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
     for module, count in emission.kinds.items():
         print(f"  module {module}: {count} instances")
-    modules = {f"{module}.v" for module in [top, *emission.kinds]}
+    for module, kind in emission.submodules.items():
+        print(f"  module {module}: one in each {kind}")
+    modules = {f"{module}.v" for module in [top, *emission.kinds, *emission.submodules]}
     verilog = f"{len(modules)} files" if args.split else f"{top}.v"
     others = [name for name in emission.files if name not in modules]
     print(

@@ -5,7 +5,9 @@ every card of an nDT, every Znode switch of a level) differ only by their identi
 (coordinates, Znode id), which comes in on an ``identity`` port driven by constants in the
 top. Each kind is converted once and instantiated as often as the plan needs it, so emission
 time grows with the number of kinds plus a top that only wires instances, not with the
-number of switches times their logic.
+number of switches times their logic. Yosys writes each in a run of its own (the top's with
+the kinds as black boxes), so one run never holds more than one kind; a kind's submodule too
+big to flatten (:data:`FLATTEN_CELLS`) stays a module of its own (docs/rtl.md).
 
 :func:`write` (``zfabric verilog SPEC -o DIR``) writes ``<name>.v`` (or, split, one file per
 module), ``<name>.vlt`` (Verilator waivers for ``-Wall``), ``<name>.plan.json``,
@@ -50,6 +52,7 @@ from .naming import CLOCK_PORTS, identifier, kind_names, port_legend, top_port_o
 from .testbench import testbench
 
 __all__ = [
+    "FLATTEN_CELLS",
     "SUFFIXES",
     "WAIVERS",
     "component_ports",

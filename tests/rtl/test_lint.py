@@ -34,7 +34,7 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 
 
 #: the examples whose emission and lint take seconds, in the default run; the big ones
-#: (minutes each: 128 to 1024 switches) under the ``matrix`` marker, linted a module at a time
+#: (minutes each, znode-512 an hour and 11 GB) under the ``matrix`` marker, a module at a time
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
 BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4"]
 

@@ -144,6 +144,13 @@ def readme(
         "(docs/microarchitecture.md, Consequences: one cycle to inject, stages + 1 cycles per "
         "switch for H + 1 switches, L − 1 cycles of serialisation).",
     ]
+    if stages == 4 and plan.buffer_depth < 6:
+        lines[-1] += (
+            f" With `stages: 4` that holds for L ≤ {plan.buffer_depth} (the buffer depth): a"
+            " longer packet streams below one flit per cycle (two per three cycles with 4-flit"
+            " buffers, five per six with 5), since a credit comes back five cycles after it is"
+            " spent (docs/microarchitecture.md, Streaming)."
+        )
     if hops is not None:
         worst = plan.router.zero_load_latency(hops.diameter, 1)
         mean = plan.router.zero_load_latency(hops.average, 1)

@@ -43,6 +43,22 @@ def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
         assert f"`{name}`" in text
 
 
+def test_readme_bounds_the_stages_4_formula_by_the_buffer_depth(ring, tmp_path, capsys):
+    """With ``stages: 4`` and B < 6 a packet longer than B streams below one flit per cycle
+    (docs/microarchitecture.md, Streaming): the README says for which L its formula holds."""
+    import yaml
+
+    spec = yaml.safe_load(ring.read_text())
+    spec["router"] = {**spec.get("router", {}), "stages": 4}
+    path = tmp_path / "ring-s4.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(path), "-o", str(out)]) == 0
+    text = next(out.glob("*_README.md")).read_text()
+    depth = spec.get("buffer_depth", 4)
+    assert "**5·H + L + 5 cycles**" in text and f"holds for L ≤ {depth} " in text
+
+
 def test_figures_go_into_the_readme(ring, tmp_path, capsys):
     figures = tmp_path / "figures.json"
     report = {

@@ -147,9 +147,8 @@ def readme(
     if stages == 4 and plan.buffer_depth < 6:
         lines[-1] += (
             f" With `stages: 4` that holds for L ≤ {plan.buffer_depth} (the buffer depth): a"
-            " longer packet streams below one flit per cycle (two per three cycles with 4-flit"
-            " buffers, five per six with 5), since a credit comes back five cycles after it is"
-            " spent (docs/microarchitecture.md, Streaming)."
+            f" longer packet streams at {plan.buffer_depth}/6 flits per cycle, since a credit"
+            " comes back five cycles after it is spent (docs/microarchitecture.md, Streaming)."
         )
     if hops is not None:
         worst = plan.router.zero_load_latency(hops.diameter, 1)

@@ -21,8 +21,10 @@ printed "(n - j + i)" in eq. 4.4-4.7 is (n - j + 1): label b_j is read on every 
 n - j + 1 of the n levels. :func:`level_latency` averaged over i gives eq. 4.7 exactly (a test
 checks it). Interpretations made here: b_j is the label's field width ceil(log2 z_j) and
 log2 P is Σ_j b_j, the eq. 6.3 bit-field address (both exact when every z_j is a power of
-two); in eq. 4.8, P and T_n are those of one Znode (P = ∏ z), since the Znode id is the
-separate log2 m term.
+two); log2 m is the Znode id's field width ceil(log2 m); in eq. 4.8, P is one Znode's count
+(P = ∏ z), since the Znode id is the separate log2 m term, and T_n is the scheme's m = 1
+average (eq. 4.3-4.7, as the digest's ½(Σ T_i^I + Σ T_i^E)/n derivation reads it), not eq. 4.2
+at level n.
 
 Mapping onto our flit timing (docs/microarchitecture.md, Consequences). A packet of L flits
 whose route crosses H switch-to-switch links is delivered (S+1)(H+1) + L cycles after it is

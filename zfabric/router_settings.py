@@ -85,7 +85,9 @@ class RouterSettings:
     def zero_load_latency(self, hops: float, packet_length: float) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
-        per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation."""
+        per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation. With
+        ``stages`` 4 and buffers under 6 flits it holds for ``packet_length`` up to the buffer
+        depth only: a longer packet streams at B/6 flits per cycle (Streaming)."""
         return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1
 
     @classmethod

@@ -263,7 +263,7 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
 class Outcome:
     """What the solver concluded for one property."""
 
-    mode: str  # "prove", "bmc" or "failed"
+    mode: str  # "prove", "bmc", "failed" or "error" (the tools gave no verdict)
     depth: int  # prove: k; bmc: cycles from reset checked; failed: the failing step
     seconds: float
     note: str = ""  # why a bound is smaller than asked, or the proof fell back
@@ -271,13 +271,15 @@ class Outcome:
 
     @property
     def holds(self) -> bool:
-        return self.mode != "failed"
+        return self.mode in ("prove", "bmc")
 
     def text(self) -> str:
         if self.mode == "prove":
             return f"proven (k-induction, k={self.depth})"
         if self.mode == "bmc":
             return f"bounded to {self.depth}" + (f" ({self.note})" if self.note else "")
+        if self.mode == "error":
+            return f"ERROR: {self.note}"
         return f"FAILED at step {self.depth}: counterexample {self.vcd}"
 
 
@@ -302,6 +304,9 @@ def _check(prop: Property, directory: Path, depth: int, timeout: int) -> Outcome
         return Outcome("failed", result.checked + 1, seconds, vcd=result.vcd)
     if result.status == "PASS":
         return Outcome("bmc", depth, seconds, note)
+    if result.status != "TIMEOUT":  # a crash or no verdict: never reported as holding
+        last = result.log.strip().splitlines()[-1:] or ["no output"]
+        return Outcome("error", 0, seconds, f"SymbiYosys gave {result.status}: {last[0]}")
     reached = result.checked + 1  # cycles 0..checked hold
     limit = f"the solver's {timeout} s limit stopped it at {reached} of {depth}"
     return Outcome("bmc", reached, seconds, f"{note}; {limit}" if note else limit)

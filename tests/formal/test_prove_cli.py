@@ -49,7 +49,29 @@ def test_planted_bug_fails_with_a_trace(tools, example, tmp_path, monkeypatch, c
     assert {p["property"] for p in failed} >= {"counts"}
     for p in failed:
         assert p["vcd"].endswith(".vcd") and (out / p["vcd"].rsplit("/", 1)[1]).is_file()
+    # ring-2 has input units of 1 and 2 VCs: each failed proof keeps a trace of its own
+    own = [p["vcd"] for p in failed if "same_as_kind" not in p]
+    assert len(own) >= 2 and len(set(own)) == len(own)
     assert not report["holds"]
+
+
+def test_a_solver_run_without_verdict_is_an_error_not_a_bound(example, tmp_path, monkeypatch):
+    """A SymbiYosys run that ends without PASS, FAIL or TIMEOUT (a crash, a broken install) must
+    not be reported as a bounded check that holds."""
+    from zfabric.hdl.formal.sby import FormalResult
+
+    def crashed(harness, directory, *, mode, depth, timeout):
+        directory.mkdir(parents=True, exist_ok=True)  # as run_sby does
+        return FormalResult(mode, False, "ERROR", "ERROR: yosys crashed\n", [])
+
+    monkeypatch.setattr(kinds, "run_sby", crashed)
+    monkeypatch.setattr("zfabric.hdl.formal.sby.tools_missing", lambda: [])
+    out = tmp_path / "proofs"
+    assert main(["prove", str(example("ring-2")), "--json", "-q", "-o", str(out)]) == 1
+    report = json.loads((out / "prove.json").read_text())
+    results = {p["result"] for k in report["kinds"] for p in k["properties"]}
+    assert results == {"error"} and not report["holds"]
+    assert all("yosys crashed" in p["text"] for k in report["kinds"] for p in k["properties"])
 
 
 @pytest.mark.parametrize(

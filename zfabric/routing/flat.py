@@ -30,8 +30,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from ..topologies.znode import field_width, labels, port_groups
-from .base import Decision, Hop, Injection, RoutingFunction, routing
+from ..topologies.znode import field_width, labels
+from .base import Decision, Injection, routing
+from .znode_ports import ZnodeRouting
 
 __all__ = ["Flat", "ZnodeAddressing", "address_fields", "address_offsets", "address_width"]
 
@@ -64,48 +65,16 @@ def pack(fields: Sequence[tuple[int, int]]) -> int:
     return value
 
 
-class ZnodeAddressing(RoutingFunction):
+class ZnodeAddressing(ZnodeRouting):
     """What the address-carrying Znode routings (flat, source-destination) share: the port
     groups of every switch as hops, the field offsets of an address, and injection on every
     attachment (every layer and level-1 switch of the source's zone, as sliced)."""
 
-    uses_input_port = True
-
     def __init__(self, view):
         super().__init__(view)
-        self.z = tuple(self.params["z"])
-        self.znodes = self.params["znodes"]
-        self.side = tuple(self.params["side"])
         self.n = len(self.z)
         self.offset = address_offsets(self.z)
-        self.label_bits = [0] + [field_width(zj) for zj in self.z]
-        self.zid_bits = field_width(self.znodes)
         self.width = address_width(self.z, self.znodes)
-        self.attachments = [
-            [(a.switch, a.port) for a in e.attachments] for e in view.plan.endpoints
-        ]
-        self.level = [s.position["level"] for s in view.switches]
-        self.sid = [s.position["znode"] for s in view.switches]
-        self.kind = [
-            ["down" if p.role in ("local", "down") else p.role for p in s.ports]
-            for s in view.switches
-        ]
-        self.up: list[tuple[Hop, ...]] = []
-        self.down: list[dict[int, tuple[Hop, ...]]] = []
-        self.across: list[dict[int, tuple[Hop, ...]]] = []
-        for switch in view.switches:
-            out_links = view.out_link[switch.id]
-
-            def hops(ports: list[int], out_links=out_links) -> tuple[Hop, ...]:
-                return tuple(
-                    Hop(p, tuple(range(out_links[p].vcs)) if out_links[p] else self.ejection_vcs)
-                    for p in ports
-                )
-
-            up, down, across = port_groups(switch)
-            self.up.append(hops(up))
-            self.down.append({g: hops(ports) for g, ports in down.items()})
-            self.across.append({g: hops(ports) for g, ports in across.items()})
 
     def address(self, endpoint: int) -> int:
         return pack(address_fields(endpoint, self.z, self.znodes))

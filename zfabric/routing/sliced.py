@@ -44,8 +44,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from ..topologies.znode import common_level, field_width, labels, port_groups
-from .base import Decision, Hop, Injection, RoutingFunction, routing
+from ..topologies.znode import common_level, field_width, labels
+from .base import Decision, Injection, routing
+from .znode_ports import ZnodeRouting
 
 __all__ = ["Sliced", "header_fields", "pack_fields", "pop_field"]
 
@@ -87,10 +88,8 @@ def pop_field(head: Head, bits: int) -> tuple[int, Head]:
 
 
 @routing("sliced")
-class Sliced(RoutingFunction):
+class Sliced(ZnodeRouting):
     """Source-routed Znode/Snode routing: up adaptive, one side hop, down by label."""
-
-    uses_input_port = True
 
     @classmethod
     def head_width(cls, plan) -> int:
@@ -101,40 +100,9 @@ class Sliced(RoutingFunction):
 
     def __init__(self, view):
         super().__init__(view)
-        self.z = tuple(self.params["z"])
-        self.znodes = self.params["znodes"]
-        self.side = tuple(self.params["side"])
-        self.zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
-        self.label_bits = [0] + [field_width(zi) for zi in self.z]  # by level
         self.zone_size = math.prod(self.z)
         self.under = [math.prod(self.z[:i]) for i in range(len(self.z) + 1)]
         self._heads: dict[tuple[int, int, bool], Head] = {}
-        self.attachments = [
-            [(a.switch, a.port) for a in e.attachments] for e in view.plan.endpoints
-        ]
-        self.level = [s.position["level"] for s in view.switches]
-        self.sid = [s.position["znode"] for s in view.switches]
-        # input role class per (switch, port): "down" for local/down inputs, else "up"/"side"
-        self.kind = [
-            ["down" if p.role in ("local", "down") else p.role for p in s.ports]
-            for s in view.switches
-        ]
-        self.up: list[tuple[Hop, ...]] = []
-        self.down: list[dict[int, tuple[Hop, ...]]] = []
-        self.across: list[dict[int, tuple[Hop, ...]]] = []
-        for switch in view.switches:
-            out_links = view.out_link[switch.id]
-
-            def hops(ports: list[int], out_links=out_links) -> tuple[Hop, ...]:
-                return tuple(
-                    Hop(p, tuple(range(out_links[p].vcs)) if out_links[p] else self.ejection_vcs)
-                    for p in ports
-                )
-
-            up, down, across = port_groups(switch)
-            self.up.append(hops(up))
-            self.down.append({g: hops(ports) for g, ports in down.items()})
-            self.across.append({g: hops(ports) for g, ports in across.items()})
 
     def head(self, src: int, dst: int) -> Head:
         """The head ``src`` writes for ``dst`` (cached: it depends only on the turn level)."""

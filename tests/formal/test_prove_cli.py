@@ -35,6 +35,27 @@ def test_torus_every_property_holds(tools, example, tmp_path, capsys):
     assert json.loads((out / "prove.json").read_text()) == report
 
 
+@pytest.mark.formal
+@pytest.mark.parametrize(
+    ("name", "switch_kinds", "switches"),
+    # ndt-2x2x2: twin nodes of 2 cards (the cards of a node differ in their turns: 2 kinds, 8
+    # nodes x 2 cards); znode-64 (4-ary 3-tree): 16 level-1 switches with 4 down and 4 up
+    # ports, 16 of level 2 alike, 16 top switches with 4 down ports only: 2 kinds
+    [("ndt-2x2x2", 2, 16), ("znode-64", 2, 48)],
+)
+def test_twin_node_and_tree_every_property_holds(
+    tools, example, tmp_path, capsys, name, switch_kinds, switches
+):
+    out = tmp_path / "proofs"
+    assert main(["prove", str(example(name)), "--json", "-q", "-o", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    *kinds, endpoint = report["kinds"]
+    assert report["holds"] and len(kinds) == switch_kinds
+    assert sum(len(kind["instances"]) for kind in kinds) == switches
+    for kind in report["kinds"]:
+        assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])
+
+
 def test_planted_bug_fails_with_a_trace(tools, example, tmp_path, monkeypatch, capsys):
     # every input unit of ring-2 returns its credits twice: the counts proof must fail
     class Broken(InputUnitHarness):

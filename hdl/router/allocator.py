@@ -9,6 +9,8 @@ number of separable iterations (one, or a second for what the first left unmatch
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -162,13 +164,13 @@ class Allocator(wiring.Component):
     def __init__(
         self,
         *,
-        in_vcs,
-        out_vcs,
-        turns=None,
-        selection="first-free",
-        iterations=1,
-        pipelined=False,
-        split=False,
+        in_vcs: Sequence[int],
+        out_vcs: Sequence[int],
+        turns: Iterable[tuple[int, int]] | None = None,
+        selection: str = "first-free",
+        iterations: int = 1,
+        pipelined: bool = False,
+        split: bool = False,
     ):
         if selection not in ("first-free", "round-robin"):
             raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")

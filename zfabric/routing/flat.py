@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
+from ..plan import FabricPlan
 from ..topologies.znode import field_width, labels
 from .base import Decision, Injection, routing
 from .znode_ports import ZnodeRouting
@@ -107,7 +108,7 @@ class Flat(ZnodeAddressing):
     """Flat addressing: up to the top level always, then down by destination tag."""
 
     @classmethod
-    def head_width(cls, plan) -> int:
+    def head_width(cls, plan: FabricPlan) -> int:
         """The destination's eq. 6.3 address (log2 P bits when every z_j is a power of 2)."""
         return max(1, address_width(plan.routing.params["z"], plan.routing.params["znodes"]))
 

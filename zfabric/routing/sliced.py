@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
+from ..plan import FabricPlan
 from ..topologies.znode import common_level, field_width, labels
 from .base import Decision, Injection, routing
 from .znode_ports import ZnodeRouting
@@ -92,7 +93,7 @@ class Sliced(ZnodeRouting):
     """Source-routed Znode/Snode routing: up adaptive, one side hop, down by label."""
 
     @classmethod
-    def head_width(cls, plan) -> int:
+    def head_width(cls, plan: FabricPlan) -> int:
         """The widest header, turning at the top level: a level bit per level, the Znode id
         (when there are several) and one label per level."""
         z, znodes = plan.routing.params["z"], plan.routing.params["znodes"]

@@ -28,6 +28,7 @@ up* -> (at most one side hop) -> down*: deadlock-free with one VC (digest §2.7)
 
 from __future__ import annotations
 
+from ..plan import FabricPlan
 from .base import Decision, routing
 from .flat import ZnodeAddressing, address_width
 
@@ -39,7 +40,7 @@ class SourceDestination(ZnodeAddressing):
     """Turn-back routing: compare source and destination above this level; turn or climb."""
 
     @classmethod
-    def head_width(cls, plan) -> int:
+    def head_width(cls, plan: FabricPlan) -> int:
         """Source and destination eq. 6.3 addresses (2 log2 P bits for powers of 2)."""
         return max(1, 2 * address_width(plan.routing.params["z"], plan.routing.params["znodes"]))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
@@ -46,8 +48,8 @@ class FlatRoute(wiring.Component):
         zid_offset: int,
         zid_bits: int,
         up_mask: int,
-        down_masks,
-        side_masks,
+        down_masks: Sequence[tuple[int, int]],
+        side_masks: Sequence[tuple[int, int]],
     ):
         self._climb = down_class and not top
         self._turn = down_class and top

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Mux, Signal, Value
+from collections.abc import Iterable
+
+from amaranth.hdl import Module, Mux, Signal, Value
 
 from .ports import SwitchPorts
 
@@ -76,7 +78,9 @@ def named_signals(m, values, name: str) -> list[Signal]:
     return signals
 
 
-def select_mask(m, target: Value, selector: Value, masks) -> None:
+def select_mask(
+    m: Module, target: Value, selector: Value, masks: Iterable[tuple[int, int]]
+) -> None:
     """``target`` = the mask paired with ``selector``'s value in ``masks`` ((value, mask)
     pairs), 0 for a value no pair has; a 0-bit selector (one group) picks value 0's."""
     if len(selector) == 0:

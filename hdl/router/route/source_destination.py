@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Const, Module
 from amaranth.lib import wiring
 
@@ -50,8 +52,8 @@ class SourceDestinationRoute(wiring.Component):
         above: tuple[int, int],
         zid_offset: int,
         up_mask: int,
-        down_masks,
-        side_masks,
+        down_masks: Sequence[tuple[int, int]],
+        side_masks: Sequence[tuple[int, int]],
     ):
         self._address_bits = address_bits
         self._down_class, self._side = down_class, side

@@ -3,10 +3,34 @@
 Nodes are channels ``(link id, vc)``. For every destination the walk starts from every source's
 every injection choice, on every local VC, and follows every candidate and every allowed VC the
 routing function returns, so adaptive choices are all covered. An edge ``a -> b`` means a packet
-holding ``a`` may wait for ``b``. An acyclic CDG proves the routing deadlock-free (Dally and
-Seitz). The same walk checks delivery (every endpoint reaches every other, at the right
-endpoint, with VCs that exist on each link, in a bounded number of hops) and yields the hop
-counts the metrics report.
+holding ``a`` may wait for ``b``. The same walk checks delivery (every endpoint reaches every
+other, at the right endpoint, with VCs that exist on each link, in a bounded number of hops)
+and yields the hop counts the metrics report.
+
+Deterministic routings (every channel an escape channel, the default of
+:meth:`~zfabric.routing.base.RoutingFunction.is_escape`): an acyclic CDG proves the routing
+deadlock-free (Dally and Seitz).
+
+Adaptive routings (:attr:`~zfabric.routing.base.RoutingFunction.adaptive`) are proved by Duato's
+condition (J. Duato, "A new theory of deadlock-free adaptive routing in wormhole networks",
+IEEE TPDS 4(12), 1993, Theorem 1; for routing functions of the input channel and the
+destination, as ours are, "A necessary and sufficient condition for deadlock-free adaptive
+routing in wormhole networks", IEEE TPDS 6(10), 1995). With R(c, d) the channels the routing
+offers a packet for destination d that holds channel c (a walk state), C1 the escape channels
+and R1(c, d) = R(c, d) ∩ C1 (the restriction, so a packet holds an escape channel only if R1
+gave it, and the 1995 paper's cross dependencies cannot arise), R is deadlock-free if
+
+- R1 is *connected*: every state a packet reaches under R has an escape channel or delivers.
+  The walk checks it at every state; as the walk also bounds every path under R, following
+  R1 alone from any state ends at the destination;
+- R1's *extended CDG* is acyclic. Its nodes are the escape channels; ``ci -> cj`` is an edge if
+  for some destination d a packet holding ci may request cj either *directly*
+  (cj ∈ R1(ci, d)) or *indirectly*, after adaptive channels ck1 .. ckm ∉ C1 with ck1 ∈ R(ci, d),
+  ck(l+1) ∈ R(ckl, d) and cj ∈ R1(ckm, d) (a wormhole packet still holds ci there).
+
+The walk computes both at once: a state's "outs" are the escape channels it may request next,
+directly or through adaptive channels, so with every channel escape the extended CDG is the
+CDG and the deterministic proof is unchanged.
 """
 
 from __future__ import annotations
@@ -45,6 +69,8 @@ class RoutingAnalysis:
     min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
     max_hops: Counter = field(default_factory=Counter)
     pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
+    #: the proof is Duato's (``cdg`` is the escape channels' extended CDG)
+    adaptive: bool = False
 
     @property
     def deadlock_free(self) -> bool:
@@ -94,7 +120,7 @@ def analyse_routing(
     # the longest route any sane routing takes: every channel at most once
     bound = len(plan.links) + 1
     edges: set[tuple[Channel, Channel]] = set()
-    analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1))
+    analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
     limit = sys.getrecursionlimit()
@@ -122,14 +148,17 @@ def analyse_routing(
                 progress(dst + 1, n)
     finally:
         sys.setrecursionlimit(limit)
-    analysis.cdg.add_nodes_from((link.id, vc) for link in plan.links for vc in range(link.vcs))
+    analysis.cdg.add_nodes_from(
+        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
+    )
     analysis.cdg.add_edges_from(edges)
     analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
 
 
 def check_deadlock_free(plan: FabricPlan) -> RoutingAnalysis:
-    """Analyse ``plan`` and raise :class:`DeadlockError` with the cycle if the CDG has one."""
+    """Analyse ``plan`` and raise :class:`DeadlockError` with the cycle if the CDG (the extended
+    CDG of the escape channels, for an adaptive routing) has one."""
     analysis = analyse_routing(plan)
     if analysis.cycle:
         raise DeadlockError(analysis.cycle)
@@ -145,11 +174,14 @@ class _DestinationWalk:
 
     def __init__(self, view: PlanView, rf: RoutingFunction, dst: int, edges: set, bound: int):
         self.view, self.rf, self.dst, self.edges, self.bound = view, rf, dst, edges, bound
-        # key -> (out channels, min hops, max hops)
-        self.memo: dict[Hashable, tuple[list[Channel], int, int]] = {}
+        # key -> (escape channels requested next, directly or through adaptive ones; min hops,
+        # max hops)
+        self.memo: dict[Hashable, tuple[frozenset[Channel], int, int]] = {}
         self.active: set[Hashable] = set()
 
-    def visit(self, state: tuple[int, int, int, Any], depth: int) -> tuple[list[Channel], int, int]:
+    def visit(
+        self, state: tuple[int, int, int, Any], depth: int
+    ) -> tuple[frozenset[Channel], int, int]:
         switch, in_port, in_vc, head = state
         key = self.rf.state_key(switch, in_port, in_vc, head)
         if key in self.memo:
@@ -162,7 +194,8 @@ class _DestinationWalk:
         decision = self.rf.route(switch, in_port, in_vc, head)
         if not decision.hops:
             raise PlanError(f"no route from {name}.p{in_port} to {_ep(view, self.dst)}")
-        outs: list[Channel] = []
+        outs: set[Channel] = set()
+        escapes = False  # R1 offers a channel here, or the packet is delivered
         lows, highs = [], []
         for hop in decision.hops:
             if not 0 <= hop.port < view.switches[switch].radix:
@@ -182,6 +215,7 @@ class _DestinationWalk:
                     )
                 lows.append(0)
                 highs.append(0)
+                escapes = True
                 continue
             if not hop.vcs:
                 raise PlanError(f"{name}.p{hop.port}: routing offers no VC")
@@ -191,13 +225,22 @@ class _DestinationWalk:
                         f"{view.channel_name(link.id, vc)}: VC out of range ({link.vcs} VCs)"
                     )
                 channel = (link.id, vc)
-                outs.append(channel)
                 child = (link.dst.switch, link.dst.port, vc, decision.head)
                 child_outs, lo, hi = self.visit(child, depth + 1)
-                self.edges.update((channel, nxt) for nxt in child_outs)
+                if self.rf.is_escape(link.id, vc):
+                    escapes = True
+                    outs.add(channel)
+                    self.edges.update((channel, nxt) for nxt in child_outs)
+                else:  # an adaptive channel: what it leads to are indirect dependencies
+                    outs.update(child_outs)
                 lows.append(lo + 1)
                 highs.append(hi + 1)
+        if not escapes:
+            raise PlanError(
+                f"the escape sub-function is not connected: {name}.p{in_port} VC {in_vc} offers "
+                f"no escape channel toward {_ep(view, self.dst)}"
+            )
         self.active.discard(key)
-        result = (outs, min(lows), max(highs))
+        result = (frozenset(outs), min(lows), max(highs))
         self.memo[key] = result
         return result

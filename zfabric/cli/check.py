@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(check_report(spec, metrics, analysis, plan.router), indent=1))
     else:
-        print(summary(spec, metrics, analysis.cycle, plan.router))
+        print(summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive))
     return 0 if analysis.deadlock_free else 1
 
 
@@ -97,9 +97,14 @@ def router_text(router: RouterSettings) -> str:
 
 
 def summary(
-    spec: FabricSpec, metrics: FabricMetrics, cycle: list[str] | None, router: RouterSettings
+    spec: FabricSpec,
+    metrics: FabricMetrics,
+    cycle: list[str] | None,
+    router: RouterSettings,
+    *,
+    adaptive: bool = False,
 ) -> str:
-    """The text ``check`` prints."""
+    """The text ``check`` prints; ``adaptive``: the proof was Duato's (escape channels)."""
     radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
     vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
     bisection = (
@@ -122,9 +127,15 @@ def summary(
             f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
         )
     if cycle:
-        lines.append("  DEADLOCK: channel dependency cycle:")
+        what = "escape channels' extended channel dependency" if adaptive else "channel dependency"
+        lines.append(f"  DEADLOCK: {what} cycle:")
         lines.extend(f"    {channel} ->" for channel in cycle)
         lines.append(f"    {cycle[0]}")
+    elif adaptive:
+        lines.append(
+            "  deadlock-free: yes (Duato: escape sub-function connected, its extended channel"
+            " dependency graph acyclic)"
+        )
     else:
         lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
     return "\n".join(lines)
@@ -150,6 +161,7 @@ def check_report(
         "average_hops": metrics.average_hops,
         "bisection": metrics.bisection,
         "deadlock_free": analysis.deadlock_free,
+        "proof": "duato" if analysis.adaptive else "cdg",
         "cycle": analysis.cycle,
         **metrics.extra,
     }

@@ -1,6 +1,16 @@
 """Routing functions, registered by name; importing this package registers all of them."""
 
-from . import dor, dort, flat, sliced, source_destination, updown  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)
+    dor,
+    dort,
+    dort_adaptive,
+    duato,
+    flat,
+    sliced,
+    source_destination,
+    tsdor,
+    updown,
+)
 from .base import (
     ROUTINGS,
     Decision,

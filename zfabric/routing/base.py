@@ -59,6 +59,12 @@ class RoutingFunction:
     #: selection rules then pick alike (docs/microarchitecture.md, step 2), so switches build
     #: the cheaper first-free selection whatever the setting
     one_port: ClassVar[bool] = False
+    #: the routing offers adaptive channels besides its escape sub-function
+    #: (:meth:`is_escape`): the proof checks Duato's condition instead of Dally and Seitz's
+    adaptive: ClassVar[bool] = False
+    #: ``hdl/router/route`` builds this routing's route units; until it does, commands that
+    #: emit or simulate RTL refuse the routing
+    has_route_unit: ClassVar[bool] = True
 
     def __init__(self, view: PlanView):
         self.view = view
@@ -91,6 +97,14 @@ class RoutingFunction:
             in_vc if self.uses_input_vc else None,
             head,
         )
+
+    def is_escape(self, link: int, vc: int) -> bool:
+        """Whether channel (``link``, ``vc``) belongs to the escape sub-function (Duato's C1).
+
+        Deterministic routings have no other channels: every channel is an escape channel, and
+        the proof is Dally and Seitz's (an acyclic channel dependency graph).
+        """
+        return True
 
     def local_hop(self, switch: int, dst: int) -> Hop:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""

@@ -21,6 +21,7 @@ from ..errors import SpecError
 from ..plan import FabricPlan, PlanBuilder, PlanView, Port
 from ..routing.base import make_routing
 from ..routing.dort import default_internal_vcs, internal_link_vcs
+from ..routing.tsdor import TSDOR_VCS
 from ..spec import FabricSpec, Reader, describe, int_list
 from .base import finish_plan, topology
 from .torus import coordinates, linear_index
@@ -118,7 +119,7 @@ def size(params: NdtParams) -> tuple[int, int]:
     return switches, switches
 
 
-@topology("ndt", parse=parse, size=size, routings=("dort",))
+@topology("ndt", parse=parse, size=size, routings=("dort", "dort_adaptive", "tsdor"))
 def build(spec: FabricSpec):
     params: NdtParams = spec.params
     k, n = params.k, len(params.k)
@@ -126,6 +127,12 @@ def build(spec: FabricSpec):
         spec.routing_params.get("internal_vcs") or default_internal_vcs(params.card0, n)
     )
     external_vcs = spec.routing_params.get("external_vcs", 2)
+    external_link, internal_link = external_vcs, internal_link_vcs(internal_vcs)
+    if spec.routing == "tsdor":  # two traffic classes x {upper, lower} on every link
+        external_link = internal_link = TSDOR_VCS
+    # dort_adaptive's adaptive VCs follow DORT's (escape) VCs
+    external_link += spec.routing_params.get("adaptive_external_vcs", 0)
+    internal_link += spec.routing_params.get("adaptive_internal_vcs", 0)
     on_card0 = set(params.card0)
     layout = [
         sorted(
@@ -146,13 +153,13 @@ def build(spec: FabricSpec):
             )
             builder.attach(switch, switch, 0, name=f"n{tag}pe{card}")
     for node, coords in enumerate(coordinates(k)):
-        builder.connect(2 * node, 1, 2 * node + 1, 1, internal_link_vcs(internal_vcs))
+        builder.connect(2 * node, 1, 2 * node + 1, 1, internal_link)
         for dim in range(n):
             neighbour = list(coords)
             neighbour[dim] = (coords[dim] + 1) % k[dim]
             other = linear_index(tuple(neighbour), k)
             (a_card, a_port), (b_card, b_port) = where[(dim, 1)], where[(dim, -1)]
-            builder.connect(2 * node + a_card, a_port, 2 * other + b_card, b_port, external_vcs)
+            builder.connect(2 * node + a_card, a_port, 2 * other + b_card, b_port, external_link)
     card0 = [list(port) for port in params.card0]
     return finish_plan(
         builder,

@@ -2,7 +2,8 @@
 
 ``vcs`` counts VCs per dateline class on a torus (a link carries 2 x vcs: DOR's upper and lower
 classes) and VCs per link on a mesh (one class: DOR on a mesh is deadlock-free with one VC, more
-VCs only let packets pass a blocked one).
+VCs only let packets pass a blocked one). Under ``duato`` these are the escape VCs, and the
+routing's ``adaptive_vcs`` follow them on every link.
 """
 
 from __future__ import annotations
@@ -73,12 +74,13 @@ def coordinates(k: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [tuple(reversed(c)) for c in itertools.product(*(range(r) for r in reversed(k)))]
 
 
-@topology("torus", parse=parse, size=size, routings=("dor",))
+@topology("torus", parse=parse, size=size, routings=("dor", "duato"))
 def build(spec: FabricSpec):
     params: TorusParams = spec.params
     k, n = params.k, len(params.k)
     datelines = params.wrap and spec.routing_params.get("datelines", True)
     vcs = 2 * params.vcs if datelines else params.vcs
+    vcs += spec.routing_params.get("adaptive_vcs", 0)  # duato's adaptive set, after the escape
     builder = PlanBuilder()
     port_of: list[dict[tuple[int, int], int]] = []
     for coords in coordinates(k):
@@ -109,4 +111,4 @@ def build(spec: FabricSpec):
     )
 
 
-topology("mesh", parse=parse_mesh, size=size, routings=("dor",), builds="torus")(build)
+topology("mesh", parse=parse_mesh, size=size, routings=("dor", "duato"), builds="torus")(build)

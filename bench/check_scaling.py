@@ -3,7 +3,10 @@ endpoints, per family. Prints the median of several runs per stage and the growt
 (time ~ endpoints^e fitted between the smallest and the largest size). Last line: the worst
 1024-endpoint total.
 
-    .venv/bin/python bench/check_scaling.py [--repeats 3] [--family ndt|torus|znode]
+    .venv/bin/python bench/check_scaling.py [--repeats 3] [--family ndt|torus|znode|...]
+
+The ``duato`` and ``ndt_adaptive`` families prove the adaptive routings by Duato's condition
+(the escape channels' extended CDG, larger than a deterministic routing's CDG).
 """
 
 from __future__ import annotations
@@ -32,6 +35,18 @@ FAMILIES = {
         {"kind": "torus", "k": [32, 16]},
         {"kind": "torus", "k": [32, 32]},
     ],
+    "duato": [
+        {"kind": "torus", "k": [8, 8], "routing": "duato"},
+        {"kind": "torus", "k": [16, 16], "routing": "duato"},
+        {"kind": "torus", "k": [32, 32], "routing": "duato"},
+    ],
+    "ndt_adaptive": [
+        {"kind": "ndt", "k": [4, 4, 4], "routing": "dort_adaptive"},
+        {"kind": "ndt", "k": [8, 4, 4], "routing": "dort_adaptive"},
+        {"kind": "ndt", "k": [8, 8, 8], "routing": "dort_adaptive"},
+        {"kind": "ndt", "k": [4, 4, 2, 4, 4], "routing": "dort_adaptive"},
+        {"kind": "ndt", "k": [8, 8, 8], "routing": "tsdor"},
+    ],
     "znode": [
         {"kind": "kary_ntree", "k": 4, "n": 3},
         {"kind": "znode", "z": [4, 4, 8], "R": [1, 4, 16]},
@@ -43,9 +58,14 @@ FAMILIES = {
 
 
 def time_check(topology: dict) -> tuple[int, dict[str, float]]:
+    """Time each stage of ``check`` on ``topology`` (its ``routing`` key, if any, names the
+    routing)."""
     stages = {}
     start = time.perf_counter()
-    spec = load_spec({"name": "bench", "topology": topology})
+    spec = {"name": "bench", "topology": {k: v for k, v in topology.items() if k != "routing"}}
+    if "routing" in topology:
+        spec["routing"] = topology["routing"]
+    spec = load_spec(spec)
     plan, graph = build_fabric(spec)
     stages["compile"] = time.perf_counter() - start
     start = time.perf_counter()

@@ -36,7 +36,7 @@ CDG and the deterministic proof is unchanged.
 from __future__ import annotations
 
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +119,8 @@ def analyse_routing(
     n = len(plan.endpoints)
     # the longest route any sane routing takes: every channel at most once
     bound = len(plan.links) + 1
-    edges: set[tuple[Channel, Channel]] = set()
+    # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
+    edges: dict[Channel, set[Channel]] = defaultdict(set)
     analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
@@ -151,7 +152,7 @@ def analyse_routing(
     analysis.cdg.add_nodes_from(
         (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
     )
-    analysis.cdg.add_edges_from(edges)
+    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
     analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
 
@@ -172,7 +173,7 @@ def _ep(view: PlanView, endpoint: int) -> str:
 class _DestinationWalk:
     """Memoised walk of all routes toward one destination, one state per routing state key."""
 
-    def __init__(self, view: PlanView, rf: RoutingFunction, dst: int, edges: set, bound: int):
+    def __init__(self, view: PlanView, rf: RoutingFunction, dst: int, edges: dict, bound: int):
         self.view, self.rf, self.dst, self.edges, self.bound = view, rf, dst, edges, bound
         # key -> (escape channels requested next, directly or through adaptive ones; min hops,
         # max hops)
@@ -230,7 +231,7 @@ class _DestinationWalk:
                 if self.rf.is_escape(link.id, vc):
                     escapes = True
                     outs.add(channel)
-                    self.edges.update((channel, nxt) for nxt in child_outs)
+                    self.edges[channel] |= child_outs
                 else:  # an adaptive channel: what it leads to are indirect dependencies
                     outs.update(child_outs)
                 lows.append(lo + 1)

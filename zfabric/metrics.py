@@ -61,7 +61,7 @@ def fabric_metrics(
         role = plan.switches[link.src.switch].ports[link.src.port].role
         vcs[role] = max(vcs.get(role, 0), link.vcs)
     extra: dict[str, Any] = {}
-    if plan.topology == "ndt":
+    if plan.topology == "ndt" and not analysis.adaptive:  # a route per pair: no choices
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from zfabric.errors import SpecError
 
+from .check import require_route_unit
 from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]
@@ -63,6 +64,7 @@ def run_build(args: argparse.Namespace) -> int:
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
     spec = load_spec(args.spec or TARGETS[args.target].spec_path)
+    require_route_unit(spec, "board")
     out = OutputFolder(
         args.output or f"build/{args.target}-{spec.name}", "--output", exclusive=True
     )

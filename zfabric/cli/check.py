@@ -13,14 +13,25 @@ import sys
 from typing import Any
 
 from zfabric.deadlock import analyse_routing
+from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.router_settings import RouterSettings
+from zfabric.routing import ROUTINGS
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
 from .common import add_command, check_output_file, progress, write_atomically
 
-__all__ = ["register", "run", "check_report", "summary", "checked_plan", "short", "router_text"]
+__all__ = [
+    "register",
+    "run",
+    "check_report",
+    "summary",
+    "checked_plan",
+    "require_route_unit",
+    "short",
+    "router_text",
+]
 
 
 def register(commands) -> None:
@@ -50,10 +61,23 @@ def run(args: argparse.Namespace) -> int:
     return 0 if analysis.deadlock_free else 1
 
 
-def checked_plan(args: argparse.Namespace, spec_path: str):
+def require_route_unit(spec: FabricSpec, command: str) -> None:
+    """Refuse (exit 2) a routing the RTL cannot build yet, before any work."""
+    if not ROUTINGS[spec.routing].has_route_unit:
+        raise SpecError(
+            "routing",
+            f"{spec.routing!r} has no RTL route unit yet: zfabric {command} cannot build it"
+            " (check and simulate can)",
+        )
+
+
+def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = None):
     """Compile the spec and refuse a cyclic channel dependency graph unless
-    ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``."""
+    ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``. ``rtl``: the command, which
+    builds RTL (:func:`require_route_unit`)."""
     spec = load_spec(spec_path)
+    if rtl:
+        require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
     with progress(args, f"{spec.name} routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)

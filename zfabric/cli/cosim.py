@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
-    spec, plan, _analysis, ok = checked_plan(args, args.spec)
+    spec, plan, _analysis, ok = checked_plan(args, args.spec, rtl="cosim")
     if not ok:
         return 1
     experiment = resolve(args, spec)

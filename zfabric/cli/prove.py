@@ -12,6 +12,7 @@ from zfabric.errors import SpecError
 from zfabric.spec import load_spec
 from zfabric.topologies.base import build_fabric
 
+from .check import require_route_unit
 from .common import OutputFolder, add_command, integer, progress, status
 
 __all__ = ["register", "run"]
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     out = OutputFolder(args.output, "--output", exclusive=True)
     out.check([REPORT])
     spec = load_spec(args.spec)
+    require_route_unit(spec, "prove")
     plan, _graph = build_fabric(spec)
     if plan.router.stages == 4:
         raise SpecError(

@@ -19,7 +19,7 @@ from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
 
 from .cache import cosim_cache
-from .check import check_report, summary
+from .check import check_report, require_route_unit, summary
 from .common import (
     OutputFolder,
     add_command,
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
     spec = load_spec(args.spec)
+    require_route_unit(spec, "run")
     out = OutputFolder(args.output or f"out/{spec.name}", "--output", exclusive=True)
     out.check(FILES)
     experiment = resolve(args, spec)

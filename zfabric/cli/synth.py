@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             f"out-of-context place and route exists for ecp5-85f only, not {args.device}; "
             "iCE40 clock figures come from `zfabric board build`",
         )
-    spec, plan, _analysis, ok = checked_plan(args, args.spec)
+    spec, plan, _analysis, ok = checked_plan(args, args.spec, rtl="synth")
     if not ok:
         return 1
     from zfabric.boards.synth import FIGURES, SynthError, area, ecp5_fmax

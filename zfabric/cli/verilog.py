@@ -46,7 +46,7 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Emit into a staging folder, then move the files in (refusing a cyclic plan)."""
     out = OutputFolder(args.output, "--output", exclusive=False)
-    spec, plan, analysis, ok = checked_plan(args, args.spec)
+    spec, plan, analysis, ok = checked_plan(args, args.spec, rtl="verilog")
     if not ok:
         return 1
     from zfabric.hdl.fabric_docs import Hops

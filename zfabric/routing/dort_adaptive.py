@@ -81,12 +81,8 @@ class DORTAdaptive(DORT):
             else external_escape
             for link in view.plan.links
         ]
-        external = tuple(
-            range(external_escape, external_escape + params["adaptive_external_vcs"])
-        )
-        internal = tuple(
-            range(internal_escape, internal_escape + params["adaptive_internal_vcs"])
-        )
+        external = tuple(range(external_escape, external_escape + params["adaptive_external_vcs"]))
+        internal = tuple(range(internal_escape, internal_escape + params["adaptive_internal_vcs"]))
         #: per switch, per input port: how many of its VCs are escape VCs (0: injection)
         self.in_escape = [
             [0 if link is None else self.escape_count[link.id] for link in links]
@@ -112,7 +108,8 @@ class DORTAdaptive(DORT):
                 row = []
                 for dst in range(k[dim]):
                     forward = (dst - here[dim]) % k[dim]
-                    signs = [s for s, d in ((1, forward), (-1, k[dim] - forward)) if d <= k[dim] - d]
+                    backward = k[dim] - forward
+                    signs = [s for s, d in ((1, forward), (-1, backward)) if 2 * d <= k[dim]]
                     row.append(
                         tuple(
                             (rank, Hop(on_card[(dim, sign)], external))

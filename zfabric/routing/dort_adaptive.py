@@ -95,7 +95,7 @@ class DORTAdaptive(DORT):
         ]
         #: per switch, per dimension, per destination coordinate: the adaptive hops on this
         #: card, each with its priority rank (0 first)
-        self.adaptive: list[list[list[tuple[tuple[int, Hop], ...]]]] = []
+        self.adaptive_hops: list[list[list[tuple[tuple[int, Hop], ...]]]] = []
         for switch in view.switches:
             here = self.coords[switch.id]
             on_card = {
@@ -118,7 +118,7 @@ class DORTAdaptive(DORT):
                         )
                     )
                 rows.append(row)
-            self.adaptive.append(rows)
+            self.adaptive_hops.append(rows)
         #: the internal link's rank among the candidates (ties go by port number)
         self.internal_rank = 1 if selection == "round_robin" else 2
 
@@ -138,7 +138,7 @@ class DORTAdaptive(DORT):
             candidate
             for dim, (cur, dst) in enumerate(zip(here, there, strict=True))
             if cur != dst
-            for candidate in self.adaptive[switch][dim][dst]
+            for candidate in self.adaptive_hops[switch][dim][dst]
         ]
         if escape.hops[0].port == self.internal_port[switch]:
             ranked += [(self.internal_rank, hop) for hop in self.internal_adaptive[switch]]

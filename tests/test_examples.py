@@ -79,6 +79,37 @@ EXPECTED = {
         vcs={"external": 2, "internal": 4},
         internal_transit={"transit": 129, "crossing": 49},
     ),
+    # 8x8 torus under duato: every route minimal, so hops as DOR's: sum(k/4) = 4 over all pairs,
+    # ·64/63 without self; 2 escape + 2 adaptive VCs; the middle cut crosses 2·8 links
+    "torus-8x8-duato": dict(
+        endpoints=64,
+        switches=64,
+        links=128,
+        max_radix=5,
+        diameter=8,
+        average_hops=4 * 64 / 63,
+        vcs={"external": 4},
+        bisection=16,
+        proof="duato",
+    ),
+    # ndt.md §3.5 Table 3: 4 VCs per external link, 8 internal; counts as ndt-4x4x4
+    "ndt-4x4x4-adaptive": dict(
+        endpoints=128,
+        switches=128,
+        links=64 + 192,
+        max_radix=5,
+        vcs={"external": 4, "internal": 8},
+        proof="duato",
+    ),
+    # ndt.md §3.4: 4 VCs per link, internal and external (2 traffic classes x upper/lower)
+    "ndt-4x4x4-tsdor": dict(
+        endpoints=128,
+        switches=128,
+        links=64 + 192,
+        max_radix=5,
+        vcs={"external": 4, "internal": 4},
+        proof="cdg",
+    ),
     # reference/znode.md §1.8/§1.9: 4-ary 3-tree, 48 switches; hops 2c-2 switch links:
     # per source 3 peers at c=1 (0 hops), 12 at c=2 (2), 48 at c=3 (4) -> 216/63
     "znode-64": dict(

@@ -40,8 +40,13 @@ BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4"]
 
 
 def test_every_example_is_linted(example):
+    """Every example whose routing has a route unit (the others cannot be emitted yet)."""
+    from zfabric.routing import ROUTINGS
+
     names = {path.stem for path in example("ring-2").parent.glob("*.yaml")}
-    assert names == set(SMALL) | set(BIG)
+    emitted = {n for n in names if ROUTINGS[load_spec(example(n)).routing].has_route_unit}
+    assert emitted == set(SMALL) | set(BIG)
+    assert names - emitted == {"torus-8x8-duato", "ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor"}
 
 
 @pytest.mark.parametrize("name", SMALL)

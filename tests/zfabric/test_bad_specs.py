@@ -239,7 +239,7 @@ CASES = [
         ("topology.znodes", "got 0"),
     ),
     # ---- routing -------------------------------------------------------------------------------
-    case("routing-xy", torus("routing: xy\n"), ("routing", "must be one of dor, got 'xy'")),
+    case("routing-xy", torus("routing: xy\n"), ("routing", "must be one of dor, duato, got 'xy'")),
     case("routing-sliced-torus", torus("routing: sliced\n"), ("routing", "got 'sliced'")),
     case(
         "routing-option-typo",

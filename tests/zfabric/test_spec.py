@@ -33,8 +33,11 @@ def spec(**topology):
         ({"name": "t", "topology": {"kind": "toruss"}}, r"did you mean 'torus'\?$"),
         ({"name": "t"}, r"^topology: missing required key$"),
         ({"name": "t", "topology": [1]}, r"^topology: must be a mapping, got a list \[1\]$"),
-        ({**spec(k=[4]), "routing": "xy"}, r"^routing: must be one of dor, got 'xy'$"),
-        ({**spec(k=[4]), "routing": "sliced"}, r"^routing: must be one of dor, got 'sliced'$"),
+        ({**spec(k=[4]), "routing": "xy"}, r"^routing: must be one of dor, duato, got 'xy'$"),
+        (
+            {**spec(k=[4]), "routing": "sliced"},
+            r"^routing: must be one of dor, duato, got 'sliced'$",
+        ),
         ({**spec(k=[4]), "buffer_depth": 1}, r"^buffer_depth: must be an integer in 2\.\.1024"),
         ({**spec(k=[4]), "flit_widht": 32}, r"^flit_widht: unknown key .*'flit_width'\?$"),
         (
@@ -108,7 +111,7 @@ def test_independent_errors_are_reported_together():
     assert caught.value.lines == [
         "topology.k[0]: must be an integer >= 2, got 1",
         "topology.k[2]: must be an integer >= 2, got 'x'",
-        "routing: must be one of dor, got 'xy'",
+        "routing: must be one of dor, duato, got 'xy'",
         "flit_width: must be an integer in 8..1024, got 2",
         "bufer_depth: unknown key (known: buffer_depth, description, flit_width, name, "
         "packet_length, router, routing, topology, traffic); did you mean 'buffer_depth'?",

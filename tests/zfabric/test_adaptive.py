@@ -295,13 +295,21 @@ def test_tsdor_routes():
 
 
 @pytest.mark.parametrize("routing", ["duato", "dort_adaptive", "tsdor"])
-@pytest.mark.parametrize("command", ["verilog", "cosim", "synth", "run"])
+@pytest.mark.parametrize("command", ["verilog", "cosim", "synth", "run", "prove", "board"])
 def test_rtl_commands_refuse_routings_without_a_route_unit(tmp_path, capsys, routing, command):
     kind = "torus, k: [4, 4]" if routing == "duato" else "ndt, k: [2, 2, 2]"
     spec = tmp_path / "a.yaml"
     spec.write_text(f"topology: {{kind: {kind}}}\nrouting: {routing}\n")
-    out = ["-o", str(tmp_path / "out")] if command in ("verilog", "run") else []
-    assert main([command, str(spec), *out]) == 2
+    out = ["-o", str(tmp_path / "out")]
+    args = {
+        "verilog": [str(spec), *out],
+        "cosim": [str(spec)],
+        "synth": [str(spec)],
+        "run": [str(spec), *out],
+        "prove": [str(spec), *out],
+        "board": ["build", "ulx3s-85f", str(spec), *out],
+    }[command]
+    assert main([command, *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         f"zfabric: error: routing: {routing!r} has no RTL route unit yet: zfabric {command}"

@@ -9,12 +9,15 @@
 
 Each curve is the model at fixed offered rates (Bernoulli, 4-flit packets, the spec's 4-flit
 buffers, warm-up then a measured window); the *peak* is the accepted throughput at full offered
-load. Which free candidate a head takes is the switch's ``router.selection`` (round-robin by
-default): the selection functions differ here only in their candidate sets and orders, not yet
-by occupancy (issue 16, item 5), so this measures their static part. Writes one
-latency-throughput plot per study (``--plot-dir``, default ``bench/out``).
+load. Which free candidate a head takes is the switch's ``router.selection``
+(``--router-selection``): ``first-free`` takes the first in the routing's priority order, so the
+selection functions differ by their candidate sets and orders; ``round-robin`` (the spec
+default) ignores the order, so 3- and 2-priority coincide. Neither looks at occupancy yet
+(issue 16, item 5): this measures the selection functions' static part. Writes one
+latency-throughput plot per study and pattern (``--plot-dir``, default ``bench/out``).
 
-    .venv/bin/python bench/adaptive.py [--study torus|ndt] [--cycles 2000] [--warmup 500]
+    .venv/bin/python bench/adaptive.py [--study torus|ndt] [--router-selection first-free]
+        [--cycles 2000] [--warmup 500]
 """
 
 from __future__ import annotations
@@ -67,18 +70,22 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--plot-dir", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument(
+        "--router-selection", choices=["first-free", "round-robin"], default="first-free"
+    )
     args = parser.parse_args()
     print(
         f"# model, Bernoulli, 4-flit packets, 4-flit buffers, warm-up {args.warmup}, window"
-        f" {args.cycles} cycles, seed 1, round-robin router selection; rates {RATES}"
+        f" {args.cycles} cycles, seed 1, {args.router_selection} router selection;"
+        f" rates {RATES}"
     )
     args.plot_dir.mkdir(parents=True, exist_ok=True)
     for study in args.study or sorted(STUDIES):
         by_pattern: dict[str, dict[str, list[dict]]] = {}
         for pattern, topology, routing in STUDIES[study]:
-            plan = compile_plan(
-                load_spec({"name": "bench", "topology": topology, "routing": routing})
-            )
+            router = {"selection": args.router_selection}
+            spec = {"name": "bench", "topology": topology, "routing": routing, "router": router}
+            plan = compile_plan(load_spec(spec))
             start = time.perf_counter()
             points = curve(plan, pattern, args)
             by_pattern.setdefault(pattern, {})[label(routing)] = points
@@ -99,8 +106,9 @@ def main() -> None:
                     f"  {pattern}: {name} vs {baseline}: low-load latency {low:+.1%},"
                     f" peak accepted {peak:+.1%}"
                 )
-            path = args.plot_dir / f"adaptive-{study}-{pattern}.png"
-            plot_curves(curves, path, title=f"{study} {pattern}", packet_length=4)
+            path = args.plot_dir / f"adaptive-{study}-{pattern}-{args.router_selection}.png"
+            title = f"{study} {pattern}, {args.router_selection} selection"
+            plot_curves(curves, path, title=title, packet_length=4)
             print(f"  plot: {path}")
 
 

@@ -238,10 +238,12 @@ def test_escaped_packets_returning_to_adaptive_vcs_are_refused(tmp_path, capsys,
 
 
 def test_returning_to_the_internal_adaptive_vcs_alone_is_deadlock_free(monkeypatch):
-    """Duato's theory allows escape -> adaptive: offered only where DORT takes the internal
-    link anyway, the internal adaptive VCs lead to no escape channel that DORT would not
-    request next, so the extended CDG stays acyclic (what the proof finds; reported to the
-    issue: the paper's rule is stronger than needed on the internal link)."""
+    """Duato's theory allows escape -> adaptive, and this variant passes it: an escaped packet
+    never needs DORT's CH class again (DORT changes card for a dimension only at injection,
+    ndt.md §3.3), so where DORT's output is the internal link it is delivering or inside the
+    d_c ring, and after the crossing it can only move on in d_c or higher dimensions: every
+    edge it adds goes forward in DORT's channel order (ndt.md §4.4). What the proof finds on
+    3x3x3 and 4x4x4; the paper's rule is stronger than needed on the internal link alone."""
     monkeypatch.setitem(ROUTINGS, "dort_adaptive", EscapedReturnInternal)
     for k in ([3, 3, 3], [4, 4, 4]):
         assert check_deadlock_free(plan_of({"kind": "ndt", "k": k}, "dort_adaptive"))

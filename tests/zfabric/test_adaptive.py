@@ -128,8 +128,15 @@ def test_an_escape_set_without_datelines_is_refused(tmp_path, capsys):
 
 
 def test_duato_routing_options_are_checked():
-    with pytest.raises(SpecError, match=r"routing\.adaptive_vcs: must be an integer in 1\.\.14"):
+    with pytest.raises(SpecError, match=r"routing\.adaptive_vcs: must be an integer in 1\.\.16"):
         plan_of({"kind": "torus", "k": [4, 4]}, {"name": "duato", "adaptive_vcs": 0})
+    # 2 x 8 dateline VCs leave no room for the default 2 adaptive VCs
+    with pytest.raises(
+        SpecError,
+        match=r"^routing\.adaptive_vcs: 2 adaptive VCs after 16 escape VCs make 18 VCs per link,"
+        r" at most 16$",
+    ):
+        plan_of({"kind": "torus", "k": [4, 4], "vcs": 8}, "duato")
     with pytest.raises(SpecError, match=r"routing\.tie"):
         plan_of({"kind": "torus", "k": [4, 4]}, {"name": "duato", "tie": "wrap"})
 
@@ -260,8 +267,16 @@ def test_dort_adaptive_with_one_external_escape_vc_is_refused():
 def test_dort_adaptive_options_are_checked():
     with pytest.raises(SpecError, match=r"routing\.selection: must be one of"):
         plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "selection": "random"})
-    with pytest.raises(SpecError, match=r"routing\.adaptive_internal_vcs"):
-        plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "adaptive_internal_vcs": 9})
+    # a link carries at most 16 VCs: 4 escape VCs on the internal link leave 12
+    with pytest.raises(
+        SpecError,
+        match=r"^routing\.adaptive_internal_vcs: 13 adaptive VCs after DORT's 4 make 17 VCs per"
+        r" internal link, at most 16$",
+    ):
+        plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "adaptive_internal_vcs": 13})
+    # the default 2 after 16 DORT VCs
+    with pytest.raises(SpecError, match=r"^routing\.adaptive_external_vcs: 2 adaptive VCs after"):
+        plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "external_vcs": 16})
 
 
 # ---- tsdor ---------------------------------------------------------------------------------

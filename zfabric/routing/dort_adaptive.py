@@ -36,9 +36,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import SpecError
 from ..spec import Reader, choice, integer
 from .base import MAX_VCS, Decision, Hop, routing
-from .dort import DORT, internal_class_vcs, internal_link_vcs
+from .dort import DORT, default_internal_vcs, internal_class_vcs, internal_link_vcs
 
 __all__ = ["DORTAdaptive", "SELECTIONS"]
 
@@ -63,8 +64,21 @@ class DORTAdaptive(DORT):
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         params = super().parse_params(reader, topology_params)
         params["selection"] = reader.get("selection", choice(SELECTIONS), SELECTIONS[0])
+        n = len(topology_params.k)
+        internal = params.get("internal_vcs") or default_internal_vcs(topology_params.card0, n)
+        escape = {
+            "adaptive_external_vcs": ("external", params.get("external_vcs", 2)),
+            "adaptive_internal_vcs": ("internal", internal_link_vcs(internal)),
+        }
         for key, default in DEFAULT_ADAPTIVE.items():
-            params[key] = reader.get(key, integer(1, MAX_VCS // 2), default)
+            params[key] = value = reader.get(key, integer(1, MAX_VCS), default)
+            link, vcs = escape[key]
+            if vcs + value > MAX_VCS:  # a link carries at most MAX_VCS
+                raise SpecError(
+                    reader.key(key),
+                    f"{value} adaptive VCs after DORT's {vcs} make {vcs + value} VCs per {link}"
+                    f" link, at most {MAX_VCS}",
+                )
         return params
 
     def __init__(self, view):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import SpecError
 from ..spec import Reader, integer
 from .base import MAX_VCS, Decision, Hop, routing
 from .dor import DOR, ring_direction, tie_sign
@@ -54,12 +55,17 @@ class Duato(DOR):
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
-        escape = (2 if topology_params.wrap else 1) * topology_params.vcs
-        most = MAX_VCS - escape
-        return {
-            **super().parse_params(reader, topology_params),
-            "adaptive_vcs": reader.get("adaptive_vcs", integer(1, most), DEFAULT_ADAPTIVE_VCS),
-        }
+        params = super().parse_params(reader, topology_params)
+        dateline = topology_params.wrap and params["datelines"]
+        escape = (2 if dateline else 1) * topology_params.vcs
+        value = reader.get("adaptive_vcs", integer(1, MAX_VCS), DEFAULT_ADAPTIVE_VCS)
+        if escape + value > MAX_VCS:  # a link carries at most MAX_VCS
+            raise SpecError(
+                reader.key("adaptive_vcs"),
+                f"{value} adaptive VCs after {escape} escape VCs make {escape + value} VCs per"
+                f" link, at most {MAX_VCS}",
+            )
+        return {**params, "adaptive_vcs": value}
 
     def __init__(self, view):
         super().__init__(view)

@@ -17,10 +17,11 @@ import pytest
 from zfabric import analyse_routing, compile_plan, load_spec
 from zfabric.cli import main
 from zfabric.deadlock import check_deadlock_free
-from zfabric.errors import DeadlockError, SpecError
+from zfabric.errors import DeadlockError, PlanError, SpecError
 from zfabric.plan import PlanView
 from zfabric.routing import ROUTINGS, Decision, Hop, make_routing
 from zfabric.routing.dort_adaptive import DORTAdaptive
+from zfabric.routing.duato import Duato
 from zfabric.topologies.torus import linear_index
 
 
@@ -125,6 +126,25 @@ def test_an_escape_set_without_datelines_is_refused(tmp_path, capsys):
     # the same escape VCs with dateline classes pass
     spec.write_text("topology: {kind: torus, k: [6]}\nrouting: {name: duato}\n")
     assert main(["check", str(spec)]) == 0
+
+
+class NoEscapeInTheLastDimension(Duato):
+    """Broken on purpose: no escape hop once only dimension 1 is left."""
+
+    def route(self, switch, in_port, in_vc, head):
+        decision = super().route(switch, in_port, in_vc, head)
+        (x, y), (to_x, to_y) = self.coords[switch], self.coords[self.home[head]]
+        if x == to_x and y != to_y:
+            return Decision(decision.hops[:-1], head)
+        return decision
+
+
+def test_an_escape_sub_function_that_is_not_connected_is_refused(monkeypatch):
+    """Duato's condition needs an escape channel at every reachable state: a state offering
+    adaptive VCs only is a route that does not deliver on escape channels (PlanError, exit 1)."""
+    monkeypatch.setitem(ROUTINGS, "duato", NoEscapeInTheLastDimension)
+    with pytest.raises(PlanError, match="the escape sub-function is not connected: sw"):
+        analyse_routing(plan_of({"kind": "torus", "k": [4, 4]}, "duato"))
 
 
 def test_duato_routing_options_are_checked():

@@ -390,3 +390,19 @@ def test_the_model_delivers_everything_past_saturation_and_drains(topology, rout
     assert sorted(p.id for p in model.delivered) == sorted(p.id for p in offered)
     assert all(p.flits_delivered == p.length for p in offered)
     assert model.in_network == 0
+
+
+def test_ndt_configs_refuses_an_adaptive_routing(tmp_path, capsys):
+    """Transit paths are counted along the one route of each pair: not defined for
+    ``dort_adaptive`` (exit 2, one line); ``tsdor``'s PE0-to-PE0 routes are DORT's."""
+    spec = tmp_path / "a.yaml"
+    spec.write_text("topology: {kind: ndt, k: [4, 4, 4]}\nrouting: dort_adaptive\n")
+    assert main(["ndt-configs", str(spec)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "zfabric: error: routing: ndt-configs needs a deterministic routing, got 'dort_adaptive'"
+    ]
+    spec.write_text("topology: {kind: ndt, k: [4, 4, 4]}\nrouting: tsdor\n")
+    assert main(["ndt-configs", str(spec), "--json"]) == 0
+    rows = {" ".join(row["card0"]): row for row in json.loads(capsys.readouterr().out)}
+    # CBest with ties toward the Card0 port: 49 of 129 (ndt.md §1.4, the 4x4x4 row)
+    assert (rows["d0- d0+ d1-"]["transit"], rows["d0- d0+ d1-"]["crossing"]) == (129, 49)

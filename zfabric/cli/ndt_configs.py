@@ -9,6 +9,7 @@ from typing import Any
 
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
+from zfabric.routing import ROUTINGS
 from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
 
@@ -38,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if spec.kind != "ndt":
         raise SpecError("topology.kind", f"ndt-configs needs an ndt spec, got {spec.kind!r}")
+    if ROUTINGS[spec.routing].adaptive:  # transit paths are counted along one route per pair
+        raise SpecError(
+            "routing", f"ndt-configs needs a deterministic routing, got {spec.routing!r}"
+        )
     rows = []
     configurations = ndt_configurations(len(spec.params.k))
     with progress(args, "configurations") as update:
@@ -65,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{spec.name}: {len(rows)} port configurations of k={short(spec.params.k)},"
-        " sorted by internal-link transit paths per node (DORT)"
+        f" sorted by internal-link transit paths per node ({spec.routing})"
     )
     for row in rows:
         mark = "  <- this spec" if row["this_spec"] else ""

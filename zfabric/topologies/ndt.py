@@ -188,6 +188,8 @@ def internal_transit_counts(plan: FabricPlan) -> dict[str, int | float]:
     """
     view = PlanView(plan)
     rf = make_routing(view)
+    if rf.adaptive:
+        raise ValueError(f"transit paths need a deterministic routing, got {rf.name!r}")
     node_of = [tuple(s.position["coords"]) for s in plan.switches]
     pe0 = [
         e.id for e in plan.endpoints if plan.switches[e.attachments[0].switch].position["card"] == 0

@@ -27,7 +27,21 @@ Properties (assertions), every cycle:
   ``acquire`` is exactly the VCs taken, and that every flit, head included, crosses on the VC
   its input VC owns.
 
-The single-cycle properties hold for any pointers and assignments. The ownership ones depend
+- ``split`` (switch allocation in two cycles, ``stages: 4``): the environment changes, since a
+  pick is staged a cycle before it crosses and its flit must still be there. Per input VC the
+  harness keeps a buffer level (0..B, ``buffer_depth``) that rises by a free arrival and falls
+  only by a pop, and drives ``valid`` (level != 0) and ``more`` (level >= 2) from it, so
+  ``valid`` falls only by a pop; the front's ``tail`` stays while its flit does. Per output VC
+  it keeps a credit count (0..B, from B) that falls by a send and rises by a free credit pulse,
+  and drives ``ready``, ``spare``, ``spare2`` and ``keep2`` from it as the output unit does.
+  It asserts that the staged picks are one-hot, on VCs with a flit; with the ownership
+  properties, that a granted flit's output VC has a credit by that count (so a staged VC's
+  second flit crosses only with a second credit) and, with ``state``, that a staged VC holds
+  an output VC with a credit, that the staged output VC is the one it holds, and that
+  ``held_two`` is "the held output VC has two credits or more".
+
+The single-cycle properties hold for any pointers and assignments (with ``split``, together
+with the staged picks' invariant above, which the harness always asserts). The ownership ones depend
 on the allocator's internal assignment registers: with ``state`` the harness reads them
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts, per input VC, that ``held`` is one-hot
 or zero, nonzero exactly inside a packet, equal to the output VC the reference owners give it,
@@ -38,7 +52,7 @@ properties inductive (proven unbounded); without it they are checked bounded
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cover, Module, Signal
+from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -64,8 +78,11 @@ class AllocatorHarness(wiring.Component):
         Assert the ownership properties besides the single-cycle ones.
     state : bool
         Also assert the invariants on the allocator's assignments (for k-induction).
+    buffer_depth : int
+        With ``split``: the input buffers' depth and the output VCs' initial credits.
     **settings
-        ``turns``, ``selection``, ``iterations`` and ``pipelined``, as the allocator's.
+        ``turns``, ``selection``, ``iterations``, ``pipelined`` and ``split``, as the
+        allocator's.
     """
 
     def __init__(
@@ -78,36 +95,42 @@ class AllocatorHarness(wiring.Component):
         ownership: bool = True,
         state: bool = False,
         unit_class: type = Allocator,
+        buffer_depth: int = 2,
         **settings,
     ):
-        if ownership and settings.get("pipelined") and not state:
-            raise ValueError(
-                "the pipelined allocator's owners are taken in VC allocation, which the harness "
-                "follows through its state: pass state=True (or ownership=False)"
-            )
         if state and not ownership:
             raise ValueError("state invariants strengthen the ownership properties: pass both")
         self._in_vcs = tuple(in_vcs) if in_vcs is not None else (n_vcs,) * n_ports
         self._out_vcs = tuple(out_vcs) if out_vcs is not None else (n_vcs,) * n_ports
         self._ownership, self._state = ownership, state
         self._unit_class, self._settings = unit_class, settings
+        self._buffer_depth = buffer_depth
         n_ovc, max_in = sum(self._out_vcs), max(self._in_vcs)
         n_ports = len(self._in_vcs)
+        # with split switch allocation the harness keeps the levels and credits (see above):
+        # ``arrive`` and ``pulse`` stand for ``valid`` and ``spare``
+        if settings.get("split"):
+            members = {"arrive": In(max_in).array(n_ports), "pulse": In(n_ovc)}
+        else:
+            members = {"valid": In(max_in).array(n_ports), "spare": In(n_ovc)}
         super().__init__(
-            {
-                "valid": In(max_in).array(n_ports),
+            members
+            | {
                 "tail": In(max_in).array(n_ports),
                 "cand": In(n_ovc).array(n_ports, max_in),
-                "spare": In(n_ovc),
             }
         )
 
     def elaborate(self, platform):
         m = Module()
         in_vcs, out_vcs = self._in_vcs, self._out_vcs
-        n_ports, n_ovc = len(in_vcs), sum(out_vcs)
+        n_ports, n_ovc, max_in = len(in_vcs), sum(out_vcs), max(in_vcs)
+        split = self._settings.get("split", False)
         alloc = self._unit_class(in_vcs=in_vcs, out_vcs=out_vcs, **self._settings)
-        if self._state:
+        pipelined = self._settings.get("pipelined", False)
+        # the pipelined allocator's owners are taken in VC allocation, which the harness
+        # follows through its state; the staged picks are state too
+        if self._state or split or (pipelined and self._ownership):
             m.submodules.alloc, internal = opened(alloc, platform)
         else:
             m.submodules.alloc = alloc
@@ -117,20 +140,61 @@ class AllocatorHarness(wiring.Component):
         in_packet = [
             [Signal(name=f"in_packet_{p}_{v}") for v in range(n)] for p, n in enumerate(in_vcs)
         ]
-        ready = Signal(n_ovc, init=(1 << n_ovc) - 1)
+        valid = [Signal(max_in, name=f"valid_{p}") for p in range(n_ports)]
         sent = [0] * n_ovc  # per output VC: a flit goes out on it this cycle
+        if split:  # credit counts (see above): ``ready`` and the output unit's flags from them
+            depth = self._buffer_depth
+            credits = [
+                Signal(range(depth + 1), name=f"credits{w}", init=depth) for w in range(n_ovc)
+            ]
+            ready = Cat(*(c != 0 for c in credits))
+            two = Cat(*(c > 1 for c in credits))
+            # the next count if the VC sends now (when it has a credit), and if it does not
+            sends = [c + self.pulse[w] - (c != 0) for w, c in enumerate(credits)]
+            keeps = [c + self.pulse[w] for w, c in enumerate(credits)]
+            m.d.comb += [
+                alloc.spare.eq(Cat(*(n >= 1 for n in sends))),
+                alloc.spare2.eq(Cat(*(n >= 2 for n in sends))),
+                alloc.keep2.eq(Cat(*(n >= 2 for n in keeps))),
+            ]
+        else:
+            ready = Signal(n_ovc, init=(1 << n_ovc) - 1)
+            m.d.comb += alloc.spare.eq(self.spare)
         m.d.comb += [
             alloc.ready.eq(ready),
-            alloc.spare.eq(self.spare),
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),
         ]
         for p, n_vcs in enumerate(in_vcs):
+            if split:  # buffer levels: ``valid`` falls only by a pop, the front's tail stays
+                stays = Signal(n_vcs, name=f"stays_{p}")
+                last_tail = Signal(n_vcs, name=f"last_tail_{p}")
+                m.d.sync += [
+                    stays.eq(valid[p] & ~alloc.pop[p]),
+                    last_tail.eq(self.tail[p]),
+                ]
+                m.d.comb += Assume(((self.tail[p] ^ last_tail) & stays) == 0)
+                for v in range(n_vcs):
+                    level = Signal(range(self._buffer_depth + 1), name=f"level_{p}_{v}")
+                    after = level + self.arrive[p][v] - alloc.pop[p][v]
+                    m.d.sync += level.eq(after)
+                    m.d.comb += [
+                        Assume(after <= self._buffer_depth),
+                        valid[p][v].eq(level != 0),
+                        alloc.more[p][v].eq(level > 1),
+                    ]
+                staged = internal[f"staged_{p}"]
+                m.d.comb += [  # a staged pick keeps its flit
+                    Assert(_at_most_one(staged)),
+                    Assert((staged & ~valid[p][:n_vcs]) == 0),
+                ]
+            else:
+                m.d.comb += valid[p].eq(self.valid[p])
             m.d.comb += [
-                alloc.valid[p].eq(self.valid[p]),
+                alloc.valid[p].eq(valid[p]),
                 alloc.tail[p].eq(self.tail[p]),
                 alloc.head[p].eq(~sum(in_packet[p][v] << v for v in range(n_vcs))),
                 Assert(_at_most_one(alloc.pop[p])),
-                Assert((alloc.pop[p] & ~(alloc.pick[p] & self.valid[p])) == 0),
+                Assert((alloc.pop[p] & ~(alloc.pick[p] & valid[p])) == 0),
                 Assert(_at_most_one(alloc.grant[p])),
             ]
             for v in range(n_vcs):
@@ -140,9 +204,9 @@ class AllocatorHarness(wiring.Component):
             m.d.comb += Assert((granted_by != 0) == alloc.pop[p].any())
             if self._ownership:  # one output only: needs the assignments one-hot
                 m.d.comb += Assert(granted_by <= 1)
-        pipelined = self._settings.get("pipelined", False)
         acquired = 0  # pipelined: the output VCs VC allocation hands out this cycle
         for p, n_vcs in enumerate(in_vcs):
+            staged_targets = 0  # split: per staged VC, the output VC it holds
             for v in range(n_vcs):
                 me = sum(in_vcs[:p]) + v + 1
                 head = ~in_packet[p][v]
@@ -153,9 +217,7 @@ class AllocatorHarness(wiring.Component):
                     chosen = internal[f"chosen_{p}_{v}"]
                     acquired = acquired | (chosen & takes.replicate(n_ovc))
                     m.d.comb += [
-                        Assert(
-                            ~takes | (self.valid[p][v] & head & ~internal[f"held_{p}_{v}"].any())
-                        ),
+                        Assert(~takes | (valid[p][v] & head & ~internal[f"held_{p}_{v}"].any())),
                         Assert(~takes | _at_most_one(chosen) & chosen.any()),
                     ]
                     for flat in range(n_ovc):
@@ -204,10 +266,24 @@ class AllocatorHarness(wiring.Component):
                         Assert(held == mine),
                         Assert(internal[f"held_ready_{p}_{v}"] == (held & ready).any()),
                     ]
+                    if split:  # a staged VC holds an output VC with a credit; two credits
+                        is_staged = internal[f"staged_{p}"][v]
+                        staged_targets = staged_targets | (held & is_staged.replicate(n_ovc))
+                        m.d.comb += [
+                            Assert(~is_staged | (held & ready).any()),
+                            Assert(internal[f"held_two_{p}_{v}"] == (held & two).any()),
+                        ]
+            if self._state and split:
+                m.d.comb += Assert(internal[f"staged_target_{p}"] == staged_targets)
         if pipelined and self._ownership:
             m.d.comb += Assert(alloc.acquire == acquired)
         for flat in range(n_ovc):
-            m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
+            if split:
+                after = credits[flat] - sent[flat] + self.pulse[flat]
+                m.d.sync += credits[flat].eq(after)
+                m.d.comb += Assume(after <= self._buffer_depth)
+            else:
+                m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
         # an input port loses the output it picked to another; output VC 0 passes from one
         # input VC to another after the first one's tail
         previous = Signal.like(owners[0], name="previous_owner0")
@@ -217,4 +293,8 @@ class AllocatorHarness(wiring.Component):
             Cover((alloc.pick[0] != 0) & (alloc.pop[0] == 0) & (alloc.pop[1] != 0)),
             Cover((owners[0] != 0) & (previous != 0) & (owners[0] != previous)),
         ]
+        if split:  # input VC 0 of port 0 sends in two cycles running (a second-flit pick)
+            popped = Signal(name="popped_0_0")
+            m.d.sync += popped.eq(alloc.pop[0][0])
+            m.d.comb += Cover(popped & alloc.pop[0][0])
         return m

@@ -69,6 +69,7 @@ class ProofKind:
     selection: str
     iterations: int
     pipelined: bool
+    split: bool = False
     switches: tuple[str, ...] = field(compare=False, default=())
 
     @property
@@ -83,6 +84,8 @@ class ProofKind:
             text += f", {self.iterations} iterations"
         if self.pipelined:
             text += ", VC allocation in its own stage"
+        if self.split:
+            text += ", switch allocation in two cycles"
         return text
 
 
@@ -108,8 +111,6 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
     for s, spec in enumerate(plan.switches):
         switch = Switch.from_plan(plan, s, rows=rows)
         alloc = switch.allocator
-        if alloc._split:
-            raise ValueError(f"switch {spec.name!r}: no harness for split switch allocation")
         kind = ProofKind(
             in_vcs=tuple(unit._n_vcs for unit in switch.input_units),
             out_vcs=tuple(unit._n_vcs for unit in switch.output_units),
@@ -118,6 +119,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             selection=alloc._selection,
             iterations=alloc._iterations,
             pipelined=alloc._pipelined,
+            split=alloc._split,
         )
         kinds.setdefault(kind, []).append(spec.name)
         # the units were built to read their configuration only: no "created but never used"
@@ -216,12 +218,13 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 unit,
                 "credits and owners",
                 "per VC: receiver holds <= B, credits + link + held = B, ready = credit != 0, "
-                "owner set by a head (or acquire), released by the tail",
+                + ("spare2 and keep2 = two credits next cycle, " if kind.split else "")
+                + "owner set by a head (or acquire), released by the tail",
                 "output credits",
                 lambda n=n: OutputUnitHarness(
-                    n_vcs=n, buffer_depth=b, acquire=kind.pipelined, state=True
+                    n_vcs=n, buffer_depth=b, acquire=kind.pipelined, second=kind.split, state=True
                 ),
-                ("output", n, b, kind.pipelined),
+                ("output", n, b, kind.pipelined, kind.split),
             )
         )
     settings = {
@@ -232,6 +235,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         "iterations": kind.iterations,
         "pipelined": kind.pipelined,
     }
+    if kind.split:  # the harness keeps the input levels and output credits up to B
+        settings |= {"split": True, "buffer_depth": b}
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
     unit = f"allocator ({len(kind.in_vcs)} ports)"
     found.append(
@@ -239,7 +244,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             unit,
             "grants",
             "each input port pops at most one VC it picked that has a flit; each output grants "
-            "at most one input; a port pops exactly when granted",
+            "at most one input; a port pops exactly when granted"
+            + ("; a staged pick keeps its flit" if kind.split else ""),
             "allocator grants",
             lambda: AllocatorHarness(ownership=False, **settings),
             ("grants", key),
@@ -250,7 +256,12 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             unit,
             "ownership",
             "a granted flit's output VC has a credit; a head takes an owner-less candidate; "
-            "body and tail follow their head's VC; only a tail releases it",
+            "body and tail follow their head's VC; only a tail releases it"
+            + (
+                "; a staged VC's second flit crosses only with a second credit"
+                if kind.split
+                else ""
+            ),
             "ownership",
             lambda: AllocatorHarness(state=True, **settings),
             ("ownership", key),

@@ -21,6 +21,8 @@ Properties (assertions), per output VC:
   flits on the link + flits the receiver holds == ``B``;
 - ``ready`` (the registered credit-nonzero flag) equals ``credit != 0`` every cycle, and
   ``spare`` says whether the next cycle's count is nonzero even if this one spends a credit;
+- with ``second`` (``stages: 4``), ``spare2`` and ``keep2`` say whether the next cycle's
+  count is two or more if this one spends a credit, and if it does not;
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
   tail; a single flit leaves it free).
 
@@ -53,6 +55,7 @@ class OutputUnitHarness(wiring.Component):
         n_vcs: int = 2,
         buffer_depth: int = 2,
         acquire: bool = False,
+        second: bool = False,
         state: bool = False,
         unit_class: type = OutputUnit,
     ):
@@ -60,7 +63,7 @@ class OutputUnitHarness(wiring.Component):
             payload_width=2, vc_width=max(1, (n_vcs - 1).bit_length()), head_width=1, src_width=1
         )
         self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
-        self._acquire, self._state = acquire, state
+        self._acquire, self._second, self._state = acquire, second, state
         super().__init__(
             {
                 "send": In(1),
@@ -76,7 +79,11 @@ class OutputUnitHarness(wiring.Component):
         m = Module()
         depth = self._depth
         unit = self._unit_class(
-            flit_layout=self._layout, n_vcs=self._n_vcs, buffer_depth=depth, acquire=self._acquire
+            flit_layout=self._layout,
+            n_vcs=self._n_vcs,
+            buffer_depth=depth,
+            acquire=self._acquire,
+            second=self._second,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -133,6 +140,14 @@ class OutputUnitHarness(wiring.Component):
                 # the next count if this cycle spends a credit whenever it has one
                 Assert(unit.spare[vc] == (credits + pulse - (credits != 0) != 0)),
                 Assert(unit.free[vc] == ~owned),
+                *(
+                    [
+                        Assert(unit.spare2[vc] == (credits + pulse - (credits != 0) >= 2)),
+                        Assert(unit.keep2[vc] == (credits + pulse >= 2)),
+                    ]
+                    if self._second
+                    else []
+                ),
                 Cover((credits == 0) & owned),
                 Cover(sent & self.send_kind[1] & ~self.send_kind[0] & (held == depth - 1)),
             ]

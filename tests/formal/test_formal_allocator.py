@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from zfabric.hdl.formal.allocator import AllocatorHarness
+from zfabric.hdl.formal.state import opened
 from zfabric.hdl.router.allocator import Allocator
 
 
@@ -27,6 +28,20 @@ class WrongVC(Allocator):
         return m
 
 
+class SecondWithoutCredit(Allocator):
+    """Planted bug (``split``): input VC 0 of port 0 always believes its output VC has two
+    credits, so its staged pick is picked again for a second flit without a second credit."""
+
+    def elaborate(self, platform):
+        fragment, signals = opened(super().elaborate(platform), platform)
+        fragment.add_statements("sync", signals["held_two_0_0"].eq(1))  # the last one wins
+        return fragment
+
+
+#: switch allocation in two cycles (``stages: 4``), on 4-flit buffers and credits
+SPLIT = {"pipelined": True, "split": True, "buffer_depth": 4}
+
+
 @pytest.mark.parametrize(
     "settings",
     [
@@ -34,6 +49,7 @@ class WrongVC(Allocator):
         {"selection": "round-robin"},
         {"iterations": 2},
         {"selection": "round-robin", "iterations": 2, "pipelined": True},
+        SPLIT,
     ],
 )
 def test_grants_proven(sby, settings):
@@ -62,18 +78,22 @@ def test_ownership_bounded(sby):
         },
     ],
 )
-@pytest.mark.parametrize("pipelined", [False, True])
-def test_ownership_proven(sby, config, pipelined):
-    config = {**config, "pipelined": pipelined}
+@pytest.mark.parametrize("stages", [1, 3, 4])
+def test_ownership_proven(sby, config, stages):
+    config |= {1: {}, 3: {"pipelined": True}, 4: SPLIT}[stages]
     result = sby(AllocatorHarness(state=True, **config), "prove", 2)
     assert result.status == "PASS", result.log
 
 
-@pytest.mark.parametrize("settings", [{}, {"pipelined": True, "state": True}])
-def test_covers_reached(sby, settings):
-    result = sby(AllocatorHarness(n_ports=3, **settings), "cover", 8)
+@pytest.mark.parametrize(
+    ("settings", "covers"), [({}, 2), ({"pipelined": True, "state": True}, 2), (SPLIT, 3)]
+)
+def test_covers_reached(sby, settings, covers):
+    # with split switch allocation also: an input VC sends in two cycles running
+    state = settings.get("pipelined", False)
+    result = sby(AllocatorHarness(n_ports=3, **{"state": state, **settings}), "cover", 8)
     assert result.status == "PASS", result.log
-    assert len(result.reached) == 2
+    assert len(result.reached) == covers
 
 
 def test_pop_without_grant_caught(sby):
@@ -89,6 +109,16 @@ def test_wrong_vc_caught(sby):
     assert result.status in ("FAIL", "UNKNOWN"), result.log
     harness = AllocatorHarness(n_ports=3, unit_class=WrongVC, state=True, pipelined=True)
     assert sby(harness, "bmc", 8).status == "FAIL"
+
+
+def test_second_without_credit_caught(sby):
+    # without the state invariants: a property on the ports fails (a flit goes out on an
+    # output VC without a credit), not only the flag invariant
+    harness = AllocatorHarness(n_ports=3, unit_class=SecondWithoutCredit, **SPLIT)
+    assert sby(harness, "bmc", 10).status == "FAIL"
+    harness = AllocatorHarness(n_ports=3, unit_class=SecondWithoutCredit, state=True, **SPLIT)
+    result = sby(harness, "prove", 2)
+    assert result.status == "FAIL", result.log
 
 
 @pytest.mark.formal

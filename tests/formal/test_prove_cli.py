@@ -4,10 +4,14 @@ trace, and bad arguments refused before any work."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
+from test_formal_allocator import SecondWithoutCredit
 from test_formal_input_unit import CreditTwice
 from zfabric.hdl.formal import kinds
+from zfabric.hdl.formal.allocator import AllocatorHarness
 from zfabric.hdl.formal.input_unit import InputUnitHarness
 
 from zfabric.cli import main
@@ -18,10 +22,21 @@ def tools(sby):
     """The proofs' tools are installed (the ``sby`` fixture skips or fails otherwise)."""
 
 
+def _with_stages(spec: Path, stages: int, folder: Path) -> Path:
+    """A copy of ``spec`` in ``folder`` with ``router.stages`` set."""
+    data = yaml.safe_load(spec.read_text())
+    data["router"] = {**data.get("router", {}), "stages": stages}
+    path = folder / f"{spec.stem}-s{stages}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @pytest.mark.formal
-def test_torus_every_property_holds(tools, example, tmp_path, capsys):
+@pytest.mark.parametrize("stages", [1, 4])
+def test_torus_every_property_holds(tools, example, tmp_path, capsys, stages):
     out = tmp_path / "proofs"
-    assert main(["prove", str(example("torus-4x4")), "--json", "-q", "-o", str(out)]) == 0
+    path = _with_stages(example("torus-4x4"), stages, tmp_path)
+    assert main(["prove", str(path), "--json", "-q", "-o", str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["holds"] and report["depth"] == 2 * (4 + 3) + 4
     # every torus switch has 5 ports, 2 VCs, the same turns; then the endpoints' receive side
@@ -127,16 +142,20 @@ def test_bad_spec_and_foreign_folder_exit_2(example, tmp_path, capsys):
     assert (mine / "notes.txt").read_text() == "keep"
 
 
-def test_a_setting_without_harness_is_refused_before_any_work(example, tmp_path, capsys):
-    """``stages: 4`` splits switch allocation in a way the allocator harness does not drive:
-    refused by name rather than reported proven on the stages-3 allocator."""
-    import yaml
+def test_stages_4_planted_bug_fails(tools, example, tmp_path, monkeypatch, capsys):
+    """``stages: 4`` is proven on the allocator's two-cycle switch allocation: with its input
+    VCs believing in a second credit they may lack, the ownership proof fails."""
 
-    spec = yaml.safe_load(example("torus-4x4").read_text())
-    spec["router"] = {**spec.get("router", {}), "stages": 4}
-    path = tmp_path / "s4.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    assert main(["prove", str(path), "-o", str(tmp_path / "p")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "router.stages" in err and "4" in err
-    assert not (tmp_path / "p").exists()
+    class Broken(AllocatorHarness):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs, unit_class=SecondWithoutCredit)
+
+    monkeypatch.setattr(kinds, "AllocatorHarness", Broken)
+    out = tmp_path / "proofs"
+    path = _with_stages(example("ring-2"), 4, tmp_path)
+    assert main(["prove", str(path), "--json", "-q", "-o", str(out)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    switch, _endpoint = report["kinds"]
+    assert "switch allocation in two cycles" in switch["units"]
+    failed = {p["property"] for p in switch["properties"] if p["result"] == "failed"}
+    assert failed == {"ownership"}

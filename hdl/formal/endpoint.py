@@ -24,7 +24,14 @@ Properties (assertions):
   no packet is under way, and until the tail is taken every flit presented is of the VC whose
   head was taken; a presented flit stays, unchanged, until it is taken; per VC every flit is
   presented once, in order (its sequence number is the count of that VC's flits taken). These
-  depend on the buffers' contents and the choice of VC and are checked bounded.
+  depend on the buffers' contents and the choice of VC: with ``state`` the harness also reads
+  each buffer's pointers and entries (:func:`~zfabric.hdl.formal.state.peek`) and the VC being
+  presented, and asserts that the entries are the flits sent and not yet taken, in order, with
+  the head and tail bits of whole packets (a head first unless that VC's packet is under way,
+  a head after each tail, the last a tail unless the sender is inside a packet), and that the
+  VC being presented is the one whose packet is under way (or, before its head is taken, one
+  with a flit in its buffer). That strengthening makes them inductive (proven unbounded);
+  without it they are checked bounded.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from amaranth.lib.wiring import In
 
 from ..endpoint import DirectHeads, Endpoint
 from ..flit import FlitLayout
-from .state import opened
+from .allocator import _at_most_one
+from .state import opened, peek
 
 __all__ = ["EndpointHarness"]
 
@@ -128,9 +136,12 @@ class EndpointHarness(wiring.Component):
                 written.eq(written + sent),
                 shown.eq(shown + mine),
             ]
-            if self._check == "buffers" and self._state:
-                level = internal[f"received0_{v}.level" if n > 1 else "received0.level"]
+            if self._state:
+                fifo = f"received0_{v}." if n > 1 else "received0."
+                level = internal[fifo + "level"]
                 m.d.comb += [Assert(credits + level == depth), Cover(level == depth)]
+                if self._check == "presentation":
+                    self._invariants(m, internal, fifo, v, current, in_packet, written, shown)
         m.d.comb += link.flit.valid.eq(self.send)
         if self._check == "buffers":
             return m
@@ -153,4 +164,45 @@ class EndpointHarness(wiring.Component):
             # a second VC's packet follows a first's
             Cover(taken & out.payload.first & (shown_vc == n - 1) & (current == 0)),
         ]
+        if self._state:
+            m.d.comb += Assert(current <= n)
+        if self._state and n > 1:  # the VC being presented is the one whose packet is under way
+            presenting = internal["presenting0"]
+            m.d.comb += Assert(_at_most_one(presenting))
+            for v in range(n):
+                m.d.comb += Assert((current != v + 1) | (presenting == 1 << v))
+                # a VC chosen before its head is taken holds that head in its buffer
+                level = internal[f"received0_{v}.level"]
+                m.d.comb += Assert(~presenting[v] | (current != 0) | (level != 0))
         return m
+
+    def _invariants(self, m, internal, fifo, v, current, in_packet, written, shown) -> None:
+        """Receive buffer ``fifo`` of VC ``v``: its pointers agree with its level, and its
+        entries are the flits sent and not yet taken, in order: this VC's, tagged from
+        ``shown`` on, a head exactly after a tail (the first one: unless its packet is under
+        way), the last one a tail unless the sender is inside a packet."""
+        depth, vc_bits, tags = self._depth, self._vc_bits, self._tag_width
+        level, consume = internal[fifo + "level"], internal[fifo + "consume"]
+        entries = [
+            peek(internal[fifo + "storage"], i, f"{fifo[:-1]}_entry{i}") for i in range(depth)
+        ]
+        m.d.comb += [
+            Assert(consume < depth),
+            Assert(internal[fifo + "produce"] == (consume + level) % depth),
+            Assert(written == (shown + level)[:tags]),
+        ]
+        with m.If(level == 0):
+            m.d.comb += Assert(in_packet == (current == v + 1))
+        for r in range(depth):
+            with m.If(consume == r):
+                for j in range(depth):
+                    entry = entries[(r + j) % depth]  # kind (head, tail), source, VC, tag
+                    head = (current != v + 1) if j == 0 else entries[(r + j - 1) % depth][1]
+                    with m.If(level > j):
+                        m.d.comb += [
+                            Assert(entry[3 : 3 + vc_bits] == v),
+                            Assert(entry[3 + vc_bits :] == (shown + j)[:tags]),
+                            Assert(entry[0] == head),
+                        ]
+                    with m.If(level == j + 1):
+                        m.d.comb += Assert(in_packet == ~entry[1])

@@ -1,11 +1,13 @@
-"""Endpoint receive side: buffer counts proven unbounded, presentation bounded, and a planted
-bug caught (hdl/formal/endpoint.py states the properties)."""
+"""Endpoint receive side: buffer counts and presentation proven unbounded (presentation also
+bounded on the ports alone), and planted bugs caught (hdl/formal/endpoint.py states the
+properties)."""
 
 from __future__ import annotations
 
 import pytest
 from zfabric.hdl.endpoint import Endpoint
 from zfabric.hdl.formal.endpoint import EndpointHarness
+from zfabric.hdl.formal.state import opened
 
 
 class CreditWhileWaiting(Endpoint):
@@ -18,6 +20,16 @@ class CreditWhileWaiting(Endpoint):
         return m
 
 
+class ForgetsPacket(Endpoint):
+    """Planted bug: the endpoint forgets which VC's packet it is presenting every cycle, so
+    another VC's flits can cut into a packet on the stream."""
+
+    def elaborate(self, platform):
+        fragment, signals = opened(super().elaborate(platform), platform)
+        fragment.add_statements("sync", signals["presenting0"].eq(0))  # the last one wins
+        return fragment
+
+
 @pytest.mark.parametrize("ejection_vcs", [1, 2, 4])
 def test_buffers_proven(sby, ejection_vcs):
     result = sby(EndpointHarness(ejection_vcs=ejection_vcs, state=True), "prove", 2)
@@ -28,6 +40,23 @@ def test_presentation_bounded(sby):
     # one ejection VC: its 4-flit buffer filled and drained past a wrap of the 3-bit tags
     harness = EndpointHarness(ejection_vcs=1, tag_width=3, check="presentation")
     result = sby(harness, "bmc", 10)
+    assert result.status == "PASS", result.log
+
+
+@pytest.mark.parametrize(
+    ("ejection_vcs", "buffer_depth"),
+    # as the examples (B = 4, 1 or 2 ejection VCs), 4 VCs, and a depth that is no power of two
+    [(1, 4), (2, 4), (4, 2), (2, 3)],
+)
+def test_presentation_proven(sby, ejection_vcs, buffer_depth):
+    harness = EndpointHarness(
+        ejection_vcs=ejection_vcs,
+        buffer_depth=buffer_depth,
+        tag_width=buffer_depth.bit_length() + 1,
+        check="presentation",
+        state=True,
+    )
+    result = sby(harness, "prove", 2)
     assert result.status == "PASS", result.log
 
 
@@ -47,10 +76,17 @@ def test_credit_while_waiting_caught(sby):
     assert sby(harness, "prove", 2).status == "FAIL"
     harness = EndpointHarness(check="presentation", tag_width=3, unit_class=CreditWhileWaiting)
     assert sby(harness, "bmc", 6).status == "FAIL"
+    harness = EndpointHarness(
+        check="presentation", tag_width=3, state=True, unit_class=CreditWhileWaiting
+    )
+    assert sby(harness, "prove", 2).status == "FAIL"
 
 
-@pytest.mark.formal
-def test_presentation_bounded_two_vcs(sby):
-    harness = EndpointHarness(ejection_vcs=2, tag_width=3, check="presentation")
-    result = sby(harness, "bmc", 10)
-    assert result.status == "PASS", result.log
+def test_forgotten_packet_caught(sby):
+    harness = EndpointHarness(check="presentation", tag_width=3, unit_class=ForgetsPacket)
+    result = sby(harness, "bmc", 8)
+    assert result.status == "FAIL", result.log
+    harness = EndpointHarness(
+        check="presentation", tag_width=3, state=True, unit_class=ForgetsPacket
+    )
+    assert sby(harness, "prove", 2).status == "FAIL"

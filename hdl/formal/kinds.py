@@ -32,6 +32,7 @@ from .allocator import AllocatorHarness
 from .endpoint import EndpointHarness
 from .input_unit import InputUnitHarness
 from .output_unit import OutputUnitHarness
+from .route import RouteHarness
 from .sby import run_sby
 
 __all__ = [
@@ -54,6 +55,8 @@ INDUCTION_DEPTH = {
     "endpoint buffers": 2,
     "endpoint presentation": 2,
 }
+#: the note of a combinational check's outcome (proven by one step from reset)
+COMBINATIONAL = "combinational"
 #: the endpoint's presentation check if its induction does not close in time: each cycle past
 #: this one roughly doubles the solver's time (2 ejection VCs, B = 4: 72 s at 10 cycles on the
 #: 2-core development machine)
@@ -73,6 +76,9 @@ class ProofKind:
     pipelined: bool
     split: bool = False
     switches: tuple[str, ...] = field(compare=False, default=())
+    #: the switches' indices and the plan's route rows, for the route units' proof
+    ids: tuple[int, ...] = field(compare=False, default=())
+    rows: RouteRows | None = field(compare=False, default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -109,8 +115,8 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
     """The distinct unit configurations of ``plan``'s switches (twin-node cards included), in
     order of their first switch, then the endpoints' receive side."""
     rows = RouteRows(plan)
-    kinds: dict[ProofKind, list[str]] = {}
-    for s, spec in enumerate(plan.switches):
+    kinds: dict[ProofKind, list[int]] = {}
+    for s in range(len(plan.switches)):
         switch = Switch.from_plan(plan, s, rows=rows)
         alloc = switch.allocator
         kind = ProofKind(
@@ -123,7 +129,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             pipelined=alloc._pipelined,
             split=alloc._split,
         )
-        kinds.setdefault(kind, []).append(spec.name)
+        kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
         parts = (switch, alloc, *switch.input_units, *switch.output_units)
         for part in (*parts, *switch.route_units.values()):
@@ -132,7 +138,15 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
         plan.router.ejection_vcs, plan.buffer_depth, tuple(e.name for e in plan.endpoints)
     )
     return [
-        ProofKind(**{**kind.__dict__, "switches": tuple(names)}) for kind, names in kinds.items()
+        ProofKind(
+            **{
+                **kind.__dict__,
+                "switches": tuple(plan.switches[s].name for s in ids),
+                "ids": tuple(ids),
+                "rows": rows,
+            }
+        )
+        for kind, ids in kinds.items()
     ] + [endpoints]
 
 
@@ -153,6 +167,8 @@ class Property:
     make: Callable = field(compare=False, hash=False)
     key: tuple = ()  # what identifies the proof (shared between kinds)
     max_depth: int | None = None  # a bound the solver manages, if below the one asked
+    #: no state: one step from reset checks every input (a route unit)
+    combinational: bool = False
 
 
 def _endpoint_properties(kind: EndpointKind) -> list[Property]:
@@ -273,6 +289,19 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             ("ownership", key),
         )
     )
+    if kind.rows is not None:
+        found.append(
+            Property(
+                f"route units ({kind.rows.kind}, {len(kind.ids)} switches)",
+                "route",
+                "for every head at every input VC of every switch of the kind: the candidates "
+                "are the routing function's, and so is the next head",
+                None,
+                lambda: RouteHarness(kind.rows.plan, kind.ids, rows=kind.rows),
+                ("route", kind.ids),
+                combinational=True,
+            )
+        )
     return found
 
 
@@ -291,6 +320,8 @@ class Outcome:
         return self.mode in ("prove", "bmc")
 
     def text(self) -> str:
+        if self.mode == "prove" and self.note == COMBINATIONAL:
+            return "proven (combinational: every input in one step)"
         if self.mode == "prove":
             return f"proven (k-induction, k={self.depth})"
         if self.mode == "bmc":
@@ -304,6 +335,15 @@ def _check(prop: Property, directory: Path, depth: int, timeout: int) -> Outcome
     """Prove ``prop`` if inductive, else (or if induction does not close in time) bound it."""
     start = time.monotonic()
     note = ""
+    if prop.combinational:
+        result = run_sby(prop.make(), directory / "bmc", mode="bmc", depth=1, timeout=timeout)
+        seconds = time.monotonic() - start
+        if result.status == "PASS":
+            return Outcome("prove", 1, seconds, COMBINATIONAL)
+        if result.status == "FAIL":
+            return Outcome("failed", 0, seconds, vcd=result.vcd)
+        last = result.log.strip().splitlines()[-1:] or ["no output"]
+        return Outcome("error", 0, seconds, f"SymbiYosys gave {result.status}: {last[0]}")
     if prop.inductive:
         k = INDUCTION_DEPTH[prop.inductive]
         result = run_sby(prop.make(), directory / "prove", mode="prove", depth=k, timeout=timeout)

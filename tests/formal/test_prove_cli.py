@@ -43,7 +43,7 @@ def test_torus_every_property_holds(tools, example, tmp_path, capsys, stages):
     switch, endpoint = report["kinds"]
     assert len(switch["instances"]) == 16 and len(endpoint["instances"]) == 16
     names = {p["property"] for p in switch["properties"]}
-    assert names == {"counts", "order", "credits and owners", "grants", "ownership"}
+    assert names == {"counts", "order", "credits and owners", "grants", "ownership", "route"}
     assert {p["property"] for p in endpoint["properties"]} == {"buffers", "presentation"}
     for kind in report["kinds"]:
         assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])

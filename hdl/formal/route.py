@@ -1,0 +1,124 @@
+"""Route unit proofs: each unit's answer is the routing function's, for every head.
+
+The route units are generated from the plan's routing function (``zfabric/routing``, the single
+source of truth): tables for destination routings such as ``updown``, arithmetic on coordinates
+for ``dor`` and ``dort``, header decoders for the Znode routings. The harness puts the route
+units of some switches (one per input VC each) under a free ``head``; for a unit shared by
+several switches that tell themselves apart by an ``identity`` input (a torus switch's
+coordinates, a Znode id), a free choice of switch (``which``) drives that input. The reference
+is the routing function's decision for that switch, input port, input VC and head, computed in
+Python for every head value the ``head_width`` bits can hold and written into the harness as
+one assertion per value.
+
+Properties (assertions), for every switch, input VC and head: the unit's candidates (the flat
+output-VC mask) are the decision's candidates (none where the routing function has no route);
+where there is a candidate, the next head is the decision's. The units are combinational, so
+one step proves it for all inputs. A head of the sliced routing is ``(value, width)``: the
+harness gives it the full width, as the header a packet starts with.
+
+Units alike on switches without an ``identity`` input are one module whatever the switch, so
+the unit is checked against every distinct decision table of those switches: a switch whose
+decisions differ from its unit's is a failure like any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amaranth.hdl import Assert, Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from zfabric.plan import FabricPlan
+
+from ..router.route import RouteRows, candidate_mask
+
+__all__ = ["RouteHarness"]
+
+
+def reference(rows: RouteRows, switch: int, port: int, vc: int) -> list[tuple[int, int | None]]:
+    """Per head value: the routing function's candidate mask and next head value (None where
+    it has no candidate)."""
+    row, routing = rows.row(switch), rows.routing
+    sliced = rows.kind == "sliced"
+    table = []
+    for value in range(1 << row.head_width):
+        try:
+            decision = routing.route(switch, port, vc, (value, row.head_width) if sliced else value)
+        except LookupError:
+            table.append((0, None))
+            continue
+        mask = candidate_mask(decision.hops, row.ports)
+        head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
+        table.append((mask, head if mask else None))
+    return table
+
+
+class RouteHarness(wiring.Component):
+    """The route units of ``switches`` of ``plan`` against the routing function.
+
+    Parameters
+    ----------
+    plan : FabricPlan
+    switches : sequence of int
+        The switches whose units are checked; those whose units are alike (one
+        :class:`~zfabric.hdl.router.route.RouteRow` key) share one set of units.
+    rows : RouteRows, optional
+        The plan's route rows (built if not given).
+    """
+
+    def __init__(self, plan: FabricPlan, switches: Sequence[int], *, rows: RouteRows | None = None):
+        if not switches:
+            raise ValueError(f"switches {switches!r}: no switch to check")
+        self._rows = rows or RouteRows(plan)
+        self._groups: dict[tuple, list[int]] = {}
+        for switch in switches:
+            self._groups.setdefault(self._rows.row(switch).key, []).append(switch)
+        self._head_width = self._rows.head_width
+        size = max(2, *(len(group) for group in self._groups.values()))
+        # per group: which of its switches the units are (free), by position in the group
+        super().__init__(
+            {"head": In(self._head_width), "which": In(range(size)).array(len(self._groups))}
+        )
+
+    def unit(self, switch: int, port: int, vc: int) -> wiring.Component:
+        """The route unit of ``switch``'s input VC (overridden for planted bugs)."""
+        return self._rows.row(switch).unit(port, vc)
+
+    def elaborate(self, platform):
+        m = Module()
+        for g, group in enumerate(self._groups.values()):
+            ports = self._rows.row(group[0]).ports
+            for port in range(ports.n_ports):
+                for vc in range(ports.vcs[port]):
+                    self._check(m, f"g{g}_p{port}_v{vc}", group, self.which[g], port, vc)
+        return m
+
+    def _check(self, m: Module, name: str, group: list[int], which, port: int, vc: int):
+        """One unit shared by ``group``'s switches (with an ``identity``: ``which`` of them it
+        is), against each switch's decision table, head value by head value."""
+        row = self._rows.row(group[0])
+        unit = self.unit(group[0], port, vc)
+        m.submodules[f"route_{name}"] = unit
+        m.d.comb += unit.head.eq(self.head)
+        # per switch (by position in the group, with an identity), or per distinct table
+        tables: dict[tuple, object] = {}
+        for i, switch in enumerate(group):
+            table = tuple(reference(self._rows, switch, port, vc))
+            if row.identity_width:
+                tables[(i, table)] = which == i
+            else:
+                tables.setdefault((0, table), True)
+        if row.identity_width:
+            with m.Switch(which):
+                for i, switch in enumerate(group):
+                    with m.Case(i):
+                        m.d.comb += unit.identity.eq(self._rows.row(switch).identity)
+        # an assertion per head value rather than a table lookup, which synthesis would turn
+        # into a ROM that the solver handles as an array (and k-induction as free state)
+        for (_i, table), this in tables.items():
+            for value, (mask, head) in enumerate(table):
+                asked = this & (self.head == value)
+                m.d.comb += Assert(~asked | (unit.cand == mask))
+                if head is not None:
+                    m.d.comb += Assert(~asked | (unit.next_head == head))

@@ -41,8 +41,8 @@ Properties (assertions), every cycle:
   ``held_two`` is "the held output VC has two credits or more".
 
 The single-cycle properties hold for any pointers and assignments (with ``split``, together
-with the staged picks' invariant above, which the harness always asserts). The ownership ones depend
-on the allocator's internal assignment registers: with ``state`` the harness reads them
+with the staged picks' invariant above, which the harness always asserts). The ownership ones
+depend on the allocator's internal assignment registers: with ``state`` the harness reads them
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts, per input VC, that ``held`` is one-hot
 or zero, nonzero exactly inside a packet, equal to the output VC the reference owners give it,
 and that ``held_ready`` is ``ready`` of that VC. That strengthening makes the ownership

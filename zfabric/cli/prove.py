@@ -28,7 +28,8 @@ def register(commands) -> None:
         description=(
             "For every distinct switch kind of the fabric (ports, VCs per port, buffer depth, "
             "turns, router settings) run the formal harnesses of its input units, output units "
-            "and allocator at that configuration, and those of the endpoints' receive buffers, "
+            "and allocator at that configuration and check its route units against the routing "
+            "function for every head, and run those of the endpoints' receive buffers, "
             "and print per property: proven "
             "(k-induction), bounded to N cycles from reset, or FAILED with the counterexample "
             "trace (a VCD in the output folder). Takes minutes."

@@ -7,14 +7,16 @@ A switch's units are configured by its ports' VC counts, the buffer depth and th
 settings (and the allocator by the turns its routes take): switches alike in those are one
 *proof kind*, whatever their routing tables (which the unit harnesses do not read). Each kind
 gets the harnesses of :mod:`zfabric.hdl.formal` at its configuration: its input units (one per
-distinct input VC count), output units (one per distinct output VC count) and allocator. A
-property shared by several kinds (the same input unit, say) is proven once.
+distinct input VC count), output units (one per distinct output VC count) and allocator, and
+the route units of its switches are checked against the routing function (one property per
+kind, :mod:`zfabric.hdl.formal.route`). A property shared by several kinds (the same input
+unit, say) is proven once.
 
-Each property is proven by k-induction when its harness is inductive (``prove``), or checked
-from reset to ``depth`` cycles (``bmc``). Every solver run has a time limit: a proof that does
-not finish in it falls back to bounded model checking, and a bounded check that does not reach
-``depth`` reports the depth it did reach, so a kind too large for the solver says so instead
-of hanging.
+Each property is proven by k-induction when its harness is inductive (``prove``), by one step
+from reset for every input when it has no state (the route units), or checked from reset to
+``depth`` cycles (``bmc``). Every solver run has a time limit: a proof that does not finish in
+it falls back to bounded model checking, and a bounded check that does not reach ``depth``
+reports the depth it did reach, so a kind too large for the solver says so instead of hanging.
 """
 
 from __future__ import annotations

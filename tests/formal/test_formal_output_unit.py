@@ -40,10 +40,21 @@ def test_credits_and_owners_bounded(sby):
 
 
 @pytest.mark.parametrize(
-    ("n_vcs", "depth", "acquire"), [(2, 4, False), (4, 4, False), (2, 4, True), (1, 3, False)]
+    ("n_vcs", "depth", "acquire", "second"),
+    # the last two: with stages 4's two-credit flags
+    [
+        (2, 4, False, False),
+        (4, 4, False, False),
+        (2, 4, True, False),
+        (1, 3, False, False),
+        (2, 4, True, True),
+        (1, 2, True, True),
+    ],
 )
-def test_credits_and_owners_proven(sby, n_vcs, depth, acquire):
-    harness = OutputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, acquire=acquire, state=True)
+def test_credits_and_owners_proven(sby, n_vcs, depth, acquire, second):
+    harness = OutputUnitHarness(
+        n_vcs=n_vcs, buffer_depth=depth, acquire=acquire, second=second, state=True
+    )
     result = sby(harness, "prove", 2)
     assert result.status == "PASS", result.log
 
@@ -54,12 +65,28 @@ def test_covers_reached(sby):
     assert len(result.reached) == 2 * 2
 
 
+class KeepsSecond(OutputUnit):
+    """Planted bug (``stages: 4``): VC 0 says it keeps two credits when it sends, as when it
+    does not (``spare2`` from the count before the send)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.spare2[0].eq(self.keep2[0])
+        return m
+
+
 @pytest.mark.parametrize("unit_class", [ReadyAlways, NeverReleased])
 def test_planted_bug_caught(sby, unit_class):
     result = sby(OutputUnitHarness(unit_class=unit_class), "bmc", 12)
     assert result.status == "FAIL", result.log
     result = sby(OutputUnitHarness(unit_class=unit_class, state=True), "prove", 2)
     assert result.status in ("FAIL", "UNKNOWN"), result.log
+
+
+def test_second_credit_bug_caught(sby):
+    harness = OutputUnitHarness(acquire=True, second=True, unit_class=KeepsSecond)
+    result = sby(harness, "bmc", 6)
+    assert result.status == "FAIL", result.log
 
 
 @pytest.mark.formal

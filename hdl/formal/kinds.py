@@ -32,6 +32,7 @@ from ..router.route import RouteRows
 from ..switch import Switch
 from .allocator import AllocatorHarness
 from .endpoint import EndpointHarness
+from .injection import InjectionHarness
 from .input_unit import InputUnitHarness
 from .output_unit import OutputUnitHarness
 from .route import RouteHarness
@@ -56,6 +57,7 @@ INDUCTION_DEPTH = {
     "ownership": 2,
     "endpoint buffers": 2,
     "endpoint presentation": 2,
+    "endpoint injection": 2,
 }
 #: the note of a combinational check's outcome (proven by one step from reset)
 COMBINATIONAL = "combinational"
@@ -101,16 +103,19 @@ class ProofKind:
 
 @dataclass(frozen=True)
 class EndpointKind:
-    """The receive side shared by all endpoints (``switches``: their names, for the report)."""
+    """The receive and injection sides shared by all endpoints (``switches``: their names, for
+    the report)."""
 
     ejection_vcs: int
     buffer_depth: int
     switches: tuple[str, ...] = field(compare=False, default=())
+    injection_vcs: int = 1
 
     @property
     def label(self) -> str:
         vcs = f"{self.ejection_vcs} ejection VC{'s' if self.ejection_vcs > 1 else ''}"
-        return f"endpoint receive side, {vcs}, B={self.buffer_depth}"
+        inject = f"{self.injection_vcs} injection VC{'s' if self.injection_vcs > 1 else ''}"
+        return f"endpoint receive and injection sides, {vcs}, {inject}, B={self.buffer_depth}"
 
 
 def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
@@ -137,7 +142,10 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
         for part in (*parts, *switch.route_units.values()):
             part._MustUse__used = True
     endpoints = EndpointKind(
-        plan.router.ejection_vcs, plan.buffer_depth, tuple(e.name for e in plan.endpoints)
+        plan.router.ejection_vcs,
+        plan.buffer_depth,
+        tuple(e.name for e in plan.endpoints),
+        plan.router.injection_vcs,
     )
     return [
         ProofKind(
@@ -174,7 +182,7 @@ class Property:
 
 
 def _endpoint_properties(kind: EndpointKind) -> list[Property]:
-    n, b = kind.ejection_vcs, kind.buffer_depth
+    n, b, m = kind.ejection_vcs, kind.buffer_depth, kind.injection_vcs
     unit = f"endpoint ({n} VC{'s' if n > 1 else ''}, B={b})"
     tag_width = b.bit_length() + 1
     return [
@@ -201,6 +209,16 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
             ),
             ("endpoint presentation", n, b),
             max_depth=ENDPOINT_DEPTH,
+        ),
+        Property(
+            f"injection ({m} VC{'s' if m > 1 else ''}, B={b})",
+            "injection",
+            "(one attachment, destination heads) per VC: credits + link + switch buffer = B; "
+            "each flit is the beat taken, its head the destination; a head only between "
+            "packets, the other flits on their head's VC",
+            "endpoint injection",
+            lambda: InjectionHarness(injection_vcs=m, buffer_depth=b, state=True),
+            ("endpoint injection", m, b),
         ),
     ]
 

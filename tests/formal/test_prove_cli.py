@@ -39,12 +39,13 @@ def test_torus_every_property_holds(tools, example, tmp_path, capsys, stages):
     assert main(["prove", str(path), "--json", "-q", "-o", str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["holds"] and report["depth"] == 2 * (4 + 3) + 4
-    # every torus switch has 5 ports, 2 VCs, the same turns; then the endpoints' receive side
+    # every torus switch has 5 ports, 2 VCs, the same turns; then the endpoints
     switch, endpoint = report["kinds"]
     assert len(switch["instances"]) == 16 and len(endpoint["instances"]) == 16
     names = {p["property"] for p in switch["properties"]}
     assert names == {"counts", "order", "credits and owners", "grants", "ownership", "route"}
-    assert {p["property"] for p in endpoint["properties"]} == {"buffers", "presentation"}
+    endpoint_names = {p["property"] for p in endpoint["properties"]}
+    assert endpoint_names == {"buffers", "presentation", "injection"}
     for kind in report["kinds"]:
         assert all(p["result"] in ("proven", "bmc") for p in kind["properties"])
     assert json.loads((out / "prove.json").read_text()) == report

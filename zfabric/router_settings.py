@@ -18,6 +18,7 @@ __all__ = [
     "RouterSettings",
     "parse_router",
     "default_ejection_vcs",
+    "INJECTION_VCS",
     "STAGES",
     "ALLOCATORS",
     "SELECTIONS",
@@ -25,6 +26,13 @@ __all__ = [
 
 #: most VCs of an injection or ejection link (as many as any link may have)
 MAX_INJECTION_VCS = 16
+
+#: the default ``injection_vcs``. A head waiting at the switch's local input for its output VC
+#: no longer stops its endpoint: torus-4x4's knee 0.581 -> 0.619 (3 and 4 VCs: 0.644), mesh-4x4
+#: 0.556 -> 0.581, the 2-VC 4-ary 3-tree 0.562 -> 0.588 (bench/allocator_saturation.py), for
+#: about 100 LUT4 and 30 FF on the torus switch and no longer logic path; 4 VCs cost 300 LUT4
+#: and two LUT levels of the allocation loop (bench/switch_area.py)
+INJECTION_VCS = 2
 
 #: the spec value (and default) of ``ejection_vcs`` that :func:`default_ejection_vcs` settles
 AUTO = "auto"
@@ -50,9 +58,10 @@ class RouterSettings:
     stages: int = 1
     allocator: str = "separable"
     selection: str = "round-robin"
-    #: VCs of every injection link (endpoint -> switch): 1 is today's endpoint, one packet
-    #: queue; N lets a packet start on another local VC while one waits at the switch
-    injection_vcs: int = 1
+    #: VCs of every injection link (endpoint -> switch): N lets a packet start on another local
+    #: VC while one waits at the switch (default :data:`INJECTION_VCS`); 1 is the endpoint
+    #: before the key, one packet queue, and what plans written without it mean
+    injection_vcs: int = INJECTION_VCS
     #: VCs of every ejection link (switch -> endpoint), each with its own receive buffer: with
     #: N > 1 a packet whose flits trickle in no longer holds the only way into its endpoint.
     #: 1 is the endpoint before the key (and what plans written without it mean); a spec that
@@ -93,9 +102,9 @@ class RouterSettings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:
         """From a plan's JSON (a malformed one is a :class:`PlanError`); plans written before
-        ejection VCs had one."""
+        injection or ejection VCs had one of each."""
         try:
-            return cls(**{"ejection_vcs": 1, **data})
+            return cls(**{"injection_vcs": 1, "ejection_vcs": 1, **data})
         except (TypeError, ValueError) as error:
             raise PlanError(f"malformed plan: router {data!r}: {error}") from None
 

@@ -472,13 +472,13 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
         "stages": 2,
         "allocator": "separable-2",
         "selection": "round-robin",
-        "injection_vcs": 1,
+        "injection_vcs": 2,
         "ejection_vcs": 2,  # auto: the ring's links have 2 VCs (dateline classes)
     }
-    spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 2}\n")
+    spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 1}\n")
     assert main(["check", str(spec)]) == 0
     text = capsys.readouterr().out
-    assert "round-robin output selection, 2 injection VCs, 2 ejection VCs" in text
+    assert "round-robin output selection, 1 injection VC, 2 ejection VCs" in text
 
 
 def test_simulate_text_gives_average_hops_to_three_decimals(example, capsys):

@@ -21,14 +21,14 @@ def spec(router=None):
 
 
 def test_no_router_section_gives_the_documented_defaults():
-    """docs/specs.md, router section: stages 1, separable, round-robin, 1 injection VC,
+    """docs/specs.md, router section: stages 1, separable, round-robin, 2 injection VCs,
     ejection VCs settled by the plan's links (2 on the 2-VC torus)."""
     settings = load_spec(spec()).router
     assert settings == RouterSettings(
         stages=1,
         allocator="separable",
         selection="round-robin",
-        injection_vcs=1,
+        injection_vcs=2,
         ejection_vcs="auto",
     )
     assert load_spec(spec({})).router == settings
@@ -69,12 +69,13 @@ def test_ejection_vcs_auto_follows_the_links(example, name, topology, router, ej
     assert routing.local_hop(0, 0).vcs == tuple(range(ejection_vcs))
 
 
-def test_plan_json_without_ejection_vcs_has_one(example):
-    """Plans from before the key had one VC into every endpoint."""
+@pytest.mark.parametrize("key", ["injection_vcs", "ejection_vcs"])
+def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
+    """Plans from before the key had one VC out of and into every endpoint."""
     plan = compile_plan(load_spec(example("torus-4x4")))
     data = plan.to_dict()
-    del data["router"]["ejection_vcs"]
-    assert plan_from_json(json.dumps(data)).router == RouterSettings(ejection_vcs=1)
+    del data["router"][key]
+    assert getattr(plan_from_json(json.dumps(data)).router, key) == 1
 
 
 @pytest.mark.parametrize(
@@ -125,7 +126,9 @@ def test_plan_json_without_router_is_the_switch_it_was_written_for(example):
     plan = compile_plan(load_spec(example("torus-4x4")))
     data = plan.to_dict()
     del data["router"]
-    assert plan_from_json(json.dumps(data)).router == RouterSettings(selection="first-free")
+    assert plan_from_json(json.dumps(data)).router == RouterSettings(
+        selection="first-free", injection_vcs=1
+    )
 
 
 def test_injection_vcs_leave_the_deadlock_proof_and_hops_unchanged(example):

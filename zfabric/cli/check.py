@@ -113,8 +113,8 @@ def router_text(router: RouterSettings) -> str:
     """The switch the figures are for: ``1 pipeline stage, separable allocator, ...``."""
     stages = f"{router.stages} pipeline stage{'s' if router.stages > 1 else ''}"
     text = f"{stages}, {router.allocator} allocator, {router.selection} output selection"
-    if router.injection_vcs > 1:
-        text += f", {router.injection_vcs} injection VCs"
+    injection = router.injection_vcs
+    text += f", {injection} injection VC{'s' if injection != 1 else ''}"
     ejection = router.ejection_vcs
     text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
     return text

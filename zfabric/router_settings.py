@@ -17,8 +17,7 @@ from .errors import PlanError, SpecError
 __all__ = [
     "RouterSettings",
     "parse_router",
-    "default_ejection_vcs",
-    "INJECTION_VCS",
+    "default_endpoint_vcs",
     "STAGES",
     "ALLOCATORS",
     "SELECTIONS",
@@ -27,14 +26,8 @@ __all__ = [
 #: most VCs of an injection or ejection link (as many as any link may have)
 MAX_INJECTION_VCS = 16
 
-#: the default ``injection_vcs``. A head waiting at the switch's local input for its output VC
-#: no longer stops its endpoint: torus-4x4's knee 0.581 -> 0.619 (3 and 4 VCs: 0.644), mesh-4x4
-#: 0.556 -> 0.581, the 2-VC 4-ary 3-tree 0.562 -> 0.588 (bench/allocator_saturation.py), for
-#: about 100 LUT4 and 30 FF on the torus switch and no longer logic path; 4 VCs cost 300 LUT4
-#: and two LUT levels of the allocation loop (bench/switch_area.py)
-INJECTION_VCS = 2
-
-#: the spec value (and default) of ``ejection_vcs`` that :func:`default_ejection_vcs` settles
+#: the spec value (and default) of ``injection_vcs`` and ``ejection_vcs`` that
+#: :func:`default_endpoint_vcs` settles
 AUTO = "auto"
 
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
@@ -59,13 +52,14 @@ class RouterSettings:
     allocator: str = "separable"
     selection: str = "round-robin"
     #: VCs of every injection link (endpoint -> switch): N lets a packet start on another local
-    #: VC while one waits at the switch (default :data:`INJECTION_VCS`); 1 is the endpoint
-    #: before the key, one packet queue, and what plans written without it mean
-    injection_vcs: int = INJECTION_VCS
+    #: VC while one waits at the switch. 1 is the endpoint before the key, one packet queue (and
+    #: what plans written without it mean); a spec that does not name it gets
+    #: :func:`default_endpoint_vcs`
+    injection_vcs: int = 1
     #: VCs of every ejection link (switch -> endpoint), each with its own receive buffer: with
     #: N > 1 a packet whose flits trickle in no longer holds the only way into its endpoint.
     #: 1 is the endpoint before the key (and what plans written without it mean); a spec that
-    #: does not name it gets :func:`default_ejection_vcs`
+    #: does not name it gets :func:`default_endpoint_vcs`
     ejection_vcs: int = 1
 
     def __post_init__(self) -> None:
@@ -80,8 +74,8 @@ class RouterSettings:
             raise ValueError(f"router allocator {self.allocator!r} needs stages 1, 2 or 3, not 4")
         for name in ("injection_vcs", "ejection_vcs"):
             vcs = getattr(self, name)
-            if name == "ejection_vcs" and vcs == AUTO:
-                continue  # a spec's, until the plan's links are known (default_ejection_vcs)
+            if vcs == AUTO:
+                continue  # a spec's, until the plan's links are known (default_endpoint_vcs)
             if (
                 isinstance(vcs, bool)
                 or not isinstance(vcs, int)
@@ -102,9 +96,9 @@ class RouterSettings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:
         """From a plan's JSON (a malformed one is a :class:`PlanError`); plans written before
-        injection or ejection VCs had one of each."""
+        ejection VCs had one."""
         try:
-            return cls(**{"injection_vcs": 1, "ejection_vcs": 1, **data})
+            return cls(**{"ejection_vcs": 1, **data})
         except (TypeError, ValueError) as error:
             raise PlanError(f"malformed plan: router {data!r}: {error}") from None
 
@@ -123,16 +117,14 @@ def parse_router(reader: Any) -> RouterSettings:
         stages=stages,
         allocator=allocator,
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
-        injection_vcs=reader.get(
-            "injection_vcs", integer(1, MAX_INJECTION_VCS), RouterSettings.injection_vcs
-        ),
-        ejection_vcs=reader.get("ejection_vcs", _ejection_vcs, AUTO),
+        injection_vcs=reader.get("injection_vcs", _endpoint_vcs, AUTO),
+        ejection_vcs=reader.get("ejection_vcs", _endpoint_vcs, AUTO),
     )
     reader.finish()
     return settings
 
 
-def _ejection_vcs(value: Any, path: str) -> int | str:
+def _endpoint_vcs(value: Any, path: str) -> int | str:
     from .spec import describe
 
     if value == AUTO:
@@ -144,12 +136,17 @@ def _ejection_vcs(value: Any, path: str) -> int | str:
     return value
 
 
-def default_ejection_vcs(link_vcs: list[int]) -> int:
-    """Ejection VCs of a spec that does not name them: 2 when every switch-to-switch link has 2
-    VCs or more, else 1. Measured (bench/allocator_saturation.py): a second ejection VC lifts
-    the saturation throughput of the 2-VC mesh and 4-ary 3-tree, but on 1-VC links two packets
-    interleaving into one endpoint each hold their whole path twice as long, and the 1-VC
-    4-ary 3-tree saturates lower."""
+def default_endpoint_vcs(link_vcs: list[int]) -> int:
+    """Injection and ejection VCs of a spec that does not name them: 2 when every
+    switch-to-switch link has 2 VCs or more, else 1. Measured (bench/allocator_saturation.py,
+    uniform traffic, 4-flit packets and buffers): a second injection VC lets a packet start
+    while the previous one waits at the switch's local input (knee torus-4x4 0.581 -> 0.619,
+    mesh-4x4 0.556 -> 0.581, the 2-VC 4-ary 3-tree 0.562 -> 0.588, for about 100 LUT4 and
+    30 FF on the torus switch; 3 or 4 VCs gain no more everywhere and lengthen the allocation
+    loop), and a second ejection VC lets a packet whose flits trickle in stop blocking every
+    other packet for its endpoint (mesh-4x4 0.512 -> 0.556). On 1-VC links both hurt: two
+    packets interleaving each hold their whole path twice as long (1-VC 4-ary 3-tree 0.469 ->
+    0.450 with two injection VCs, 0.438 with two ejection VCs)."""
     return 2 if link_vcs and min(link_vcs) >= 2 else 1
 
 

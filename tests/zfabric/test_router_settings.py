@@ -21,49 +21,55 @@ def spec(router=None):
 
 
 def test_no_router_section_gives_the_documented_defaults():
-    """docs/specs.md, router section: stages 1, separable, round-robin, 2 injection VCs,
-    ejection VCs settled by the plan's links (2 on the 2-VC torus)."""
+    """docs/specs.md, router section: stages 1, separable, round-robin, injection and
+    ejection VCs settled by the plan's links (2 each on the 2-VC torus)."""
     settings = load_spec(spec()).router
     assert settings == RouterSettings(
         stages=1,
         allocator="separable",
         selection="round-robin",
-        injection_vcs=2,
+        injection_vcs="auto",
         ejection_vcs="auto",
     )
     assert load_spec(spec({})).router == settings
-    assert compile_plan(load_spec(spec())).router == RouterSettings(ejection_vcs=2)
+    assert compile_plan(load_spec(spec())).router == RouterSettings(
+        injection_vcs=2, ejection_vcs=2
+    )
 
 
 def test_settings_reach_the_plan():
     router = {"stages": 2, "allocator": "separable-2", "selection": "round-robin"}
     plan = compile_plan(load_spec(spec(router)))
-    assert plan.router == RouterSettings(2, "separable-2", "round-robin", ejection_vcs=2)
+    assert plan.router == RouterSettings(2, "separable-2", "round-robin", 2, 2)
     plan = compile_plan(load_spec(spec({"injection_vcs": 3, "ejection_vcs": 4})))
     assert plan.router == RouterSettings(injection_vcs=3, ejection_vcs=4)
     assert plan_from_json(plan.to_json()).router == plan.router
 
 
 @pytest.mark.parametrize(
-    "name, topology, router, ejection_vcs",
+    "name, topology, router, injection_vcs, ejection_vcs",
     [
-        ("torus-4x4", {}, None, 2),  # 2 VCs on every link
-        ("mesh-4x4", {}, None, 2),
-        ("ndt-2x2x2", {}, None, 2),  # 2 external, 4 internal
-        ("znode-64", {}, None, 1),  # 1-VC links
-        ("znode-64", {"vcs": 2}, None, 2),
-        ("torus-4x4", {}, {"ejection_vcs": 1}, 1),  # named: as named
-        ("znode-64", {}, {"ejection_vcs": "auto"}, 1),
-        ("znode-64", {}, {"ejection_vcs": 3}, 3),
+        ("torus-4x4", {}, None, 2, 2),  # 2 VCs on every link
+        ("mesh-4x4", {}, None, 2, 2),
+        ("ndt-2x2x2", {}, None, 2, 2),  # 2 external, 4 internal
+        ("znode-64", {}, None, 1, 1),  # 1-VC links
+        ("znode-64", {"vcs": 2}, None, 2, 2),
+        ("torus-4x4", {}, {"ejection_vcs": 1}, 2, 1),  # named: as named
+        ("torus-4x4", {}, {"injection_vcs": 1}, 1, 2),
+        ("znode-64", {}, {"injection_vcs": "auto", "ejection_vcs": "auto"}, 1, 1),
+        ("znode-64", {}, {"injection_vcs": 4, "ejection_vcs": 3}, 4, 3),
     ],
 )
-def test_ejection_vcs_auto_follows_the_links(example, name, topology, router, ejection_vcs):
+def test_endpoint_vcs_auto_follow_the_links(
+    example, name, topology, router, injection_vcs, ejection_vcs
+):
     """docs/specs.md: ``auto`` is 2 when every switch-to-switch link has 2 VCs or more."""
     data = yaml.safe_load(example(name).read_text())
     data["topology"].update(topology)
     if router is not None:
         data["router"] = router
     plan = compile_plan(load_spec(data))
+    assert plan.router.injection_vcs == injection_vcs
     assert plan.router.ejection_vcs == ejection_vcs
     routing = make_routing(PlanView(plan))  # and every delivery may take any of them
     assert routing.local_hop(0, 0).vcs == tuple(range(ejection_vcs))
@@ -71,7 +77,7 @@ def test_ejection_vcs_auto_follows_the_links(example, name, topology, router, ej
 
 @pytest.mark.parametrize("key", ["injection_vcs", "ejection_vcs"])
 def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
-    """Plans from before the key had one VC out of and into every endpoint."""
+    """Plans from before the key had one VC out of (into) every endpoint."""
     plan = compile_plan(load_spec(example("torus-4x4")))
     data = plan.to_dict()
     del data["router"][key]
@@ -96,9 +102,9 @@ def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
         ({"selections": "first-free"}, r"^router\.selections: unknown key .*'selection'\?$"),
         (
             {"injection_vcs": 0},
-            r"^router\.injection_vcs: must be an integer in 1\.\.16, got 0$",
+            r"^router\.injection_vcs: must be auto or an integer in 1\.\.16, got 0$",
         ),
-        ({"injection_vcs": "2"}, r"^router\.injection_vcs: must be an integer in 1\.\.16, got"),
+        ({"injection_vcs": "2"}, r"^router\.injection_vcs: must be auto or an integer .*'2'$"),
         (
             {"ejection_vcs": 0},
             r"^router\.ejection_vcs: must be auto or an integer in 1\.\.16, got 0$",
@@ -126,9 +132,7 @@ def test_plan_json_without_router_is_the_switch_it_was_written_for(example):
     plan = compile_plan(load_spec(example("torus-4x4")))
     data = plan.to_dict()
     del data["router"]
-    assert plan_from_json(json.dumps(data)).router == RouterSettings(
-        selection="first-free", injection_vcs=1
-    )
+    assert plan_from_json(json.dumps(data)).router == RouterSettings(selection="first-free")
 
 
 def test_injection_vcs_leave_the_deadlock_proof_and_hops_unchanged(example):

@@ -10,7 +10,7 @@ from typing import Any
 import networkx as nx
 
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
-from ..router_settings import AUTO, default_ejection_vcs
+from ..router_settings import AUTO, default_endpoint_vcs
 from ..spec import FabricSpec, Reader
 
 __all__ = ["Topology", "TOPOLOGIES", "topology", "build_fabric", "compile_plan", "finish_plan"]
@@ -64,11 +64,13 @@ def finish_plan(
         packet_length=spec.packet_length,
         router=spec.router,
     )
-    if plan.router.ejection_vcs == AUTO:
-        ejection_vcs = default_ejection_vcs([link.vcs for link in plan.links])
-        plan = dataclasses.replace(
-            plan, router=dataclasses.replace(plan.router, ejection_vcs=ejection_vcs)
-        )
+    settled = {
+        key: default_endpoint_vcs([link.vcs for link in plan.links])
+        for key in ("injection_vcs", "ejection_vcs")
+        if getattr(plan.router, key) == AUTO
+    }
+    if settled:
+        plan = dataclasses.replace(plan, router=dataclasses.replace(plan.router, **settled))
     return plan, builder.graph
 
 

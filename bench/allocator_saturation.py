@@ -13,7 +13,7 @@ Bernoulli traffic; the fabric's own VCs and buffers. The ``-plus`` tori send rin
 (``routing: {tie: plus}``, zfabric's rule before alternate ties became the default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
-        [--injection-vcs 1 2] [--ejection-vcs 1 2 auto] [fabric ...]
+        [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [fabric ...]
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ def main() -> None:
     parser.add_argument("--stages", nargs="*", type=int, default=[1], choices=STAGES)
     parser.add_argument("--allocators", nargs="*", default=list(ALLOCATORS))
     parser.add_argument("--selections", nargs="*", default=list(SELECTIONS))
-    parser.add_argument("--injection-vcs", nargs="*", type=int, default=[1])
+    parser.add_argument(
+        "--injection-vcs", nargs="*", default=["auto"], help="integers or auto (the default)"
+    )
     parser.add_argument(
         "--ejection-vcs", nargs="*", default=["auto"], help="integers or auto (the default)"
     )
@@ -107,13 +109,13 @@ def main() -> None:
             "stages": stages,
             "allocator": allocator,
             "selection": selection,
-            "injection_vcs": injection_vcs,
+            "injection_vcs": injection if injection == "auto" else int(injection),
             "ejection_vcs": ejection if ejection == "auto" else int(ejection),
         }
         for stages in args.stages
         for allocator in args.allocators
         for selection in args.selections
-        for injection_vcs in args.injection_vcs
+        for injection in args.injection_vcs
         for ejection in args.ejection_vcs
     ]
     for fabric in args.fabrics or FABRICS:
@@ -134,7 +136,7 @@ def main() -> None:
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
             print(
                 f"{fabric:<14} {router['stages']:>6} {router['allocator']:<12} "
-                f"{router['selection']:<12} {router['injection_vcs']:>3} "
+                f"{router['selection']:<12} {plan.router.injection_vcs:>3} "
                 f"{plan.router.ejection_vcs:>2} {zero:9.2f} "
                 f"{knee_rate:10.3f} {peak:6.3f} {latency}",
                 flush=True,

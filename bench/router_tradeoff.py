@@ -53,9 +53,10 @@ from zfabric import compile_plan, load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-#: (label, spec overrides): the defaults (stages 1, separable, round-robin selection, one
-#: injection VC, ejection VCs auto, alternate ring ties), the original switch (first-free), then
-#: each other router setting, one ejection VC and ring ties all toward + (dor and dort alike)
+#: (label, spec overrides): the defaults (stages 1, separable, round-robin selection, injection
+#: and ejection VCs auto, alternate ring ties), the original switch (first-free), then each other
+#: router setting, one injection VC, one ejection VC and ring ties all toward + (dor and dort
+#: alike)
 SETTINGS: list[tuple[str, dict]] = [
     ("defaults", {}),
     ("first-free", {"router": {"selection": "first-free"}}),
@@ -63,7 +64,7 @@ SETTINGS: list[tuple[str, dict]] = [
     ("stages 3", {"router": {"stages": 3}}),
     ("stages 4", {"router": {"stages": 4}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
-    ("2 injection VCs", {"router": {"injection_vcs": 2}}),
+    ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
     ("ties +", {"routing": {"tie": "plus"}}),
 ]

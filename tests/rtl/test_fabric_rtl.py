@@ -92,7 +92,7 @@ def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, rout
     )
 
 
-#: router settings other than the defaults (stages 1, separable, round-robin, 1 injection VC,
+#: router settings other than the defaults (stages 1, separable, round-robin, injection and
 #: ejection VCs ``auto``: 2 on the tori, 1 on the 1-VC trees), by short name; first-free
 #: selection (``ff``) at every depth
 ROUTERS = {
@@ -103,6 +103,7 @@ ROUTERS = {
     "s2-sep2-ff": {"stages": 2, "allocator": "separable-2", "selection": "first-free"},
     "s3": {"stages": 3},
     "s3-sep2-ff": {"stages": 3, "allocator": "separable-2", "selection": "first-free"},
+    "iv1": {"injection_vcs": 1},
     "iv2": {"injection_vcs": 2},
     "s3-iv2": {"stages": 3, "injection_vcs": 2},
     "s4": {"stages": 4},
@@ -125,7 +126,8 @@ SLICE = [
     ("s2-sep2-ff", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
     ("s4", "torus-4x4", "past"),
-    ("iv2", "torus-4x4", "past"),
+    ("iv1", "torus-4x4", "past"),
+    ("iv2", "znode-64", "past"),
     ("ev1", "torus-4x4", "near"),
     ("ev3", "znode-64", "past"),
 ]

@@ -105,7 +105,7 @@ class RouterSettings:
 
 def parse_router(reader: Any) -> RouterSettings:
     """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
-    from .spec import choice, integer  # here: spec.py imports this module
+    from .spec import choice  # here: spec.py imports this module
 
     stages = reader.get("stages", _stages, RouterSettings.stages)
     allocator = reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator)

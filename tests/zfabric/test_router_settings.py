@@ -32,9 +32,7 @@ def test_no_router_section_gives_the_documented_defaults():
         ejection_vcs="auto",
     )
     assert load_spec(spec({})).router == settings
-    assert compile_plan(load_spec(spec())).router == RouterSettings(
-        injection_vcs=2, ejection_vcs=2
-    )
+    assert compile_plan(load_spec(spec())).router == RouterSettings(injection_vcs=2, ejection_vcs=2)
 
 
 def test_settings_reach_the_plan():

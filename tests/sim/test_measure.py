@@ -252,7 +252,10 @@ def test_distributed_packet_lengths_from_the_command_line(example, capsys):
 
 
 def test_simulate_stops_on_a_partial_deadlock():
-    spec = {"topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]}}
+    spec = {
+        "topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]},
+        "router": {"injection_vcs": 1},  # as tests/sim/test_model.py's PARTIAL
+    }
     fabric = compile_plan(load_spec(spec))
     traffic = Traffic(TrafficConfig(rate=0.9), len(fabric.endpoints), seed=1)
     result = simulate(fabric, traffic, warmup=500, cycles=3000)

@@ -45,7 +45,10 @@ def test_a_sweep_that_never_saturates_runs_the_coarse_rates_only():
 
 
 def test_a_sweep_stops_on_a_deadlock():
-    spec = {"topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]}}
+    spec = {
+        "topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]},
+        "router": {"injection_vcs": 1},  # as tests/sim/test_model.py's PARTIAL
+    }
     plan = compile_plan(load_spec(spec))
     points = sweep(plan, TrafficConfig(), [0.9, 1.0], warmup=200, cycles=2000)
     assert len(points) == 1 and points[0]["deadlock"]["partial"]

@@ -33,6 +33,25 @@ def _signal(m: Module, value, name: str) -> Signal:
     return signal
 
 
+def _prefix_or(bits: Sequence[Value]) -> list[Value]:
+    """Inclusive prefix ORs of ``bits`` (bit ``i``: any of ``bits[: i + 1]``) in a Sklansky
+    tree: ``log2(n)`` OR levels and ``n log2(n) / 2`` gates, where one OR per bit over all the
+    bits below it costs ``n^2 / 2`` (a 64-port round-robin arbiter's whole area)."""
+    out = list(bits)
+    span = 1
+    while span < len(out):
+        for i in range(len(out)):
+            if i & span:  # upper half of its block of 2 * span: OR in the lower half's last
+                out[i] = out[i] | out[(i & ~(2 * span - 1)) + span - 1]
+        span *= 2
+    return out
+
+
+def _below(prefix: list[Value], i: int) -> Value:
+    """Any of the bits under bit ``i``, from their inclusive prefix ORs."""
+    return prefix[i - 1] if i else Const(0, 1)
+
+
 def lowest_one(m: Module, value, name: str = "lowest") -> Signal:
     """The lowest set bit of ``value`` alone (zero if none).
 
@@ -41,7 +60,8 @@ def lowest_one(m: Module, value, name: str = "lowest") -> Signal:
     request), which a carry chain would keep.
     """
     value = _signal(m, value, f"{name}_in")
-    return _signal(m, Cat(*(value[i] & ~value[:i].any() for i in range(len(value)))), name)
+    below = _prefix_or([value[i] for i in range(len(value))])
+    return _signal(m, Cat(*(value[i] & ~_below(below, i) for i in range(len(value)))), name)
 
 
 def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
@@ -53,21 +73,24 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     """
     request = _signal(m, request, f"{name}_request")
     mask = _signal(m, mask, f"{name}_mask")
-    # one flat AND per requester of "no requester ahead of it" (two priority encoders and a
-    # mux, the same function, map to more LUT levels). The mask only rises with the index, so
-    # a lower requester j is ahead of i unless j is unmasked and i masked, and a higher one
-    # only if it is masked and i is not
-    grants = []
-    for i in range(len(request)):
-        ahead = [request[j] & (mask[j] | ~mask[i]) for j in range(i)]
-        ahead += [request[j] & mask[j] & ~mask[i] for j in range(i + 1, len(request))]
-        grants.append(request[i] & ~Cat(*ahead).any() if ahead else request[i])
+    # the lowest set bit of the doubled vector (masked requests, then all requests), as two
+    # prefix-OR trees: log depth and n log n gates per arbiter, where a flat AND per requester
+    # of "no requester ahead of it" is n^2 (the cube of the ports per allocator)
+    n = len(request)
+    masked = [request[i] & mask[i] for i in range(n)]
+    masked_below = _prefix_or(masked)
+    request_below = _prefix_or([request[i] for i in range(n)])
+    wrap = ~masked_below[-1]  # no requester under the mask
+    grants = [
+        (masked[i] & ~_below(masked_below, i)) | (request[i] & wrap & ~_below(request_below, i))
+        for i in range(n)
+    ]
     return _signal(m, Cat(*grants), name)
 
 
 def after(one_hot: Value) -> Value:
     """The thermometer mask of the pointer just after a one-hot grant (zero after the last)."""
-    return Cat(Const(0, 1), *(one_hot[: i + 1].any() for i in range(len(one_hot) - 1)))
+    return Cat(Const(0, 1), *_prefix_or([one_hot[i] for i in range(len(one_hot) - 1)]))
 
 
 def one_hot_index(one_hot: Value, width: int) -> Value:

@@ -4,7 +4,7 @@ split switch allocation of ``stages: 4`` on a hand-built case.
 
 ``round_robin`` picks the first requester at or after the pointer, cyclically, with the pointer
 given as a thermometer mask (the bits at and above it set; zero means pointer 0): every request
-vector and every pointer of widths 1 to 5 is checked against that definition.
+vector and every pointer of widths 1 to 9 is checked against that definition.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-from zfabric.hdl.router.allocator import Allocator, lowest_one, round_robin
+from zfabric.hdl.router.allocator import Allocator, after, lowest_one, round_robin
 
 
 def _cyclic_first(request: int, pointer: int, width: int) -> int:
@@ -23,12 +23,14 @@ def _cyclic_first(request: int, pointer: int, width: int) -> int:
     return 0
 
 
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("width", range(1, 10))
 def test_round_robin_and_lowest_one_exhaustive(width):
     m = Module()
     request, mask = Signal(width), Signal(width)
     rr = round_robin(m, request, mask)
     low = lowest_one(m, request)
+    following = Signal(width)
+    m.d.comb += following.eq(after(request))
     # every thermometer mask: pointer p sets bits p..width-1; the zero mask is pointer 0 too
     masks = [(((1 << width) - 1) >> p) << p for p in range(width)] + [0]
     mismatches = []
@@ -42,6 +44,11 @@ def test_round_robin_and_lowest_one_exhaustive(width):
                 expected = _cyclic_first(value, pointer, width)
                 if ctx.get(rr) != expected or ctx.get(low) != _cyclic_first(value, 0, width):
                     mismatches.append((value, pointer_mask, ctx.get(rr), expected))
+            # a one-hot grant at bit i: the pointer after it is i + 1, bits above i set
+            for bit in range(width):
+                ctx.set(request, 1 << bit)
+                if ctx.get(following) != ((1 << width) - 1) >> (bit + 1) << (bit + 1):
+                    mismatches.append(("after", bit, ctx.get(following)))
 
     sim = Simulator(m)
     sim.add_testbench(bench)

@@ -163,6 +163,7 @@ class Switch(wiring.Component):
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages >= 3,
                     split=self._router.stages == 4,
+                    one_port=self._routes.one_port,
                 ),
             )
         return self._parts

@@ -151,6 +151,11 @@ class Allocator(wiring.Component):
         the pick it staged last cycle crossed now (that VC must then have a second flit
         (``more``), a second credit and no tail at its front), and registers it (``pick``, the
         crossbar's select); the output ports grant among the staged picks the next cycle.
+    one_port : bool
+        Every head's candidates lie in one output port (the routing's ``one_port``): both
+        selection rules then pick its lowest usable VC, and the output arbiters take the port
+        from the candidates before the free and credit bits narrow them (the same grants, a
+        shorter path).
 
     Members
     -------
@@ -194,15 +199,18 @@ class Allocator(wiring.Component):
         iterations: int = 1,
         pipelined: bool = False,
         split: bool = False,
+        one_port: bool = False,
     ):
         if selection not in ("first-free", "round-robin"):
             raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")
         if iterations not in (1, 2):
             raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
-        self._selection = selection
+        # with one port per decision both rules pick alike: no selection pointer to keep
+        self._selection = "first-free" if one_port else selection
         self._iterations = iterations
         self._pipelined = bool(pipelined)
         self._split = bool(split)
+        self._one_port = bool(one_port)
         if self._split and (not self._pipelined or iterations != 1):
             raise ValueError("split switch allocation needs pipelined VC allocation, 1 iteration")
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
@@ -253,7 +261,9 @@ class Allocator(wiring.Component):
         for p, o in self._turns:
             reachable[p] |= ((1 << self._out_vcs[o]) - 1) << self._base[o]
 
-        requesters = []  # per input port: (requesting VCs, per VC the output VC it wants)
+        # per input port: (requesting VCs, per VC the output VC it wants, per VC the output
+        # port it wants: the output arbiters read the port alone)
+        requesters = []
         vc_requesters = []  # the same for VC allocation (``pipelined`` only)
         targets = []  # per input VC: (port, vc, held, wanted by a head)
         selects = []  # per input port: its selection pointer (round-robin selection only)
@@ -267,19 +277,40 @@ class Allocator(wiring.Component):
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
                 select_mask = _signal(m, self._per_port(select), f"select_mask_{port}")
             selects.append(select)
-            requests, wanted, vc_requests, chosens = [], [], [], []
+            requests, wanted, ports, vc_requests, chosens, cand_ports = [], [], [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
                 # ``(held & ready).any()``, registered (see ``spare``)
                 held_ready = Signal(name=f"held_ready_{port}_{vc}")
-                candidates = self.cand[port][vc] & usable & reachable[port]
+                routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
+                candidates = _signal(m, routed & usable, f"candidates_{port}_{vc}")
                 name = f"chosen_{port}_{vc}"
-                if select is None:
-                    chosen = lowest_one(m, candidates, name)
+                if self._one_port:
+                    # the candidates lie in one port: its lowest usable VC is what either
+                    # selection rule picks, and the port is known before ``usable`` is
+                    chosen = _signal(
+                        m,
+                        Cat(
+                            *(
+                                lowest_one(m, candidates[b : b + n], f"{name}_{o}")
+                                for o, (b, n) in enumerate(
+                                    zip(self._base, self._out_vcs, strict=True)
+                                )
+                            )
+                        ),
+                        name,
+                    )
+                    cand_port = self._ports_of(routed)
                 else:
-                    chosen = round_robin(m, candidates, select_mask, name)
+                    if select is None:
+                        chosen = lowest_one(m, candidates, name)
+                    else:
+                        chosen = round_robin(m, candidates, select_mask, name)
+                    cand_port = self._ports_of(chosen)
                 chosens.append(chosen)
-                wants_vc = self.head[port][vc] & chosen.any()
+                cand_ports.append(cand_port)
+                held_port = self._ports_of(held)
+                wants_vc = self.head[port][vc] & candidates.any()
                 if self._split:
                     # two credits or more on the held output VC, registered like held_ready
                     held_two = Signal(name=f"held_two_{port}_{vc}")
@@ -290,20 +321,25 @@ class Allocator(wiring.Component):
                     )
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
                     wanted.append(held)
+                    ports.append(held_port)
                 elif self._pipelined:
                     requests.append(self.valid[port][vc] & held_ready)
                     vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
                     wanted.append(held)
+                    ports.append(held_port)
                 else:
                     requests.append(self.valid[port][vc] & Mux(held.any(), held_ready, wants_vc))
                     wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
+                    ports.append(
+                        _signal(m, Mux(held.any(), held_port, cand_port), f"want_port_{port}_{vc}")
+                    )
                 targets.append(
                     (port, vc, held, held_ready, wanted[-1] if not self._pipelined else chosen)
                 )
-            requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted))
+            requesters.append((_signal(m, Cat(*requests), f"requests_{port}"), wanted, ports))
             if self._pipelined:
                 vc_requesters.append(
-                    (_signal(m, Cat(*vc_requests), f"va_requests_{port}"), chosens)
+                    (_signal(m, Cat(*vc_requests), f"va_requests_{port}"), chosens, cand_ports)
                 )
 
         if self._split:
@@ -380,18 +416,24 @@ class Allocator(wiring.Component):
         :meth:`_separable` does, ``pick`` being the staged pick."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         targets = []  # per input port: the output VC its staged pick wants, one-hot
-        for port, ((requests, wanted), staged) in enumerate(zip(requesters, stageds, strict=True)):
+        target_ports = []  # per input port: the output port its staged pick wants, one-hot
+        for port, ((requests, wanted, ports), staged) in enumerate(
+            zip(requesters, stageds, strict=True)
+        ):
             n = len(wanted)
             pointer = Signal(n, name=f"in_pointer_{port}", init=(1 << n) - 1)
             pick = round_robin(m, requests, pointer, f"in_rr_{port}")
-            target = 0
+            target, target_port = 0, 0
             for vc in range(n):
                 target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
+                target_port = target_port | (ports[vc] & pick[vc].replicate(n_ports))
             staged_target = Signal(n_ovc, name=f"staged_target_{port}")
-            m.d.sync += [staged.eq(pick), staged_target.eq(target)]
+            staged_port = Signal(n_ports, name=f"staged_port_{port}")
+            m.d.sync += [staged.eq(pick), staged_target.eq(target), staged_port.eq(target_port)]
             with m.If(requests.any()):
                 m.d.sync += pointer.eq(after(pick))
             targets.append(staged_target)
+            target_ports.append(staged_port)
         granted = [Const(0, 1)] * n_ports
         grants, out_vcs = {}, [0] * n_ports
         for out in range(n_ports):
@@ -400,7 +442,7 @@ class Allocator(wiring.Component):
                 continue
             base, n_vcs = self._base[out], self._out_vcs[out]
             pointer = Signal(len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1)
-            wants = Cat(*(targets[p][base : base + n_vcs].any() for p in inputs))
+            wants = Cat(*(target_ports[p][out] for p in inputs))
             grant = round_robin(m, wants, pointer, f"out_rr_{out}")
             with m.If(wants.any()):
                 m.d.sync += pointer.eq(after(grant))
@@ -418,13 +460,19 @@ class Allocator(wiring.Component):
         ]
         return pops, stageds, grants, out_vcs
 
+    def _ports_of(self, out_vcs: Value) -> Value:
+        """The output ports (one bit each) that have a bit of ``out_vcs`` among their VCs."""
+        spans = zip(self._base, self._out_vcs, strict=True)
+        return Cat(*(out_vcs[b : b + n].any() for b, n in spans))
+
     def _per_port(self, bits) -> Value:
         """An output-port vector spread over each port's output VCs."""
         return Cat(*(bits[o].replicate(n) for o, n in enumerate(self._out_vcs)))
 
     def _separable(self, m: Module, requesters: list, prefix: str) -> tuple:
         """Input-first separable allocation of ``requesters`` (per input port: the requesting
-        VCs and, per VC, the one-hot output VC it wants) on round-robin pointers of its own,
+        VCs and, per VC, the one-hot output VC and output port it wants) on round-robin
+        pointers of its own,
         named with ``prefix``: input pointers over VCs, output pointers over input ports, each
         moved past its grant at the end of the cycle. Returns, per input port, the granted VC
         (``pop``) and the picked one (``pick``), and per output port the granted input and
@@ -447,28 +495,31 @@ class Allocator(wiring.Component):
         grants = [0] * n_ports  # per output port: one-hot over all input ports
         out_vcs = [0] * n_ports  # per output port: the granted flit's output VC, one-hot
         for it in range(self._iterations):
-            taken = self._per_port(Cat(*matched_out))
+            taken = Cat(*matched_out)
             picked = []  # per input port: the picked VC's output VC, one-hot
-            for port, (requests, wanted) in enumerate(requesters):
+            picked_ports = []  # per input port: the picked VC's output port, one-hot
+            for port, (requests, wanted, ports) in enumerate(requesters):
                 open_requests = requests
                 if it:
                     open_requests = Cat(
-                        *(requests[vc] & ~(wanted[vc] & taken).any() for vc in range(len(wanted)))
+                        *(requests[vc] & ~(ports[vc] & taken).any() for vc in range(len(wanted)))
                     ) & ~matched_in[port].replicate(len(wanted))
                 pick = Signal(len(wanted), name=f"{prefix}pick_{port}_{it}")
                 m.d.comb += pick.eq(
                     round_robin(m, open_requests, in_pointers[port], f"{prefix}in_rr_{port}_{it}")
                 )
-                target = 0
+                target, target_port = 0, 0
                 for vc in range(len(wanted)):
                     target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
+                    target_port = target_port | (ports[vc] & pick[vc].replicate(n_ports))
                 picked.append(_signal(m, target, f"{prefix}picked_{port}_{it}"))
+                picked_ports.append(_signal(m, target_port, f"{prefix}picked_port_{port}_{it}"))
                 picks[port].append(pick)
             granted = [Const(0, 1)] * n_ports
             for out, pointer in out_pointers.items():
                 base, n_vcs = self._base[out], self._out_vcs[out]
                 inputs = [p for p in range(n_ports) if (p, out) in self._turns]
-                wants = Cat(*(picked[p][base : base + n_vcs].any() for p in inputs))
+                wants = Cat(*(picked_ports[p][out] for p in inputs))
                 grant = Signal(len(inputs), name=f"{prefix}grant_{out}_{it}")
                 m.d.comb += grant.eq(round_robin(m, wants, pointer, f"{prefix}out_rr_{out}_{it}"))
                 for i, port in enumerate(inputs):

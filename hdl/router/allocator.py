@@ -33,16 +33,21 @@ def _signal(m: Module, value, name: str) -> Signal:
     return signal
 
 
-def _prefix_or(bits: Sequence[Value]) -> list[Value]:
+def _prefix_or(m: Module, bits: Sequence[Value], name: str) -> list[Value]:
     """Inclusive prefix ORs of ``bits`` (bit ``i``: any of ``bits[: i + 1]``) in a Sklansky
     tree: ``log2(n)`` OR levels and ``n log2(n) / 2`` gates, where one OR per bit over all the
-    bits below it costs ``n^2 / 2`` (a 64-port round-robin arbiter's whole area)."""
+    bits below it costs ``n^2 / 2`` (a 64-port round-robin arbiter's whole area). Each level is
+    a signal: an expression is emitted again wherever it is used, which would undo the
+    sharing."""
     out = list(bits)
     span = 1
     while span < len(out):
+        level = {}
         for i in range(len(out)):
             if i & span:  # upper half of its block of 2 * span: OR in the lower half's last
-                out[i] = out[i] | out[(i & ~(2 * span - 1)) + span - 1]
+                level[i] = out[i] | out[(i & ~(2 * span - 1)) + span - 1]
+        for i, value in level.items():
+            out[i] = _signal(m, value, f"{name}_{span}_{i}")
         span *= 2
     return out
 
@@ -60,7 +65,7 @@ def lowest_one(m: Module, value, name: str = "lowest") -> Signal:
     request), which a carry chain would keep.
     """
     value = _signal(m, value, f"{name}_in")
-    below = _prefix_or([value[i] for i in range(len(value))])
+    below = _prefix_or(m, [value[i] for i in range(len(value))], f"{name}_below")
     return _signal(m, Cat(*(value[i] & ~_below(below, i) for i in range(len(value)))), name)
 
 
@@ -77,9 +82,9 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     # prefix-OR trees: log depth and n log n gates per arbiter, where a flat AND per requester
     # of "no requester ahead of it" is n^2 (the cube of the ports per allocator)
     n = len(request)
-    masked = [request[i] & mask[i] for i in range(n)]
-    masked_below = _prefix_or(masked)
-    request_below = _prefix_or([request[i] for i in range(n)])
+    masked = _signal(m, request & mask, f"{name}_masked")
+    masked_below = _prefix_or(m, [masked[i] for i in range(n)], f"{name}_masked_below")
+    request_below = _prefix_or(m, [request[i] for i in range(n)], f"{name}_below")
     wrap = ~masked_below[-1]  # no requester under the mask
     grants = [
         (masked[i] & ~_below(masked_below, i)) | (request[i] & wrap & ~_below(request_below, i))
@@ -90,7 +95,7 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
 
 def after(one_hot: Value) -> Value:
     """The thermometer mask of the pointer just after a one-hot grant (zero after the last)."""
-    return Cat(Const(0, 1), *_prefix_or([one_hot[i] for i in range(len(one_hot) - 1)]))
+    return Cat(Const(0, 1), *(one_hot[: i + 1].any() for i in range(len(one_hot) - 1)))
 
 
 def one_hot_index(one_hot: Value, width: int) -> Value:

@@ -4,7 +4,8 @@ split switch allocation of ``stages: 4`` on a hand-built case.
 
 ``round_robin`` picks the first requester at or after the pointer, cyclically, with the pointer
 given as a thermometer mask (the bits at and above it set; zero means pointer 0): every request
-vector and every pointer of widths 1 to 9 is checked against that definition.
+vector and every pointer of widths 1 to 9 is checked against that definition, and ``after``
+(the pointer past a one-hot grant) for every grant.
 """
 
 from __future__ import annotations

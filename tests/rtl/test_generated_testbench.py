@@ -163,7 +163,7 @@ def test_a_submodule_kept_out_of_its_kind_runs_the_same(icarus, plan_of, tmp_pat
     whole and split."""
     import zfabric.hdl.verilog as verilog
 
-    monkeypatch.setattr(verilog, "FLATTEN_CELLS", 500)  # its allocator: 861
+    monkeypatch.setattr(verilog, "FLATTEN_CELLS", 500)  # its allocator: 915
     plan = plan_of("torus-4x4")
     emission = write(plan, tmp_path)
     kind = "torus_4x4_sw_p5_v2"

@@ -1,0 +1,239 @@
+"""The Znode thesis's studies (reference/znode.md §5.2) on the reference model, with plots.
+
+Each study is a ``zfabric study`` grid built here from the optimiser's picks (so the fabrics are
+the ones ``zfabric optimise`` names, never copied by hand), written as ``DIR/NAME/study.yaml``
+and run by the same engine and output rules as ``zfabric study -o DIR/NAME`` (its per-point
+cache makes a rerun resume). The script then prints one row per curve (zero-load latency, the
+mean latency at the study's reference load, the knee and the peak accepted throughput) and
+says which of the thesis's stated outcomes the run reproduces. The thesis's plotted values are
+lost; its outcomes are qualitative and measured on bit-serial 1 Gbit/s links with VCT
+switching, where ours are flit-level wormhole switches (4-flit packets, 4-flit buffers), so a
+claim that rests on header bits on the wire cannot show here (see E5).
+
+- ``e1``: 512 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1),
+  the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform
+  traffic. Claims: level 2 has the lowest delay and the highest throughput; the optimum beats
+  the 8-ary 3-tree at every load.
+- ``e6``: forward, backward and full connectivity for 512 processors in 3 levels (the
+  optimiser's pick of each); transpose traffic (the thesis's E6 pattern; its 1024-processor
+  backward Znode has 17,440 switches, beyond the model's speed). Claim: backward (the thesis's
+  "negative") has lower delay than forward.
+- ``e7``: super node scaling, the 64-processor level-2 optimum replicated m = 1, 2, 4, 8 times
+  (64 to 512 processors; the thesis replicates its 512-processor optimum to 4096). Claims:
+  against m = 1 the delay rises only slightly; it peaks at m = 2, then falls and settles at
+  m = 4 and 8 (more side links); the throughput grows steadily with m (read here as the
+  whole fabric's: peak x processors).
+- ``e9``: layers l = 1, 2, 4 of the 4-level optimum for 256 processors (the thesis stacks
+  z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
+  and higher throughput.
+
+    .venv/bin/python bench/znode_studies.py [e1 e6 e7 e9] [-o build/znode-studies]
+        [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zfabric.cli import main as zfabric_main
+from zfabric.cli.common import OutputFolder
+from zfabric.cli.optimise import spec_for
+from zfabric.optimise import optimise_level
+
+RATES = [round(0.1 * i, 1) for i in range(1, 10)]
+#: the load (flits/cycle/endpoint) each study's delay claims are read at
+REFERENCE_LOAD = 0.3
+
+
+def _pick(processors: int, levels: int, connectivity: str = "forward") -> dict[str, Any]:
+    result = optimise_level(processors, levels, connectivity=connectivity)
+    if result is None:
+        raise SystemExit(f"no {connectivity} Znode of {levels} levels for {processors} processors")
+    return spec_for(result.pick, 64, connectivity)
+
+
+def _named(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"spec": {**spec, "name": name, "buffer_depth": 4}}
+
+
+def e1() -> dict[str, Any]:
+    specs = [_named(_pick(512, n), f"oZ{n}") for n in range(2, 7)]
+    specs.append(
+        _named({"topology": {"kind": "znode", "z": [8, 64], "R": [1, 8]}}, "oZ2-thesis-8x64")
+    )
+    specs.append(_named({"topology": {"kind": "kary_ntree", "k": 8, "n": 3}}, "8-ary-3-tree"))
+    return {"name": "e1-optimum-level", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+def e6() -> dict[str, Any]:
+    specs = [_named(_pick(512, 3, c), c) for c in ("forward", "backward", "full")]
+    return {"name": "e6-connectivity", "specs": specs, "traffic": {"patterns": ["transpose"]}}
+
+
+def e7() -> dict[str, Any]:
+    base = _pick(64, 2)["topology"]
+    specs = [_named({"topology": {**base, "znodes": m}}, f"m{m}") for m in (1, 2, 4, 8)]
+    return {"name": "e7-super-node", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+def e9() -> dict[str, Any]:
+    base = _pick(256, 4)["topology"]
+    specs = [_named({"topology": {**base, "layers": n}}, f"l{n}") for n in (1, 2, 4)]
+    return {"name": "e9-layers", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per spec: zero-load latency, mean latency at :data:`REFERENCE_LOAD`, knee, peak, and
+    the pattern's channel-load bound with the channel that sets it."""
+    by_spec: dict[str, list[dict[str, Any]]] = {}
+    for row in records:
+        if row["status"] == "ok":
+            by_spec.setdefault(row["spec"], []).append(row)
+    summary = {}
+    for spec, rows in by_spec.items():
+        rows.sort(key=lambda r: r["rate"])
+        first = min((r["rate"] for r in rows if r["saturated"]), default=float("inf"))
+        stable = [r["rate"] for r in rows if not r["saturated"] and r["rate"] < first]
+        at = [r["latency_mean"] for r in rows if abs(r["rate"] - REFERENCE_LOAD) < 1e-9]
+        summary[spec] = {
+            "zero_load": rows[0]["limits_zero_load_latency"],
+            "latency": statistics.median(at) if at else None,
+            "knee": max(stable, default=None),
+            "peak": max(r["accepted"] for r in rows),
+            "bound": rows[0]["limits_bound"],
+            "limited_by": rows[0]["limits_limited_by"],
+        }
+    return summary
+
+
+def _verdict(ok: bool) -> str:
+    return "reproduced" if ok else "NOT reproduced"
+
+
+def claims_e1(s: dict[str, dict[str, Any]]) -> list[str]:
+    levels = [f"oZ{n}" for n in range(2, 7)]
+    best = min(levels, key=lambda name: s[name]["latency"])
+    top = max(levels, key=lambda name: s[name]["knee"] or 0)
+    return [
+        f"level 2 lowest delay at {REFERENCE_LOAD} (lowest: {best}): {_verdict(best == 'oZ2')}",
+        f"level 2 highest throughput (highest knee: {top}): "
+        + _verdict(s["oZ2"]["knee"] == s[top]["knee"]),
+        "the optimum (oZ2) beats the 8-ary 3-tree in delay: "
+        + _verdict(s["oZ2"]["latency"] < s["8-ary-3-tree"]["latency"]),
+    ]
+
+
+def claims_e6(s: dict[str, dict[str, Any]]) -> list[str]:
+    return [
+        "backward has lower delay than forward at "
+        f"{REFERENCE_LOAD}: {_verdict(s['backward']['latency'] < s['forward']['latency'])}"
+    ]
+
+
+def claims_e7(s: dict[str, dict[str, Any]]) -> list[str]:
+    names = ["m1", "m2", "m4", "m8"]
+    delays = [s[n]["latency"] for n in names]
+    totals = [s[n]["peak"] * 64 * m for n, m in zip(names, (1, 2, 4, 8), strict=True)]
+    shown = ", ".join(f"{d:.2f}" for d in delays)
+    return [
+        f"delay at {REFERENCE_LOAD} rises only slightly over m = 1 ({shown}; at most"
+        f" {max(delays) / delays[0]:.2f}x): {_verdict(max(delays) < 1.25 * delays[0])}",
+        "delay peaks at m = 2, then falls: "
+        + _verdict(delays[1] == max(delays[1:]) and delays[2] < delays[1]),
+        "the whole fabric's throughput grows with m (peak x processors "
+        + ", ".join(f"{t:.0f}" for t in totals)
+        + f" flits/cycle): {_verdict(totals == sorted(totals) and totals[-1] > totals[0])}",
+    ]
+
+
+def claims_e9(s: dict[str, dict[str, Any]]) -> list[str]:
+    names = ["l1", "l2", "l4"]
+    latencies = [s[n]["latency"] for n in names]
+    knees = [s[n]["knee"] or 0 for n in names]
+    return [
+        f"delay falls with layers ({', '.join(f'{v:.2f}' for v in latencies)}): "
+        + _verdict(latencies == sorted(latencies, reverse=True) and latencies[-1] < latencies[0]),
+        f"throughput rises with layers (knees {', '.join(f'{v:.2f}' for v in knees)}): "
+        + _verdict(knees == sorted(knees) and knees[-1] > knees[0]),
+    ]
+
+
+STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
+    "e1": (e1, claims_e1),
+    "e6": (e6, claims_e6),
+    "e7": (e7, claims_e7),
+    "e9": (e9, claims_e9),
+}
+
+
+def run(name: str, args: argparse.Namespace) -> None:
+    build, claims = STUDIES[name]
+    study = build()
+    study["traffic"] |= {
+        "rates": RATES,
+        "refine": 0.02,
+        "seeds": args.seeds,
+        "warmup": args.warmup,
+        "cycles": args.cycles,
+    }
+    study["plot"] = f"{study['name']}.png"
+    folder = OutputFolder(Path(args.output) / study["name"], "-o", exclusive=False)
+    folder.check(["study.yaml"])
+    with folder.staging() as staging:
+        plain = json.loads(json.dumps(study))  # no YAML anchors for the lists specs share
+        (staging / "study.yaml").write_text(yaml.safe_dump(plain, sort_keys=False, width=100))
+        folder.commit(staging)
+    status = zfabric_main(
+        ["study", str(folder.path / "study.yaml"), "-o", str(folder.path), "--workers",
+         str(args.workers)]
+    )  # fmt: skip
+    if status:
+        raise SystemExit(status)
+    rows = [json.loads(line) for line in (folder.path / "table.jsonl").read_text().splitlines()]
+    summary = _summary(rows)
+    print(f"\n# {study['name']}: {', '.join(study['traffic']['patterns'])} traffic, 4-flit"
+          f" packets, 4-flit buffers, warm-up {args.warmup}, window {args.cycles} cycles,"
+          f" seeds {args.seeds}; knee: the model's verdict, bisected to 0.02;"
+          f" plot {folder.path / study['plot']}")  # fmt: skip
+    print(
+        f"{'spec':<18} {'zero-load':>9} {f'lat@{REFERENCE_LOAD}':>9} {'knee':>6} {'peak':>6}"
+        f" {'bound':>6}  limited by"
+    )
+    for spec, row in summary.items():
+        latency = "-" if row["latency"] is None else f"{row['latency']:.2f}"
+        knee = "-" if row["knee"] is None else f"{row['knee']:.2f}"
+        print(
+            f"{spec:<18} {row['zero_load']:>9.2f} {latency:>9} {knee:>6} {row['peak']:>6.3f}"
+            f" {row['bound']:>6.3f}  {row['limited_by']}"
+        )
+    for line in claims(summary):
+        print(f"claim: {line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("studies", nargs="*", metavar="STUDY", help=f"any of {', '.join(STUDIES)}")
+    parser.add_argument("-o", "--output", default="build/znode-studies")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cycles", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    args = parser.parse_args()
+    unknown = [name for name in args.studies if name not in STUDIES]
+    if unknown:
+        parser.error(f"unknown study {unknown[0]!r}: choose from {', '.join(STUDIES)}")
+    for name in args.studies or STUDIES:
+        run(name, args)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

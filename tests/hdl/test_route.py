@@ -91,13 +91,10 @@ DESTINATION = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name, arithmetic",
-    DESTINATION,
-    ids=lambda v: v if isinstance(v, str) else ("arithmetic" if v else "table"),
-)
-def test_destination_route_units_agree_with_the_routing_function(example, name, arithmetic):
-    plan = small_plan(example, name)
+def check_every_destination(plan, *, arithmetic: bool, ordered: bool = True) -> None:
+    """Every (switch, input port, input VC, destination) against the routing function:
+    candidates in priority order, or (``ordered=False``, the adaptive routings under
+    round-robin selection) as a set, each candidate once."""
     view = PlanView(plan)
     routing = make_routing(view)
     destinations = list(range(len(plan.endpoints)))
@@ -109,19 +106,79 @@ def test_destination_route_units_agree_with_the_routing_function(example, name, 
         for (p, v), heads in queries.items():
             for head in heads:
                 candidates, next_head = expected(routing, switch, p, v, head)
+                if not ordered:
+                    assert len(set(candidates)) == len(candidates), (switch, p, v, head)
+                    candidates = sorted(candidates)  # (port, VC): the flat order
                 got_candidates, got_next = answers[p, v, head]
                 assert got_candidates == candidates, (switch, p, v, head)
                 if candidates:
                     assert got_next == next_head, (switch, p, v, head)
                 checked += 1
-    assert RouteRows(plan, arithmetic=arithmetic).kind == (
-        plan.routing.name if arithmetic else "table"
-    )
     assert checked == sum(
         len(destinations) * n
         for s in range(len(plan.switches))
         for n in SwitchPorts.from_plan(view, s).vcs
     )
+
+
+@pytest.mark.parametrize(
+    "name, arithmetic",
+    DESTINATION,
+    ids=lambda v: v if isinstance(v, str) else ("arithmetic" if v else "table"),
+)
+def test_destination_route_units_agree_with_the_routing_function(example, name, arithmetic):
+    plan = small_plan(example, name)
+    check_every_destination(plan, arithmetic=arithmetic)
+    assert RouteRows(plan, arithmetic=arithmetic).kind == (
+        plan.routing.name if arithmetic else "table"
+    )
+
+
+#: issue 16's routings: (fabric, routing, route unit kind); ``duato`` arithmetic or by table
+NDT_333 = {"name": "ndt-3x3x3", "topology": {"kind": "ndt", "k": [3, 3, 3]}}
+ISSUE_16 = [
+    ("ndt-2x2x2", "tsdor", "table"),
+    pytest.param(NDT_333, "tsdor", "table", marks=pytest.mark.slow, id="ndt-3x3x3-tsdor-table"),
+    ("torus-4x4", "duato", "duato"),
+    ("torus-4x4", "duato", "table"),
+    ("mesh-4x4", "duato", "duato"),
+    ("torus-3x5", {"name": "duato", "tie": "plus", "adaptive_vcs": 1}, "duato"),
+    ("ndt-2x2x2", "dort_adaptive", "table"),
+    ("ndt-2x2x2", {"name": "dort_adaptive", "selection": "no_internal"}, "table"),
+    ("ndt-3x2x3", {"name": "dort_adaptive", "selection": "round_robin"}, "table"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, routing, kind",
+    ISSUE_16,
+    ids=lambda v: v if isinstance(v, str) else v.get("selection") or v.get("tie"),
+)
+def test_adaptive_and_tsdor_route_units_agree_with_the_routing_function(
+    example, name, routing, kind
+):
+    """tsdor (one candidate, by traffic class) in priority order; duato and dort_adaptive
+    (the default round-robin selection) as candidate sets."""
+    if isinstance(name, dict):
+        plan = compile_plan(load_spec({**name, "routing": routing}))
+    else:
+        plan = plan_with_routing(example, name, routing)
+    assert plan.router.selection == "round-robin"
+    assert RouteRows(plan, arithmetic=kind != "table").kind == kind
+    check_every_destination(
+        plan, arithmetic=kind != "table", ordered=plan.routing.name == "tsdor"
+    )
+
+
+@pytest.mark.parametrize("name, routing", [("torus-4x4", "duato"), ("ndt-2x2x2", "dort_adaptive")])
+def test_adaptive_route_units_refuse_first_free_selection(example, name, routing):
+    """A mask cannot order the escape hop after higher VCs of its own port."""
+    data = yaml.safe_load(example(name).read_text())
+    data["routing"] = routing
+    data["router"] = {"selection": "first-free"}
+    plan = compile_plan(load_spec(data))
+    with pytest.raises(ValueError, match=r"router.selection 'round-robin', not 'first-free'"):
+        RouteRows(plan)
 
 
 def head_value(head) -> int:

@@ -331,12 +331,12 @@ def test_tsdor_routes():
 # ---- commands that need RTL ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("routing", ["duato", "dort_adaptive", "tsdor"])
-@pytest.mark.parametrize("command", ["verilog", "cosim", "synth", "run", "prove", "board"])
-def test_rtl_commands_refuse_routings_without_a_route_unit(tmp_path, capsys, routing, command):
-    kind = "torus, k: [4, 4]" if routing == "duato" else "ndt, k: [2, 2, 2]"
+RTL_COMMANDS = ["verilog", "cosim", "synth", "run", "prove", "board"]
+
+
+def rtl_command(tmp_path, command: str, spec_text: str) -> tuple[int, list[str]]:
     spec = tmp_path / "a.yaml"
-    spec.write_text(f"topology: {{kind: {kind}}}\nrouting: {routing}\n")
+    spec.write_text(spec_text)
     out = ["-o", str(tmp_path / "out")]
     args = {
         "verilog": [str(spec), *out],
@@ -346,11 +346,33 @@ def test_rtl_commands_refuse_routings_without_a_route_unit(tmp_path, capsys, rou
         "prove": [str(spec), *out],
         "board": ["build", "ulx3s-85f", str(spec), *out],
     }[command]
-    assert main([command, *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [
-        f"zfabric: error: routing: {routing!r} has no RTL route unit yet: zfabric {command}"
+    return main([command, *args])
+
+
+@pytest.mark.parametrize("command", RTL_COMMANDS)
+def test_rtl_commands_refuse_routings_without_a_route_unit(tmp_path, capsys, monkeypatch, command):
+    """Every routing has a route unit today; one that had none would be refused before work."""
+    monkeypatch.setattr(ROUTINGS["tsdor"], "has_route_unit", False)
+    status = rtl_command(tmp_path, command, "topology: {kind: ndt, k: [2, 2, 2]}\nrouting: tsdor\n")
+    assert status == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"zfabric: error: routing: 'tsdor' has no RTL route unit yet: zfabric {command}"
         " cannot build it (check and simulate can)"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("routing", ["duato", "dort_adaptive"])
+@pytest.mark.parametrize("command", RTL_COMMANDS)
+def test_rtl_commands_refuse_adaptive_routings_under_first_free(tmp_path, capsys, routing, command):
+    """A route unit's mask is the candidate set: round-robin selection picks from it as the
+    model does, first-free would need the priority order (escape hop last)."""
+    kind = "torus, k: [4, 4]" if routing == "duato" else "ndt, k: [2, 2, 2]"
+    text = f"topology: {{kind: {kind}}}\nrouting: {routing}\nrouter: {{selection: first-free}}\n"
+    assert rtl_command(tmp_path, command, text) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"zfabric: error: router.selection: 'first-free' with the adaptive routing {routing!r}:"
+        f" zfabric {command} builds it with 'round-robin' only (check and simulate can)"
     ]
     assert not (tmp_path / "out").exists()
 

@@ -56,7 +56,6 @@ class DORTAdaptive(DORT):
 
     one_port = False
     adaptive = True
-    has_route_unit = False
     uses_input_port = True
     uses_input_vc = True
 

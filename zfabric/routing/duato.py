@@ -51,7 +51,6 @@ class Duato(DOR):
 
     one_port = False
     adaptive = True
-    has_route_unit = False
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:

@@ -36,7 +36,6 @@ class TSDOR(RoutingFunction):
     """Class 0 (PE0 sources) ascending, class 1 (PE1 sources) descending dimension order."""
 
     one_port = True
-    has_route_unit = False
     uses_input_port = True
     uses_input_vc = True
 

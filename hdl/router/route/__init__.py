@@ -2,9 +2,13 @@
 
 A route unit looks at the routing head of the flit at the front of one input VC and gives the
 candidate output VCs (a mask over the switch's flat output-VC numbering, see
-:class:`SwitchPorts`) and the head the next switch sees. The allocator takes the lowest usable
-bit of the mask, so a routing decision ``Decision(hops=(Hop(port, vcs), ...))`` must list its
-candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` checks it.
+:class:`SwitchPorts`) and the head the next switch sees. With first-free selection the
+allocator takes the lowest usable bit of the mask, so a routing decision
+``Decision(hops=(Hop(port, vcs), ...))`` must list its candidates in ascending (port, vc) order
+to be a mask; :func:`candidate_mask` checks it. Round-robin selection picks by output port
+whatever the order, so there the mask is the candidate set: the adaptive routings (``duato``,
+``dort_adaptive``), whose escape hop comes last, need it (:class:`RouteRows` refuses them under
+first-free selection).
 
 - Destination routing (``updown`` and any routing whose head is an endpoint id):
   :class:`TableRoute`, a ``m.Switch`` over every destination, filled by calling the routing
@@ -13,7 +17,10 @@ candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` ch
   arithmetic on coordinates (the destination's, decoded from its id, and the switch's own),
   so that every switch of a kind (a torus switch, an nDT card) is the same module with its
   coordinates as an input. Tests check them exhaustively against the routing function; tables
-  stay available (``arithmetic=False``).
+  stay available (``arithmetic=False``). ``duato``: :class:`DuatoRoute`, DOR's escape hop
+  plus the adaptive VCs of every productive direction.
+- ``tsdor`` and ``dort_adaptive`` depend on the input port and VC (the traffic class; whether
+  the packet escaped): a table per input VC.
 - Sliced routing (``sliced``): :class:`SlicedRoute`, the header decoder of
   ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
   switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
@@ -27,6 +34,7 @@ candidates in ascending (port, vc) order to be a mask; :func:`candidate_mask` ch
 
 from .dor import DORRoute
 from .dort import DORTRoute
+from .duato import DuatoRoute
 from .flat import FlatRoute
 from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
 from .rows import RouteRow, RouteRows, reachable_turns, route_row
@@ -44,6 +52,7 @@ __all__ = [
     "SourceDestinationRoute",
     "DORRoute",
     "DORTRoute",
+    "DuatoRoute",
     "RouteRow",
     "RouteRows",
     "route_row",

@@ -67,10 +67,16 @@ class DORRoute(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._route(m, self.cand)
+        return m
+
+    def _route(self, m, cand):
+        """Drive ``cand`` with DOR's hop; returns, per dimension, (coordinates differ, the
+        direction is +)."""
         here = bit_fields(self.identity, coord_widths(self._k))
         there = named_signals(m, mixed_digits(self.head, self._k), "dst")
         m.d.comb += self.next_head.eq(self.head)
-        hops = []
+        hops, directions = [], []
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             tie_plus = True if self._tie == "plus" else ~cur[0]  # even coordinate: +
             plus = ring_plus(
@@ -78,10 +84,11 @@ class DORRoute(wiring.Component):
             )
             upper = dst > cur
             hops.append(Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper)))
+            directions.append((cur != dst, plus))
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
-                m.d.comb += self.cand.eq(hops[dim])
+                m.d.comb += cand.eq(hops[dim])
         with m.Else():
             local = range(self._ports.vcs[self._local_port])  # every ejection VC
-            m.d.comb += self.cand.eq(mask_bits(self._ports, self._local_port, local))
-        return m
+            m.d.comb += cand.eq(mask_bits(self._ports, self._local_port, local))
+        return directions

@@ -48,18 +48,27 @@ class SwitchPorts:
         return sum(self.vcs[:port])
 
 
-def candidate_mask(hops: tuple[Hop, ...], ports: SwitchPorts) -> int:
-    """The flat output-VC mask of a decision's candidates (priority order must be ascending)."""
+def candidate_mask(hops: tuple[Hop, ...], ports: SwitchPorts, *, ordered: bool = True) -> int:
+    """The flat output-VC mask of a decision's candidates.
+
+    ``ordered``: the switch selects first-free (lowest flat index first), so the priority order
+    must be ascending. Round-robin selection picks by output port from the input port's pointer
+    whatever the order (docs/microarchitecture.md, step 2): then the mask is the candidate set,
+    which is how adaptive routings (escape hop last, after higher VCs of the same port) get one.
+    """
     mask, last = 0, -1
     for hop in hops:
         for vc in hop.vcs:
             if not 0 <= vc < ports.vcs[hop.port]:
                 raise ValueError(f"candidate {hop!r}: port {hop.port} has no VC {vc}")
             bit = ports.base(hop.port) + vc
-            if bit <= last:
+            repeated = bit <= last if ordered else mask >> bit & 1
+            if repeated:
                 raise ValueError(
                     f"candidates {hops!r} are not in ascending (port, VC) order: the first-free "
                     f"rule cannot be a priority encoder"
+                    if ordered
+                    else f"candidates {hops!r} offer ({hop.port}, {vc}) twice"
                 )
             mask |= 1 << bit
             last = bit

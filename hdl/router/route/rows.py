@@ -14,6 +14,7 @@ from zfabric.topologies.znode import field_width
 from ...flit import head_width
 from .dor import DORRoute
 from .dort import DORTRoute
+from .duato import DuatoRoute
 from .flat import FlatRoute
 from .logic import coord_widths
 from .ports import SwitchPorts, candidate_mask
@@ -108,9 +109,17 @@ def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[
 
 
 def _table(
-    routing: RoutingFunction, switch: int, port: int, vc: int, ports: SwitchPorts, heads
+    routing: RoutingFunction,
+    switch: int,
+    port: int,
+    vc: int,
+    ports: SwitchPorts,
+    heads,
+    *,
+    ordered: bool = True,
 ) -> tuple:
-    """Rows of (heads, mask, next_head) for every head, grouped by identical result."""
+    """Rows of (heads, mask, next_head) for every head, grouped by identical result
+    (``ordered``: as :func:`candidate_mask`'s)."""
     groups: dict[tuple[int, int | None], list[int]] = {}
     for head in heads:
         try:
@@ -120,7 +129,8 @@ def _table(
         if not decision.hops:
             continue
         next_head = None if decision.head == head else decision.head
-        groups.setdefault((candidate_mask(decision.hops, ports), next_head), []).append(head)
+        mask = candidate_mask(decision.hops, ports, ordered=ordered)
+        groups.setdefault((mask, next_head), []).append(head)
     return tuple((tuple(hs), mask, nxt) for (mask, nxt), hs in groups.items())
 
 
@@ -139,8 +149,8 @@ class RouteRows:
     ----------
     plan : FabricPlan
     arithmetic : bool
-        Use :class:`DORRoute` / :class:`DORTRoute` for ``dor`` / ``dort`` plans whose endpoint
-        numbering they decode (tables otherwise).
+        Use :class:`DORRoute` / :class:`DuatoRoute` / :class:`DORTRoute` for ``dor`` /
+        ``duato`` / ``dort`` plans whose endpoint numbering they decode (tables otherwise).
     prune_turns : bool
         Give each row the turns packets take through its switch kind (:func:`reachable_turns`),
         so that switches build no crossbar connection nobody uses.
@@ -162,11 +172,19 @@ class RouteRows:
         self._rows: dict[int, RouteRow] = {}
         self._turns = None
         self.head_width = head_width(plan)
+        #: the switches select first-free: masks must list candidates in priority order
+        self.ordered = self.routing.one_port or plan.router.selection == "first-free"
+        if self.routing.adaptive and self.ordered:
+            raise ValueError(
+                f"routing {plan.routing.name!r} is adaptive: its route units need"
+                " router.selection 'round-robin', not 'first-free' (a mask cannot hold its"
+                " priority order, the escape hop last)"
+            )
         name = plan.routing.name
         self.kind = "table"
         if name in ("sliced", "flat", "source_destination"):
             self.kind = name
-        elif arithmetic and name in ("dor", "dort") and self._numbered_by_coordinates():
+        elif arithmetic and name in ("dor", "duato", "dort") and self._numbered_by_coordinates():
             self.kind = name
 
     def _numbered_by_coordinates(self) -> bool:
@@ -222,7 +240,7 @@ class RouteRows:
             row = self._flat(switch, ports)
         elif self.kind == "source_destination":
             row = self._source_destination(switch, ports)
-        elif self.kind == "dor":
+        elif self.kind in ("dor", "duato"):
             row = self._dor(switch, ports)
         elif self.kind == "dort":
             row = self._dort(switch, ports)
@@ -242,7 +260,9 @@ class RouteRows:
                     vc if routing.uses_input_vc else None,
                 )
                 if key not in cache:
-                    cache[key] = _table(routing, switch, port, vc, ports, heads)
+                    cache[key] = _table(
+                        routing, switch, port, vc, ports, heads, ordered=self.ordered
+                    )
                 tables[port, vc] = cache[key]
         hw, n = self.head_width, ports.n_out_vcs
         return RouteRow(
@@ -345,6 +365,9 @@ class RouteRows:
             "port_of": self._external_ports(switch),
             "local_port": self.view.ports_by_role[switch]["local"][0],
         }
+        if self.kind == "duato":
+            fields["adaptive_vcs"] = self.routing.adaptive_vcs
+            return self._arithmetic_row("duato", DuatoRoute, fields, switch, ports)
         return self._arithmetic_row("dor", DORRoute, fields, switch, ports)
 
     def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:

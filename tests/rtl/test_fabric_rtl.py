@@ -92,6 +92,39 @@ def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, rout
     )
 
 
+#: issue 16's routings on the fabrics they run on (the default round-robin selection, which
+#: picks an adaptive routing's candidates by output port as the model does): one load each in
+#: the default run (not dort_adaptive), every load under ``-m matrix``
+ISSUE_16 = [("tsdor", "ndt-2x2x2"), ("duato", "torus-4x4"), ("dort_adaptive", "ndt-2x2x2")]
+ISSUE_16_SLICE = [
+    ("tsdor", "ndt-2x2x2", "low"),
+    ("duato", "torus-4x4", "near"),
+]  # dort_adaptive's table route units make ndt-2x2x2 93 MB of Verilog: -m matrix only
+ISSUE_16_MATRIX = [(routing, fabric, load) for routing, fabric in ISSUE_16 for load in LOADS]
+
+
+@pytest.mark.parametrize(
+    "routing, fabric, load", ISSUE_16_SLICE, ids=["-".join(c) for c in ISSUE_16_SLICE]
+)
+def test_lockstep_adaptive_and_tsdor(plan_of, need_sim, cosim_dir, routing, fabric, load):
+    """TSDOR (two traffic classes by input VC), Duato (adaptive VCs of every productive
+    direction, DOR escape) and adaptive nDT (DORT escape, escaped packets stay escaped): RTL =
+    model packet by packet."""
+    lockstep_routing(plan_of, need_sim("icarus"), cosim_dir, routing, fabric, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "routing, fabric, load", ISSUE_16_MATRIX, ids=["-".join(c) for c in ISSUE_16_MATRIX]
+)
+def test_lockstep_adaptive_and_tsdor_matrix(plan_of, need_sim, cosim_dir, routing, fabric, load):
+    """The same at every load (``SIM=verilator`` for Verilator)."""
+    lockstep_routing(
+        plan_of, need_sim(os.environ.get("SIM", "icarus")), cosim_dir, routing, fabric, load
+    )
+
+
 #: router settings other than the defaults (stages 1, separable, round-robin, injection and
 #: ejection VCs ``auto``: 2 on the tori, 1 on the 1-VC trees), by short name; first-free
 #: selection (``ff``) at every depth

@@ -165,9 +165,7 @@ def test_adaptive_and_tsdor_route_units_agree_with_the_routing_function(
         plan = plan_with_routing(example, name, routing)
     assert plan.router.selection == "round-robin"
     assert RouteRows(plan, arithmetic=kind != "table").kind == kind
-    check_every_destination(
-        plan, arithmetic=kind != "table", ordered=plan.routing.name == "tsdor"
-    )
+    check_every_destination(plan, arithmetic=kind != "table", ordered=plan.routing.name == "tsdor")
 
 
 @pytest.mark.parametrize("name, routing", [("torus-4x4", "duato"), ("ndt-2x2x2", "dort_adaptive")])

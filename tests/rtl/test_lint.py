@@ -36,7 +36,11 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 #: the examples whose emission and lint take seconds, in the default run; the big ones
 #: (minutes each, znode-512 an hour and 11 GB) under the ``matrix`` marker, a module at a time
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
-BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4"]
+BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4", "torus-8x8-duato"]
+#: examples not linted yet: their per-input-VC route tables (128 switch kinds of 128
+#: destinations) make the emission too large to lint; their routings are linted on ndt-2x2x2
+#: (:func:`test_verilator_lints_the_adaptive_routings`)
+UNLINTED = {"ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor"}
 
 
 def test_every_example_is_linted(example):
@@ -45,8 +49,8 @@ def test_every_example_is_linted(example):
 
     names = {path.stem for path in example("ring-2").parent.glob("*.yaml")}
     emitted = {n for n in names if ROUTINGS[load_spec(example(n)).routing].has_route_unit}
-    assert emitted == set(SMALL) | set(BIG)
-    assert names - emitted == {"torus-8x8-duato", "ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor"}
+    assert emitted == names
+    assert emitted - UNLINTED == set(SMALL) | set(BIG)
 
 
 @pytest.mark.parametrize("name", SMALL)
@@ -120,6 +124,26 @@ def test_every_waiver_is_needed(example, tmp_path, name):
 def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
     """znode-64 with the flat and source-destination route units and heads (§2.8)."""
     data = yaml.safe_load(example("znode-64").read_text())
+    data["routing"] = routing
+    emission = write(compile_plan(load_spec(data)), tmp_path)
+    verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
+    assert lint(tmp_path, verilog) == (0, set())
+    assert lint(tmp_path, "-Wall", waivers, verilog) == (0, set())
+
+
+@pytest.mark.parametrize(
+    "name, routing",
+    [
+        ("torus-4x4", "duato"),
+        ("mesh-4x4", "duato"),
+        ("ndt-2x2x2", "tsdor"),
+        pytest.param("ndt-2x2x2", "dort_adaptive", marks=pytest.mark.slow),
+    ],
+)
+def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing):
+    """Issue 16's routings (the Duato unit, tables per input VC; dort_adaptive's 93 MB of
+    Verilog under the slow marker) on the small fabrics."""
+    data = yaml.safe_load(example(name).read_text())
     data["routing"] = routing
     emission = write(compile_plan(load_spec(data)), tmp_path)
     verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"

@@ -137,12 +137,12 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
         ("torus-4x4", "duato"),
         ("mesh-4x4", "duato"),
         ("ndt-2x2x2", "tsdor"),
-        pytest.param("ndt-2x2x2", "dort_adaptive", marks=pytest.mark.slow),
+        pytest.param("ndt-2x2x2", "dort_adaptive", marks=pytest.mark.matrix),
     ],
 )
 def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing):
     """Issue 16's routings (the Duato unit, tables per input VC; dort_adaptive's 93 MB of
-    Verilog under the slow marker) on the small fabrics."""
+    Verilog, minutes to emit and lint, under the matrix marker) on the small fabrics."""
     data = yaml.safe_load(example(name).read_text())
     data["routing"] = routing
     emission = write(compile_plan(load_spec(data)), tmp_path)

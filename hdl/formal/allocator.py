@@ -52,6 +52,8 @@ properties inductive (proven unbounded); without it they are checked bounded
 
 from __future__ import annotations
 
+import itertools
+
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -81,8 +83,9 @@ class AllocatorHarness(wiring.Component):
     buffer_depth : int
         With ``split``: the input buffers' depth and the output VCs' initial credits.
     **settings
-        ``turns``, ``selection``, ``iterations``, ``pipelined`` and ``split``, as the
-        allocator's.
+        ``turns``, ``selection``, ``iterations``, ``pipelined``, ``split`` and ``one_port``,
+        as the allocator's; with ``one_port`` the environment offers each head candidates in
+        one output port only (the routing's ``one_port``, as the switch builds it).
     """
 
     def __init__(
@@ -199,6 +202,11 @@ class AllocatorHarness(wiring.Component):
             ]
             for v in range(n_vcs):
                 m.d.comb += alloc.cand[p][v].eq(self.cand[p][v])
+                if self._settings.get("one_port"):  # the routing offers one port per head
+                    ends = [sum(out_vcs[:o]) for o in range(n_ports + 1)]
+                    cand = self.cand[p][v]
+                    offered = Cat(*(cand[a:b].any() for a, b in itertools.pairwise(ends)))
+                    m.d.comb += Assume(_at_most_one(offered))
         for p in range(n_ports):
             granted_by = sum(alloc.grant[o][p] for o in range(n_ports))
             m.d.comb += Assert((granted_by != 0) == alloc.pop[p].any())

@@ -79,6 +79,7 @@ class ProofKind:
     iterations: int
     pipelined: bool
     split: bool = False
+    one_port: bool = False
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -98,6 +99,8 @@ class ProofKind:
             text += ", VC allocation in its own stage"
         if self.split:
             text += ", switch allocation in two cycles"
+        if self.one_port:
+            text += ", one-port candidates"
         return text
 
 
@@ -135,6 +138,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             iterations=alloc._iterations,
             pipelined=alloc._pipelined,
             split=alloc._split,
+            one_port=alloc._one_port,
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -277,6 +281,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         "iterations": kind.iterations,
         "pipelined": kind.pipelined,
     }
+    if kind.one_port:  # the switch builds the one-port allocator: prove that one
+        settings["one_port"] = True
     if kind.split:  # the harness keeps the input levels and output credits up to B
         settings |= {"split": True, "buffer_depth": b}
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))

@@ -40,6 +40,12 @@ class SecondWithoutCredit(Allocator):
 
 #: switch allocation in two cycles (``stages: 4``), on 4-flit buffers and credits
 SPLIT = {"pipelined": True, "split": True, "buffer_depth": 4}
+#: a torus-4x4-like switch: one injection VC on the local port, no U-turns
+TORUS_LIKE = {
+    "in_vcs": (1, 2, 2, 2, 2),
+    "out_vcs": (2, 2, 2, 2, 2),
+    "turns": {(p, o) for p in range(5) for o in range(5) if p != o or p == 0},
+}
 
 
 @pytest.mark.parametrize(
@@ -69,13 +75,7 @@ def test_ownership_bounded(sby):
     "config",
     [
         {"n_ports": 3},
-        # a torus-4x4-like switch: one injection VC on the local port, no U-turns
-        {
-            "in_vcs": (1, 2, 2, 2, 2),
-            "out_vcs": (2, 2, 2, 2, 2),
-            "turns": {(p, o) for p in range(5) for o in range(5) if p != o or p == 0},
-            "selection": "round-robin",
-        },
+        {**TORUS_LIKE, "selection": "round-robin"},
     ],
 )
 @pytest.mark.parametrize("stages", [1, 3, 4])
@@ -83,6 +83,18 @@ def test_ownership_proven(sby, config, stages):
     config |= {1: {}, 3: {"pipelined": True}, 4: SPLIT}[stages]
     result = sby(AllocatorHarness(state=True, **config), "prove", 2)
     assert result.status == "PASS", result.log
+
+
+@pytest.mark.parametrize("stages", [1, 3, 4])
+def test_one_port_allocator_proven(sby, stages):
+    # what torus, nDT and up*/down* switches build: each head's candidates in one output port
+    config = {**TORUS_LIKE, "one_port": True} | {1: {}, 3: {"pipelined": True}, 4: SPLIT}[stages]
+    for harness, depth in (
+        (AllocatorHarness(ownership=False, **config), 3),
+        (AllocatorHarness(state=True, **config), 2),
+    ):
+        result = sby(harness, "prove", depth)
+        assert result.status == "PASS", result.log
 
 
 @pytest.mark.parametrize(

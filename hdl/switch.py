@@ -158,8 +158,7 @@ class Switch(wiring.Component):
                     in_vcs=self._in_vcs,
                     out_vcs=ports.vcs,
                     turns=self._routes.turns,
-                    # one port per decision: both rules pick alike, first-free is cheaper
-                    selection="first-free" if self._routes.one_port else self._router.selection,
+                    selection=self._router.selection,  # one_port builds first-free's netlist
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages >= 3,
                     split=self._router.stages == 4,

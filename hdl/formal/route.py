@@ -48,7 +48,7 @@ def reference(rows: RouteRows, switch: int, port: int, vc: int) -> list[tuple[in
         except LookupError:
             table.append((0, None))
             continue
-        mask = candidate_mask(decision.hops, row.ports)
+        mask = candidate_mask(decision.hops, row.ports, ordered=rows.ordered)
         head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
         table.append((mask, head if mask else None))
     return table

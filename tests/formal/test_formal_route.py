@@ -72,3 +72,12 @@ def test_route_units_proven(sby, example, name, routing):
     plan = plan_of(example, name, routing)
     result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
     assert result.status == "PASS", result.log
+
+
+def test_adaptive_route_units_proven(sby):
+    # duato's unit gives the candidate set (adaptive VCs of every productive direction and the
+    # escape hop), as round-robin selection reads it: checked as a set, not in priority order
+    plan = compile_plan(load_spec({"name": "t4", "topology": {"kind": "torus", "k": [4, 4]},
+                                   "routing": "duato"}))  # fmt: skip
+    result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
+    assert result.status == "PASS", result.log

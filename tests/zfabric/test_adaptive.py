@@ -349,19 +349,6 @@ def rtl_command(tmp_path, command: str, spec_text: str) -> tuple[int, list[str]]
     return main([command, *args])
 
 
-@pytest.mark.parametrize("command", RTL_COMMANDS)
-def test_rtl_commands_refuse_routings_without_a_route_unit(tmp_path, capsys, monkeypatch, command):
-    """Every routing has a route unit today; one that had none would be refused before work."""
-    monkeypatch.setattr(ROUTINGS["tsdor"], "has_route_unit", False)
-    status = rtl_command(tmp_path, command, "topology: {kind: ndt, k: [2, 2, 2]}\nrouting: tsdor\n")
-    assert status == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        f"zfabric: error: routing: 'tsdor' has no RTL route unit yet: zfabric {command}"
-        " cannot build it (check and simulate can)"
-    ]
-    assert not (tmp_path / "out").exists()
-
-
 @pytest.mark.parametrize("routing", ["duato", "dort_adaptive"])
 @pytest.mark.parametrize("command", RTL_COMMANDS)
 def test_rtl_commands_refuse_adaptive_routings_under_first_free(tmp_path, capsys, routing, command):

@@ -219,6 +219,8 @@ def ports_offered(plan) -> set[int]:
         ("torus", {"kind": "torus", "k": [4, 4]}, "dor", True),
         ("mesh", {"kind": "mesh", "k": [3, 3], "vcs": 2}, "dor", True),
         ("ndt", {"kind": "ndt", "k": [2, 2, 2]}, "dort", True),
+        ("ndt-tsdor", {"kind": "ndt", "k": [2, 2, 2]}, "tsdor", True),
+        ("torus-duato", {"kind": "torus", "k": [4, 4]}, "duato", False),
         ("tree-updown", {"kind": "kary_ntree", "k": 2, "n": 3}, "updown", True),
         ("tree-sliced", {"kind": "kary_ntree", "k": 2, "n": 3}, "sliced", False),
     ],

@@ -62,16 +62,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def require_route_unit(spec: FabricSpec, command: str) -> None:
-    """Refuse (exit 2) a routing the RTL cannot build yet, before any work: one without a
-    route unit, or an adaptive one under first-free selection (a route unit's mask cannot
-    hold its priority order, hdl/router/route)."""
+    """Refuse (exit 2) before any work what the RTL cannot build: an adaptive routing under
+    first-free selection (a route unit's mask cannot hold its priority order,
+    hdl/router/route)."""
     routing = ROUTINGS[spec.routing]
-    if not routing.has_route_unit:
-        raise SpecError(
-            "routing",
-            f"{spec.routing!r} has no RTL route unit yet: zfabric {command} cannot build it"
-            " (check and simulate can)",
-        )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(
             "router.selection",

@@ -62,9 +62,6 @@ class RoutingFunction:
     #: the routing offers adaptive channels besides its escape sub-function
     #: (:meth:`is_escape`): the proof checks Duato's condition instead of Dally and Seitz's
     adaptive: ClassVar[bool] = False
-    #: ``hdl/router/route`` builds this routing's route units; until it does, commands that
-    #: emit or simulate RTL refuse the routing
-    has_route_unit: ClassVar[bool] = True
 
     def __init__(self, view: PlanView):
         self.view = view

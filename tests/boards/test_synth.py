@@ -26,11 +26,12 @@ def test_kinds_cover_every_instance_and_the_total_is_their_sum(example, capsys, 
         by_instances = sum(kind["cells"][name] * kind["instances"] for kind in kinds.values())
         assert report["total"][name] == by_instances  # the top itself holds only wires
     switch = next(kind for module, kind in kinds.items() if "_sw_" in module)
-    # 9 input VC FIFOs (local 1 + 4 ports x 2 VCs) of 4 flits, each in one distributed RAM
+    # 10 input VC FIFOs (local 2, injection_vcs auto on 2-VC links, + 4 ports x 2 VCs) of 4
+    # flits, each in one distributed RAM
     # array of kind (2) + head (4) + src (4) + payload (32) bits, split into the front
     # register's kind and head (6) and the rest (36): ceil(6 / 4) + ceil(36 / 4) DPR16X4
     # (16 x 4 bits) per FIFO
-    assert switch["cells"]["LUTRAM"] == 9 * (-(-6 // 4) + -(-36 // 4))
+    assert switch["cells"]["LUTRAM"] == 10 * (-(-6 // 4) + -(-36 // 4))
     assert switch["cells"]["FF"] > 0 and switch["cells"]["LUT4"] > 0
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from zfabric.sim.sweep import knee
 
 from zfabric.cli import main as zfabric_main
 from zfabric.cli.common import OutputFolder
@@ -100,13 +101,11 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     summary = {}
     for spec, rows in by_spec.items():
         rows.sort(key=lambda r: r["rate"])
-        first = min((r["rate"] for r in rows if r["saturated"]), default=float("inf"))
-        stable = [r["rate"] for r in rows if not r["saturated"] and r["rate"] < first]
         at = [r["latency_mean"] for r in rows if abs(r["rate"] - REFERENCE_LOAD) < 1e-9]
         summary[spec] = {
             "zero_load": rows[0]["limits_zero_load_latency"],
             "latency": statistics.median(at) if at else None,
-            "knee": max(stable, default=None),
+            "knee": knee(rows),
             "peak": max(r["accepted"] for r in rows),
             "bound": rows[0]["limits_bound"],
             "limited_by": rows[0]["limits_limited_by"],

@@ -30,7 +30,7 @@ parents, which is exactly the Znode's multi-homing of each processor to its R_1 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
@@ -48,6 +48,8 @@ __all__ = [
     "common_level",
     "field_width",
     "connectivity",
+    "validate",
+    "wire_tree",
 ]
 
 PATTERNS = ["butterfly", "omega"]
@@ -214,12 +216,13 @@ def _parse_znode(reader: Reader) -> ZnodeParams:
                 f"must equal znodes x prod(z) = {znodes} x {params.zone_size} = "
                 f"{params.processors}, got {processors}",
             )
-    _validate(params, reader)
+    validate(params, reader)
     return params
 
 
-def _validate(params: ZnodeParams, reader: Reader) -> None:
-    """Range checks shared by the znode kind and its presets (paths name the znode keys)."""
+def validate(params: ZnodeParams, reader: Reader) -> None:
+    """Range checks shared by the znode kind, its presets and HyperZ's Z-node (paths name the
+    znode keys)."""
     n, R, psi = params.n, params.R, params.psi
     if psi[0] != 1:
         raise SpecError(
@@ -266,7 +269,7 @@ def _parse_kary_ntree(reader: Reader) -> ZnodeParams:
         theta=reader.get("theta", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
-    _validate(params, reader)
+    validate(params, reader)
     return params
 
 
@@ -282,7 +285,7 @@ def _parse_xgft(reader: Reader) -> ZnodeParams:
         theta=reader.get("theta", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
-    _validate(params, reader)
+    validate(params, reader)
     return params
 
 
@@ -335,6 +338,35 @@ def _bundle(params: ZnodeParams, level: int, c: int) -> list[tuple[int, int, int
     return links
 
 
+def wire_tree(
+    builder: PlanBuilder,
+    params: ZnodeParams,
+    switch: Callable[[int, int, int], int],
+    first_endpoint: int,
+    prefix: str,
+    vcs: int,
+) -> None:
+    """Wire one layer of one Znode (digest §1.11): its processors, each to all R_1 level-1
+    switches of its zone (attachment ``lam * R_1 + r`` in layer ``lam``), and the bundles between
+    levels. ``switch(level, zone, index)`` is the switch id; processor X becomes endpoint
+    ``first_endpoint + X``, named ``{prefix}p{X}``. Up ports follow the down ports on every
+    switch (the port numbering of this module); HyperZ reuses the tree as it is."""
+    z = params.z
+    for x in range(params.zone_size):
+        w, c = divmod(x, z[0])
+        for r in range(params.R[0]):
+            builder.attach(first_endpoint + x, switch(1, w, r), c, f"{prefix}p{x}")
+    for level in range(1, params.n):
+        base = params.down_ports(level)
+        for parent in range(params.zones(level + 1)):
+            for c in range(z[level]):
+                child = parent * z[level] + c
+                for r, up, u, down in _bundle(params, level, c):
+                    builder.connect(
+                        switch(level, child, r), base + up, switch(level + 1, parent, u), down, vcs
+                    )
+
+
 _ROUTINGS = ("sliced", "updown", "flat", "source_destination")
 
 
@@ -361,24 +393,14 @@ def build(spec: FabricSpec):
 
     for k in range(m):
         for lam in range(layers):
-            # processors: each to all R_1 level-1 switches of its zone (attachment lam*R_1 + r)
-            for x in range(params.zone_size):
-                w, c = divmod(x, z[0])
-                for r in range(R[0]):
-                    builder.attach(k * params.zone_size + x, sw[(k, lam, 1, w, r)], c, f"z{k}p{x}")
-            for level in range(1, n):
-                base = params.down_ports(level)
-                for parent in range(params.zones(level + 1)):
-                    for c in range(z[level]):
-                        child = parent * z[level] + c
-                        for r, up, u, down in _bundle(params, level, c):
-                            builder.connect(
-                                sw[(k, lam, level, child, r)],
-                                base + up,
-                                sw[(k, lam, level + 1, parent, u)],
-                                down,
-                                vcs,
-                            )
+            wire_tree(
+                builder,
+                params,
+                lambda level, w, r, k=k, lam=lam: sw[(k, lam, level, w, r)],
+                k * params.zone_size,
+                f"z{k}",
+                vcs,
+            )
     for k in range(m):
         for k2 in range(k + 1, m):
             for lam in range(layers):

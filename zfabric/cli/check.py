@@ -108,6 +108,10 @@ def _is_port_key(value: Any) -> bool:
 
 
 def _describe_topology(spec: FabricSpec) -> str:
+    """The parameters ``key=value``, or in the family's own notation where it has one
+    (``params.notation()``, e.g. HyperZ's ``H_{d,h}(s; Q)(Z_h(z; r; g))``)."""
+    if hasattr(spec.params, "notation"):
+        return f"{spec.kind} {spec.params.notation()}"
     shown = ", ".join(f"{key}={short(value)}" for key, value in spec.params.__dict__.items())
     return f"{spec.kind} ({shown})"
 

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (registration)
     dort_adaptive,
     duato,
     flat,
+    hyperz,
     sliced,
     source_destination,
     tsdor,

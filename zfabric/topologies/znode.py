@@ -220,9 +220,11 @@ def _parse_znode(reader: Reader) -> ZnodeParams:
     return params
 
 
-def validate(params: ZnodeParams, reader: Reader) -> None:
+def validate(params: ZnodeParams, reader: Reader, *, parallel: bool = False) -> None:
     """Range checks shared by the znode kind, its presets and HyperZ's Z-node (paths name the
-    znode keys)."""
+    znode keys). ``parallel``: psi may exceed the forward (backward) bound R_i (R_{i+1}), the
+    cyclic index map of :func:`_bundle` then wrapping into parallel links, as HyperZ's g_i
+    counts them (digest hyperz-transit.md §1: the §5.3 Z-node has g_2 = 2 with r_1 = 1)."""
     n, R, psi = params.n, params.R, params.psi
     if psi[0] != 1:
         raise SpecError(
@@ -233,6 +235,8 @@ def validate(params: ZnodeParams, reader: Reader) -> None:
         kind, _ = params.link(level)
         value = psi[level]
         where = f"between levels {level} and {level + 1}"
+        if parallel and kind != "full":
+            continue
         if kind == "forward" and value > R[level - 1]:
             why = f"<= R[{level - 1}] = {R[level - 1]} for forward connectivity {where}"
         elif kind == "backward" and value > R[level]:

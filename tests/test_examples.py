@@ -146,8 +146,71 @@ EXPECTED = {
         diameter=2,
         bisection=256,
     ),
+    # reference/hyperz-transit.md §1: HyperX 4x4 with 2 processors per switch; side links
+    # 16·(3 + 3)/2; radix 2 + 6; diameter d = 2 (2h + d = 4 links minus the 2 processor links);
+    # per source 1 peer at 0 hops, 6·2 at 1, 9·2 at 2 -> 48/31; the dimension-2 cut
+    # (s_1)(s_2/2)^2 q = 4·4 = 16; 1 escape + 1 adaptive VC (aliod)
+    "hyperz-hyperx-4x4": dict(
+        endpoints=32,
+        switches=16,
+        links=48,
+        endpoint_links=32,
+        max_radix=8,
+        diameter=2,
+        average_hops=48 / 31,
+        vcs={"side": 2},
+        bisection=16,
+        proof="duato",
+    ),
+    # H_{2,2}(4,2;1,1)(Z(4,2;1,2;1,1)): 8 Z-nodes of 2 + 2 switches; tree links 8·2·2, side links
+    # per (level, X) 8·(3 + 1)/2 over 4 (level, X) -> 64; radix 4 + 2 + 4 and 2 + 4; diameter
+    # 2(h-1) + d = 4; per source 3 at 0, 4 at 2 in its Z-node, per Z-node at |O| 4 at |O| and 4 at
+    # 2 + |O| (4 Z-nodes at |O| = 1, 3 at 2) -> 144/63; dimension-2 cut 4·1·(2 + 2) = 16
+    "hyperz-h2": dict(
+        endpoints=64,
+        switches=32,
+        links=32 + 64,
+        endpoint_links=64,
+        max_radix=10,
+        diameter=4,
+        average_hops=144 / 63,
+        vcs={"down": 2, "side": 2, "up": 2},
+        bisection=16,
+        proof="duato",
+    ),
+    # H_{3,2}(2,2,2;1,1,1)(Z(2,2;1,2;1,1)): tree links 8·4, side links 8·3/2 per (level, X) over 4;
+    # radix 2 + 2 + 3; diameter 2 + 3; per source 0 + 2·2 in its Z-node, per Z-node 4|O| + 4
+    # (3 at |O| = 1, 3 at 2, 1 at 3) -> 80/31; dimension-3 cut 4·1·(2 + 2) = 16
+    "hyperz-d3": dict(
+        endpoints=32,
+        switches=32,
+        links=32 + 48,
+        endpoint_links=32,
+        max_radix=7,
+        diameter=5,
+        average_hops=80 / 31,
+        vcs={"down": 2, "side": 2, "up": 2},
+        bisection=16,
+        proof="duato",
+    ),
 }
 SLOW = {
+    # reference/hyperz-transit.md §1, §3 (§5.3's first point): Eq. 2 switches 4·(32 + 32 + 8);
+    # tree links 4·(32·8 + 32·4), side links 4·2/2 per (level, X) over 72; radix 16 + 2 = 18 (the
+    # paper's); diameter 2(h-1) + d = 6; per source 7·0 + 24·2 + 224·4 = 944 in its Z-node and
+    # 256|O| + 944 per other (2 at |O| = 1, 1 at 2) -> 4800/1023; dimension-2 cut 2·1·72 = 144
+    "hyperz-1024": dict(
+        endpoints=1024,
+        switches=288,
+        links=1536 + 288,
+        endpoint_links=1024,
+        max_radix=18,
+        diameter=6,
+        average_hops=4800 / 1023,
+        vcs={"down": 2, "side": 2, "up": 2},
+        bisection=144,
+        proof="duato",
+    ),
     # reference/ndt.md §1.5: 5DT 4x4x2x4x4 DORT max 11, avg 5.944
     "ndt-4x4x2x4x4": dict(
         endpoints=1024,

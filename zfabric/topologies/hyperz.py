@@ -180,14 +180,15 @@ def _q_list(d: int, h: int):
     return check
 
 
-def _finish(reader: Reader, s, tree_keys: dict, l_max_default: int) -> HyperzParams:
+def _finish(reader: Reader, s: tuple[int, ...], tree_keys: dict) -> HyperzParams:
+    """The keys both kinds share (q, l_max, vcs), the Z-node's checks and the port budget."""
     tree = ZnodeParams(**tree_keys, theta=MAX_INTEGER)  # the budget is l_max's, checked below
     d, h = len(s), tree.n
     params = HyperzParams(
         s=s,
         q=reader.get("q", _q_list(d, h), ((1,) * h,) * d),
         tree=tree,
-        l_max=reader.get("l_max", integer(1), l_max_default),
+        l_max=reader.get("l_max", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
     )
     validate(tree, reader, parallel=True)
@@ -213,14 +214,14 @@ def _parse_hyperz(reader: Reader) -> HyperzParams:
         psi=reader.get("psi", int_list(1, length=n), (1,) * n),
         pattern=reader.get("pattern", choice(PATTERNS), "butterfly"),
     )
-    return _finish(reader, s, tree_keys, 64)
+    return _finish(reader, s, tree_keys)
 
 
 def _parse_hyperx(reader: Reader) -> HyperzParams:
     """HyperX (h = 1): one switch per Z-node with ``terminals`` processors."""
     s = reader.get("s", int_list(2))
     terminals = reader.get("terminals", integer(1))
-    return _finish(reader, s, dict(z=(terminals,), R=(1,), psi=(1,)), 64)
+    return _finish(reader, s, dict(z=(terminals,), R=(1,), psi=(1,)))
 
 
 def size(params: HyperzParams) -> tuple[int, int]:

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     with progress(args, "routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
-    text = summary(spec, metrics, analysis.cycle, plan.router)
+    text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
     say = (lambda line: status(args, line)) if args.json else print
     say(text)
     if not analysis.deadlock_free:

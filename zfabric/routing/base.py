@@ -103,6 +103,17 @@ class RoutingFunction:
         """
         return True
 
+    def priority(self, switch: int, port: int, vc: int) -> int:
+        """Priority level of output VC (``port``, ``vc``) of ``switch`` (0 first) for selection
+        by occupancy (docs/microarchitecture.md, step 2): a head takes a candidate of the first
+        level that has a usable one. A property of the output VC alone, never of the head, so
+        a switch holds it as constants; every decision lists its candidates by non-decreasing
+        level (the tests check it). By default an adaptive routing's escape VCs come after its
+        adaptive ones (the reference's "else the deterministic output", ndt.md §3.5) and a
+        deterministic routing has one level."""
+        link = self.view.out_link[switch][port]
+        return int(self.adaptive and link is not None and self.is_escape(link.id, vc))
+
     def local_hop(self, switch: int, dst: int) -> Hop:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
         for attachment in self.view.plan.endpoints[dst].attachments:

@@ -20,9 +20,10 @@ last):
   (L7955-L7975). A packet arriving on an adaptive VC, or injected, is offered the set again.
 
 The ``selection`` option (L8225-L8420) is the static part of the paper's selection functions:
-which candidates exist and their priority order. Choosing among the free ones by occupancy
-(the paper's low/high ranges) is issue 16's item 5; today the switch's ``router.selection``
-picks (first free in this order, or round-robin).
+which candidates exist and their priority order (:meth:`DORTAdaptive.priority` gives each
+output VC its level). The switch's ``router.selection`` picks among the free ones: first free
+in this order, round-robin, or ``occupancy``, the paper's low/high ranges checked level by
+level (docs/microarchitecture.md, step 2).
 
 - ``3_priority`` (default, the paper's best, L8664-L8672): ports of dimensions lying wholly on
   this card first, then ports of split dimensions (d_c), then the internal link;
@@ -106,18 +107,28 @@ class DORTAdaptive(DORT):
             () if selection == "no_internal" else (Hop(port, internal),)
             for port in self.internal_port
         ]
+        #: the internal link's rank among the candidates (ties go by port number)
+        self.internal_rank = 1 if selection == "round_robin" else 2
+        #: per switch, per port: the priority rank of its adaptive VCs (0 first)
+        self.port_rank: list[list[int]] = []
         #: per switch, per dimension, per destination coordinate: the adaptive hops on this
-        #: card, each with its priority rank (0 first)
+        #: card, each with its rank
         self.adaptive_hops: list[list[list[tuple[tuple[int, Hop], ...]]]] = []
         for switch in view.switches:
             here = self.coords[switch.id]
             on_card = {
                 (p.dim, p.sign): i for i, p in enumerate(switch.ports) if p.role == "external"
             }
+            whole = {dim for dim, sign in on_card if (dim, -sign) in on_card}
+            ranks = [
+                self.internal_rank
+                if p.role == "internal"
+                else int(not (selection == "3_priority" and p.dim in whole))
+                for p in switch.ports
+            ]
+            self.port_rank.append(ranks)
             rows = []
             for dim in range(len(k)):
-                whole = (dim, 1) in on_card and (dim, -1) in on_card
-                rank = 0 if selection == "3_priority" and whole else 1
                 row = []
                 for dst in range(k[dim]):
                     forward = (dst - here[dim]) % k[dim]
@@ -125,18 +136,24 @@ class DORTAdaptive(DORT):
                     signs = [s for s, d in ((1, forward), (-1, backward)) if 2 * d <= k[dim]]
                     row.append(
                         tuple(
-                            (rank, Hop(on_card[(dim, sign)], external))
+                            (ranks[on_card[(dim, sign)]], Hop(on_card[(dim, sign)], external))
                             for sign in signs
                             if forward and (dim, sign) in on_card
                         )
                     )
                 rows.append(row)
             self.adaptive_hops.append(rows)
-        #: the internal link's rank among the candidates (ties go by port number)
-        self.internal_rank = 1 if selection == "round_robin" else 2
 
     def is_escape(self, link: int, vc: int) -> bool:
         return vc < self.escape_count[link]
+
+    def priority(self, switch: int, port: int, vc: int) -> int:
+        """The selection function's levels (3_priority: whole dimensions, split dimension,
+        internal link; 2_priority: external, internal), DORT's escape VCs after them all."""
+        link = self.view.out_link[switch][port]
+        if link is None:
+            return 0
+        return 3 if self.is_escape(link.id, vc) else self.port_rank[switch][port]
 
     def state_key(self, switch: int, in_port: int, in_vc: int, head: int) -> tuple:
         """The route depends on the input only through whether it arrived escaped."""

@@ -27,7 +27,8 @@ and the escape is ``dor`` itself (lowest unfinished dimension first). Both readi
 and deadlock-free; ours keeps ``dor``'s even split of tied traffic over the two directions.
 
 Which free candidate a head takes is the switch's ``router.selection`` (first free in this
-order, or round-robin); choosing by occupancy is issue 16's item 5.
+order, round-robin, or ``occupancy``: the adaptive VCs by occupancy, the escape VCs only when
+no adaptive one is usable, :meth:`~zfabric.routing.base.RoutingFunction.priority`).
 """
 
 from __future__ import annotations

@@ -144,6 +144,7 @@ class Switch(wiring.Component):
                         buffer_depth=depth,
                         acquire=self._router.stages >= 3,
                         second=self._router.stages == 4,
+                        low=self._router.selection == "occupancy",
                     )
                     for n in ports.vcs
                 ],
@@ -159,6 +160,7 @@ class Switch(wiring.Component):
                     out_vcs=ports.vcs,
                     turns=self._routes.turns,
                     selection=self._router.selection,  # one_port builds first-free's netlist
+                    levels=self._routes.levels,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages >= 3,
                     split=self._router.stages == 4,
@@ -259,7 +261,7 @@ class Switch(wiring.Component):
             flit_layout=layout, n_in=n_ports, n_out=n_ports, turns=self._routes.turns
         )
 
-        free, ready, spare, spare2, keep2 = [], [], [], [], []
+        free, ready, spare, spare2, keep2, low = [], [], [], [], [], []
         for port, n_vcs in enumerate(self._ports.vcs):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
@@ -271,6 +273,8 @@ class Switch(wiring.Component):
             free.append(out.free)
             ready.append(out.ready)
             spare.append(out.spare)
+            if self._router.selection == "occupancy":
+                low.append(out.low)
             if self._router.stages >= 3:
                 base = sum(self._ports.vcs[:port])
                 m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
@@ -318,6 +322,8 @@ class Switch(wiring.Component):
         ]
         if self._router.stages == 4:
             m.d.comb += [alloc.spare2.eq(Cat(*spare2)), alloc.keep2.eq(Cat(*keep2))]
+        if low:
+            m.d.comb += alloc.low.eq(Cat(*low))
         overflow = 0
         for unit in self.input_units:
             overflow = overflow | unit.overflow

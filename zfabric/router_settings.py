@@ -21,6 +21,7 @@ __all__ = [
     "STAGES",
     "ALLOCATORS",
     "SELECTIONS",
+    "low_occupancy",
 ]
 
 #: most VCs of an injection or ejection link (as many as any link may have)
@@ -38,10 +39,12 @@ STAGES = (1, 2, 3, 4)
 #: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")
-#: how a head picks among its free candidates with credit: the first in priority order, or
+#: how a head picks among its free candidates with credit: the first in priority order,
 #: round-robin per input port over the switch's output ports (the default: on the 4-ary 3-tree it
-#: spreads the up pool, latency at 0.30 load 1.23x zero-load against first-free's 1.43x)
-SELECTIONS = ("first-free", "round-robin")
+#: spreads the up pool, latency at 0.30 load 1.23x zero-load against first-free's 1.43x), or
+#: by occupancy: the routing's priority levels first, low-occupancy output VCs
+#: (:func:`low_occupancy`) before the others within a level, round-robin among equals
+SELECTIONS = ("first-free", "round-robin", "occupancy")
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,14 @@ def _endpoint_vcs(value: Any, path: str) -> int | str:
             path, f"must be {AUTO} or an integer in 1..{MAX_INJECTION_VCS}, got {describe(value)}"
         )
     return value
+
+
+def low_occupancy(buffer_depth: int) -> int:
+    """The least credit at which an output VC counts as *low occupancy* for ``occupancy``
+    selection: more than half of the downstream buffer free (the reference's low/high ranges,
+    ndt.md §3.5, leave the threshold open). A switch compares its registered credit counter
+    with this constant: one bit per output VC, no comparison between candidates."""
+    return buffer_depth // 2 + 1
 
 
 def default_endpoint_vcs(link_vcs: list[int]) -> int:

@@ -3,8 +3,9 @@
 This is steps 2 to 5 of docs/microarchitecture.md for the control state: which input VC of
 each port sends, which input each output takes, which output VC a head acquires, and how the
 round-robin pointers and the input VCs' assignments move. The router settings choose the
-selection rule (first free candidate, or round-robin per input port over output ports) and the
-number of separable iterations (one, or a second for what the first left unmatched).
+selection rule (first free candidate, round-robin per input port over output ports, or by
+occupancy: priority level, then low occupancy, then round-robin) and the number of separable
+iterations (one, or a second for what the first left unmatched).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from zfabric.router_settings import SELECTIONS
 
 __all__ = [
     "Allocator",
@@ -118,7 +121,9 @@ class Allocator(wiring.Component):
       VC has a credit; otherwise, if the front is a head, one of its candidates that is free and
       has a credit: with ``selection="first-free"`` the lowest flat index (the route unit orders
       candidates by priority that way); with ``"round-robin"`` the lowest flat index at or
-      after the input port's selection pointer (an output port), cyclically;
+      after the input port's selection pointer (an output port), cyclically; with
+      ``"occupancy"`` the same round-robin among the candidates of the first (lowest) priority
+      level that has one, its ``low`` ones if it has any;
     - each input port picks the first requesting VC at or after its pointer, cyclically;
     - each output port grants the first input port whose pick wants it, at or after its
       pointer, cyclically;
@@ -140,8 +145,11 @@ class Allocator(wiring.Component):
         The (input port, output port) pairs packets can take (default: all). Other pairs get
         no request logic; an output's round-robin runs over its possible inputs only, which
         grants exactly as over all inputs since the others never request.
-    selection : ``"first-free"`` or ``"round-robin"``
+    selection : ``"first-free"``, ``"round-robin"`` or ``"occupancy"``
         How a head picks among its usable candidates.
+    levels : sequence of int, optional
+        Per output VC (flat), its priority level for ``"occupancy"`` (0 first; default: all
+        0). Constants: a level is a property of the output VC, not of the head.
     iterations : 1 or 2
         Separable allocation iterations.
     pipelined : bool
@@ -157,8 +165,9 @@ class Allocator(wiring.Component):
         (``more``), a second credit and no tail at its front), and registers it (``pick``, the
         crossbar's select); the output ports grant among the staged picks the next cycle.
     one_port : bool
-        Every head's candidates lie in one output port (the routing's ``one_port``): both
-        selection rules then pick its lowest usable VC, and the output arbiters take the port
+        Every head's candidates lie in one output port (the routing's ``one_port``): the
+        selection pointer is moot (first-free and round-robin pick its lowest usable VC,
+        occupancy its lowest usable ``low`` one if any), and the output arbiters take the port
         from the candidates before the free and credit bits narrow them (the same grants, a
         shorter path).
 
@@ -170,6 +179,9 @@ class Allocator(wiring.Component):
         Per input VC: the route unit's candidate output VCs for the head at its front.
     free, ready : ``In(n_out_vcs)``
         Per output VC: no owner; a credit.
+    low : ``In(n_out_vcs)``
+        Only with ``"occupancy"``: per output VC, low occupancy (its credit counter at least
+        :func:`~zfabric.router_settings.low_occupancy` of the buffer depth).
     spare : ``In(n_out_vcs)``
         Per output VC: a credit at the start of the next cycle even if it sends now (the
         output unit's ``spare``). The allocator keeps, per input VC, ``ready`` of the output
@@ -201,17 +213,19 @@ class Allocator(wiring.Component):
         out_vcs: Sequence[int],
         turns: Iterable[tuple[int, int]] | None = None,
         selection: str = "first-free",
+        levels: Sequence[int] | None = None,
         iterations: int = 1,
         pipelined: bool = False,
         split: bool = False,
         one_port: bool = False,
     ):
-        if selection not in ("first-free", "round-robin"):
-            raise ValueError(f"selection must be 'first-free' or 'round-robin', not {selection!r}")
+        if selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {SELECTIONS!r}, not {selection!r}")
         if iterations not in (1, 2):
             raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
-        # with one port per decision both rules pick alike: no selection pointer to keep
-        self._selection = "first-free" if one_port else selection
+        # with one port per decision first-free and round-robin pick alike: no selection
+        # pointer to keep (occupancy still prefers a low VC within the port)
+        self._selection = "first-free" if one_port and selection == "round-robin" else selection
         self._iterations = iterations
         self._pipelined = bool(pipelined)
         self._split = bool(split)
@@ -232,7 +246,13 @@ class Allocator(wiring.Component):
         self._out_vcs = out_vcs
         self._base = [sum(out_vcs[:o]) for o in range(len(out_vcs))]
         n_ports, max_in, n_ovc = len(in_vcs), max(in_vcs), sum(out_vcs)
+        levels = tuple(levels) if levels else (0,) * n_ovc
+        if len(levels) != n_ovc or any(not isinstance(x, int) or x < 0 for x in levels):
+            raise ValueError(f"levels must be {n_ovc} non-negative integers, not {levels!r}")
+        self._levels = levels
         members = {"acquire": Out(n_ovc)} if self._pipelined else {}
+        if self._selection == "occupancy":
+            members["low"] = In(n_ovc)
         if self._split:
             members |= {
                 "more": In(max_in).array(n_ports),
@@ -278,7 +298,7 @@ class Allocator(wiring.Component):
             if self._split:
                 stageds.append(Signal(n_vcs, name=f"staged_{port}"))
             select = None
-            if self._selection == "round-robin":
+            if self._selection != "first-free" and not self._one_port:
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
                 select_mask = _signal(m, self._per_port(select), f"select_mask_{port}")
             selects.append(select)
@@ -290,6 +310,10 @@ class Allocator(wiring.Component):
                 routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
                 candidates = _signal(m, routed & usable, f"candidates_{port}_{vc}")
                 name = f"chosen_{port}_{vc}"
+                # the candidates the selection picks among (occupancy: a level, low or not)
+                pool = candidates
+                if self._selection == "occupancy":
+                    pool = self._occupancy_pool(m, candidates, f"pool_{port}_{vc}")
                 if self._one_port:
                     # the candidates lie in one port: its lowest usable VC is what either
                     # selection rule picks, and the port is known before ``usable`` is
@@ -297,7 +321,7 @@ class Allocator(wiring.Component):
                         m,
                         Cat(
                             *(
-                                lowest_one(m, candidates[b : b + n], f"{name}_{o}")
+                                lowest_one(m, pool[b : b + n], f"{name}_{o}")
                                 for o, (b, n) in enumerate(
                                     zip(self._base, self._out_vcs, strict=True)
                                 )
@@ -308,9 +332,9 @@ class Allocator(wiring.Component):
                     cand_port = self._ports_of(routed)
                 else:
                     if select is None:
-                        chosen = lowest_one(m, candidates, name)
+                        chosen = lowest_one(m, pool, name)
                     else:
-                        chosen = round_robin(m, candidates, select_mask, name)
+                        chosen = round_robin(m, pool, select_mask, name)
                     cand_port = self._ports_of(chosen)
                 chosens.append(chosen)
                 cand_ports.append(cand_port)
@@ -464,6 +488,20 @@ class Allocator(wiring.Component):
             for port, staged in enumerate(stageds)
         ]
         return pops, stageds, grants, out_vcs
+
+    def _occupancy_pool(self, m: Module, candidates: Value, name: str) -> Value:
+        """Occupancy selection's pool: the candidates of the first priority level that has
+        one, only its ``low`` ones if it has any. A priority chain of 2 x levels masks, each an
+        AND with constants and the ``low`` bits: no comparison between candidates."""
+        masks = []
+        for level in sorted(set(self._levels)):
+            mask = sum(1 << i for i, x in enumerate(self._levels) if x == level)
+            masks += [candidates & self.low & mask, candidates & mask]
+        pool = _signal(m, masks[-1], f"{name}_{len(masks) - 1}")
+        for i in reversed(range(len(masks) - 1)):
+            option = _signal(m, masks[i], f"{name}_{i}")
+            pool = _signal(m, Mux(option.any(), option, pool), f"{name}_then_{i}")
+        return pool
 
     def _ports_of(self, out_vcs: Value) -> Value:
         """The output ports (one bit each) that have a bit of ``out_vcs`` among their VCs."""

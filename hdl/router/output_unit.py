@@ -6,6 +6,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from zfabric.router_settings import low_occupancy
+
 from ..flit import FlitLayout, LinkSignature
 
 __all__ = [
@@ -35,6 +37,8 @@ class OutputUnit(wiring.Component):
     second : bool
         Also tell whether each VC will have two credits at the start of the next cycle
         (``spare2`` and ``keep2``, for the input stage of ``stages: 4``).
+    low : bool
+        Also tell whether each VC has low occupancy (``low``, for ``occupancy`` selection).
 
     Members
     -------
@@ -49,6 +53,10 @@ class OutputUnit(wiring.Component):
         Bit ``w``: output VC ``w`` has a credit at the start of the next cycle even if it
         sends a flit in this one (a credit comes back, or it has more than one): what the
         allocator needs to know its holders' ``ready`` one cycle ahead.
+    low : ``Out(n_vcs)``
+        Only with ``low``: bit ``w``: output VC ``w``'s credit counter is at least
+        :func:`~zfabric.router_settings.low_occupancy` of the buffer depth (more than half the
+        downstream buffer free), compared with the registered counter.
     acquire : ``In(n_vcs)``
         Only with ``acquire``: bit ``w`` takes output VC ``w`` at the end of the cycle.
     spare2, keep2 : ``Out(n_vcs)``
@@ -65,6 +73,7 @@ class OutputUnit(wiring.Component):
         buffer_depth: int,
         acquire: bool = False,
         second: bool = False,
+        low: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -74,8 +83,10 @@ class OutputUnit(wiring.Component):
         self._buffer_depth = buffer_depth
         self._acquire = bool(acquire)
         self._second = bool(second)
+        self._low = bool(low)
         super().__init__(
             ({"acquire": In(n_vcs)} if self._acquire else {})
+            | ({"low": Out(n_vcs)} if self._low else {})
             | ({"spare2": Out(n_vcs), "keep2": Out(n_vcs)} if self._second else {})
             | {
                 "i": In(stream.Signature(flit_layout, always_ready=True)),
@@ -113,6 +124,8 @@ class OutputUnit(wiring.Component):
             spare = pulse | (credit > 1)
             m.d.sync += nonzero.eq(spare | (nonzero & ~sent))
             m.d.comb += [self.ready[vc].eq(nonzero), self.spare[vc].eq(spare)]
+            if self._low:
+                m.d.comb += self.low[vc].eq(credit >= low_occupancy(self._buffer_depth))
             if self._second:
                 m.d.comb += [
                     self.spare2[vc].eq(credit + pulse > 2),

@@ -14,6 +14,7 @@ from typing import Any
 
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.router_settings import low_occupancy
 from zfabric.routing import make_routing
 
 __all__ = [
@@ -204,7 +205,16 @@ class FabricModel:
         self._rr_in = [[0] * len(ports) for ports in self._in_vcs]
         self._rr_out = [[0] * len(ports) for ports in self._out_vcs]
         # router settings (docs/microarchitecture.md, steps 2 to 4)
-        self._round_robin_selection = plan.router.selection == "round-robin"
+        # round-robin and occupancy selection keep a selection pointer per input port;
+        # occupancy ranks a head's usable candidates by (priority level, high occupancy)
+        # first: per switch, per output port, per VC, the level, and the low-occupancy credit
+        self._selection_pointer = plan.router.selection in ("round-robin", "occupancy")
+        self._occupancy = plan.router.selection == "occupancy"
+        self._level = [
+            [[self.routing.priority(s, o, w) for w in range(n)] for o, n in enumerate(ports)]
+            for s, ports in enumerate(self._out_vcs)
+        ]
+        self._low = low_occupancy(self.depth)
         self._iterations = 2 if plan.router.allocator == "separable-2" else 1
         # stages 2 and 3: a head's route is computed in its first cycle at the front, used from
         # the next; stages 3: a head then acquires its output VC in a VC-allocation cycle of its
@@ -445,10 +455,21 @@ class FabricModel:
         ]
         if not usable:
             return None
-        if not self._round_robin_selection:
+        if not self._selection_pointer:
             return usable[0]
         pointer, n_ports = self._rr_select[s][p], len(owner)
-        return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
+        if not self._occupancy:
+            return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
+        level, low = self._level[s], self._low
+        return min(
+            usable,
+            key=lambda c: (
+                level[c[0]][c[1]],
+                credit[c[0]][c[1]] < low,
+                (c[0] - pointer) % n_ports,
+                c[1],
+            ),
+        )
 
     def _allocate(
         self,

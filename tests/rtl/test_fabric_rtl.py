@@ -125,6 +125,59 @@ def test_lockstep_adaptive_and_tsdor_matrix(plan_of, need_sim, cosim_dir, routin
     )
 
 
+#: ejection stall probability of the matrix and the stall tests (docs/microarchitecture.md)
+STALL = 0.3
+
+
+#: occupancy selection (docs/microarchitecture.md, step 2) under the adaptive routings and the
+#: Znode up pool, with ejection stalls (which leave output VCs half full): duato near the knee
+#: in the default run, every load under ``-m matrix`` (and ``-k`` one of these ids); each at
+#: stages 1 unless its setting says otherwise
+OCCUPANCY = [
+    ("duato", "torus-4x4", {}),
+    ("duato", "torus-4x4", {"stages": 3}),
+    ("dort_adaptive", "ndt-2x2x2", {}),
+    ("sliced", "znode-64", {}),
+    ("sliced", "znode-64", {"stages": 4}),
+]
+OCCUPANCY_SLICE = [("duato", "torus-4x4", {}, "near")]
+OCCUPANCY_MATRIX = [(*case, load) for case in OCCUPANCY for load in LOADS]
+
+
+def occupancy_id(case) -> str:
+    routing, fabric, router, load = case
+    stages = f"-s{router['stages']}" if router else ""
+    return f"occ-{routing}{stages}-{fabric}-{load}"
+
+
+def lockstep_occupancy(plan_of, sim, cosim_dir, routing, fabric, router, load):
+    plan = plan_of(fabric, {"selection": "occupancy", **router}, routing=routing)
+    assert plan.router.selection == "occupancy" and plan.routing.name == routing
+    seed = zlib.crc32(f"occupancy/{routing}/{fabric}/{router}/{load}".encode())
+    trace = load_trace(plan, fabric, load)
+    check(cosim(plan, trace, sim=sim, build_dir=cosim_dir, eject_stall=STALL, eject_seed=seed))
+
+
+@pytest.mark.parametrize(
+    "routing, fabric, router, load", OCCUPANCY_SLICE, ids=map(occupancy_id, OCCUPANCY_SLICE)
+)
+def test_lockstep_occupancy(plan_of, need_sim, cosim_dir, routing, fabric, router, load):
+    """Selection by occupancy (priority level, then low-occupancy output VCs, then the
+    selection pointer): RTL = model packet by packet, with ejection stalls."""
+    lockstep_occupancy(plan_of, need_sim("icarus"), cosim_dir, routing, fabric, router, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "routing, fabric, router, load", OCCUPANCY_MATRIX, ids=map(occupancy_id, OCCUPANCY_MATRIX)
+)
+def test_lockstep_occupancy_matrix(plan_of, need_sim, cosim_dir, routing, fabric, router, load):
+    """The same at every load, stages 3 and 4 too (``SIM=verilator`` for Verilator)."""
+    sim = need_sim(os.environ.get("SIM", "icarus"))
+    lockstep_occupancy(plan_of, sim, cosim_dir, routing, fabric, router, load)
+
+
 #: router settings other than the defaults (stages 1, separable, round-robin, injection and
 #: ejection VCs ``auto``: 2 on the tori, 1 on the 1-VC trees), by short name; first-free
 #: selection (``ff``) at every depth
@@ -164,10 +217,6 @@ SLICE = [
     ("ev1", "torus-4x4", "near"),
     ("ev3", "znode-64", "past"),
 ]
-
-
-#: ejection stall probability of the matrix and the stall tests (docs/microarchitecture.md)
-STALL = 0.3
 
 
 def lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, *, stall=0.0):

@@ -47,11 +47,15 @@ class RouteRow:
         The routing function offers one output port per decision
         (:attr:`~zfabric.routing.base.RoutingFunction.one_port`): the switch builds first-free
         selection, which picks as round-robin does there.
+    levels : tuple of int
+        Per flat output VC, its priority level for occupancy selection
+        (:meth:`~zfabric.routing.base.RoutingFunction.priority`); empty: all level 0.
     """
 
     identity_width = 0
     identity = 0
     one_port = False
+    levels: tuple[int, ...] = ()
 
     def __init__(
         self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0), turns=None
@@ -66,7 +70,7 @@ class RouteRow:
     @property
     def key(self) -> tuple:
         turns = None if self.turns is None else tuple(sorted(self.turns))
-        return (*self._base_key, turns, self.one_port)
+        return (*self._base_key, turns, self.one_port, self.levels)
 
     def unit(self, port: int, vc: int) -> wiring.Component:
         return self._make(port, vc)
@@ -247,6 +251,12 @@ class RouteRows:
         else:
             row = self._tables(switch, ports)
         row.one_port = self.routing.one_port
+        levels = tuple(
+            self.routing.priority(switch, port, vc)
+            for port in range(ports.n_ports)
+            for vc in range(ports.vcs[port])
+        )
+        row.levels = levels if any(levels) else ()
         return row
 
     def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:

@@ -7,17 +7,19 @@
   traffic than DORT; round-robin 3-10 % higher low-load latency; no-internal and 2-priority
   4-15 % lower latency).
 
-Each curve is the model at fixed offered rates (Bernoulli, 4-flit packets, the spec's 4-flit
-buffers, warm-up then a measured window); the *peak* is the accepted throughput at full offered
-load. Which free candidate a head takes is the switch's ``router.selection``
-(``--router-selection``): ``first-free`` takes the first in the routing's priority order, so the
-selection functions differ by their candidate sets and orders; ``round-robin`` (the spec
-default) ignores the order, so 3- and 2-priority coincide. Neither looks at occupancy yet
-(issue 16, item 5): this measures the selection functions' static part. Writes one
-latency-throughput plot per study and pattern (``--plot-dir``, default ``bench/out``).
+Every curve runs under each ``router.selection`` given (``--selections``, default all, in the
+same run): ``first-free`` takes the first free candidate in the routing's priority order,
+``round-robin`` ignores the order (so 3- and 2-priority coincide), ``occupancy`` checks the
+routing's priority levels in order and prefers low-occupancy output VCs within a level
+(docs/microarchitecture.md, step 2). Per curve: the mean latency at the lowest rate (0.05), the
+*knee* (:func:`zfabric.sim.sweep.knee` of a :func:`~zfabric.sim.sweep.sweep`: coarse rates, then
+bisection, each rate judged by the model's saturation verdict, whose reason at the first
+saturated rate is printed) and the *peak*, the accepted throughput at full offered load.
+Bernoulli traffic, 4-flit packets, the spec's 4-flit buffers. Writes one latency-throughput
+plot per study, pattern and selection (``--plot-dir``, default ``bench/out``).
 
-    .venv/bin/python bench/adaptive.py [--study torus|ndt] [--router-selection first-free]
-        [--cycles 2000] [--warmup 500]
+    .venv/bin/python bench/adaptive.py [--study torus|ndt] [--selections occupancy ...]
+        [--cycles 2000] [--warmup 500] [--tolerance 0.02]
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from pathlib import Path
 
 from zfabric.sim.measure import simulate
 from zfabric.sim.plot import plot_curves
+from zfabric.sim.sweep import COARSE_RATES, knee, sweep
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
+from zfabric.router_settings import SELECTIONS
 
-RATES = (0.05, 0.2, 0.4, 0.6, 0.8, 1.0)
+#: the low-load rate (below the coarse rates) and the full load of the peak
+LOW, FULL = 0.05, 1.0
 
 STUDIES = {
     "torus": [
@@ -53,15 +58,31 @@ def label(routing) -> str:
     return routing if isinstance(routing, str) else f"{routing['name']} {routing['selection']}"
 
 
-def curve(plan, pattern: str, args) -> list[dict]:
+def curve(plan, pattern: str, args) -> dict:
+    """The sweep's points (with the low rate), its knee, the reason its first saturated point
+    is saturated, and the accepted throughput at full load."""
     config = TrafficConfig(pattern=pattern, packet_length=4)
-    points = []
-    for rate in RATES:
-        traffic = Traffic(dataclasses.replace(config, rate=rate), len(plan.endpoints), 1)
-        result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=0)
-        assert result.deadlock is None, result.deadlock
-        points.append({"rate": rate, **result.to_dict()})
-    return points
+    points = sweep(
+        plan,
+        config,
+        (LOW, *COARSE_RATES),
+        warmup=args.warmup,
+        cycles=args.cycles,
+        drain_limit=args.cycles,
+        tolerance=args.tolerance,
+    )
+    assert not any(p["deadlock"] for p in points), points
+    reason = next((p["saturation_reason"] for p in points if p["saturated"]), None)
+    traffic = Traffic(dataclasses.replace(config, rate=FULL), len(plan.endpoints), 1)
+    full = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=0)
+    assert full.deadlock is None, full.deadlock
+    return {
+        "points": points,
+        "knee": knee(points) or 0.0,
+        "reason": reason,
+        "low": points[0]["latency"]["mean"],
+        "peak": full.accepted,
+    }
 
 
 def main() -> None:
@@ -69,47 +90,47 @@ def main() -> None:
     parser.add_argument("--study", choices=sorted(STUDIES), action="append")
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--tolerance", type=float, default=0.02, help="of the knee's bisection")
     parser.add_argument("--plot-dir", type=Path, default=Path(__file__).parent / "out")
-    parser.add_argument(
-        "--router-selection", choices=["first-free", "round-robin"], default="first-free"
-    )
+    parser.add_argument("--selections", nargs="+", choices=SELECTIONS, default=list(SELECTIONS))
     args = parser.parse_args()
     print(
         f"# model, Bernoulli, 4-flit packets, 4-flit buffers, warm-up {args.warmup}, window"
-        f" {args.cycles} cycles, seed 1, {args.router_selection} router selection;"
-        f" rates {RATES}"
+        f" {args.cycles} cycles, drain limit {args.cycles}, seed 1; latency at {LOW}, knee of"
+        f" the sweep (coarse rates 0.1..1.0, bisection to {args.tolerance}), peak = accepted"
+        f" at {FULL}; router selections {', '.join(args.selections)}"
     )
     args.plot_dir.mkdir(parents=True, exist_ok=True)
     for study in args.study or sorted(STUDIES):
-        by_pattern: dict[str, dict[str, list[dict]]] = {}
-        for pattern, topology, routing in STUDIES[study]:
-            router = {"selection": args.router_selection}
-            spec = {"name": "bench", "topology": topology, "routing": routing, "router": router}
-            plan = compile_plan(load_spec(spec))
-            start = time.perf_counter()
-            points = curve(plan, pattern, args)
-            by_pattern.setdefault(pattern, {})[label(routing)] = points
-            low, full = points[0], points[-1]
-            print(
-                f"{study} {pattern:14s} {label(routing):26s} latency at {low['rate']}:"
-                f" {low['latency']['mean']:.2f}  peak accepted at 1.0: {full['accepted']:.3f}"
-                f"  ({time.perf_counter() - start:.0f} s)"
-            )
-        for pattern, curves in by_pattern.items():
-            baseline = next(iter(curves))
-            base_low = curves[baseline][0]["latency"]["mean"]
-            base_peak = curves[baseline][-1]["accepted"]
-            for name, points in list(curves.items())[1:]:
-                low = points[0]["latency"]["mean"] / base_low - 1
-                peak = points[-1]["accepted"] / base_peak - 1
+        for selection in args.selections:
+            by_pattern: dict[str, dict[str, dict]] = {}
+            for pattern, topology, routing in STUDIES[study]:
+                router = {"selection": selection}
+                spec = {"name": "bench", "topology": topology, "routing": routing, "router": router}
+                plan = compile_plan(load_spec(spec))
+                start = time.perf_counter()
+                result = curve(plan, pattern, args)
+                by_pattern.setdefault(pattern, {})[label(routing)] = result
                 print(
-                    f"  {pattern}: {name} vs {baseline}: low-load latency {low:+.1%},"
-                    f" peak accepted {peak:+.1%}"
+                    f"{study} {selection:11s} {pattern:14s} {label(routing):26s} latency at"
+                    f" {LOW}: {result['low']:.2f}  knee: {result['knee']:.3f}  peak:"
+                    f" {result['peak']:.3f}  ({time.perf_counter() - start:.0f} s)"
                 )
-            path = args.plot_dir / f"adaptive-{study}-{pattern}-{args.router_selection}.png"
-            title = f"{study} {pattern}, {args.router_selection} selection"
-            plot_curves(curves, path, title=title, packet_length=4)
-            print(f"  plot: {path}")
+                print(f"    first saturated point: {result['reason']}")
+            for pattern, curves in by_pattern.items():
+                baseline, base = next(iter(curves.items()))
+                for name, result in list(curves.items())[1:]:
+                    print(
+                        f"  {selection} {pattern}: {name} vs {baseline}: low-load latency"
+                        f" {result['low'] / base['low'] - 1:+.1%}, knee"
+                        f" {result['knee'] / base['knee'] - 1:+.1%}, peak"
+                        f" {result['peak'] / base['peak'] - 1:+.1%}"
+                    )
+                path = args.plot_dir / f"adaptive-{study}-{pattern}-{selection}.png"
+                title = f"{study} {pattern}, {selection} selection"
+                curves = {name: result["points"] for name, result in curves.items()}
+                plot_curves(curves, path, title=title, packet_length=4)
+                print(f"  plot: {path}")
 
 
 if __name__ == "__main__":

@@ -167,3 +167,75 @@ def test_one_port_grants_as_the_general_allocator(settings):
     sim.run()
     assert not mismatches, mismatches[:5]
     assert sum(pops) > 300, sum(pops)
+
+
+@pytest.mark.parametrize("one_port", [False, True], ids=["general", "one-port"])
+def test_occupancy_selection_against_its_definition(one_port):
+    """``selection="occupancy"`` (docs/microarchitecture.md, step 2): one input VC offers a
+    single-flit head every cycle with random candidates (all in one random port when
+    ``one_port``), output VCs free, with credit and low at random; the output VC it is granted
+    must be the usable candidate of least (level, not low, distance of its port from the
+    selection pointer, VC), and the pointer moves past each port taken. The levels are
+    ``duato``'s on a torus switch (escape VCs 0 and 1 of each link after its adaptive 2 and 3)."""
+    out_vcs = (2, 4, 4, 4, 4)
+    in_vcs = (1, 4, 4, 4, 4)
+    base = [sum(out_vcs[:o]) for o in range(len(out_vcs))]
+    flat = [(o, w) for o, n in enumerate(out_vcs) for w in range(n)]
+    levels = [0] * out_vcs[0] + [int(w < 2) for o, w in flat if o]
+    if one_port:
+        levels = [0] * len(flat)  # a one-port routing is deterministic: one level
+    alloc = Allocator(
+        in_vcs=in_vcs, out_vcs=out_vcs, selection="occupancy", levels=levels, one_port=one_port
+    )
+    rng = random.Random(5)
+    n_ovc = len(flat)
+    pointer, taken, mismatches = 0, [], []
+
+    async def bench(ctx):
+        nonlocal pointer
+        ctx.set(alloc.valid[1], 0b0001)
+        ctx.set(alloc.head[1], 0b0001)
+        ctx.set(alloc.tail[1], 0b0001)
+        for cycle in range(400):
+            state = {name: rng.getrandbits(n_ovc) for name in ("free", "ready", "low")}
+            state["free"] |= rng.getrandbits(n_ovc)  # mostly free: more choices to make
+            if one_port:
+                out = rng.randrange(len(out_vcs))
+                cand = rng.randrange(1, 1 << out_vcs[out]) << base[out]
+            else:
+                cand = rng.getrandbits(n_ovc)
+            for name, value in state.items():
+                ctx.set(getattr(alloc, name), value)
+            ctx.set(alloc.spare, state["ready"])
+            ctx.set(alloc.cand[1][0], cand)
+            usable = [i for i in range(n_ovc) if (cand & state["free"] & state["ready"]) >> i & 1]
+            expected = min(
+                usable,
+                key=lambda i: (
+                    levels[i],
+                    not state["low"] >> i & 1,
+                    (flat[i][0] - pointer) % len(out_vcs),
+                    flat[i][1],
+                ),
+                default=None,
+            )
+            got = [
+                (o, ctx.get(alloc.vc[o])) for o in range(len(out_vcs)) if ctx.get(alloc.grant[o])
+            ]
+            want = [] if expected is None else [flat[expected]]
+            if got != want:
+                mismatches.append((cycle, got, want))
+            if want:
+                taken.append(want[0])
+                if not one_port:
+                    pointer = (want[0][0] + 1) % len(out_vcs)
+            await ctx.tick()
+
+    sim = Simulator(alloc)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not mismatches, mismatches[:5]
+    # the rule was exercised: grants in most cycles, in several ports and on several VCs
+    assert len(taken) > 200 and len({o for o, _ in taken}) == len(out_vcs)
+    assert len({w for _, w in taken}) == max(out_vcs)

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import yaml
 from zfabric.sim.model import FabricModel
+from zfabric.sim.model.fabric_model import _Flit
 
 from zfabric import compile_plan, load_spec
 from zfabric.plan import PlanView
 
 
-def plan_with(example, name: str, router: dict):
+def plan_with(example, name: str, router: dict, routing: str | None = None):
     data = yaml.safe_load(example(name).read_text())
     data["router"] = router
+    if routing is not None:
+        data["routing"] = routing
     return compile_plan(load_spec(data))
+
+
+def head_at_source(model: FabricModel, src: int, dst: int) -> tuple[int, int, _Flit]:
+    """(switch, local port, head flit) of a packet from ``src`` to ``dst`` at the front of its
+    first switch's local input, routed (its decision computed) but not yet selected."""
+    injection = model.routing.injections(src, dst)[0]
+    head = _Flit(model.offer(src, dst), 0, injection.head)
+    head.decision = model.routing.route(injection.switch, injection.port, 0, injection.head)
+    return injection.switch, injection.port, head
 
 
 def first_hops(plan, packets: int) -> tuple[list[int], list[int]]:
@@ -96,3 +108,51 @@ def test_four_stages_stream_needs_six_credits(example):
         formula = 5 * packet.hops + length + 5
         assert (packet.latency == formula) is on_time, (depth, length, packet.latency)
         assert packet.latency >= formula
+
+
+def test_occupancy_passes_a_busy_up_port(example):
+    """znode-64's up pool, selection pointer at 0: an up port whose output VC has 1 credit of 4
+    left (the previous packet still in the next switch's buffer) is what round-robin takes;
+    occupancy takes the next up port, whose credit is above half the buffer (3 >= 4 // 2 + 1).
+    With every up port that busy it falls back to round-robin among them."""
+    picks = {}
+    for selection in ("round-robin", "occupancy"):
+        model = FabricModel(plan_with(example, "znode-64", {"selection": selection}))
+        s, p, head = head_at_source(model, 0, 63)
+        up = PlanView(model.plan).ports_by_role[s]["up"]
+        assert [hop.port for hop in head.decision.hops] == up
+        model._credit[s][up[0]][0] = 1
+        picks[selection] = model._select(s, p, 0, head)
+        for port in up:
+            model._credit[s][port][0] = 2
+        picks[selection, "all busy"] = model._select(s, p, 0, head)
+    assert picks["round-robin"] == picks["round-robin", "all busy"] == (up[0], 0)
+    assert picks["occupancy"] == (up[1], 0)
+    assert picks["occupancy", "all busy"] == (up[0], 0)
+
+
+def test_occupancy_checks_levels_before_occupancy(example):
+    """duato on torus-4x4, a head two hops away in both dimensions: adaptive VCs of both
+    productive ports (level 0), then the escape VC (level 1). With every adaptive VC busy (1
+    credit) and the escape VC empty, occupancy still takes an adaptive VC (the escape is the
+    last resort: the reference's "else the deterministic output"), where round-robin takes the
+    escape VC, the lowest VC of the port its pointer reaches. A low adaptive VC wins over a
+    busy one of a port nearer the pointer."""
+    picks = {}
+    for selection in ("round-robin", "occupancy"):
+        model = FabricModel(plan_with(example, "torus-4x4", {"selection": selection}, "duato"))
+        s, p, head = head_at_source(model, 0, 5)
+        *adaptive, escape = head.decision.hops
+        assert len(adaptive) == 2 and escape.port == adaptive[0].port
+        assert {model.routing.priority(s, escape.port, w) for w in escape.vcs} == {1}
+        assert {model.routing.priority(s, h.port, w) for h in adaptive for w in h.vcs} == {0}
+        model._rr_select[s][p] = adaptive[0].port
+        for hop in adaptive:
+            for w in hop.vcs:
+                model._credit[s][hop.port][w] = 1
+        picks[selection] = model._select(s, p, 0, head)
+        model._credit[s][adaptive[1].port][adaptive[1].vcs[-1]] = 4
+        picks[selection, "one low"] = model._select(s, p, 0, head)
+    assert picks["round-robin"] == picks["round-robin", "one low"] == (escape.port, escape.vcs[0])
+    assert picks["occupancy"] == (adaptive[0].port, adaptive[0].vcs[0])
+    assert picks["occupancy", "one low"] == (adaptive[1].port, adaptive[1].vcs[-1])

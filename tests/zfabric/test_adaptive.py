@@ -376,14 +376,18 @@ def test_rtl_commands_refuse_adaptive_routings_under_first_free(tmp_path, capsys
     ],
 )
 @pytest.mark.parametrize("pattern", ["uniform", "transpose"])
-def test_the_model_delivers_everything_past_saturation_and_drains(topology, routing, pattern):
+@pytest.mark.parametrize("selection", ["round-robin", "occupancy"])
+def test_the_model_delivers_everything_past_saturation_and_drains(
+    topology, routing, pattern, selection
+):
     """0.9 flits/cycle/endpoint is past saturation on both fabrics; after 1500 cycles of it the
     fabric must drain with every packet delivered once and intact (the model checks flit
-    order, contiguity and the delivery endpoint as it runs)."""
+    order, contiguity and the delivery endpoint as it runs), whichever ``router.selection``."""
     from zfabric.sim.model import FabricModel
     from zfabric.sim.traffic import Traffic, TrafficConfig
 
-    plan = plan_of(topology, routing)
+    spec = {"name": "t", "topology": topology, "routing": routing}
+    plan = compile_plan(load_spec({**spec, "router": {"selection": selection}}))
     model = FabricModel(plan)
     traffic = Traffic(TrafficConfig(pattern=pattern, rate=0.9, packet_length=4), 16, 7)
     offered = []
@@ -399,6 +403,65 @@ def test_the_model_delivers_everything_past_saturation_and_drains(topology, rout
     assert sorted(p.id for p in model.delivered) == sorted(p.id for p in offered)
     assert all(p.flits_delivered == p.length for p in offered)
     assert model.in_network == 0
+
+
+@pytest.mark.parametrize(
+    "topology, routing, levels",
+    [
+        ({"kind": "torus", "k": [4, 4]}, "duato", {0, 1}),
+        ({"kind": "mesh", "k": [3, 3]}, "duato", {0, 1}),
+        ({"kind": "ndt", "k": [3, 3, 3]}, "dort_adaptive", {0, 1, 2, 3}),
+        (
+            {"kind": "ndt", "k": [3, 3, 3]},
+            {"name": "dort_adaptive", "selection": "2_priority"},
+            {0, 1, 2, 3},
+        ),
+        (
+            {"kind": "ndt", "k": [3, 3, 3]},
+            {"name": "dort_adaptive", "selection": "round_robin"},
+            {0, 1, 3},
+        ),
+        ({"kind": "ndt", "k": [2, 2, 2]}, "tsdor", {0}),
+        ({"kind": "torus", "k": [4, 4]}, "dor", {0}),
+    ],
+)
+def test_priority_levels_follow_every_decision_order(topology, routing, levels):
+    """Occupancy selection reads each output VC's level (``priority``), a constant of the
+    switch: every decision, for every switch, input VC and destination, lists its candidates
+    by non-decreasing level, so the levels are the routing's priority order; an adaptive
+    routing's escape VCs, and only they, have its last level; a deterministic one has one.
+    Deliveries (local ports) are level 0: a delivery decision offers nothing else."""
+    plan, rf = routing_of(topology, routing)
+    view = PlanView(plan)
+    seen = set()
+    for switch in view.switches:
+        out = view.out_link[switch.id]
+        for port, link in enumerate(view.in_link[switch.id]):
+            for vc in range(1 if link is None else link.vcs):
+                for dst in range(len(plan.endpoints)):
+                    if dst == switch.id and link is None:
+                        continue  # a packet to its own source
+                    hops = rf.route(switch.id, port, vc, dst).hops
+                    ranked = [
+                        (rf.priority(switch.id, h.port, w), h.port, w) for h in hops for w in h.vcs
+                    ]
+                    assert [r[0] for r in ranked] == sorted(r[0] for r in ranked), (switch, hops)
+                    for level, p, w in ranked:
+                        if rf.adaptive and out[p] is not None:
+                            assert (level == max(levels)) == rf.is_escape(out[p].id, w)
+                        seen.add(level)
+    assert seen == levels
+
+
+def test_dort_adaptive_levels_of_example_3_4_and_3_5():
+    """3_priority's levels on the 3DT: Card1's Z+ (Z wholly on Card1) 0, Card0's Y- (the split
+    dimension) 1, the internal link's adaptive VCs 2, DORT's escape VCs 3 (Ex 3.4, 3.5)."""
+    _, rf = routing_of({"kind": "ndt", "k": K3}, "dort_adaptive")
+    card1, card0 = ndt_switch(K3, (0, 0, 0), 1), ndt_switch(K3, (0, 1, 0), 0)
+    assert [rf.priority(card1, 3, w) for w in (0, 1, 2, 3)] == [3, 3, 0, 0]
+    assert [rf.priority(card1, 1, w) for w in range(8)] == [3] * 4 + [2] * 4
+    assert [rf.priority(card0, port, 2) for port in (2, 3, 4)] == [0, 0, 1]
+    assert rf.priority(card0, 0, 0) == 0  # the local port: deliveries have one level
 
 
 def test_ndt_configs_refuses_an_adaptive_routing(tmp_path, capsys):

@@ -83,8 +83,9 @@ class AllocatorHarness(wiring.Component):
     buffer_depth : int
         With ``split``: the input buffers' depth and the output VCs' initial credits.
     **settings
-        ``turns``, ``selection``, ``iterations``, ``pipelined``, ``split`` and ``one_port``,
-        as the allocator's; with ``one_port`` the environment offers each head candidates in
+        ``turns``, ``selection``, ``levels``, ``iterations``, ``pipelined``, ``split`` and
+        ``one_port``, as the allocator's (with ``occupancy`` selection its ``low`` flags are
+        free inputs); with ``one_port`` the environment offers each head candidates in
         one output port only (the routing's ``one_port``, as the switch builds it).
     """
 
@@ -116,6 +117,8 @@ class AllocatorHarness(wiring.Component):
             members = {"arrive": In(max_in).array(n_ports), "pulse": In(n_ovc)}
         else:
             members = {"valid": In(max_in).array(n_ports), "spare": In(n_ovc)}
+        if settings.get("selection") == "occupancy":  # any low-occupancy flags at all
+            members["low"] = In(n_ovc)
         super().__init__(
             members
             | {
@@ -163,6 +166,8 @@ class AllocatorHarness(wiring.Component):
         else:
             ready = Signal(n_ovc, init=(1 << n_ovc) - 1)
             m.d.comb += alloc.spare.eq(self.spare)
+        if self._settings.get("selection") == "occupancy":
+            m.d.comb += alloc.low.eq(self.low)
         m.d.comb += [
             alloc.ready.eq(ready),
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),

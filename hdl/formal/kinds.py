@@ -80,6 +80,8 @@ class ProofKind:
     pipelined: bool
     split: bool = False
     one_port: bool = False
+    #: per output VC, its priority level (occupancy selection only; else empty)
+    levels: tuple[int, ...] = ()
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -139,6 +141,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             pipelined=alloc._pipelined,
             split=alloc._split,
             one_port=alloc._one_port,
+            levels=alloc._levels if alloc._selection == "occupancy" else (),
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -281,6 +284,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         "iterations": kind.iterations,
         "pipelined": kind.pipelined,
     }
+    if kind.levels:
+        settings["levels"] = kind.levels
     if kind.one_port:  # the switch builds the one-port allocator: prove that one
         settings["one_port"] = True
     if kind.split:  # the harness keeps the input levels and output credits up to B

@@ -40,6 +40,9 @@ class SecondWithoutCredit(Allocator):
 
 #: switch allocation in two cycles (``stages: 4``), on 4-flit buffers and credits
 SPLIT = {"pipelined": True, "split": True, "buffer_depth": 4}
+#: occupancy selection with two levels (the upper VC of every port first, as duato's adaptive
+#: VCs before its escape VC), the low-occupancy flags free
+OCCUPANCY = {"selection": "occupancy", "levels": (1, 0) * 5}
 #: a torus-4x4-like switch: one injection VC on the local port, no U-turns
 TORUS_LIKE = {
     "in_vcs": (1, 2, 2, 2, 2),
@@ -56,6 +59,7 @@ TORUS_LIKE = {
         {"iterations": 2},
         {"selection": "round-robin", "iterations": 2, "pipelined": True},
         SPLIT,
+        OCCUPANCY,
     ],
 )
 def test_grants_proven(sby, settings):
@@ -76,6 +80,7 @@ def test_ownership_bounded(sby):
     [
         {"n_ports": 3},
         {**TORUS_LIKE, "selection": "round-robin"},
+        {**TORUS_LIKE, **OCCUPANCY},
     ],
 )
 @pytest.mark.parametrize("stages", [1, 3, 4])

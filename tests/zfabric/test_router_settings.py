@@ -9,7 +9,7 @@ import yaml
 
 from zfabric import PlanError, SpecError, compile_plan, load_spec, plan_from_json
 from zfabric.plan import PlanView
-from zfabric.router_settings import RouterSettings
+from zfabric.router_settings import RouterSettings, low_occupancy
 from zfabric.routing import make_routing
 
 
@@ -98,6 +98,7 @@ def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
         ),
         ({"selection": "round-robbin"}, r"^router\.selection: .*did you mean 'round-robin'\?$"),
         ({"selections": "first-free"}, r"^router\.selections: unknown key .*'selection'\?$"),
+        ({"selection": "occupency"}, r"^router\.selection: .*did you mean 'occupancy'\?$"),
         (
             {"injection_vcs": 0},
             r"^router\.injection_vcs: must be auto or an integer in 1\.\.16, got 0$",
@@ -123,6 +124,21 @@ def test_json_round_trip_is_exact_with_router_settings(example, name):
     again = plan_from_json(plan.to_json())
     assert again == plan and again.router.selection == "round-robin"
     assert again.to_json() == plan.to_json()
+
+
+@pytest.mark.parametrize("depth, least", [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (8, 5)])
+def test_low_occupancy_is_more_than_half_the_buffer_free(depth, least):
+    assert low_occupancy(depth) == least
+    assert 2 * least > depth >= 2 * (least - 1)
+
+
+def test_occupancy_selection_round_trips(example):
+    data = yaml.safe_load(example("torus-4x4").read_text())
+    data["router"] = {"selection": "occupancy", "stages": 3}
+    plan = compile_plan(load_spec(data))
+    assert plan_from_json(plan.to_json()).router == RouterSettings(
+        selection="occupancy", stages=3, injection_vcs=2, ejection_vcs=2
+    )
 
 
 def test_plan_json_without_router_is_the_switch_it_was_written_for(example):

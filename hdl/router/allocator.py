@@ -315,7 +315,7 @@ class Allocator(wiring.Component):
                 if self._selection == "occupancy":
                     pool = self._occupancy_pool(m, candidates, f"pool_{port}_{vc}")
                 if self._one_port:
-                    # the candidates lie in one port: its lowest usable VC is what either
+                    # the candidates lie in one port: its lowest VC in the pool is what every
                     # selection rule picks, and the port is known before ``usable`` is
                     chosen = _signal(
                         m,

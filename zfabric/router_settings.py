@@ -43,7 +43,9 @@ ALLOCATORS = ("separable", "separable-2")
 #: round-robin per input port over the switch's output ports (the default: on the 4-ary 3-tree it
 #: spreads the up pool, latency at 0.30 load 1.23x zero-load against first-free's 1.43x), or
 #: by occupancy: the routing's priority levels first, low-occupancy output VCs
-#: (:func:`low_occupancy`) before the others within a level, round-robin among equals
+#: (:func:`low_occupancy`) before the others within a level, round-robin among equals (4-ary
+#: 3-tree at 0.30 load: 1.23x zero-load, as round-robin; bench/adaptive.py for the adaptive
+#: routings)
 SELECTIONS = ("first-free", "round-robin", "occupancy")
 
 

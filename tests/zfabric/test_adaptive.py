@@ -423,6 +423,8 @@ def test_the_model_delivers_everything_past_saturation_and_drains(
         ),
         ({"kind": "ndt", "k": [2, 2, 2]}, "tsdor", {0}),
         ({"kind": "torus", "k": [4, 4]}, "dor", {0}),
+        ({"kind": "hyperx", "s": [3, 3], "terminals": 2}, "aliod", {0, 1}),
+        ({"kind": "hyperx", "s": [3, 3], "terminals": 2}, "cliod", {0, 1}),
     ],
 )
 def test_priority_levels_follow_every_decision_order(topology, routing, levels):

@@ -45,8 +45,9 @@ candidate with a free VC and a credit now: the switch's ``first-free`` selection
 first such candidate in the order above, which is the paper's rule (idle dimension first, the
 escape hop only when no adaptive one is free). ``round-robin`` (the default) also only takes
 free candidates, but rotates among them. ALIOD's "shortest queue among {Up, Side-ODim}" and
-CLIOD's random choice among idle dimensions need the occupancy-based selection (issue 16's
-item 5): the candidate sets here are what that rule chooses among.
+CLIOD's random choice among idle dimensions are approximated by ``occupancy``: the adaptive
+candidates with more than half their downstream buffer free first, round-robin among equals,
+the escape VCs last (:meth:`~zfabric.routing.base.RoutingFunction.priority`).
 """
 
 from __future__ import annotations

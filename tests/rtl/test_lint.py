@@ -131,19 +131,23 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
 
 
 @pytest.mark.parametrize(
-    "name, routing",
+    "name, routing, selection",
     [
-        ("torus-4x4", "duato"),
-        ("mesh-4x4", "duato"),
-        ("ndt-2x2x2", "tsdor"),
-        pytest.param("ndt-2x2x2", "dort_adaptive", marks=pytest.mark.matrix),
+        ("torus-4x4", "duato", None),
+        ("torus-4x4", "duato", "occupancy"),
+        ("mesh-4x4", "duato", None),
+        ("ndt-2x2x2", "tsdor", None),
+        pytest.param("ndt-2x2x2", "dort_adaptive", None, marks=pytest.mark.matrix),
     ],
 )
-def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing):
+def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing, selection):
     """Issue 16's routings (the Duato unit, tables per input VC; dort_adaptive's 93 MB of
-    Verilog, minutes to emit and lint, under the matrix marker) on the small fabrics."""
+    Verilog, minutes to emit and lint, under the matrix marker) on the small fabrics, and
+    occupancy selection (its low-occupancy flags and level masks)."""
     data = yaml.safe_load(example(name).read_text())
     data["routing"] = routing
+    if selection:
+        data["router"] = {"selection": selection}
     emission = write(compile_plan(load_spec(data)), tmp_path)
     verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
     assert lint(tmp_path, verilog) == (0, set())

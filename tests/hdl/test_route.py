@@ -136,23 +136,35 @@ def test_destination_route_units_agree_with_the_routing_function(example, name, 
 
 #: issue 16's routings: (fabric, routing, route unit kind); ``duato`` arithmetic or by table
 NDT_333 = {"name": "ndt-3x3x3", "topology": {"kind": "ndt", "k": [3, 3, 3]}}
+#: a 2D twin torus (n even: DORT's internal classes differ) with ties on the 4-ring
+NDT_42 = {"name": "ndt-4x2", "topology": {"kind": "ndt", "k": [4, 2]}}
 ISSUE_16 = [
+    ("ndt-2x2x2", "tsdor", "tsdor"),
     ("ndt-2x2x2", "tsdor", "table"),
-    pytest.param(NDT_333, "tsdor", "table", marks=pytest.mark.slow, id="ndt-3x3x3-tsdor-table"),
+    ("ndt-3x2x3", "tsdor", "tsdor"),
+    (NDT_42, "tsdor", "tsdor"),
+    pytest.param(NDT_333, "tsdor", "tsdor", marks=pytest.mark.slow, id="ndt-3x3x3-tsdor"),
     ("torus-4x4", "duato", "duato"),
     ("torus-4x4", "duato", "table"),
     ("mesh-4x4", "duato", "duato"),
     ("torus-3x5", {"name": "duato", "tie": "plus", "adaptive_vcs": 1}, "duato"),
+    ("ndt-2x2x2", "dort_adaptive", "dort_adaptive"),
     ("ndt-2x2x2", "dort_adaptive", "table"),
-    ("ndt-2x2x2", {"name": "dort_adaptive", "selection": "no_internal"}, "table"),
+    ("ndt-2x2x2", {"name": "dort_adaptive", "selection": "no_internal"}, "dort_adaptive"),
+    ("ndt-3x2x3", {"name": "dort_adaptive", "selection": "round_robin"}, "dort_adaptive"),
     ("ndt-3x2x3", {"name": "dort_adaptive", "selection": "round_robin"}, "table"),
+    (NDT_42, "dort_adaptive", "dort_adaptive"),
+    ("ndt-2x4x2-plus", {"name": "dort_adaptive", "tie": "plus"}, "dort_adaptive"),
+    pytest.param(
+        NDT_333, "dort_adaptive", "dort_adaptive", marks=pytest.mark.slow, id="ndt-3x3x3-adaptive"
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     "name, routing, kind",
     ISSUE_16,
-    ids=lambda v: v if isinstance(v, str) else v.get("selection") or v.get("tie"),
+    ids=lambda v: v if isinstance(v, str) else v.get("selection") or v.get("tie") or v["name"],
 )
 def test_adaptive_and_tsdor_route_units_agree_with_the_routing_function(
     example, name, routing, kind

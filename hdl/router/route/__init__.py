@@ -19,8 +19,13 @@ first-free selection).
   coordinates as an input. Tests check them exhaustively against the routing function; tables
   stay available (``arithmetic=False``). ``duato``: :class:`DuatoRoute`, DOR's escape hop
   plus the adaptive VCs of every productive direction.
-- ``tsdor`` and ``dort_adaptive`` depend on the input port and VC (the traffic class; whether
-  the packet escaped): a table per input VC.
+- ``tsdor`` and ``dort_adaptive`` also read the input VC, through a small routing state (the
+  traffic class; whether the packet escaped): :class:`DORTRoute` once per traffic class (its
+  dimension order, ties and VCs), :class:`DORTAdaptiveRoute` (DORT's hop plus the adaptive VCs
+  of this card's productive ports and, where DORT crosses, the internal link's) once per
+  escaped / not; each input VC gets its state's unit, and every card of a fabric stays one
+  module. Tables (``arithmetic=False``, or an endpoint numbering the units do not decode) are
+  built once per distinct state key (:meth:`~zfabric.routing.base.RoutingFunction.state_key`).
 - Sliced routing (``sliced``): :class:`SlicedRoute`, the header decoder of
   ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
   switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
@@ -33,7 +38,7 @@ first-free selection).
 """
 
 from .dor import DORRoute
-from .dort import DORTRoute
+from .dort import DORTAdaptiveRoute, DORTRoute
 from .duato import DuatoRoute
 from .flat import FlatRoute
 from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
@@ -52,6 +57,7 @@ __all__ = [
     "SourceDestinationRoute",
     "DORRoute",
     "DORTRoute",
+    "DORTAdaptiveRoute",
     "DuatoRoute",
     "RouteRow",
     "RouteRows",

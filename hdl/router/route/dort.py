@@ -1,11 +1,11 @@
-"""DORT on nDT twin nodes (``zfabric/routing/dort.py`` in logic)."""
+"""DORT on nDT twin nodes (``zfabric/routing/dort.py`` in logic), and the routings built on
+it: TSDOR (``zfabric/routing/tsdor.py``) and adaptive nDT routing
+(``zfabric/routing/dort_adaptive.py``)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-
-from zfabric.routing.dort import external_classes
 
 from .logic import (
     bit_fields,
@@ -17,7 +17,7 @@ from .logic import (
 )
 from .ports import RouteUnitSignature
 
-__all__ = ["DORTRoute"]
+__all__ = ["DORTRoute", "DORTAdaptiveRoute"]
 
 
 class DORTRoute(wiring.Component):
@@ -25,11 +25,15 @@ class DORTRoute(wiring.Component):
     ``identity``.
 
     The destination id is 2 x (linear index of its node) + its card. Same node: deliver on the
-    local port if the card matches, else cross the internal link on the ``pe`` VC. Otherwise the
-    first differing dimension is routed the shorter way round (ties by ``tie``): through this
-    card's port in that direction (the upper or lower dateline class's VCs; VC 0 with one
-    external VC), or across the internal link on the ``ring_upper`` / ``ring_lower`` VCs if the
-    dimension is split, on the ``ch`` VCs if not.
+    local port if the card matches, else cross the internal link on the ``pe`` VCs. Otherwise the
+    first differing dimension in ``order`` is routed the shorter way round (ties by ``tie``):
+    through this card's port in that direction (the upper or lower dateline class's VCs), or
+    across the internal link on the ``ring_upper`` / ``ring_lower`` VCs if the dimension is
+    split, on the ``ch`` VCs if not.
+
+    TSDOR is this unit once per traffic class: class 1 takes the dimensions in descending
+    ``order``, and each class its own VCs and ties (:class:`~zfabric.hdl.router.route.RouteRows`
+    gives each input VC the unit of the class it carries).
 
     Parameters
     ----------
@@ -45,8 +49,11 @@ class DORTRoute(wiring.Component):
         +1 / -1 per dimension.
     internal_vcs : tuple of (str, tuple of int)
         The VCs of each internal class.
-    external_vcs : int
-        VCs on external links (:func:`~zfabric.routing.dort.external_classes`).
+    external : (tuple of int, tuple of int)
+        The upper and lower classes' VCs on external links
+        (:func:`~zfabric.routing.dort.external_classes`).
+    order : tuple of int, optional
+        The dimensions in routing order (ascending by default).
     """
 
     def __init__(
@@ -62,14 +69,18 @@ class DORTRoute(wiring.Component):
         split,
         tie,
         internal_vcs,
-        external_vcs,
+        external,
+        order=None,
     ):
         self._ports, self._k, self._card = ports, tuple(k), card
         self._port_of = dict(port_of)
         self._internal_port, self._local_port = internal_port, local_port
         self._split, self._tie = set(split), tuple(tie)
         self._internal_vcs = dict(internal_vcs)
-        self._external = external_classes(external_vcs)
+        self._external = tuple(external)
+        self._order = tuple(range(len(self._k))) if order is None else tuple(order)
+        if sorted(self._order) != list(range(len(self._k))):
+            raise ValueError(f"order must list the dimensions 0..{len(self._k) - 1}, not {order!r}")
         super().__init__(
             RouteUnitSignature(head_width, ports.n_out_vcs, sum(coord_widths(self._k)))
         )
@@ -88,6 +99,11 @@ class DORTRoute(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._route(m, self.cand)
+        return m
+
+    def _route(self, m, cand):
+        """Drive ``cand`` with DORT's hop; returns the coordinates (here, there) per dimension."""
         here = bit_fields(self.identity, coord_widths(self._k))
         card, *there = named_signals(m, mixed_digits(self.head, (2, *self._k)), "dst")
         m.d.comb += self.next_head.eq(self.head)
@@ -99,13 +115,62 @@ class DORTRoute(wiring.Component):
             )
             upper = dst > cur
             hops.append(Mux(plus, self._hop(dim, 1, upper), self._hop(dim, -1, upper)))
-        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
-            with m.If(cur != dst) if dim == 0 else m.Elif(cur != dst):
-                m.d.comb += self.cand.eq(hops[dim])
+        for i, dim in enumerate(self._order):
+            differ = here[dim] != there[dim]
+            with m.If(differ) if i == 0 else m.Elif(differ):
+                m.d.comb += cand.eq(hops[dim])
         with m.Else():
             with m.If(card == self._card):
                 local = range(self._ports.vcs[self._local_port])  # every ejection VC
-                m.d.comb += self.cand.eq(mask_bits(self._ports, self._local_port, local))
+                m.d.comb += cand.eq(mask_bits(self._ports, self._local_port, local))
             with m.Else():
-                m.d.comb += self.cand.eq(self._internal("pe"))
+                m.d.comb += cand.eq(self._internal("pe"))
+        return here, there
+
+
+class DORTAdaptiveRoute(DORTRoute):
+    """``zfabric.routing.dort_adaptive`` by arithmetic: :class:`DORTRoute`'s escape hop plus,
+    for a packet that has not escaped, the adaptive VCs of this card's ports in every productive
+    direction (both at a tie) and, when the escape hop crosses the internal link, the internal
+    link's adaptive VCs.
+
+    The mask is the candidate set (round-robin selection; the ``selection`` option's priority
+    order is not in a mask, ``no_internal`` is: no internal adaptive VCs).
+
+    Parameters
+    ----------
+    escaped : bool
+        This input VC is an escape VC: DORT only.
+    adaptive_external, adaptive_internal : tuple of int
+        The adaptive VCs of external links and of the internal link (empty: none offered).
+    """
+
+    def __init__(self, *, escaped, adaptive_external, adaptive_internal, **fields):
+        self._escaped = escaped
+        self._adaptive_external = tuple(adaptive_external)
+        self._adaptive_internal = tuple(adaptive_internal)
+        super().__init__(**fields)
+
+    def elaborate(self, platform):
+        m = Module()
+        if self._escaped:
+            self._route(m, self.cand)
+            return m
+        escape = Signal(len(self.cand))
+        here, there = self._route(m, escape)
+        adaptive = 0
+        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
+            k = self._k[dim]
+            forward = Signal(range(k), name=f"a{dim}_forward")  # (dst - cur) mod k
+            m.d.comb += forward.eq(Mux(dst >= cur, dst - cur, dst + k - cur))
+            # a direction is productive if it is no longer than the other way round
+            for sign, productive in ((1, 2 * forward <= k), (-1, 2 * forward >= k)):
+                port = self._port_of.get((dim, sign))
+                if port is not None:
+                    mask = mask_bits(self._ports, port, self._adaptive_external)
+                    adaptive = adaptive | Mux((cur != dst) & productive, mask, 0)
+        every = range(self._ports.vcs[self._internal_port])
+        crossing = (escape & mask_bits(self._ports, self._internal_port, every)).any()
+        internal = mask_bits(self._ports, self._internal_port, self._adaptive_internal)
+        m.d.comb += self.cand.eq(escape | adaptive | Mux(crossing, internal, 0))
         return m

@@ -7,13 +7,18 @@ from amaranth.lib import wiring
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 from zfabric.routing.base import RoutingFunction
-from zfabric.routing.dort import internal_class_vcs, split_dims
+from zfabric.routing.dort import (
+    external_classes,
+    internal_class_vcs,
+    internal_link_vcs,
+    split_dims,
+)
 from zfabric.routing.flat import address_offsets, address_width
 from zfabric.topologies.znode import field_width
 
 from ...flit import head_width
 from .dor import DORRoute
-from .dort import DORTRoute
+from .dort import DORTAdaptiveRoute, DORTRoute
 from .duato import DuatoRoute
 from .flat import FlatRoute
 from .logic import coord_widths
@@ -23,6 +28,9 @@ from .source_destination import SourceDestinationRoute
 from .table import TableRoute
 
 __all__ = ["RouteRow", "RouteRows", "route_row", "reachable_turns"]
+
+#: the nDT routings :class:`DORTRoute` and :class:`DORTAdaptiveRoute` compute by arithmetic
+NDT_ARITHMETIC = ("dort", "tsdor", "dort_adaptive")
 
 
 class RouteRow:
@@ -188,14 +196,18 @@ class RouteRows:
         self.kind = "table"
         if name in ("sliced", "flat", "source_destination"):
             self.kind = name
-        elif arithmetic and name in ("dor", "duato", "dort") and self._numbered_by_coordinates():
+        elif (
+            arithmetic
+            and name in ("dor", "duato", *NDT_ARITHMETIC)
+            and self._numbered_by_coordinates()
+        ):
             self.kind = name
 
     def _numbered_by_coordinates(self) -> bool:
         """Endpoint e sits alone on switch e, and e is the mixed-radix number DOR/DORT decode."""
         plan, view = self.plan, self.view
         k = tuple(plan.routing.params["k"])
-        twin = plan.routing.name == "dort"
+        twin = plan.routing.name in NDT_ARITHMETIC
         for endpoint in plan.endpoints:
             if len(endpoint.attachments) != 1 or endpoint.attachments[0].switch != endpoint.id:
                 return False
@@ -246,7 +258,7 @@ class RouteRows:
             row = self._source_destination(switch, ports)
         elif self.kind in ("dor", "duato"):
             row = self._dor(switch, ports)
-        elif self.kind == "dort":
+        elif self.kind in NDT_ARITHMETIC:
             row = self._dort(switch, ports)
         else:
             row = self._tables(switch, ports)
@@ -260,15 +272,15 @@ class RouteRows:
         return row
 
     def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        """One table per distinct input state: the routing's :meth:`state_key` of the input
+        (its traffic class, whether it escaped, ...; the head left out), so input VCs that
+        route alike share one table."""
         routing = self.routing
         heads = range(len(self.plan.endpoints))
         tables, cache = {}, {}
         for port in range(ports.n_ports):
             for vc in range(ports.vcs[port]):
-                key = (
-                    port if routing.uses_input_port else None,
-                    vc if routing.uses_input_vc else None,
-                )
+                key = routing.state_key(switch, port, vc, None)
                 if key not in cache:
                     cache[key] = _table(
                         routing, switch, port, vc, ports, heads, ordered=self.ordered
@@ -377,19 +389,18 @@ class RouteRows:
         }
         if self.kind == "duato":
             fields["adaptive_vcs"] = self.routing.adaptive_vcs
-            return self._arithmetic_row("duato", DuatoRoute, fields, switch, ports)
-        return self._arithmetic_row("dor", DORRoute, fields, switch, ports)
+            return self._arithmetic_row(
+                "duato", DuatoRoute, {(): fields}, lambda p, v: (), switch, ports
+            )
+        return self._arithmetic_row("dor", DORRoute, {(): fields}, lambda p, v: (), switch, ports)
 
     def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        """DORT's unit; TSDOR's per traffic class; dort_adaptive's per escaped / not."""
         params = self.plan.routing.params
         sw = self.view.switches[switch]
         k = tuple(params["k"])
         card0 = {(dim, sign) for dim, sign in params["card0"]}
         split = split_dims(card0, len(k))
-        if params.get("tie", "card0") == "card0":
-            tie = tuple((1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(len(k)))
-        else:
-            tie = (1,) * len(k)
         fields = {
             "k": k,
             "card": sw.position["card"],
@@ -397,11 +408,67 @@ class RouteRows:
             "internal_port": self.view.ports_by_role[switch]["internal"][0],
             "local_port": self.view.ports_by_role[switch]["local"][0],
             "split": tuple(split),
-            "tie": tie,
-            "internal_vcs": tuple(sorted(internal_class_vcs(params["internal_vcs"]).items())),
-            "external_vcs": params.get("external_vcs", 2),
         }
-        return self._arithmetic_row("dort", DORTRoute, fields, switch, ports)
+        if self.kind == "tsdor":
+            return self._tsdor(switch, ports, fields, card0)
+        if params.get("tie", "card0") == "card0":
+            tie = tuple((1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(len(k)))
+        else:
+            tie = (1,) * len(k)
+        internal_vcs = internal_class_vcs(params["internal_vcs"])
+        external_escape = params.get("external_vcs", 2)
+        fields |= {
+            "tie": tie,
+            "internal_vcs": tuple(sorted(internal_vcs.items())),
+            "external": external_classes(external_escape),
+        }
+        if self.kind == "dort":
+            return self._arithmetic_row(
+                "dort", DORTRoute, {(): fields}, lambda p, v: (), switch, ports
+            )
+        internal_escape = internal_link_vcs(internal_vcs)
+        fields |= {
+            "adaptive_external": tuple(
+                range(external_escape, external_escape + params["adaptive_external_vcs"])
+            ),
+            "adaptive_internal": ()
+            if params["selection"] == "no_internal"
+            else tuple(range(internal_escape, internal_escape + params["adaptive_internal_vcs"])),
+        }
+        escape = self.routing.in_escape[switch]  # per input port: its escape VCs (0: injection)
+        by_escaped = {escaped: {**fields, "escaped": escaped} for escaped in (False, True)}
+        return self._arithmetic_row(
+            "dort_adaptive",
+            DORTAdaptiveRoute,
+            by_escaped,
+            lambda p, v: v < escape[p],
+            switch,
+            ports,
+        )
+
+    def _tsdor(self, switch: int, ports: SwitchPorts, fields: dict, card0: set) -> RouteRow:
+        """TSDOR is DORT per traffic class: class c in its own dimension order, ties and VCs
+        (2c upper, 2c + 1 lower; 2c + card on an internal hop of no split dimension)."""
+        n, split, card = len(fields["k"]), fields["split"], fields["card"]
+        by_class = {}
+        for tc in (0, 1):
+            # a split dimension's tie goes to the port on the class's own card
+            tie = tuple(
+                (1 if ((d, 1) in card0) == (tc == 0) else -1) if d in split else 1 for d in range(n)
+            )
+            upper, lower, crossing = (2 * tc,), (2 * tc + 1,), (2 * tc + card,)
+            internal = {"ring_upper": upper, "ring_lower": lower, "ch": crossing, "pe": crossing}
+            by_class[tc] = {
+                **fields,
+                "tie": tie,
+                "internal_vcs": tuple(sorted(internal.items())),
+                "external": (upper, lower),
+                "order": tuple(range(n)) if tc == 0 else tuple(reversed(range(n))),
+            }
+        local = ports.local
+        return self._arithmetic_row(
+            "tsdor", DORTRoute, by_class, lambda p, v: card if local[p] else v // 2, switch, ports
+        )
 
     def _external_ports(self, switch: int) -> tuple:
         """((dimension, sign), port) of every external port: the units' direction map."""
@@ -411,14 +478,20 @@ class RouteRows:
             if p.role == "external"
         )
 
-    def _arithmetic_row(self, name: str, unit, fields: dict, switch: int, ports) -> RouteRow:
-        """A row whose every unit is ``unit(**fields)``, the switch's coordinates its identity."""
+    def _arithmetic_row(
+        self, name: str, unit, fields: dict, which, switch: int, ports: SwitchPorts
+    ) -> RouteRow:
+        """A row whose unit for input (p, v) is ``unit(**fields[which(p, v)])``, the switch's
+        coordinates its identity."""
         hw = self.head_width
+        choice = tuple(
+            tuple(which(p, v) for v in range(ports.vcs[p])) for p in range(ports.n_ports)
+        )
         return RouteRow(
             head_width=hw,
             ports=ports,
-            make=lambda p, v: unit(head_width=hw, ports=ports, **fields),
-            key=(name, tuple(fields.items())),
+            make=lambda p, v: unit(head_width=hw, ports=ports, **fields[choice[p][v]]),
+            key=(name, tuple((key, tuple(f.items())) for key, f in sorted(fields.items())), choice),
             identity=self._coordinates(switch),
         )
 

@@ -44,6 +44,16 @@ def test_cosim_without_its_simulator_exits_3(example, monkeypatch, capsys):
     assert "icarus is not available" in capsys.readouterr().err
 
 
+def test_cosim_without_its_simulator_still_refuses_a_bad_spec(tmp_path, monkeypatch, capsys):
+    """The spec is the user's to fix: exit 2 naming its key, whether or not the tool is there."""
+    monkeypatch.setattr(zfabric.sim.tb.runner, "simulator_available", lambda name: False)
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: bad\ntopology: {kind: torus, k: [4, 0]}\n")
+    assert main(["cosim", str(spec), "--cycles", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "topology.k" in err and "not available" not in err
+
+
 def test_main_job_writes_verilog_and_a_passing_cosim(example, need_sim, tmp_path, capsys):
     need_sim("icarus")
     out = tmp_path / "report"

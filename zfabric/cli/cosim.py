@@ -81,12 +81,6 @@ def run(args: argparse.Namespace) -> int:
 
     vcd = check_output_file(args.vcd, "--vcd") if args.vcd else None
     build_dir = check_output_dir(args.build_dir or cosim_cache(), "--build-dir")
-    if not simulator_available(args.sim):  # before any work
-        print(
-            f"zfabric: the co-simulation could not run: {args.sim} is not available",
-            file=sys.stderr,
-        )
-        return 3
     spec, plan, _analysis, ok = checked_plan(args, args.spec, rtl="cosim")
     if not ok:
         return 1
@@ -107,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
         where = f"--trace {args.trace}" if args.trace else f"--cycles {experiment.cycles}"
         print(f"zfabric: error: {where}: no packets to simulate", file=sys.stderr)
         return 2
+    if not simulator_available(args.sim):  # the user's input is valid: the tool is missing
+        print(
+            f"zfabric: the co-simulation could not run: {args.sim} is not available",
+            file=sys.stderr,
+        )
+        return 3
     status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
     try:
         with phase(args, f"cosim on {args.sim}"):

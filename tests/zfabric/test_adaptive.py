@@ -150,13 +150,20 @@ def test_an_escape_sub_function_that_is_not_connected_is_refused(monkeypatch):
 def test_duato_routing_options_are_checked():
     with pytest.raises(SpecError, match=r"routing\.adaptive_vcs: must be an integer in 1\.\.16"):
         plan_of({"kind": "torus", "k": [4, 4]}, {"name": "duato", "adaptive_vcs": 0})
-    # 2 x 8 dateline VCs leave no room for the default 2 adaptive VCs
+    # 2 x 8 dateline VCs leave no room for the default 2 adaptive VCs: the message says the
+    # count is the default (the user wrote no adaptive_vcs) and where the escape VCs come from
     with pytest.raises(
         SpecError,
-        match=r"^routing\.adaptive_vcs: 2 adaptive VCs after 16 escape VCs make 18 VCs per link,"
-        r" at most 16$",
+        match=r"^routing\.adaptive_vcs: the default 2 adaptive VCs after 16 escape VCs \(topology"
+        r" vcs 8 x 2 dateline classes\) make 18 VCs per link, at most 16$",
     ):
         plan_of({"kind": "torus", "k": [4, 4], "vcs": 8}, "duato")
+    with pytest.raises(
+        SpecError,
+        match=r"^routing\.adaptive_vcs: 3 adaptive VCs after 14 escape VCs \(topology vcs 14\)"
+        r" make 17 VCs per link, at most 16$",
+    ):
+        plan_of({"kind": "mesh", "k": [4, 4], "vcs": 14}, {"name": "duato", "adaptive_vcs": 3})
     with pytest.raises(SpecError, match=r"routing\.tie"):
         plan_of({"kind": "torus", "k": [4, 4]}, {"name": "duato", "tie": "wrap"})
 

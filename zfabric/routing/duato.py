@@ -58,12 +58,15 @@ class Duato(DOR):
         params = super().parse_params(reader, topology_params)
         dateline = topology_params.wrap and params["datelines"]
         escape = (2 if dateline else 1) * topology_params.vcs
+        given = reader.has("adaptive_vcs")
         value = reader.get("adaptive_vcs", integer(1, MAX_VCS), DEFAULT_ADAPTIVE_VCS)
         if escape + value > MAX_VCS:  # a link carries at most MAX_VCS
+            what = f"{value} adaptive VCs" if given else f"the default {value} adaptive VCs"
+            classes = " x 2 dateline classes" if dateline else ""
             raise SpecError(
                 reader.key("adaptive_vcs"),
-                f"{value} adaptive VCs after {escape} escape VCs make {escape + value} VCs per"
-                f" link, at most {MAX_VCS}",
+                f"{what} after {escape} escape VCs (topology vcs {topology_params.vcs}{classes})"
+                f" make {escape + value} VCs per link, at most {MAX_VCS}",
             )
         return {**params, "adaptive_vcs": value}
 

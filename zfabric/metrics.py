@@ -62,6 +62,9 @@ def fabric_metrics(
         vcs[role] = max(vcs.get(role, 0), link.vcs)
     extra: dict[str, Any] = {}
     if plan.topology == "ndt" and not analysis.adaptive:  # a route per pair: no choices
+        # §1.4's figure: the routes from PE0 to PE0 of every node. Under tsdor these are its
+        # traffic class 0 alone (dimensions ascending); class 1, PE1 to PE1 in descending
+        # order, is not counted (README, ``zfabric check``)
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)

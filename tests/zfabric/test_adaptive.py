@@ -374,29 +374,56 @@ def test_rtl_commands_refuse_adaptive_routings_under_first_free(tmp_path, capsys
 # ---- the model runs them -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "topology, routing",
-    [
-        ({"kind": "torus", "k": [4, 4]}, "duato"),
-        ({"kind": "ndt", "k": [2, 2, 2]}, "dort_adaptive"),
-        ({"kind": "ndt", "k": [2, 2, 2]}, "tsdor"),
-    ],
-)
-@pytest.mark.parametrize("pattern", ["uniform", "transpose"])
-@pytest.mark.parametrize("selection", ["round-robin", "occupancy"])
+TORUS_44, NDT_222 = {"kind": "torus", "k": [4, 4]}, {"kind": "ndt", "k": [2, 2, 2]}
+NDT_333 = {"kind": "ndt", "k": [3, 3, 3]}
+
+
+def stress_case(topology: dict, routing, pattern: str, selection: str | None = None, marks=()):
+    fabric = "x".join(map(str, topology["k"])) + ("-mesh" if "wrap" in topology else "")
+    name = routing if isinstance(routing, str) else f"{routing['name']}-{routing['selection']}"
+    parts = [topology["kind"], fabric, name, pattern, *([selection] if selection else [])]
+    return pytest.param(topology, routing, pattern, selection, id="-".join(parts), marks=marks)
+
+
+#: every adaptive routing under both patterns on the small fabrics with round-robin and
+#: occupancy selection; then, uniform only, a mesh (one escape class), a 3DT 3x3x3 (54
+#: endpoints, odd rings), the other selection functions and first-free selection (the
+#: candidates' priority order)
+STRESS = [
+    stress_case(topology, routing, pattern, selection)
+    for topology, routing in ((TORUS_44, "duato"), (NDT_222, "dort_adaptive"), (NDT_222, "tsdor"))
+    for pattern in ("uniform", "transpose")
+    for selection in ("round-robin", "occupancy")
+] + [
+    stress_case({**TORUS_44, "wrap": False}, "duato", "uniform"),
+    stress_case(NDT_333, "dort_adaptive", "uniform", marks=pytest.mark.slow),
+    stress_case(NDT_333, "tsdor", "uniform", marks=pytest.mark.slow),
+    *(
+        stress_case(NDT_222, {"name": "dort_adaptive", "selection": s}, "uniform")
+        for s in ("2_priority", "round_robin", "no_internal")
+    ),
+    stress_case(TORUS_44, "duato", "uniform", "first-free"),
+    stress_case(NDT_222, "dort_adaptive", "uniform", "first-free"),
+]
+
+
+@pytest.mark.parametrize("topology, routing, pattern, selection", STRESS)
 def test_the_model_delivers_everything_past_saturation_and_drains(
     topology, routing, pattern, selection
 ):
-    """0.9 flits/cycle/endpoint is past saturation on both fabrics; after 1500 cycles of it the
+    """0.9 flits/cycle/endpoint is past saturation on every fabric; after 1500 cycles of it the
     fabric must drain with every packet delivered once and intact (the model checks flit
     order, contiguity and the delivery endpoint as it runs), whichever ``router.selection``."""
     from zfabric.sim.model import FabricModel
     from zfabric.sim.traffic import Traffic, TrafficConfig
 
     spec = {"name": "t", "topology": topology, "routing": routing}
-    plan = compile_plan(load_spec({**spec, "router": {"selection": selection}}))
+    if selection:
+        spec["router"] = {"selection": selection}
+    plan = compile_plan(load_spec(spec))
     model = FabricModel(plan)
-    traffic = Traffic(TrafficConfig(pattern=pattern, rate=0.9, packet_length=4), 16, 7)
+    config = TrafficConfig(pattern=pattern, rate=0.9, packet_length=4)
+    traffic = Traffic(config, len(plan.endpoints), 7)
     offered = []
     for cycle in range(1500):
         offered += [model.offer(s, d, n) for s, d, n in traffic.packets_at(cycle)]

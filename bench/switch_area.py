@@ -8,7 +8,7 @@ and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switche
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
     .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--seeds N]
-        [--levels] [--router KEY=VALUE ...]
+        [--levels] [--router KEY=VALUE ...] [--adaptive]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
@@ -16,9 +16,12 @@ routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE4
 out-of-context flow: its Fmax in context comes from the board builds), the median over
 ``--seeds`` placement seeds (1 to N, one nextpnr at a time; default 1). ``--router`` sets the
 torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``).
-``--levels`` prints the logic depth, which placement noise does not blur: the longest
-register-to-register path in LUT4s of the ``-nowidelut`` netlist (yosys ``ltp`` with the
-flip-flops and LUTRAMs cut out; a LUTRAM's asynchronous read is therefore not counted).
+``--adaptive`` prices issue 16's routings instead of the synthetic switches: the torus switch
+under ``dor`` and ``duato`` (2 escape + 2 adaptive VCs per link), the twin node under ``dort``,
+``dort_adaptive`` (Table 3's VCs) and ``tsdor`` (4 VCs per link). ``--levels`` prints the logic
+depth, which placement noise does not blur: the longest register-to-register path in LUT4s of
+the ``-nowidelut`` netlist (yosys ``ltp`` with the flip-flops and LUTRAMs cut out; a LUTRAM's
+asynchronous read is therefore not counted).
 
 The Fmax synthesis is plain ``synth_ecp5``, which in this yosys already maps with ABC9 (its
 log runs ``abc9``; ``-noabc9`` and ``-abc2`` gave the same Fmax on the torus switch);
@@ -127,6 +130,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="nextpnr seeds for --fmax")
     parser.add_argument("--levels", action="store_true", help="also print LUT4 logic depth")
     parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="only the torus switch under dor and duato, the twin node under dort,"
+        " dort_adaptive and tsdor",
+    )
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
@@ -136,27 +145,34 @@ def main() -> None:
         key, _, value = setting.partition("=")
         router[key] = int(value) if value.isdigit() else value
     print(f"router: {router or 'defaults'}")
-    torus, ndt = (
-        compile_plan(
-            load_spec(
-                {
-                    **yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()),
-                    "router": router,
-                }
-            )
-        )
-        for name in ("torus-4x4", "ndt-4x4x4")
-    )
+
+    def plan(name: str, routing: str | None = None):
+        data = {**yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()), "router": router}
+        if routing is not None:
+            data["routing"] = routing
+        return compile_plan(load_spec(data))
+
+    def twin_node(ndt):
+        return TwinSwitchNode(ndt, twin_nodes(RouteRows(ndt).view)[0], rows=RouteRows(ndt))
+
+    torus, ndt = plan("torus-4x4"), plan("ndt-4x4x4")
     # a 16-endpoint fabric's flit (torus-4x4's): 4-bit head and source id beside 32 data bits
     layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
     designs = [
         ("torus-4x4 switch (5 ports, 2 VCs)", lambda: Switch.from_plan(torus, 5)),
-        (
-            "ndt-4x4x4 twin node",
-            lambda: TwinSwitchNode(ndt, twin_nodes(RouteRows(ndt).view)[0], rows=RouteRows(ndt)),
-        ),
+        ("ndt-4x4x4 twin node", lambda: twin_node(ndt)),
     ]
-    if not args.quick:
+    if args.adaptive:  # the same switch and node under issue 16's routings (their own VCs)
+        duato = plan("torus-4x4", "duato")
+        designs.insert(1, ("torus-4x4 switch, duato", lambda: Switch.from_plan(duato, 5)))
+        for routing in ("dort_adaptive", "tsdor"):
+            designs.append(
+                (
+                    f"ndt-4x4x4 twin node, {routing}",
+                    lambda r=routing: twin_node(plan("ndt-4x4x4", r)),
+                )
+            )
+    if not args.quick and not args.adaptive:
         for vcs in (1, 2, 3, 4):
             wide = FlitLayout(
                 payload_width=32,

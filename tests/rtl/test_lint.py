@@ -36,18 +36,23 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 #: the examples whose emission and lint take seconds, in the default run; the big ones
 #: (minutes each, znode-512 an hour and 11 GB) under the ``matrix`` marker, a module at a time
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
-BIG = ["ndt-4x4x4", "snode-128", "znode-512", "ndt-4x4x2x4x4", "torus-8x8-duato"]
-#: examples not linted yet: their per-input-VC route tables (128 switch kinds of 128
-#: destinations) make the emission too large to lint; their routings are linted on ndt-2x2x2
-#: (:func:`test_verilator_lints_the_adaptive_routings`)
-UNLINTED = {"ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor"}
-#: HyperZ (issue 17): route units by table, one switch kind per Z-node position, so 32 switches
-#: emit 325k lines in 80 s; their RTL (sliced GHC comparators) is the next session's
-UNLINTED |= {"hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"}
+BIG = [
+    "ndt-4x4x4",
+    "snode-128",
+    "znode-512",
+    "ndt-4x4x2x4x4",
+    "torus-8x8-duato",
+    "ndt-4x4x4-adaptive",
+    "ndt-4x4x4-tsdor",
+]
+#: examples not linted yet. HyperZ (issue 17): route units by table, one switch kind per Z-node
+#: position, so 32 switches emit 325k lines in 80 s; their RTL (sliced GHC comparators) is the
+#: next session's
+UNLINTED = {"hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"}
 
 
 def test_every_example_is_linted(example):
-    """Every example but the two whose table route units are too big to lint here."""
+    """Every example but the HyperZ ones."""
     names = {path.stem for path in example("ring-2").parent.glob("*.yaml")}
     assert names - UNLINTED == set(SMALL) | set(BIG)
 
@@ -137,13 +142,12 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
         ("torus-4x4", "duato", "occupancy"),
         ("mesh-4x4", "duato", None),
         ("ndt-2x2x2", "tsdor", None),
-        pytest.param("ndt-2x2x2", "dort_adaptive", None, marks=pytest.mark.matrix),
+        ("ndt-2x2x2", "dort_adaptive", None),
     ],
 )
 def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing, selection):
-    """Issue 16's routings (the Duato unit, tables per input VC; dort_adaptive's 93 MB of
-    Verilog, minutes to emit and lint, under the matrix marker) on the small fabrics, and
-    occupancy selection (its low-occupancy flags and level masks)."""
+    """Issue 16's routings (their arithmetic route units, one module per switch or card kind)
+    on the small fabrics, and occupancy selection (its low-occupancy flags and level masks)."""
     data = yaml.safe_load(example(name).read_text())
     data["routing"] = routing
     if selection:

@@ -21,11 +21,25 @@ from zfabric.sim.traffic import TraceEntry, TrafficConfig
 pytestmark = pytest.mark.rtl
 
 #: uniform-traffic knee of each fabric in flits/cycle/endpoint (bench/saturation.py, model)
-KNEE = {"torus-4x4": 0.49, "ndt-2x2x2": 0.35, "znode-64": 0.45, "snode-128": 0.45}
+KNEE = {
+    "torus-4x4": 0.49,
+    "ndt-2x2x2": 0.35,
+    "znode-64": 0.45,
+    "snode-128": 0.45,
+    "ndt-4x4x4-adaptive": 0.325,
+    "ndt-4x4x4-tsdor": 0.30,
+}
 #: offered load per level, as a fraction of the knee
 LOADS = {"low": 0.2, "near": 0.9, "past": 1.5}
 #: cycles of injection per run
-CYCLES = {"torus-4x4": 400, "ndt-2x2x2": 400, "znode-64": 250, "snode-128": 150}
+CYCLES = {
+    "torus-4x4": 400,
+    "ndt-2x2x2": 400,
+    "znode-64": 250,
+    "snode-128": 150,
+    "ndt-4x4x4-adaptive": 300,
+    "ndt-4x4x4-tsdor": 300,
+}
 
 LOCKSTEP = [(fabric, load) for fabric in ("torus-4x4", "ndt-2x2x2", "znode-64") for load in LOADS]
 
@@ -94,12 +108,13 @@ def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, rout
 
 #: issue 16's routings on the fabrics they run on (the default round-robin selection, which
 #: picks an adaptive routing's candidates by output port as the model does): one load each in
-#: the default run (not dort_adaptive), every load under ``-m matrix``
+#: the default run, every load under ``-m matrix``
 ISSUE_16 = [("tsdor", "ndt-2x2x2"), ("duato", "torus-4x4"), ("dort_adaptive", "ndt-2x2x2")]
 ISSUE_16_SLICE = [
     ("tsdor", "ndt-2x2x2", "low"),
     ("duato", "torus-4x4", "near"),
-]  # dort_adaptive's table route units make ndt-2x2x2 93 MB of Verilog: -m matrix only
+    ("dort_adaptive", "ndt-2x2x2", "past"),
+]
 ISSUE_16_MATRIX = [(routing, fabric, load) for routing, fabric in ISSUE_16 for load in LOADS]
 
 
@@ -176,6 +191,26 @@ def test_lockstep_occupancy_matrix(plan_of, need_sim, cosim_dir, routing, fabric
     """The same at every load, stages 3 and 4 too (``SIM=verilator`` for Verilator)."""
     sim = need_sim(os.environ.get("SIM", "icarus"))
     lockstep_occupancy(plan_of, sim, cosim_dir, routing, fabric, router, load)
+
+
+#: issue 16's 3DT on Verilator: the 4x4x4 examples (128 endpoints) under dort_adaptive and tsdor
+ISSUE_16_3DT = [
+    (fabric, load) for fabric in ("ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor") for load in LOADS
+]
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fabric, load", ISSUE_16_3DT, ids=[f"{f}-{level}" for f, level in ISSUE_16_3DT]
+)
+def test_lockstep_3dt_adaptive_and_tsdor_verilator(plan_of, need_sim, cosim_dir, fabric, load):
+    """RTL = model on a 3DT 4x4x4 (the examples ndt-4x4x4-adaptive and ndt-4x4x4-tsdor) at low
+    load, near and past the knee, on Verilator (Icarus would take hours)."""
+    plan = plan_of(fabric)
+    check(
+        cosim(plan, load_trace(plan, fabric, load), sim=need_sim("verilator"), build_dir=cosim_dir)
+    )
 
 
 #: router settings other than the defaults (stages 1, separable, round-robin, injection and

@@ -74,10 +74,17 @@ def test_route_units_proven(sby, example, name, routing):
     assert result.status == "PASS", result.log
 
 
-def test_adaptive_route_units_proven(sby):
-    # duato's unit gives the candidate set (adaptive VCs of every productive direction and the
-    # escape hop), as round-robin selection reads it: checked as a set, not in priority order
-    plan = compile_plan(load_spec({"name": "t4", "topology": {"kind": "torus", "k": [4, 4]},
-                                   "routing": "duato"}))  # fmt: skip
+@pytest.mark.parametrize(
+    ("topology", "routing"),
+    # the nDT ones (minutes) with the other fabrics' proofs under -m formal
+    [({"kind": "torus", "k": [4, 4]}, "duato"),
+     *(pytest.param({"kind": "ndt", "k": [2, 2, 2]}, r, marks=pytest.mark.formal)
+       for r in ("dort_adaptive", "tsdor"))],
+)  # fmt: skip
+def test_adaptive_route_units_proven(sby, topology, routing):
+    # duato's and dort_adaptive's units give the candidate set (adaptive VCs and the escape
+    # hop), as round-robin selection reads it: checked as a set, not in priority order; tsdor's
+    # unit per traffic class
+    plan = compile_plan(load_spec({"name": "t", "topology": topology, "routing": routing}))
     result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
     assert result.status == "PASS", result.log

@@ -144,9 +144,9 @@ def readme(
         "(docs/microarchitecture.md, Consequences: one cycle to inject, stages + 1 cycles per "
         "switch for H + 1 switches, L − 1 cycles of serialisation).",
     ]
-    if stages == 4 and plan.buffer_depth < 6:
+    if stages >= 4 and plan.buffer_depth < 6:
         lines[-1] += (
-            f" With `stages: 4` that holds for L ≤ {plan.buffer_depth} (the buffer depth): a"
+            f" With `stages: {stages}` that holds for L ≤ {plan.buffer_depth} (the buffer depth): a"
             f" longer packet streams at {plan.buffer_depth}/6 flits per cycle, since a credit"
             " comes back five cycles after it is spent (docs/microarchitecture.md, Streaming)."
         )

@@ -4,8 +4,9 @@ One cycle per switch: the input units present each VC's front flit, the route un
 heads, the allocator decides who sends where, the crossbar moves the granted flits and the
 output units register them onto the links. With the link register that makes 2 cycles per hop
 (``stages: 1``); ``stages: 2`` registers the route first, ``stages: 3`` then allocates the
-output VC in a cycle of its own and ``stages: 4`` also registers the input ports' picks before
-the output ports grant (docs/microarchitecture.md).
+output VC in a cycle of its own, ``stages: 4`` also registers the input ports' picks before
+the output ports grant and ``stages: 5`` does the same in VC allocation
+(docs/microarchitecture.md).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class Switch(wiring.Component):
                         n_vcs=n,
                         buffer_depth=depth,
                         acquire=self._router.stages >= 3,
-                        second=self._router.stages == 4,
+                        second=self._router.stages >= 4,
                         low=self._router.selection == "occupancy",
                     )
                     for n in ports.vcs
@@ -163,7 +164,8 @@ class Switch(wiring.Component):
                     levels=self._routes.levels,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages >= 3,
-                    split=self._router.stages == 4,
+                    split=self._router.stages >= 4,
+                    vc_split=self._router.stages == 5,
                     one_port=self._routes.one_port,
                 ),
             )
@@ -278,7 +280,7 @@ class Switch(wiring.Component):
             if self._router.stages >= 3:
                 base = sum(self._ports.vcs[:port])
                 m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
-            if self._router.stages == 4:
+            if self._router.stages >= 4:
                 spare2.append(out.spare2)
                 keep2.append(out.keep2)
 
@@ -302,7 +304,7 @@ class Switch(wiring.Component):
                     alloc.cand[port][vc].eq(cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
-                if self._router.stages == 4:
+                if self._router.stages >= 4:
                     m.d.comb += alloc.more[port][vc].eq(unit.level[vc] > 1)
                 # the next head goes out on every flit: only a head's is read downstream
                 flit = Cat(
@@ -320,7 +322,7 @@ class Switch(wiring.Component):
             alloc.ready.eq(Cat(*ready)),
             alloc.spare.eq(Cat(*spare)),
         ]
-        if self._router.stages == 4:
+        if self._router.stages >= 4:
             m.d.comb += [alloc.spare2.eq(Cat(*spare2)), alloc.keep2.eq(Cat(*keep2))]
         if low:
             m.d.comb += alloc.low.eq(Cat(*low))

@@ -34,8 +34,9 @@ AUTO = "auto"
 #: pipeline depths: switch cycles a head spends per hop before the link (1: route, allocation
 #: and traversal in one cycle; 2: route computation in its own registered cycle first; 3: then
 #: VC allocation in a cycle of its own, before switch allocation and traversal; 4: then switch
-#: allocation in two cycles, input arbitration registered before output arbitration)
-STAGES = (1, 2, 3, 4)
+#: allocation in two cycles, input arbitration registered before output arbitration; 5: then VC
+#: allocation in two cycles too, a head per input port registered before the output ports grant)
+STAGES = (1, 2, 3, 4, 5)
 #: ``separable``: one input-first separable iteration; ``separable-2``: a second iteration for
 #: the inputs and outputs the first left unmatched
 ALLOCATORS = ("separable", "separable-2")
@@ -75,8 +76,10 @@ class RouterSettings:
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
-        if self.stages == 4 and self.allocator != "separable":
-            raise ValueError(f"router allocator {self.allocator!r} needs stages 1, 2 or 3, not 4")
+        if self.stages >= 4 and self.allocator != "separable":
+            raise ValueError(
+                f"router allocator {self.allocator!r} needs stages 1, 2 or 3, not {self.stages}"
+            )
         for name in ("injection_vcs", "ejection_vcs"):
             vcs = getattr(self, name)
             if vcs == AUTO:
@@ -94,7 +97,7 @@ class RouterSettings:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
         per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation. With
-        ``stages`` 4 and buffers under 6 flits it holds for ``packet_length`` up to the buffer
+        ``stages`` 4 or 5 and buffers under 6 flits it holds for ``packet_length`` up to the buffer
         depth only: a longer packet streams at B/6 flits per cycle (Streaming)."""
         return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1
 
@@ -114,7 +117,7 @@ def parse_router(reader: Any) -> RouterSettings:
 
     stages = reader.get("stages", _stages, RouterSettings.stages)
     allocator = reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator)
-    if stages == 4 and allocator != "separable":
+    if stages >= 4 and allocator != "separable":
         # the input stage picks before any output is known: no second iteration to run
         reader.report(SpecError(reader.key("allocator"), f"{allocator} needs stages 1, 2 or 3"))
         allocator = RouterSettings.allocator

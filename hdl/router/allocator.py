@@ -164,6 +164,11 @@ class Allocator(wiring.Component):
         the pick it staged last cycle crossed now (that VC must then have a second flit
         (``more``), a second credit and no tail at its front), and registers it (``pick``, the
         crossbar's select); the output ports grant among the staged picks the next cycle.
+    vc_split : bool
+        VC allocation in two cycles too (``stages: 5``, needs ``pipelined`` and one iteration):
+        each input port picks one head that wants an output VC, other than the one it staged
+        last cycle, and registers it with the output VC it chose; the output ports grant
+        among the staged heads the next cycle, those whose output VC is still ``free`` only.
     one_port : bool
         Every head's candidates lie in one output port (the routing's ``one_port``): the
         selection pointer is moot (first-free and round-robin pick its lowest usable VC,
@@ -217,6 +222,7 @@ class Allocator(wiring.Component):
         iterations: int = 1,
         pipelined: bool = False,
         split: bool = False,
+        vc_split: bool = False,
         one_port: bool = False,
     ):
         if selection not in SELECTIONS:
@@ -229,9 +235,10 @@ class Allocator(wiring.Component):
         self._iterations = iterations
         self._pipelined = bool(pipelined)
         self._split = bool(split)
+        self._vc_split = bool(vc_split)
         self._one_port = bool(one_port)
-        if self._split and (not self._pipelined or iterations != 1):
-            raise ValueError("split switch allocation needs pipelined VC allocation, 1 iteration")
+        if (self._split or self._vc_split) and (not self._pipelined or iterations != 1):
+            raise ValueError("split allocation needs pipelined VC allocation, 1 iteration")
         in_vcs, out_vcs = tuple(in_vcs), tuple(out_vcs)
         ports = range(len(in_vcs))
         self._turns = frozenset(
@@ -293,10 +300,13 @@ class Allocator(wiring.Component):
         targets = []  # per input VC: (port, vc, held, wanted by a head)
         selects = []  # per input port: its selection pointer (round-robin selection only)
         stageds = []  # per input port: its staged pick, one-hot (``split`` only)
+        vc_stageds = []  # per input port: its staged head, one-hot (``vc_split`` only)
         seconds = []  # per input VC: (port, vc, held, chosen, held_two) (``split`` only)
         for port, n_vcs in enumerate(self._in_vcs):
             if self._split:
                 stageds.append(Signal(n_vcs, name=f"staged_{port}"))
+            if self._vc_split:
+                vc_stageds.append(Signal(n_vcs, name=f"va_staged_{port}"))
             select = None
             if self._selection != "first-free" and not self._one_port:
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
@@ -340,6 +350,8 @@ class Allocator(wiring.Component):
                 cand_ports.append(cand_port)
                 held_port = self._ports_of(held)
                 wants_vc = self.head[port][vc] & candidates.any()
+                if self._vc_split:  # the staged head is granted or dropped this cycle
+                    wants_vc = wants_vc & ~vc_stageds[port][vc]
                 if self._split:
                     # two credits or more on the held output VC, registered like held_ready
                     held_two = Signal(name=f"held_two_{port}_{vc}")
@@ -372,7 +384,7 @@ class Allocator(wiring.Component):
                 )
 
         if self._split:
-            pops, picks, grants, out_vcs = self._two_cycles(m, requesters, stageds)
+            pops, picks, grants, out_vcs = self._two_cycles(m, requesters, stageds, "")[:4]
         else:
             pops, picks, grants, out_vcs = self._separable(m, requesters, "")
         for out, grant in grants.items():
@@ -385,7 +397,19 @@ class Allocator(wiring.Component):
 
         # the input VCs whose head acquires an output VC this cycle: in VC allocation when it
         # is a cycle of its own, else when the head crosses
-        if self._pipelined:
+        if self._vc_split:
+            acquires, *_, vc_targets = self._two_cycles(
+                m, vc_requesters, vc_stageds, "va_", still=self.free
+            )
+            # a head acquires the output VC its port staged, not the one it would choose now
+            targets = [
+                (port, vc, held, ready, vc_targets[port])
+                for port, vc, held, ready, _wanted in targets
+            ]
+            seconds = [
+                (port, vc, held, vc_targets[port], two) for port, vc, held, _chosen, two in seconds
+            ]
+        elif self._pipelined:
             acquires = self._separable(m, vc_requesters, "va_")[0]
         else:
             acquires = [
@@ -437,12 +461,16 @@ class Allocator(wiring.Component):
                 m.d.sync += held_two.eq(0)
         return m
 
-    def _two_cycles(self, m: Module, requesters: list, stageds: list) -> tuple:
-        """Switch allocation over two cycles (``split``): each input port's round-robin pick
-        among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
+    def _two_cycles(
+        self, m: Module, requesters: list, stageds: list, prefix: str, still: Value | None = None
+    ) -> tuple:
+        """Allocation over two cycles (``split``, ``vc_split``): each input port's round-robin
+        pick among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
         (``stageds``, and the output VC it wants) and its pointer moves past it; the output
-        ports grant among the staged picks of the previous cycle. Returns what
-        :meth:`_separable` does, ``pick`` being the staged pick."""
+        ports grant among the staged picks of the previous cycle, those whose output VC is
+        in ``still`` only, if given. Names start with ``prefix``. Returns what
+        :meth:`_separable` does, ``pick`` being the staged pick, then per input port the output
+        VC its staged pick wants (one-hot)."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         targets = []  # per input port: the output VC its staged pick wants, one-hot
         target_ports = []  # per input port: the output port its staged pick wants, one-hot
@@ -450,18 +478,21 @@ class Allocator(wiring.Component):
             zip(requesters, stageds, strict=True)
         ):
             n = len(wanted)
-            pointer = Signal(n, name=f"in_pointer_{port}", init=(1 << n) - 1)
-            pick = round_robin(m, requests, pointer, f"in_rr_{port}")
+            pointer = Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
+            pick = round_robin(m, requests, pointer, f"{prefix}in_rr_{port}")
             target, target_port = 0, 0
             for vc in range(n):
                 target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
                 target_port = target_port | (ports[vc] & pick[vc].replicate(n_ports))
-            staged_target = Signal(n_ovc, name=f"staged_target_{port}")
-            staged_port = Signal(n_ports, name=f"staged_port_{port}")
+            staged_target = Signal(n_ovc, name=f"{prefix}staged_target_{port}")
+            staged_port = Signal(n_ports, name=f"{prefix}staged_port_{port}")
             m.d.sync += [staged.eq(pick), staged_target.eq(target), staged_port.eq(target_port)]
             with m.If(requests.any()):
                 m.d.sync += pointer.eq(after(pick))
             targets.append(staged_target)
+            if still is not None:  # the staged pick's output VC may have gone meanwhile
+                live = _signal(m, (staged_target & still).any(), f"{prefix}staged_live_{port}")
+                staged_port = staged_port & live.replicate(n_ports)
             target_ports.append(staged_port)
         granted = [Const(0, 1)] * n_ports
         grants, out_vcs = {}, [0] * n_ports
@@ -470,9 +501,11 @@ class Allocator(wiring.Component):
             if not inputs:
                 continue
             base, n_vcs = self._base[out], self._out_vcs[out]
-            pointer = Signal(len(inputs), name=f"out_pointer_{out}", init=(1 << len(inputs)) - 1)
+            pointer = Signal(
+                len(inputs), name=f"{prefix}out_pointer_{out}", init=(1 << len(inputs)) - 1
+            )
             wants = Cat(*(target_ports[p][out] for p in inputs))
-            grant = round_robin(m, wants, pointer, f"out_rr_{out}")
+            grant = round_robin(m, wants, pointer, f"{prefix}out_rr_{out}")
             with m.If(wants.any()):
                 m.d.sync += pointer.eq(after(grant))
             spread = [Const(0, 1)] * n_ports
@@ -482,12 +515,12 @@ class Allocator(wiring.Component):
                 )
                 granted[port] = granted[port] | grant[i]
                 spread[port] = grant[i]
-            grants[out] = _signal(m, Cat(*spread), f"grant_{out}")
+            grants[out] = _signal(m, Cat(*spread), f"{prefix}grant_{out}")
         pops = [
-            _signal(m, staged & granted[port].replicate(len(staged)), f"pop_{port}")
+            _signal(m, staged & granted[port].replicate(len(staged)), f"{prefix}pop_{port}")
             for port, staged in enumerate(stageds)
         ]
-        return pops, stageds, grants, out_vcs
+        return pops, stageds, grants, out_vcs, targets
 
     def _occupancy_pool(self, m: Module, candidates: Value, name: str) -> Value:
         """Occupancy selection's pool: the candidates of the first priority level that has

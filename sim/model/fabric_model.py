@@ -224,8 +224,16 @@ class FabricModel:
         # stages 4: switch allocation in two cycles. Per input port, the staged pick (in VC,
         # output VC) its input stage registered last cycle, which its output stage grants or
         # drops this cycle (docs/microarchitecture.md, Switch allocation in two cycles)
-        self._split = plan.router.stages == 4
+        self._split = plan.router.stages >= 4
         self._staged: list[list[tuple[int, tuple[int, int]] | None]] = [
+            [None] * len(ports) for ports in self._in_vcs
+        ]
+        # stages 5: VC allocation in two cycles too. Per input port, the head (in VC, output VC)
+        # its VC input stage registered last cycle, which the VC output stage of this cycle
+        # grants if that output VC is still free, or drops (docs/microarchitecture.md, VC
+        # allocation in two cycles)
+        self._vc_split = plan.router.stages == 5
+        self._vc_staged: list[list[tuple[int, tuple[int, int]] | None]] = [
             [None] * len(ports) for ports in self._in_vcs
         ]
         self._va_in = [[0] * len(ports) for ports in self._in_vcs]
@@ -377,14 +385,24 @@ class FabricModel:
             staged = any(picks)
         grants = self._allocate(s, requests, self._rr_in[s], self._rr_out[s])
         acquired = []
+        owner = self._owner[s]
+        if self._vc_split:
+            picks = self._vc_stage_picks(s, vc_requests)
+            # the output stage re-checks that the staged output VC is still free
+            vc_requests = [
+                [pick] if pick and owner[pick[1][0]][pick[1][1]] is None else []
+                for pick in self._vc_staged[s]
+            ]
+            self._vc_staged[s] = picks
+            staged = staged or any(picks)
         if self._vc_stage:
             acquired = self._allocate(s, vc_requests, self._va_in[s], self._va_out[s])
-        owner = self._owner[s]
         for p, v, o, w in acquired:
             assign[p][v] = (o, w)
             owner[o][w] = (p, v)
             self._rr_select[s][p] = (o + 1) % len(bufs)
-            self._va_in[s][p] = (v + 1) % len(bufs[p])
+            if not self._vc_split:  # else it moved when the VC input stage picked
+                self._va_in[s][p] = (v + 1) % len(bufs[p])
             self._va_out[s][o] = (p + 1) % len(bufs)
         if not grants:
             routed, self._routed = self._routed, False
@@ -435,6 +453,27 @@ class FabricModel:
             n = len(bufs[p])
             pick = min(wants, key=lambda r: (r[0] - rr_in[p]) % n)
             rr_in[p] = (pick[0] + 1) % n
+            picks.append(pick)
+        return picks
+
+    def _vc_stage_picks(
+        self, s: int, requests: list[list[tuple[int, tuple[int, int]]]]
+    ) -> list[tuple[int, tuple[int, int]] | None]:
+        """Stages 5, VC input stage: per input port, the first head requesting an output VC at
+        or after the port's VC-allocation pointer, other than the head the port staged last
+        cycle (the VC output stage grants or drops that one now). It becomes the port's staged
+        head for the next cycle and the pointer moves past it."""
+        picks: list[tuple[int, tuple[int, int]] | None] = []
+        for p, wants in enumerate(requests):
+            staged = self._vc_staged[s][p]
+            if staged is not None:
+                wants = [want for want in wants if want[0] != staged[0]]
+            if not wants:
+                picks.append(None)
+                continue
+            n, pointer = len(self._buf[s][p]), self._va_in[s]
+            pick = min(wants, key=lambda r: (r[0] - pointer[p]) % n)
+            pointer[p] = (pick[0] + 1) % n
             picks.append(pick)
         return picks
 

@@ -228,6 +228,8 @@ ROUTERS = {
     "iv2": {"injection_vcs": 2},
     "s3-iv2": {"stages": 3, "injection_vcs": 2},
     "s4": {"stages": 4},
+    "s5": {"stages": 5},
+    "s5-ff": {"stages": 5, "selection": "first-free"},
     "ev1": {"ejection_vcs": 1},
     "ev3": {"ejection_vcs": 3},
 }
@@ -247,6 +249,7 @@ SLICE = [
     ("s2-sep2-ff", "znode-64", "past"),
     ("s3", "ndt-2x2x2", "past"),
     ("s4", "torus-4x4", "past"),
+    ("s5", "znode-64", "past"),
     ("iv1", "torus-4x4", "past"),
     ("iv2", "znode-64", "past"),
     ("ev1", "torus-4x4", "near"),
@@ -383,16 +386,22 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
     assert report["vcd"] and Path(report["vcd"]).stat().st_size > 0
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
 def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
     """Two lone 4-flit packets over 4 hops each on torus-4x4 ((0,0) -> (2,2) and (1,1) ->
     (3,3): two hops per dimension): the RTL delivers both at the contract's zero-load cycle,
-    2H + L + 2 = 14 with one stage, 3H + L + 3 = 19 with two, 4H + L + 4 = 24 with three and
-    5H + L + 5 = 29 with four."""
+    2H + L + 2 = 14 with one stage, 3H + L + 3 = 19 with two, 4H + L + 4 = 24 with three,
+    5H + L + 5 = 29 with four and 6H + L + 6 = 34 with five."""
     plan = plan_of("torus-4x4", {"stages": stages})
     trace = [TraceEntry(0, 0, 10, 4), TraceEntry(100, 5, 15, 4)]
     report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
     check(report)
-    expected = {1: 2 * 4 + 4 + 2, 2: 3 * 4 + 4 + 3, 3: 4 * 4 + 4 + 4, 4: 5 * 4 + 4 + 5}[stages]
+    expected = {
+        1: 2 * 4 + 4 + 2,
+        2: 3 * 4 + 4 + 3,
+        3: 4 * 4 + 4 + 4,
+        4: 5 * 4 + 4 + 5,
+        5: 6 * 4 + 4 + 6,
+    }[stages]
     assert report["latency"]["rtl"]["max"] == expected
     assert report["latency"]["rtl"]["mean"] == expected

@@ -75,14 +75,17 @@ def test_second_iteration_matches_what_the_first_left(example):
 
 def test_zero_load_latency_per_stages(example):
     """A lone packet of L flits over H switch-to-switch links: 2H + L + 2 with one stage,
-    3H + L + 3 with two, 4H + L + 4 with three and 5H + L + 5 with four (one more cycle per
-    switch per stage, H + 1 switches, for the head only: the body follows one flit per cycle,
-    with four stages while L <= B = 4)."""
+    3H + L + 3 with two, 4H + L + 4 with three, 5H + L + 5 with four and 6H + L + 6 with five
+    (one more cycle per switch per stage, H + 1 switches, for the head only: the body follows
+    one flit per cycle, with four and five stages while L <= B = 4). Five by hand: routed at
+    a, staged for VC allocation at a + 1, acquires at a + 2, staged for the crossbar at a + 3,
+    crosses at a + 4, on the link at a + 5, at the next switch's front at a + 6."""
     formulas = {
         1: lambda h, n: 2 * h + n + 2,
         2: lambda h, n: 3 * h + n + 3,
         3: lambda h, n: 4 * h + n + 4,
         4: lambda h, n: 5 * h + n + 5,
+        5: lambda h, n: 6 * h + n + 6,
     }
     for name, pairs in (("torus-4x4", [(0, 5), (0, 10), (3, 12)]), ("znode-64", [(0, 63)])):
         for stages, formula in formulas.items():

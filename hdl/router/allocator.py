@@ -467,8 +467,9 @@ class Allocator(wiring.Component):
         """Allocation over two cycles (``split``, ``vc_split``): each input port's round-robin
         pick among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
         (``stageds``, and the output VC it wants) and its pointer moves past it; the output
-        ports grant among the staged picks of the previous cycle, those whose output VC is
-        in ``still`` only, if given. Names start with ``prefix``. Returns what
+        ports grant among the staged picks of the previous cycle. With ``still``, a granted
+        pick whose output VC is not in it is dropped (after the arbiter: a request path as
+        short as without). Names start with ``prefix``. Returns what
         :meth:`_separable` does, ``pick`` being the staged pick, then per input port the output
         VC its staged pick wants (one-hot)."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
@@ -490,9 +491,6 @@ class Allocator(wiring.Component):
             with m.If(requests.any()):
                 m.d.sync += pointer.eq(after(pick))
             targets.append(staged_target)
-            if still is not None:  # the staged pick's output VC may have gone meanwhile
-                live = _signal(m, (staged_target & still).any(), f"{prefix}staged_live_{port}")
-                staged_port = staged_port & live.replicate(n_ports)
             target_ports.append(staged_port)
         granted = [Const(0, 1)] * n_ports
         grants, out_vcs = {}, [0] * n_ports
@@ -516,6 +514,11 @@ class Allocator(wiring.Component):
                 granted[port] = granted[port] | grant[i]
                 spread[port] = grant[i]
             grants[out] = _signal(m, Cat(*spread), f"{prefix}grant_{out}")
+        if still is not None:  # the staged pick's output VC may have gone meanwhile
+            granted = [
+                grant & _signal(m, (target & still).any(), f"{prefix}staged_live_{port}")
+                for port, (grant, target) in enumerate(zip(granted, targets, strict=True))
+            ]
         pops = [
             _signal(m, staged & granted[port].replicate(len(staged)), f"{prefix}pop_{port}")
             for port, staged in enumerate(stageds)

@@ -388,15 +388,17 @@ class FabricModel:
         owner = self._owner[s]
         if self._vc_split:
             picks = self._vc_stage_picks(s, vc_requests)
-            # the output stage re-checks that the staged output VC is still free
-            vc_requests = [
-                [pick] if pick and owner[pick[1][0]][pick[1][1]] is None else []
-                for pick in self._vc_staged[s]
-            ]
+            vc_requests = [[pick] if pick else [] for pick in self._vc_staged[s]]
             self._vc_staged[s] = picks
             staged = staged or any(picks)
         if self._vc_stage:
             acquired = self._allocate(s, vc_requests, self._va_in[s], self._va_out[s])
+        if self._vc_split:
+            # the VC output stage's grant moves its pointer, but takes the output VC only if
+            # it is still free: another head may have acquired it last cycle
+            for p, _v, o, _w in acquired:
+                self._va_out[s][o] = (p + 1) % len(bufs)
+            acquired = [(p, v, o, w) for p, v, o, w in acquired if owner[o][w] is None]
         for p, v, o, w in acquired:
             assign[p][v] = (o, w)
             owner[o][w] = (p, v)

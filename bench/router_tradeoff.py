@@ -63,6 +63,7 @@ SETTINGS: list[tuple[str, dict]] = [
     ("stages 2", {"router": {"stages": 2}}),
     ("stages 3", {"router": {"stages": 3}}),
     ("stages 4", {"router": {"stages": 4}}),
+    ("stages 5", {"router": {"stages": 5}}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
     ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from zfabric.sim.model import FabricModel
 from zfabric.sim.model.fabric_model import _Flit
@@ -98,17 +99,19 @@ def test_zero_load_latency_per_stages(example):
                     assert packet.latency == formula(packet.hops, length), (name, stages)
 
 
-def test_four_stages_stream_needs_six_credits(example):
-    """stages 4 (docs/microarchitecture.md, Streaming): a credit is back for use 5 cycles after
-    it is spent and the input stage counts the staged flit's as spent, so a packet longer than
-    B streams at one flit per cycle (and meets the zero-load formula) with B >= 6 only."""
+@pytest.mark.parametrize("stages", [4, 5])
+def test_four_stages_stream_needs_six_credits(example, stages):
+    """stages 4 and 5 (docs/microarchitecture.md, Streaming): a credit is back for use 5
+    cycles after it is spent and the input stage counts the staged flit's as spent, so a
+    packet longer than B streams at one flit per cycle (and meets the zero-load formula) with
+    B >= 6 only."""
     for depth, length, on_time in ((6, 8, True), (6, 40, True), (4, 5, False), (4, 40, False)):
         data = yaml.safe_load(example("torus-4x4").read_text())
-        data["router"], data["buffer_depth"] = {"stages": 4}, depth
+        data["router"], data["buffer_depth"] = {"stages": stages}, depth
         model = FabricModel(compile_plan(load_spec(data)))
         packet = model.offer(0, 10, length)
         model.run(400)
-        formula = 5 * packet.hops + length + 5
+        formula = (stages + 1) * (packet.hops + 1) + length  # (S+1)H + L + S+1
         assert (packet.latency == formula) is on_time, (depth, length, packet.latency)
         assert packet.latency >= formula
 

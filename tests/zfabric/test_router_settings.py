@@ -86,10 +86,14 @@ def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
     "router, message",
     [
         ([1], r"^router: must be a mapping, got a list \[1\]$"),
-        ({"stages": 5}, r"^router\.stages: must be one of 1, 2, 3, 4, got 5$"),
-        ({"stages": True}, r"^router\.stages: must be one of 1, 2, 3, 4, got True$"),
+        ({"stages": 6}, r"^router\.stages: must be one of 1, 2, 3, 4, 5, got 6$"),
+        ({"stages": True}, r"^router\.stages: must be one of 1, 2, 3, 4, 5, got True$"),
         (
             {"stages": 4, "allocator": "separable-2"},
+            r"^router\.allocator: separable-2 needs stages 1, 2 or 3$",
+        ),
+        (
+            {"stages": 5, "allocator": "separable-2"},
             r"^router\.allocator: separable-2 needs stages 1, 2 or 3$",
         ),
         (

@@ -22,9 +22,12 @@ def ring(tmp_path):
     return spec
 
 
-@pytest.mark.parametrize("stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4)), (4, (5, 5))])
+@pytest.mark.parametrize(
+    "stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4)), (4, (5, 5)), (5, (6, 6))]
+)
 def test_latency_formula_is_the_documented_one(stages, formula):
-    """docs/microarchitecture.md: 2H + L + 2, 3H + L + 3, 4H + L + 4 cycles."""
+    """docs/microarchitecture.md: 2H + L + 2, 3H + L + 3, 4H + L + 4, 5H + L + 5 and
+    6H + L + 6 cycles."""
     assert latency_formula(RouterSettings(stages=stages)) == formula
 
 

@@ -40,6 +40,15 @@ Properties (assertions), every cycle:
   an output VC with a credit, that the staged output VC is the one it holds, and that
   ``held_two`` is "the held output VC has two credits or more".
 
+- ``vc_split`` (VC allocation in two cycles too, ``stages: 5``): the harness follows the VC
+  that wins VC allocation (``va_pop_*``) to the output VC its port staged the cycle before
+  (``va_staged_target_*``) and asserts the same of it (owner-less when it is taken, among
+  the head's candidates, ``acquire`` exactly those). It assumes a staged head's candidates
+  stay as they were when it was staged (the switch's route register holds them while the head
+  waits) and, with ``state``, asserts that the staged heads are one-hot per port, each at the
+  front of an input VC that holds nothing, with a one-hot staged output VC among its
+  candidates whose output port is the staged one.
+
 The single-cycle properties hold for any pointers and assignments (with ``split``, together
 with the staged picks' invariant above, which the harness always asserts). The ownership ones
 depend on the allocator's internal assignment registers: with ``state`` the harness reads them
@@ -132,6 +141,7 @@ class AllocatorHarness(wiring.Component):
         in_vcs, out_vcs = self._in_vcs, self._out_vcs
         n_ports, n_ovc, max_in = len(in_vcs), sum(out_vcs), max(in_vcs)
         split = self._settings.get("split", False)
+        vc_split = self._settings.get("vc_split", False)
         alloc = self._unit_class(in_vcs=in_vcs, out_vcs=out_vcs, **self._settings)
         pipelined = self._settings.get("pipelined", False)
         # the pipelined allocator's owners are taken in VC allocation, which the harness
@@ -173,6 +183,12 @@ class AllocatorHarness(wiring.Component):
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),
         ]
         for p, n_vcs in enumerate(in_vcs):
+            if vc_split:  # a waiting head's candidates are a register in the switch
+                for v in range(n_vcs):
+                    last_cand = Signal(n_ovc, name=f"last_cand_{p}_{v}")
+                    m.d.sync += last_cand.eq(self.cand[p][v])
+                    staged = internal[f"va_staged_{p}"][v]
+                    m.d.comb += Assume(~staged | (self.cand[p][v] == last_cand))
             if split:  # buffer levels: ``valid`` falls only by a pop, the front's tail stays
                 stays = Signal(n_vcs, name=f"stays_{p}")
                 last_tail = Signal(n_vcs, name=f"last_tail_{p}")
@@ -227,7 +243,8 @@ class AllocatorHarness(wiring.Component):
                 m.d.comb += crosses.eq(alloc.pop[p][v])
                 if pipelined and self._ownership:  # VC allocation: who wins it, which VC
                     takes = internal[f"va_pop_{p}"][v]
-                    chosen = internal[f"chosen_{p}_{v}"]
+                    # vc_split: the VC its port staged last cycle, not the one it would choose
+                    chosen = internal[f"va_staged_target_{p}" if vc_split else f"chosen_{p}_{v}"]
                     acquired = acquired | (chosen & takes.replicate(n_ovc))
                     m.d.comb += [
                         Assert(~takes | (valid[p][v] & head & ~internal[f"held_{p}_{v}"].any())),
@@ -288,6 +305,23 @@ class AllocatorHarness(wiring.Component):
                         ]
             if self._state and split:
                 m.d.comb += Assert(internal[f"staged_target_{p}"] == staged_targets)
+            if self._state and vc_split:  # the staged head waits at its front, holding nothing
+                staged = internal[f"va_staged_{p}"]
+                target = internal[f"va_staged_target_{p}"]
+                ports = Cat(
+                    *(
+                        target[sum(out_vcs[:o]) : sum(out_vcs[: o + 1])].any()
+                        for o in range(n_ports)
+                    )
+                )
+                m.d.comb += [
+                    Assert(_at_most_one(staged) & _at_most_one(target)),
+                    Assert(staged.any() == target.any()),
+                    Assert(internal[f"va_staged_port_{p}"] == ports),
+                ]
+                for v in range(n_vcs):
+                    waits = valid[p][v] & ~in_packet[p][v] & ~internal[f"held_{p}_{v}"].any()
+                    m.d.comb += Assert(~staged[v] | (waits & ((target & ~self.cand[p][v]) == 0)))
         if pipelined and self._ownership:
             m.d.comb += Assert(alloc.acquire == acquired)
         for flat in range(n_ovc):

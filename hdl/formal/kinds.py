@@ -82,6 +82,7 @@ class ProofKind:
     one_port: bool = False
     #: per output VC, its priority level (occupancy selection only; else empty)
     levels: tuple[int, ...] = ()
+    vc_split: bool = False
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -101,6 +102,8 @@ class ProofKind:
             text += ", VC allocation in its own stage"
         if self.split:
             text += ", switch allocation in two cycles"
+        if self.vc_split:
+            text += ", VC allocation in two cycles"
         if self.one_port:
             text += ", one-port candidates"
         return text
@@ -142,6 +145,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             split=alloc._split,
             one_port=alloc._one_port,
             levels=alloc._levels if alloc._selection == "occupancy" else (),
+            vc_split=alloc._vc_split,
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -290,6 +294,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         settings["one_port"] = True
     if kind.split:  # the harness keeps the input levels and output credits up to B
         settings |= {"split": True, "buffer_depth": b}
+    if kind.vc_split:  # its waiting heads' candidates stay, as the route register keeps them
+        settings["vc_split"] = True
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
     unit = f"allocator ({len(kind.in_vcs)} ports)"
     found.append(

@@ -38,11 +38,23 @@ class SecondWithoutCredit(Allocator):
         return fragment
 
 
+class NoRecheck(Allocator):
+    """Planted bug (``vc_split``): the VC output stage grants a staged head its output VC
+    without checking that no other head took it the cycle before."""
+
+    def _two_cycles(self, m, requesters, stageds, prefix, still=None):
+        return super()._two_cycles(m, requesters, stageds, prefix)
+
+
 #: switch allocation in two cycles (``stages: 4``), on 4-flit buffers and credits
 SPLIT = {"pipelined": True, "split": True, "buffer_depth": 4}
 #: occupancy selection with two levels (the upper VC of every port first, as duato's adaptive
 #: VCs before its escape VC), the low-occupancy flags free
 OCCUPANCY = {"selection": "occupancy", "levels": (1, 0) * 5}
+#: and VC allocation in two cycles (``stages: 5``)
+VC_SPLIT = {**SPLIT, "vc_split": True}
+#: the allocator settings of each ``stages`` value
+STAGES = {1: {}, 3: {"pipelined": True}, 4: SPLIT, 5: VC_SPLIT}
 #: a torus-4x4-like switch: one injection VC on the local port, no U-turns
 TORUS_LIKE = {
     "in_vcs": (1, 2, 2, 2, 2),
@@ -60,6 +72,7 @@ TORUS_LIKE = {
         {"selection": "round-robin", "iterations": 2, "pipelined": True},
         SPLIT,
         OCCUPANCY,
+        VC_SPLIT,
     ],
 )
 def test_grants_proven(sby, settings):
@@ -83,17 +96,17 @@ def test_ownership_bounded(sby):
         {**TORUS_LIKE, **OCCUPANCY},
     ],
 )
-@pytest.mark.parametrize("stages", [1, 3, 4])
+@pytest.mark.parametrize("stages", [1, 3, 4, 5])
 def test_ownership_proven(sby, config, stages):
-    config |= {1: {}, 3: {"pipelined": True}, 4: SPLIT}[stages]
+    config |= STAGES[stages]
     result = sby(AllocatorHarness(state=True, **config), "prove", 2)
     assert result.status == "PASS", result.log
 
 
-@pytest.mark.parametrize("stages", [1, 3, 4])
+@pytest.mark.parametrize("stages", [1, 3, 4, 5])
 def test_one_port_allocator_proven(sby, stages):
     # what torus, nDT and up*/down* switches build: each head's candidates in one output port
-    config = {**TORUS_LIKE, "one_port": True} | {1: {}, 3: {"pipelined": True}, 4: SPLIT}[stages]
+    config = {**TORUS_LIKE, "one_port": True} | STAGES[stages]
     for harness, depth in (
         (AllocatorHarness(ownership=False, **config), 3),
         (AllocatorHarness(state=True, **config), 2),
@@ -136,6 +149,17 @@ def test_second_without_credit_caught(sby):
     harness = AllocatorHarness(n_ports=3, unit_class=SecondWithoutCredit, state=True, **SPLIT)
     result = sby(harness, "prove", 2)
     assert result.status == "FAIL", result.log
+
+
+def test_no_recheck_caught(sby):
+    # two ports stage heads for one output VC in cycles running: the second takes it too
+    harness = AllocatorHarness(n_ports=3, unit_class=NoRecheck, **VC_SPLIT)
+    assert sby(harness, "bmc", 8).status == "FAIL"
+    # the proof no longer closes: its base case is too short to reach the bug, its
+    # induction step fails
+    harness = AllocatorHarness(n_ports=3, unit_class=NoRecheck, state=True, **VC_SPLIT)
+    result = sby(harness, "prove", 2)
+    assert result.status in ("FAIL", "UNKNOWN"), result.log
 
 
 @pytest.mark.formal

@@ -160,7 +160,7 @@ class Switch(wiring.Component):
                     in_vcs=self._in_vcs,
                     out_vcs=ports.vcs,
                     turns=self._routes.turns,
-                    selection=self._router.selection,  # one_port builds first-free's netlist
+                    selection=self._router.selection,  # one_port: no selection pointer
                     levels=self._routes.levels,
                     iterations=2 if self._router.allocator == "separable-2" else 1,
                     pipelined=self._router.stages >= 3,

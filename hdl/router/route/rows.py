@@ -53,8 +53,9 @@ class RouteRow:
         and crossbar build only these.
     one_port : bool
         The routing function offers one output port per decision
-        (:attr:`~zfabric.routing.base.RoutingFunction.one_port`): the switch builds first-free
-        selection, which picks as round-robin does there.
+        (:attr:`~zfabric.routing.base.RoutingFunction.one_port`): the allocator builds no
+        selection pointer (first-free and round-robin pick alike there; occupancy keeps its
+        low-occupancy choice within the port).
     levels : tuple of int
         Per flat output VC, its priority level for occupancy selection
         (:meth:`~zfabric.routing.base.RoutingFunction.priority`); empty: all level 0.

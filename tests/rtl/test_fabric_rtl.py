@@ -154,6 +154,7 @@ OCCUPANCY = [
     ("dort_adaptive", "ndt-2x2x2", {}),
     ("sliced", "znode-64", {}),
     ("sliced", "znode-64", {"stages": 4}),
+    ("duato", "torus-4x4", {"stages": 5}),
 ]
 OCCUPANCY_SLICE = [("duato", "torus-4x4", {}, "near")]
 OCCUPANCY_MATRIX = [(*case, load) for case in OCCUPANCY for load in LOADS]

@@ -64,6 +64,8 @@ SETTINGS: list[tuple[str, dict]] = [
     ("stages 3", {"router": {"stages": 3}}),
     ("stages 4", {"router": {"stages": 4}}),
     ("stages 5", {"router": {"stages": 5}}),
+    # 6 flits cover stages 4 and 5's credit loop: one flit per cycle per VC (docs/specs.md)
+    ("stages 5, B = 6", {"router": {"stages": 5}, "buffer_depth": 6}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
     ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),

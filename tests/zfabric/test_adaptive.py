@@ -301,8 +301,12 @@ def test_dort_adaptive_options_are_checked():
         r" internal link, at most 16$",
     ):
         plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "adaptive_internal_vcs": 13})
-    # the default 2 after 16 DORT VCs
-    with pytest.raises(SpecError, match=r"^routing\.adaptive_external_vcs: 2 adaptive VCs after"):
+    # the default 2 after 16 DORT VCs: the message says the user did not write it
+    with pytest.raises(
+        SpecError,
+        match=r"^routing\.adaptive_external_vcs: the default 2 adaptive VCs after DORT's 16 make"
+        r" 18 VCs per external link, at most 16$",
+    ):
         plan_of({"kind": "ndt", "k": K3}, {"name": "dort_adaptive", "external_vcs": 16})
 
 

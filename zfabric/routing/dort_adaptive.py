@@ -71,12 +71,14 @@ class DORTAdaptive(DORT):
             "adaptive_internal_vcs": ("internal", internal_link_vcs(internal)),
         }
         for key, default in DEFAULT_ADAPTIVE.items():
+            given = reader.has(key)
             params[key] = value = reader.get(key, integer(1, MAX_VCS), default)
             link, vcs = escape[key]
             if vcs + value > MAX_VCS:  # a link carries at most MAX_VCS
+                what = f"{value} adaptive VCs" if given else f"the default {value} adaptive VCs"
                 raise SpecError(
                     reader.key(key),
-                    f"{value} adaptive VCs after DORT's {vcs} make {vcs + value} VCs per {link}"
+                    f"{what} after DORT's {vcs} make {vcs + value} VCs per {link}"
                     f" link, at most {MAX_VCS}",
                 )
         return params

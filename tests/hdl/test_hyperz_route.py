@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
-"""HyperZ's routings in the generic table route unit (hdl/router/route/table.py), exhaustively:
-every (switch, input port, input VC, destination) against the routing function, on small
-fabrics with every switch kind (HyperX, and a two-level Z-node with up, down and side ports).
-The sliced GHC-comparator unit of issue 17 item 4 is not built yet: these are the tables."""
+"""HyperZ's route units against the routing function, exhaustively: every (switch, input port,
+input VC, destination), on small fabrics with every switch kind (HyperX; two-level Z-nodes with
+up, down and side ports; three dimensions; q = 2 lanes; three processors per switch and s = 3,
+whose digits are not bit fields). The comparator unit (hdl/router/route/hyperz.py, issue 17
+item 4) by default, the generic table unit with ``arithmetic=False``."""
 
 from __future__ import annotations
 
@@ -12,16 +13,38 @@ from zfabric.hdl.router.route import RouteRows
 
 from zfabric import compile_plan, load_spec
 
+#: the default run's fabrics (a second or two each); the three-dimensional and three-level ones
+#: (10-20 s each under the adaptive routings) under ``-m matrix``
 FABRICS = {
     "hyperx-3x2": {"kind": "hyperx", "s": [3, 2], "terminals": 1},
     "hyperz-2x2-h2": {"kind": "hyperz", "s": [2, 2], "z": [2, 2], "R": [1, 2]},
+    "hyperz-3-h2-q2": {"kind": "hyperz", "s": [3], "z": [3, 2], "R": [1, 2], "q": [2]},
+    "hyperz-2x2x2-h2": {"kind": "hyperz", "s": [2, 2, 2], "z": [2, 2], "R": [1, 2]},
+    "hyperz-2x3-h3": {"kind": "hyperz", "s": [2, 3], "z": [2, 2, 2], "R": [1, 2, 2]},
 }
+ROUTINGS = ["aliod", "cliod", "odim", "deter"]
+BIG = {"hyperz-2x2x2-h2", "hyperz-2x3-h3"}
+CASES = [
+    pytest.param(name, routing, marks=[pytest.mark.matrix, pytest.mark.slow] if name in BIG else [])
+    for name in sorted(FABRICS)
+    for routing in ROUTINGS
+]
 
 
-@pytest.mark.parametrize("routing", ["aliod", "cliod", "odim", "deter"])
-@pytest.mark.parametrize("name", sorted(FABRICS))
-def test_table_route_units_agree_with_the_routing_function(name, routing):
-    plan = compile_plan(load_spec({"name": name, "topology": FABRICS[name], "routing": routing}))
-    assert RouteRows(plan).kind == "table"
+def plan_of(name: str, routing):
+    return compile_plan(load_spec({"name": name, "topology": FABRICS[name], "routing": routing}))
+
+
+@pytest.mark.parametrize("name, routing", CASES)
+def test_comparator_route_units_agree_with_the_routing_function(name, routing):
+    plan = plan_of(name, routing)
+    assert RouteRows(plan).kind == "hyperz"
     # adaptive routings under round-robin selection: candidate sets (a mask has no order)
     check_every_destination(plan, arithmetic=True, ordered=routing in ("odim", "deter"))
+
+
+@pytest.mark.parametrize("routing", ["aliod", "deter"])
+def test_table_route_units_agree_with_the_routing_function(routing):
+    plan = plan_of("hyperz-2x2-h2", routing)
+    assert RouteRows(plan, arithmetic=False).kind == "table"
+    check_every_destination(plan, arithmetic=False, ordered=routing in ("odim", "deter"))

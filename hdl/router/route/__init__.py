@@ -30,6 +30,11 @@ first-free selection).
   ``zfabric/routing/sliced.py``. It pops fields of fixed widths and holds no table: the
   switch's level fixes the widths, its Znode id (SID) is compared with the header's, and the
   port groups come from the plan's port roles.
+- The HyperZ routings (``odim``, ``deter``, ``cliod``, ``aliod``): :class:`HyperzRoute`, one
+  comparator per dimension between the switch's GHC coordinates and the destination's, the
+  flat address's digits for the tree part (zone and down label); every switch of a level is
+  one module, its zone and coordinates on ``identity``. Tables stay available
+  (``arithmetic=False``).
 - The baselines sliced addressing is compared against (digest ``reference/znode.md`` §2.8):
   ``flat``, :class:`FlatRoute`, reads its level's label of the destination address (and, at
   the top, compares the Znode id with the SID); ``source_destination``,
@@ -41,6 +46,7 @@ from .dor import DORRoute
 from .dort import DORTAdaptiveRoute, DORTRoute
 from .duato import DuatoRoute
 from .flat import FlatRoute
+from .hyperz import HyperzRoute
 from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
 from .rows import RouteRow, RouteRows, reachable_turns, route_row
 from .sliced import SlicedRoute
@@ -59,6 +65,7 @@ __all__ = [
     "DORTRoute",
     "DORTAdaptiveRoute",
     "DuatoRoute",
+    "HyperzRoute",
     "RouteRow",
     "RouteRows",
     "route_row",

@@ -21,6 +21,7 @@ from .dor import DORRoute
 from .dort import DORTAdaptiveRoute, DORTRoute
 from .duato import DuatoRoute
 from .flat import FlatRoute
+from .hyperz import HYPERZ_ROUTINGS, HyperzRoute, hyperz_unit
 from .logic import coord_widths
 from .ports import SwitchPorts, candidate_mask
 from .sliced import SlicedRoute
@@ -163,7 +164,8 @@ class RouteRows:
     plan : FabricPlan
     arithmetic : bool
         Use :class:`DORRoute` / :class:`DuatoRoute` / :class:`DORTRoute` for ``dor`` /
-        ``duato`` / ``dort`` plans whose endpoint numbering they decode (tables otherwise).
+        ``duato`` / ``dort`` plans whose endpoint numbering they decode, :class:`HyperzRoute`
+        for the HyperZ routings (tables otherwise).
     prune_turns : bool
         Give each row the turns packets take through its switch kind (:func:`reachable_turns`),
         so that switches build no crossbar connection nobody uses.
@@ -203,6 +205,8 @@ class RouteRows:
             and self._numbered_by_coordinates()
         ):
             self.kind = name
+        elif arithmetic and name in HYPERZ_ROUTINGS:
+            self.kind = "hyperz"
 
     def _numbered_by_coordinates(self) -> bool:
         """Endpoint e sits alone on switch e, and e is the mixed-radix number DOR/DORT decode."""
@@ -261,6 +265,8 @@ class RouteRows:
             row = self._dor(switch, ports)
         elif self.kind in NDT_ARITHMETIC:
             row = self._dort(switch, ports)
+        elif self.kind == "hyperz":
+            row = self._hyperz(switch, ports)
         else:
             row = self._tables(switch, ports)
         row.one_port = self.routing.one_port
@@ -469,6 +475,17 @@ class RouteRows:
         local = ports.local
         return self._arithmetic_row(
             "tsdor", DORTRoute, by_class, lambda p, v: card if local[p] else v // 2, switch, ports
+        )
+
+    def _hyperz(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        fields, identity = hyperz_unit(self.view, self.routing, switch)
+        hw = self.head_width
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: HyperzRoute(head_width=hw, ports=ports, **fields),
+            key=("hyperz", tuple(fields.items())),
+            identity=identity,
         )
 
     def _external_ports(self, switch: int) -> tuple:

@@ -15,7 +15,7 @@ import networkx as nx
 import pytest
 import yaml
 
-from zfabric import analyse_routing, build_fabric, load_spec
+from zfabric import SpecError, analyse_routing, build_fabric, load_spec
 from zfabric.cli import main
 from zfabric.plan import PlanView
 from zfabric.routing import Hop, make_routing
@@ -98,6 +98,17 @@ def test_scalability_series_radices(s, processors, radix):
     assert p.per_znode(0) == 256
     assert p.processors == processors
     assert max(p.radix(level) for level in (1, 2, 3)) == radix
+
+
+def test_scalability_series_fits_the_size_limits():
+    """The series' last point, H_{2,2}(8,4): 8192 processors (the endpoint limit), 2304
+    switches (digest §1: 32 + 32 + 8 per 256-processor Z-node, 32 Z-nodes), accepted; twice
+    that is refused before anything is built."""
+    accepted = spec(hyperz(s=[8, 4], l_max=32, **PAPER_ZNODE))
+    assert accepted.params.processors == 32 * 256 == 8192
+    assert accepted.params.switches == 32 * (32 + 32 + 8)
+    with pytest.raises(SpecError, match=r"^topology: gives 16384 endpoints, over the limit of"):
+        spec(hyperz(s=[8, 8], l_max=32, **PAPER_ZNODE))
 
 
 @pytest.mark.parametrize("s, radix", [((2, 2), 18), ((4, 2), 20)])

@@ -6,6 +6,7 @@ import pytest
 
 from zfabric import SpecError, compile_plan, load_spec
 from zfabric.spec import (
+    MAX_ENDPOINTS,
     MAX_ERRORS,
     MAX_LIST_LENGTH,
     MAX_SPEC_BYTES,
@@ -48,7 +49,10 @@ def spec(**topology):
             spec(k=[64, 64, 16]),
             rf"^topology: gives 65536 switches, over the limit of {MAX_SWITCHES}",
         ),
-        (spec(k=[64, 64, 2]), r"^topology: gives 8192 endpoints, over the limit of 4096"),
+        (
+            spec(k=[64, 64, 4]),
+            rf"^topology: gives 16384 endpoints, over the limit of {MAX_ENDPOINTS}",
+        ),
     ],
 )
 def test_errors_name_path_and_value(data, message):

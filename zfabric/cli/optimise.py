@@ -30,7 +30,7 @@ from .common import OutputFolder, add_command, integer, status
 __all__ = ["register", "run", "spec_for"]
 
 #: the search is interactive up to 8192 processors (bench/optimise_speed.py); beyond 65536 the
-#: fabric is far over the spec's own limit of 4096 endpoints anyway
+#: fabric is far over the spec's own limit of 8192 endpoints anyway
 MAX_PROCESSORS = 65536
 #: every z_i >= 2, so 16 levels already need 65536 processors
 MAX_LEVELS = 16

@@ -46,8 +46,8 @@ BIG = [
     "ndt-4x4x4-tsdor",
 ]
 #: HyperZ's examples (comparator route units, issue 17): 1.5-3 MB of Verilog for 32 switches, a
-#: minute or two each; the default run lints the small fabrics of
-#: :func:`test_verilator_lints_the_hyperz_route_units`
+#: minute each (hyperz-1024, 288 switches: 11 min under load); the default run lints the small
+#: fabric of :func:`test_verilator_lints_the_hyperz_route_units`
 BIG += ["hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"]
 
 

@@ -8,10 +8,12 @@ item 4) by default, the generic table unit with ``arithmetic=False``."""
 from __future__ import annotations
 
 import pytest
-from test_route import check_every_destination
-from zfabric.hdl.router.route import RouteRows
+from test_route import check_every_destination, expected, rtl_routes
+from zfabric.hdl.router.route import RouteRows, SwitchPorts
 
 from zfabric import compile_plan, load_spec
+from zfabric.plan import PlanView
+from zfabric.routing import make_routing
 
 #: the default run's fabrics (a second or two each); the three-dimensional and three-level ones
 #: (10-20 s each under the adaptive routings) under ``-m matrix``
@@ -48,3 +50,20 @@ def test_table_route_units_agree_with_the_routing_function(routing):
     plan = plan_of("hyperz-2x2-h2", routing)
     assert RouteRows(plan, arithmetic=False).kind == "table"
     check_every_destination(plan, arithmetic=False, ordered=routing in ("odim", "deter"))
+
+
+def test_heads_past_the_last_endpoint_get_no_route():
+    """HyperX 3x2 has 6 endpoints under a 3-bit head: heads 6 and 7 name none. The routing
+    function has no route for them (the route proof's reference, hdl/formal/route.py), and
+    every unit of every switch offers nothing, as the table unit does."""
+    plan = plan_of("hyperx-3x2", "aliod")
+    view = PlanView(plan)
+    routing = make_routing(view)
+    assert RouteRows(plan).head_width == 3
+    for switch in range(len(plan.switches)):
+        ports = SwitchPorts.from_plan(view, switch)
+        queries = {(p, v): [6, 7] for p in range(ports.n_ports) for v in range(ports.vcs[p])}
+        answers = rtl_routes(plan, switch, queries)
+        assert len(answers) == 2 * ports.n_out_vcs
+        for (p, v, head), (candidates, _) in answers.items():
+            assert candidates == expected(routing, switch, p, v, head)[0] == [], (switch, p, v)

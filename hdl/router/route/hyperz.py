@@ -46,8 +46,8 @@ class HyperzRoute(wiring.Component):
     The candidates are the routing's moves on ``vcs`` and its escape sub-function's on
     ``escape_vcs`` (empty when the routing offers no separate escape), as
     :meth:`zfabric.routing.hyperz.HyperzRouting.route` lists them; a level-1 switch above the
-    destination delivers on every ejection VC. Heads that name no endpoint are not routed
-    (no packet carries one).
+    destination delivers on every ejection VC. A head past the last endpoint (``endpoints``)
+    gets no candidate, as the routing function has no route for it.
 
     Parameters
     ----------
@@ -68,6 +68,8 @@ class HyperzRoute(wiring.Component):
         ``side[k][g]``: the ``q`` lane ports of dimension k's group g.
     vcs, escape_vcs : tuple of int
         The VCs of the moves and of the escape sub-function.
+    endpoints : int
+        The fabric's endpoint count.
     spread : int
         ``deter``'s m_level (the product of the up-port counts below this level): its up port
         is ``Y // spread mod len(up)``, its lane and down link ``Y mod`` their count.
@@ -87,6 +89,7 @@ class HyperzRoute(wiring.Component):
         side: Sequence[Sequence[Sequence[int]]],
         vcs: Sequence[int],
         escape_vcs: Sequence[int],
+        endpoints: int,
         spread: int = 1,
     ):
         if routing not in HYPERZ_ROUTINGS:
@@ -99,7 +102,7 @@ class HyperzRoute(wiring.Component):
         self._up, self._down = tuple(up), tuple((c, tuple(p)) for c, p in down)
         self._side = tuple(tuple(tuple(lanes) for lanes in groups) for groups in side)
         self._vcs, self._escape_vcs = tuple(vcs), tuple(escape_vcs)
-        self._spread = spread
+        self._spread, self._endpoints = spread, endpoints
         super().__init__(RouteUnitSignature(head_width, ports.n_out_vcs, sum(self.widths)))
 
     @property
@@ -205,6 +208,8 @@ class HyperzRoute(wiring.Component):
             masks = [(c, self._mask(p, range(self._ports.vcs[p[0]]))) for c, p in self._down]
             local = select(label, masks, "local")
             cand = Mux(reached & ~any_offset, local, cand)
+        if self._endpoints < 1 << len(self.head):  # a head naming no endpoint: no route
+            cand = Mux(self.head < self._endpoints, cand, 0)
         m.d.comb += self.cand.eq(cand)
         return m
 
@@ -238,6 +243,7 @@ def hyperz_unit(
         ),
         "vcs": routing.adaptive_vcs if routing.adaptive else routing.escape_vcs,
         "escape_vcs": routing.escape_vcs if routing.adaptive else (),
+        "endpoints": len(view.plan.endpoints),
         "spread": routing.spread[level - 1] if isinstance(routing, Deter) else 1,
     }
     zone_digits, zone = [], sw.position["zone"]

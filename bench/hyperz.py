@@ -13,8 +13,9 @@ rising, or measured packets undelivered a window after it); a curve stops at its
 point, and the knee is the highest offered load below it (zfabric.sim.sweep.knee).
 
 Selection: ``--router-selection`` (default ``first-free``: the first free candidate in the
-routing's order, which is the paper's "idle offset dimension first"; the paper's "shortest
-queue" needs the occupancy selection, not built yet).
+routing's order, which is the paper's "idle offset dimension first"; ``occupancy`` approximates
+the paper's "shortest queue" with one low/high occupancy flag per output VC,
+docs/microarchitecture.md step 2).
 
     .venv/bin/python bench/hyperz.py [--pattern uniform --pattern transpose] [--cycles 1000]
         [--warmup 300] [--router-selection first-free] [--plot-dir bench/out]
@@ -33,6 +34,7 @@ from zfabric.sim.sweep import knee
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
+from zfabric.router_settings import SELECTIONS
 
 RATES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 ROUTINGS = ("deter", "odim", "cliod", "aliod")
@@ -94,9 +96,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--plot-dir", type=Path, default=Path(__file__).parent / "out")
-    parser.add_argument(
-        "--router-selection", choices=["first-free", "round-robin"], default="first-free"
-    )
+    parser.add_argument("--router-selection", choices=SELECTIONS, default="first-free")
     args = parser.parse_args()
     patterns = args.pattern or ["uniform", "transpose"]
     print(

@@ -286,6 +286,22 @@ def test_one_vc_per_link_is_refused_with_the_cycle(tmp_path, capsys, routing):
     assert any("(side" in line for line in cycle)  # the cycle crosses dimensions
 
 
+@pytest.mark.parametrize("routing, code", [("aliod", 1), ("cliod", 0)])
+def test_one_vc_per_link_on_one_dimension(tmp_path, capsys, routing, code):
+    """d = 1, h = 2, adaptive_vcs 0: CLIOD crosses sides only at the LCL, between all its up
+    and all its down hops (up < side < down orders its channels: acyclic); ALIOD takes a side
+    hop at any level between up hops, or between down hops, so with one dimension of 3 S-nodes
+    up, side, down, side ... closes a cycle across the levels (digest §2)."""
+    file = tmp_path / "one-dim.yaml"
+    file.write_text(
+        "topology: {kind: hyperz, s: [3], z: [2, 2], R: [1, 2]}\n"
+        f"routing: {{name: {routing}, adaptive_vcs: 0}}\n"
+    )
+    assert main(["check", str(file)]) == code
+    out = capsys.readouterr().out
+    assert ("DEADLOCK: channel dependency cycle:" in out) == (code == 1)
+
+
 # ---- hand-worked decisions --------------------------------------------------------------------
 
 

@@ -37,8 +37,10 @@ escape sub-function's on the escape VCs (digest §2 "Recommended"):
   orders the extended CDG.
 
 ``adaptive_vcs: 0`` offers the whole routing on every VC with every channel an escape channel:
-then the proof checks the plain CDG, which has cycles for ``cliod``/``aliod`` as soon as two
-dimensions can be crossed in either order (d >= 2): the spec is refused with the cycle.
+then the proof checks the plain CDG, which has cycles for ``cliod`` as soon as two dimensions
+can be crossed in either order (d >= 2), and for ``aliod`` also with one dimension when h >= 2
+(side hops between up and down hops at different levels close a cycle, digest §2): ``check``
+exits 1 with the cycle printed.
 
 Selection (docs/microarchitecture.md step 2). The paper's "idle offset dimension" is a side
 candidate with a free VC and a credit now: the switch's ``first-free`` selection takes the

@@ -390,7 +390,9 @@ class FabricModel:
             picks = self._vc_stage_picks(s, vc_requests)
             vc_requests = [[pick] if pick else [] for pick in self._vc_staged[s]]
             self._vc_staged[s] = picks
-            staged = staged or any(picks)
+            # a staged head is consumed this cycle, acquired or dropped by the re-check: the
+            # state moves even when nothing is acquired, so the cycle is not a quiet one
+            staged = staged or any(picks) or any(vc_requests)
         if self._vc_stage:
             acquired = self._allocate(s, vc_requests, self._va_in[s], self._va_out[s])
         if self._vc_split:

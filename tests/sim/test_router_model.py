@@ -162,3 +162,17 @@ def test_occupancy_checks_levels_before_occupancy(example):
     assert picks["round-robin"] == picks["round-robin", "one low"] == (escape.port, escape.vcs[0])
     assert picks["occupancy"] == (adaptive[0].port, adaptive[0].vcs[0])
     assert picks["occupancy", "one low"] == (adaptive[1].port, adaptive[1].vcs[-1])
+
+
+def test_stages_5_dropped_head_is_not_a_quiet_cycle(example):
+    """stages 5: a head staged for VC allocation whose output VC another head took meanwhile is
+    dropped by the re-check (docs/microarchitecture.md). Nothing is acquired, sent or staged
+    anew, yet the state moved (the head is eligible again next cycle, maybe for another free
+    candidate), so the switch reports activity and the deadlock watch cannot call it stuck."""
+    model = FabricModel(plan_with(example, "torus-4x4", {"stages": 5}))
+    s, p, head = head_at_source(model, 0, 10)
+    (o, w) = model._select(s, p, 0, head)
+    model._vc_staged[s][p] = (0, (o, w))
+    model._owner[s][o][w] = ((p + 1) % len(model._buf[s]), 0)  # taken meanwhile
+    assert model._switch_cycle(s)
+    assert model._assign[s][p][0] is None and not any(model._vc_staged[s])

@@ -4,6 +4,8 @@ it: TSDOR (``zfabric/routing/tsdor.py``) and adaptive nDT routing
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
@@ -15,7 +17,7 @@ from .logic import (
     named_signals,
     ring_plus,
 )
-from .ports import RouteUnitSignature
+from .ports import RouteUnitSignature, SwitchPorts
 
 __all__ = ["DORTRoute", "DORTAdaptiveRoute"]
 
@@ -59,19 +61,19 @@ class DORTRoute(wiring.Component):
     def __init__(
         self,
         *,
-        head_width,
-        ports,
-        k,
-        card,
-        port_of,
-        internal_port,
-        local_port,
-        split,
-        tie,
-        internal_vcs,
-        external,
-        order=None,
-    ):
+        head_width: int,
+        ports: SwitchPorts,
+        k: Sequence[int],
+        card: int,
+        port_of: Iterable[tuple[tuple[int, int], int]],
+        internal_port: int,
+        local_port: int,
+        split: Iterable[int],
+        tie: Sequence[int],
+        internal_vcs: Iterable[tuple[str, tuple[int, ...]]],
+        external: tuple[tuple[int, ...], tuple[int, ...]],
+        order: Sequence[int] | None = None,
+    ) -> None:
         self._ports, self._k, self._card = ports, tuple(k), card
         self._port_of = dict(port_of)
         self._internal_port, self._local_port = internal_port, local_port
@@ -145,7 +147,14 @@ class DORTAdaptiveRoute(DORTRoute):
         The adaptive VCs of external links and of the internal link (empty: none offered).
     """
 
-    def __init__(self, *, escaped, adaptive_external, adaptive_internal, **fields):
+    def __init__(
+        self,
+        *,
+        escaped: bool,
+        adaptive_external: Sequence[int],
+        adaptive_internal: Sequence[int],
+        **fields,
+    ) -> None:
         self._escaped = escaped
         self._adaptive_external = tuple(adaptive_external)
         self._adaptive_internal = tuple(adaptive_internal)

@@ -183,7 +183,11 @@ def check_built(report, family):
 
 
 @pytest.mark.fpga
-@pytest.mark.parametrize("name", ["icebreaker", "ulx3s-85f"])
+@pytest.mark.parametrize(
+    # the ECP5-85F's place and route takes minutes (test_synth places an ECP5 switch in CI)
+    "name",
+    ["icebreaker", pytest.param("ulx3s-85f", marks=[pytest.mark.matrix, pytest.mark.slow])],
+)
 def test_bitstream_build(name, tmp_path, fpga_tools):
     lines = []
     report = board_build(name, None, tmp_path, progress=lines.append)

@@ -51,14 +51,3 @@ def plan_of(example):
         return compile_plan(load_spec(data))
 
     return plan
-
-
-def pytest_collection_modifyitems(config, items):
-    """The ``matrix`` tests (every router setting x fabric x load) run only when selected with
-    ``-m matrix``: the default run keeps a representative slice."""
-    if "matrix" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="full router matrix: run with -m matrix")
-    for item in items:
-        if "matrix" in item.keywords:
-            item.add_marker(skip)

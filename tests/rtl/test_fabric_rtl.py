@@ -41,6 +41,9 @@ CYCLES = {
     "ndt-4x4x4-tsdor": 300,
 }
 
+#: the simulator of the ``-m matrix`` lock-step cases: ``SIM=verilator`` for Verilator
+MATRIX_SIM = os.environ.get("SIM", "icarus")
+
 LOCKSTEP = [(fabric, load) for fabric in ("torus-4x4", "ndt-2x2x2", "znode-64") for load in LOADS]
 
 
@@ -101,9 +104,7 @@ def test_lockstep_addressing_baselines(plan_of, need_sim, cosim_dir, routing, fa
 )
 def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, routing, fabric, load):
     """The same at low load and past the knee (``SIM=verilator`` for Verilator)."""
-    lockstep_routing(
-        plan_of, need_sim(os.environ.get("SIM", "icarus")), cosim_dir, routing, fabric, load
-    )
+    lockstep_routing(plan_of, need_sim(MATRIX_SIM), cosim_dir, routing, fabric, load)
 
 
 #: issue 16's routings on the fabrics they run on (the default round-robin selection, which
@@ -135,9 +136,7 @@ def test_lockstep_adaptive_and_tsdor(plan_of, need_sim, cosim_dir, routing, fabr
 )
 def test_lockstep_adaptive_and_tsdor_matrix(plan_of, need_sim, cosim_dir, routing, fabric, load):
     """The same at every load (``SIM=verilator`` for Verilator)."""
-    lockstep_routing(
-        plan_of, need_sim(os.environ.get("SIM", "icarus")), cosim_dir, routing, fabric, load
-    )
+    lockstep_routing(plan_of, need_sim(MATRIX_SIM), cosim_dir, routing, fabric, load)
 
 
 #: ejection stall probability of the matrix and the stall tests (docs/microarchitecture.md)
@@ -190,7 +189,7 @@ def test_lockstep_occupancy(plan_of, need_sim, cosim_dir, routing, fabric, route
 )
 def test_lockstep_occupancy_matrix(plan_of, need_sim, cosim_dir, routing, fabric, router, load):
     """The same at every load, stages 3 and 4 too (``SIM=verilator`` for Verilator)."""
-    sim = need_sim(os.environ.get("SIM", "icarus"))
+    sim = need_sim(MATRIX_SIM)
     lockstep_occupancy(plan_of, sim, cosim_dir, routing, fabric, router, load)
 
 
@@ -280,7 +279,7 @@ def test_lockstep_router_settings(plan_of, need_sim, cosim_dir, router, fabric, 
 def test_lockstep_router_matrix(plan_of, need_sim, cosim_dir, router, fabric, load):
     """Every router setting x fabric x load, with random ejection stalls (each endpoint's
     ``ready`` low in 30% of cycles); ``SIM=verilator`` runs it on Verilator."""
-    sim = need_sim(os.environ.get("SIM", "icarus"))
+    sim = need_sim(MATRIX_SIM)
     lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, stall=STALL)
 
 

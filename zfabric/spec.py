@@ -19,6 +19,7 @@ import re
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -535,6 +536,27 @@ def _duplicate_keys(root: yaml.Node) -> list[SpecError]:
     return [error for _, error in sorted(found, key=lambda pair: pair[0])]
 
 
+_NESTING = "exceeded maximum nesting depth"
+#: libyaml (PyYAML 6.0.4 on) stops at this depth; the pure-Python parser is held to it too
+MAX_NESTING = 1000
+
+
+def _too_deep(root: yaml.Node) -> yaml.Mark | None:
+    """Where the document first nests deeper than MAX_NESTING collections, if it does."""
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or not isinstance(node, yaml.CollectionNode):
+            continue
+        if depth > MAX_NESTING:
+            return node.start_mark
+        seen.add(id(node))
+        pairs = node.value if isinstance(node, yaml.MappingNode) else [node.value]
+        stack.extend((child, depth + 1) for child in chain.from_iterable(pairs))
+    return None
+
+
 def _one_line(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 2 * VALUE_CHARS else text[: 2 * VALUE_CHARS - 1] + "…"
@@ -562,6 +584,8 @@ def _parse_yaml(path: Path, errors: Errors) -> Any:
         node = loader.get_single_node()
         if node is None:
             raise SpecError("", f"{path}: the spec is empty")
+        if (mark := _too_deep(node)) is not None:
+            raise yaml.MarkedYAMLError(problem=_NESTING, problem_mark=mark)
         for error in _duplicate_keys(node):
             errors.add(error)
         return loader.construct_document(node)
@@ -577,6 +601,8 @@ def _parse_yaml(path: Path, errors: Errors) -> Any:
         syntax = not isinstance(error, yaml.constructor.ConstructorError)
         what = "YAML syntax error" if syntax else "bad YAML value"
         problem = _one_line(error.problem or error.context or "")
+        if problem == _NESTING:  # libyaml's words and ours
+            problem = f"nested deeper than {MAX_NESTING} levels"
         raise SpecError("", f"{path}: {what}{where}: {problem}") from None
     except yaml.YAMLError as error:
         raise SpecError("", f"{path}: YAML error: {_one_line(str(error))}") from None

@@ -34,6 +34,7 @@ from zfabric.sim.sweep import knee
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
+from zfabric.plan import FabricPlan
 from zfabric.router_settings import SELECTIONS
 
 RATES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
@@ -44,7 +45,7 @@ PACKET_LENGTH = 4
 FABRIC = {"kind": "hyperz", "s": [4, 4], "z": [4, 4], "R": [1, 4]}
 
 
-def curve(plan, pattern: str, args) -> list[dict]:
+def curve(plan: FabricPlan, pattern: str, args: argparse.Namespace) -> list[dict]:
     config = TrafficConfig(pattern=pattern, packet_length=PACKET_LENGTH)
     points = []
     for rate in RATES:

@@ -54,7 +54,7 @@ def point(s: tuple[int, int], cycles: int) -> dict:
     return out
 
 
-def run(args) -> None:
+def run(args: argparse.Namespace) -> None:
     print(
         f"HyperZ scalability series, ALIOD, Z(8,4,8; 1,4,8; 1,2,2): CPU seconds and peak RSS"
         f" per phase, {args.cycles} model cycles at 30 % uniform load"

@@ -68,8 +68,9 @@ class ChannelLoad:
         return f"ejection at the busiest endpoint (load {self.ejection_load:.3f})"
 
 
-def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
-    """Channel-load bound for ``flows`` ((src, dst) -> share of src's packets) under the routing."""
+def _walk(plan: FabricPlan, flows: Flows) -> tuple[ChannelLoad, float]:
+    """The channel load of ``flows`` and their share-weighted mean first-choice hop count, from
+    one route graph per destination (the first-choice path is each state's first child)."""
     view = PlanView(plan)
     rf = make_routing(view)
     load: dict[int, float] = defaultdict(float)
@@ -77,18 +78,24 @@ def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
     for (src, dst), share in flows.items():
         if share > 0:
             by_dst[dst][src] = share
+    if not by_dst:
+        raise ValueError("the traffic pattern has no flows")
+    total = weighted_hops = 0.0
     for dst, sources in by_dst.items():
         flow: dict[tuple, float] = defaultdict(float)
         roots = []
+        firsts = []
         for src, share in sources.items():
             injections = rf.injections(src, dst)
             for injection in injections:
                 state = (injection.switch, injection.port, 0, injection.head)
                 roots.append(state)
                 flow[state] += share / len(injections)
+            firsts.append((roots[-len(injections)], share))
         children = _route_graph(rf, view, roots)
         # push each state's flow along its candidates in equal shares, parents first
-        for state in _topological(roots, children):
+        order = _topological(roots, children)
+        for state in order:
             amount = flow.pop(state, 0.0)
             nexts = children[state]
             part = amount / len(nexts)
@@ -96,6 +103,14 @@ def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
                 if link_id >= 0:
                     load[link_id] += part
                     flow[child] += part
+        # an uncontended packet's links: its first injection, then first choices (children first)
+        hops: dict[tuple, int] = {}
+        for state in reversed(order):
+            link_id, child = children[state][0]
+            hops[state] = 0 if link_id < 0 else 1 + hops[child]
+        for root, share in firsts:
+            weighted_hops += share * hops[root]
+            total += share
     ejection = max(
         (sum(sources.values()) / len(plan.endpoints[dst].attachments))
         for dst, sources in by_dst.items()
@@ -107,7 +122,12 @@ def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
         switch = plan.switches[link.src.switch]
         busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
     bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
-    return ChannelLoad(max_load, busiest, bound, ejection)
+    return ChannelLoad(max_load, busiest, bound, ejection), weighted_hops / total
+
+
+def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
+    """Channel-load bound for ``flows`` ((src, dst) -> share of src's packets) under the routing."""
+    return _walk(plan, flows)[0]
 
 
 def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
@@ -117,29 +137,8 @@ def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
 
 def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
     """Mean zero-load latency over ``flows`` (weighted by share) under the plan's router
-    settings: 2H + L + 2 averaged over the flows' first-choice paths at ``stages: 1``."""
-    view = PlanView(plan)
-    rf = make_routing(view)
-    total = weighted_hops = 0.0
-    for (src, dst), share in flows.items():
-        if share <= 0:
-            continue
-        first = rf.injections(src, dst)[0]
-        state = (first.switch, first.port, 0, first.head)
-        hops = 0
-        while True:
-            decision = rf.route(*state)
-            hop = decision.hops[0]
-            link = view.out_link[state[0]][hop.port]
-            if link is None:
-                break
-            hops += 1
-            state = (link.dst.switch, link.dst.port, hop.vcs[0], decision.head)
-        weighted_hops += share * hops
-        total += share
-    if not total:
-        raise ValueError("the traffic pattern has no flows")
-    return zero_load_latency(weighted_hops / total, packet_length, plan.router)
+    settings, along each flow's first-choice path (first injection, candidate and VC)."""
+    return zero_load_latency(_walk(plan, flows)[1], packet_length, plan.router)
 
 
 @dataclass(frozen=True)
@@ -159,10 +158,8 @@ class PatternLimits:
 
 def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
     """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
-    flows = pattern_flows(config, len(plan.endpoints), seed)
-    return PatternLimits(
-        flow_zero_load_latency(plan, flows, config.mean_length), channel_load(plan, flows)
-    )
+    load, hops = _walk(plan, pattern_flows(config, len(plan.endpoints), seed))
+    return PatternLimits(zero_load_latency(hops, config.mean_length, plan.router), load)
 
 
 def _route_graph(rf, view: PlanView, roots: list[tuple]) -> dict[tuple, list[tuple[int, tuple]]]:

@@ -72,10 +72,10 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
 
 
 #: the addressing baselines of reference/znode.md §2.8 (flat: always to the top level;
-#: source-destination: turn-back on both addresses): each once near the knee in the default
-#: run (source-destination on snode-128 builds a table per endpoint: minutes on Icarus), on
-#: both fabrics at every load under ``-m matrix``
-BASELINES = [("flat", "snode-128", "near"), ("source_destination", "znode-64", "near")]
+#: source-destination: turn-back on both addresses): each once near the knee on the 4-ary 3-tree
+#: in the default run (either on snode-128 takes minutes on Icarus; test_lockstep_snode_icarus
+#: covers the super node), on both fabrics at every load under ``-m matrix``
+BASELINES = [("flat", "znode-64", "near"), ("source_destination", "znode-64", "near")]
 BASELINE_MATRIX = [
     (routing, fabric, load)
     for routing in ("flat", "source_destination")
@@ -93,7 +93,7 @@ def lockstep_routing(plan_of, sim, cosim_dir, routing, fabric, load):
 @pytest.mark.parametrize("routing, fabric, load", BASELINES, ids=["-".join(c) for c in BASELINES])
 def test_lockstep_addressing_baselines(plan_of, need_sim, cosim_dir, routing, fabric, load):
     """Flat and source-destination addressing (their own route units and heads): RTL = model
-    packet by packet on the 4-ary 3-tree and the 4-Znode super node."""
+    packet by packet on the 4-ary 3-tree (and the 4-Znode super node under ``-m matrix``)."""
     lockstep_routing(plan_of, need_sim("icarus"), cosim_dir, routing, fabric, load)
 
 

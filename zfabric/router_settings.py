@@ -22,10 +22,14 @@ __all__ = [
     "ALLOCATORS",
     "SELECTIONS",
     "low_occupancy",
+    "head_cycles",
 ]
 
 #: most VCs of an injection or ejection link (as many as any link may have)
 MAX_INJECTION_VCS = 16
+
+#: the widest ``head_bits`` a spec may name (a flit field that wide is no constraint at all)
+MAX_HEAD_BITS = 1024
 
 #: the spec value (and default) of ``injection_vcs`` and ``ejection_vcs`` that
 #: :func:`default_endpoint_vcs` settles
@@ -67,6 +71,11 @@ class RouterSettings:
     #: 1 is the endpoint before the key (and what plans written without it mean); a spec that
     #: does not name it gets :func:`default_endpoint_vcs`
     ejection_vcs: int = 1
+    #: bits of the routing head one flit carries; None (the default): the whole head rides in
+    #: the first flit's head field. With N, a head of ``len`` bits at a hop travels as
+    #: ceil(len / N) head flits (docs/microarchitecture.md, *Heads longer than a flit*), so a
+    #: long head costs its length at every switch and a shrinking (sliced) one less and less
+    head_bits: int | None = None
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -92,14 +101,19 @@ class RouterSettings:
                 raise ValueError(
                     f"router {name} must be an integer in 1..{MAX_INJECTION_VCS}, not {vcs!r}"
                 )
+        bits = self.head_bits
+        if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):
+            raise ValueError(f"router head_bits must be a positive integer or None, not {bits!r}")
 
-    def zero_load_latency(self, hops: float, packet_length: float) -> float:
+    def zero_load_latency(self, hops: float, packet_length: float, head_cycles: float = 0) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
         per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation. With
         ``stages`` 4 or 5 and buffers under 6 flits it holds for ``packet_length`` up to the buffer
-        depth only: a longer packet streams at B/6 flits per cycle (Streaming)."""
-        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1
+        depth only: a longer packet streams at B/6 flits per cycle (Streaming). ``head_cycles``
+        is what heads longer than a flit add (``head_bits``): H_f - 1 per switch for the head
+        flits it waits for, and H_f - 1 on the ejection link (:func:`head_cycles`)."""
+        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:
@@ -113,7 +127,7 @@ class RouterSettings:
 
 def parse_router(reader: Any) -> RouterSettings:
     """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
-    from .spec import choice  # here: spec.py imports this module
+    from .spec import choice, integer  # here: spec.py imports this module
 
     stages = reader.get("stages", _stages, RouterSettings.stages)
     allocator = reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator)
@@ -127,6 +141,7 @@ def parse_router(reader: Any) -> RouterSettings:
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
         injection_vcs=reader.get("injection_vcs", _endpoint_vcs, AUTO),
         ejection_vcs=reader.get("ejection_vcs", _endpoint_vcs, AUTO),
+        head_bits=reader.get("head_bits", integer(1, MAX_HEAD_BITS), None),
     )
     reader.finish()
     return settings
@@ -142,6 +157,14 @@ def _endpoint_vcs(value: Any, path: str) -> int | str:
             path, f"must be {AUTO} or an integer in 1..{MAX_INJECTION_VCS}, got {describe(value)}"
         )
     return value
+
+
+def head_cycles(head_flits: list[int]) -> int:
+    """What multi-flit heads add to a lone packet's latency, from the head flits it carries
+    into each switch and then onto the ejection link (``head_flits``, source first): each
+    switch waits H_f - 1 cycles for the head flits behind the first, and the ejection link
+    carries H_f - 1 flits more than the payload (docs/microarchitecture.md, Consequences)."""
+    return sum(h - 1 for h in head_flits)
 
 
 def low_occupancy(buffer_depth: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.router_settings import low_occupancy
-from zfabric.routing import make_routing
+from zfabric.routing import head_flits, make_routing
 
 __all__ = [
     "FabricModel",
@@ -109,15 +109,26 @@ class Packet:
 
 
 class _Flit:
-    __slots__ = ("packet", "index", "is_head", "is_tail", "head", "decision")
+    """Flit ``index`` of the ``count`` its packet leaves the source with (default: its length):
+    the first ``head_flits`` are head flits (docs/microarchitecture.md, *Heads longer than a
+    flit*), the first of them carrying the routing head and the payload's first flit, the
+    others (``data`` None) only the head's length; the rest carry the payload in order."""
 
-    def __init__(self, packet: Packet, index: int, head: Any):
+    __slots__ = ("packet", "index", "is_head", "is_tail", "head", "decision", "data", "head_flits")
+
+    def __init__(
+        self, packet: Packet, index: int, head: Any, count: int | None = None, head_flits: int = 1
+    ):
         self.packet = packet
         self.index = index
         self.is_head = index == 0
-        self.is_tail = index == packet.length - 1
+        self.is_tail = index == (packet.length if count is None else count) - 1
         self.head = head if self.is_head else None
         self.decision = None  # cached route decision while the head waits at a front
+        # the payload flit it carries (None: a head flit behind the first)
+        self.data = None if 0 < index < head_flits else max(0, index - head_flits + 1)
+        # on the first flit: the head flits of its packet at this hop, itself included
+        self.head_flits = head_flits if self.is_head else 0
 
 
 class _Endpoint:
@@ -178,6 +189,7 @@ class FabricModel:
         self.view = view = PlanView(plan)
         self.routing = make_routing(view)
         self.depth = plan.buffer_depth
+        self._head_bits = plan.router.head_bits  # None: every head rides in one flit
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
@@ -344,8 +356,10 @@ class FabricModel:
                     endpoint.queue.popleft()
                     endpoint.attachment, endpoint.vc = which, vc
                     endpoint.pointer = (vc + 1) % n
+                    heads = self._head_flits(choice.head)
+                    count = packet.length + heads - 1
                     endpoint.flits.extend(
-                        _Flit(packet, i, choice.head) for i in range(packet.length)
+                        _Flit(packet, i, choice.head, count, heads) for i in range(count)
                     )
                     packet.injected = self.cycle
                     return True
@@ -364,7 +378,7 @@ class FabricModel:
                     continue
                 target = assign[p][v]
                 if target is None:
-                    target = self._select(s, p, v, buf[0])
+                    target = self._select(s, p, v, buf)
                     if self._vc_stage:
                         if target is not None:
                             vc_wants.append((v, target))
@@ -416,6 +430,7 @@ class FabricModel:
             flit = bufs[p][v].popleft()
             credit[o][w] -= 1
             if flit.is_head:
+                self._drop_surplus(s, p, v, flit)
                 if not self._vc_stage:
                     assign[p][v] = (o, w)
                     owner[o][w] = (p, v)
@@ -449,7 +464,8 @@ class FabricModel:
             staged = self._staged[s][p]
             if staged is not None:
                 v, (o, w) = staged
-                if len(bufs[p][v]) < 2 or credit[o][w] < 2 or bufs[p][v][0].is_tail:
+                leaving, tail = self._leaving(bufs[p][v])
+                if len(bufs[p][v]) <= leaving or credit[o][w] < 2 or tail:
                     wants = [want for want in wants if want[0] != v]
             if not wants:
                 picks.append(None)
@@ -481,10 +497,46 @@ class FabricModel:
             picks.append(pick)
         return picks
 
-    def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
+    def _head_flits(self, head: Any) -> int:
+        """Head flits a packet carrying ``head`` travels with (``router.head_bits``)."""
+        if self._head_bits is None:
+            return 1
+        return head_flits(self.routing.head_length(head), self._head_bits)
+
+    def _leaving(self, buf: deque[_Flit]) -> tuple[int, bool]:
+        """Flits the front of ``buf`` takes out of it when it crosses (a routed head: itself
+        and the surplus head flits behind it), and whether they end the packet."""
+        front = buf[0]
+        if not front.is_head or front.head_flits == 1:
+            return 1, front.is_tail
+        leaving = 1 + front.head_flits - self._head_flits(front.decision.head)
+        return leaving, any(buf[i].is_tail for i in range(leaving))
+
+    def _drop_surplus(self, s: int, p: int, v: int, flit: _Flit) -> None:
+        """A head that crosses takes out of its FIFO the head flits its next head no longer
+        needs (the ones right behind it), returning their credits with its own; if they held
+        the tail (a one-flit payload), the head ends the packet itself."""
+        if flit.head_flits == 1:
+            return
+        keep = self._head_flits(flit.decision.head)
+        buf = self._buf[s][p][v]
+        for _ in range(flit.head_flits - keep):
+            dropped = buf.popleft()
+            if self.check_invariants and (dropped.packet, dropped.data) != (flit.packet, None):
+                raise InvariantError(f"packet {flit.packet.id}: a head flit missing at a drop")
+            flit.is_tail = flit.is_tail or dropped.is_tail
+            self._credits_sent.append((s, p, v))
+            self.in_network -= 1
+        flit.head_flits = keep
+
+    def _select(self, s: int, p: int, v: int, buf: deque[_Flit]) -> tuple[int, int] | None:
         """Step 2 for a head: the output VC it requests among its free candidates (with credit,
-        unless VC allocation is a stage of its own: stages 3)."""
+        unless VC allocation is a stage of its own: stages 3). A head is routed only once all
+        its head flits are in ``buf`` (step 1)."""
+        flit = buf[0]
         if flit.decision is None:
+            if len(buf) < flit.head_flits:
+                return None
             flit.decision = self.routing.route(s, p, v, flit.head)
             if self._route_stage:
                 self._routed = True
@@ -596,7 +648,9 @@ class FabricModel:
                 contiguous = last is None or last.is_tail
             else:
                 contiguous = last is not None and last.packet is flit.packet
-                contiguous = contiguous and last.index == flit.index - 1
+                # the flits a head dropped (surplus head flits) leave a gap behind it only
+                gap = flit.index - last.index
+                contiguous = contiguous and (gap == 1 or (gap > 1 and last.is_head))
             if not contiguous:
                 raise InvariantError(f"packet {flit.packet.id} not contiguous on {where}")
             self._last_written[(s, p, v)] = flit
@@ -641,9 +695,10 @@ class FabricModel:
         if self.check_invariants:
             if endpoint != packet.dst:
                 raise InvariantError(f"packet {packet.id} delivered to endpoint {endpoint}")
-            if flit.index != packet.flits_delivered:
+            if flit.data not in (None, packet.flits_delivered):
                 raise InvariantError(f"packet {packet.id}: flit {flit.index} out of order")
-        packet.flits_delivered += 1
+        if flit.data is not None:  # head flits behind the first carry no payload: stripped
+            packet.flits_delivered += 1
         self.in_network -= 1
         if flit.is_tail:
             packet.delivered = self.cycle

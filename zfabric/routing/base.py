@@ -24,6 +24,7 @@ __all__ = [
     "ROUTINGS",
     "make_routing",
     "routing_head_width",
+    "head_flits",
     "MAX_VCS",
     "class_vcs",
 ]
@@ -78,6 +79,12 @@ class RoutingFunction:
     def head_width(cls, plan: FabricPlan) -> int:
         """Bits of the routing head a head flit carries: by default a destination endpoint id."""
         return max(1, (len(plan.endpoints) - 1).bit_length())
+
+    def head_length(self, head: Any) -> int:
+        """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
+        than a flit*): the class's :meth:`head_width` for a head no switch rewrites, shorter
+        where the head shrinks on the way (sliced)."""
+        return self.head_width(self.view.plan)
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         """Where ``src`` may inject a packet for ``dst`` and with which head (all choices)."""
@@ -149,6 +156,15 @@ def routing(name: str) -> Callable[[type[RoutingFunction]], type[RoutingFunction
 
 def make_routing(view: PlanView) -> RoutingFunction:
     return ROUTINGS[view.plan.routing.name](view)
+
+
+def head_flits(bits: int, head_bits: int | None) -> int:
+    """Head flits of a packet whose routing head is ``bits`` long, when a flit carries
+    ``head_bits`` of it (``router.head_bits``; None: the whole head rides in the first flit).
+    Never fewer than one: the first flit leads the packet even when nothing is left to route."""
+    if head_bits is None:
+        return 1
+    return max(1, -(-bits // head_bits))
 
 
 def routing_head_width(plan: FabricPlan) -> int:

@@ -119,6 +119,10 @@ class Sliced(ZnodeRouting):
             )
         return head
 
+    def head_length(self, head: Head) -> int:
+        """The bits left: the head shrinks by the fields each switch pops."""
+        return head[1]
+
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         head = self.head(src, dst)
         return tuple(Injection(switch, port, head) for switch, port in self.attachments[src])

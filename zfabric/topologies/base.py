@@ -9,6 +9,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..errors import SpecError
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
 from ..router_settings import AUTO, default_endpoint_vcs
 from ..spec import FabricSpec, Reader
@@ -71,7 +72,25 @@ def finish_plan(
     }
     if settled:
         plan = dataclasses.replace(plan, router=dataclasses.replace(plan.router, **settled))
+    _check_head_flits(plan)
     return plan, builder.graph
+
+
+def _check_head_flits(plan: FabricPlan) -> None:
+    """Refuse a buffer too shallow for the widest head's flits: a switch routes a head only
+    once all its head flits are in its input buffer (docs/microarchitecture.md)."""
+    from ..routing import head_flits, routing_head_width  # the routings import topologies
+
+    bits, depth = plan.router.head_bits, plan.buffer_depth
+    width = routing_head_width(plan)
+    flits = head_flits(width, bits)
+    if flits > depth:
+        raise SpecError(
+            "router.head_bits",
+            f"{bits} bits per flit split the {width}-bit {plan.routing.name} head into {flits}"
+            f" head flits, more than buffer_depth {depth} holds; use head_bits >="
+            f" {-(-width // depth)} or buffer_depth >= {flits}",
+        )
 
 
 def build_fabric(spec: FabricSpec) -> tuple[FabricPlan, nx.MultiGraph]:

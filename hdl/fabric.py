@@ -7,7 +7,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView
-from zfabric.routing import make_routing
+from zfabric.routing import make_routing, multi_flit_heads
 
 from .endpoint import Endpoint, PacketInLayout, PacketOutLayout
 from .flit import FlitLayout, dst_width
@@ -72,6 +72,11 @@ class Fabric(wiring.Component):
         for link in plan.links:
             if link.latency != 1:
                 raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
+        if multi_flit_heads(plan):
+            raise ValueError(
+                f"router head_bits {plan.router.head_bits!r}: heads of several flits are"
+                " modelled (sim/model), not built"
+            )
         self._plan = plan
         self._wrap = wrap or (lambda component: component)
         self._axis = bool(axis)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import make_routing
+from zfabric.routing import head_flits, make_routing
 
 from .traffic import TrafficConfig, pattern_flows
 
@@ -68,11 +68,26 @@ class ChannelLoad:
         return f"ejection at the busiest endpoint (load {self.ejection_load:.3f})"
 
 
-def _walk(plan: FabricPlan, flows: Flows) -> tuple[ChannelLoad, float]:
-    """The channel load of ``flows`` and their share-weighted mean first-choice hop count, from
-    one route graph per destination (the first-choice path is each state's first child)."""
+def _walk(
+    plan: FabricPlan, flows: Flows, packet_length: float | None = None
+) -> tuple[ChannelLoad, float, float]:
+    """The channel load of ``flows``, their share-weighted mean first-choice hop count and the
+    mean cycles their heads' extra flits add (``router.head_bits``), from one route graph per
+    destination (the first-choice path is each state's first child). With heads longer than a
+    flit a packet of ``packet_length`` payload flits (default the plan's) is L + H_f - 1 flits
+    on a link where its head takes H_f flits: the loads count them."""
     view = PlanView(plan)
     rf = make_routing(view)
+    bits = plan.router.head_bits
+    length = packet_length or plan.packet_length
+
+    def flits(head) -> int:
+        return 1 if bits is None else head_flits(rf.head_length(head), bits)
+
+    def size(head) -> float:
+        """Flits on a link per payload flit, for a packet whose head is ``head`` there."""
+        return (length + flits(head) - 1) / length
+
     load: dict[int, float] = defaultdict(float)
     by_dst: dict[int, dict[int, float]] = defaultdict(dict)
     for (src, dst), share in flows.items():
@@ -80,7 +95,8 @@ def _walk(plan: FabricPlan, flows: Flows) -> tuple[ChannelLoad, float]:
             by_dst[dst][src] = share
     if not by_dst:
         raise ValueError("the traffic pattern has no flows")
-    total = weighted_hops = 0.0
+    total = weighted_hops = weighted_heads = 0.0
+    arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
     for dst, sources in by_dst.items():
         flow: dict[tuple, float] = defaultdict(float)
         roots = []
@@ -101,20 +117,27 @@ def _walk(plan: FabricPlan, flows: Flows) -> tuple[ChannelLoad, float]:
             part = amount / len(nexts)
             for link_id, child in nexts:
                 if link_id >= 0:
-                    load[link_id] += part
+                    load[link_id] += part * size(child[3])
                     flow[child] += part
         # an uncontended packet's links: its first injection, then first choices (children first)
+        # and the head flits it waits for at each switch, then carries onto the ejection link
         hops: dict[tuple, int] = {}
+        heads: dict[tuple, tuple[int, int]] = {}  # (head cycles from here, ejection head flits)
         for state in reversed(order):
             link_id, child = children[state][0]
             hops[state] = 0 if link_id < 0 else 1 + hops[child]
+            if link_id < 0:
+                ejected = flits(rf.route(*state).head) if bits is not None else 1
+                after = (ejected - 1, ejected)
+            else:
+                after = heads[child]
+            heads[state] = (flits(state[3]) - 1 + after[0], after[1])
         for root, share in firsts:
             weighted_hops += share * hops[root]
+            weighted_heads += share * heads[root][0]
+            arrivals[dst] += share * (length + heads[root][1] - 1) / length
             total += share
-    ejection = max(
-        (sum(sources.values()) / len(plan.endpoints[dst].attachments))
-        for dst, sources in by_dst.items()
-    )
+    ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in by_dst)
     link_id, max_load = max(load.items(), key=lambda item: item[1], default=(None, 0.0))
     busiest = "none"
     if link_id is not None:
@@ -122,7 +145,11 @@ def _walk(plan: FabricPlan, flows: Flows) -> tuple[ChannelLoad, float]:
         switch = plan.switches[link.src.switch]
         busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
     bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
-    return ChannelLoad(max_load, busiest, bound, ejection), weighted_hops / total
+    return (
+        ChannelLoad(max_load, busiest, bound, ejection),
+        weighted_hops / total,
+        (weighted_heads / total),
+    )
 
 
 def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
@@ -137,8 +164,10 @@ def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
 
 def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
     """Mean zero-load latency over ``flows`` (weighted by share) under the plan's router
-    settings, along each flow's first-choice path (first injection, candidate and VC)."""
-    return zero_load_latency(_walk(plan, flows)[1], packet_length, plan.router)
+    settings, along each flow's first-choice path (first injection, candidate and VC), head
+    flits included (``router.head_bits``)."""
+    _, hops, heads = _walk(plan, flows, packet_length)
+    return plan.router.zero_load_latency(hops, packet_length, heads)
 
 
 @dataclass(frozen=True)
@@ -158,8 +187,9 @@ class PatternLimits:
 
 def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
     """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
-    load, hops = _walk(plan, pattern_flows(config, len(plan.endpoints), seed))
-    return PatternLimits(zero_load_latency(hops, config.mean_length, plan.router), load)
+    flows = pattern_flows(config, len(plan.endpoints), seed)
+    load, hops, heads = _walk(plan, flows, config.mean_length)
+    return PatternLimits(plan.router.zero_load_latency(hops, config.mean_length, heads), load)
 
 
 def _route_graph(rf, view: PlanView, roots: list[tuple]) -> dict[tuple, list[tuple[int, tuple]]]:

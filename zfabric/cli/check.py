@@ -16,7 +16,7 @@ from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import ROUTINGS
+from zfabric.routing import ROUTINGS, multi_flit_heads
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
@@ -82,6 +82,12 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
     if rtl:
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
+    if rtl and multi_flit_heads(plan):
+        raise SpecError(
+            "router.head_bits",
+            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric {rtl}"
+            " builds heads of one flit only (check, simulate and study model them)",
+        )
     with progress(args, f"{spec.name} routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):

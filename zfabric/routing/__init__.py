@@ -20,6 +20,7 @@ from .base import (
     RoutingFunction,
     head_flits,
     make_routing,
+    multi_flit_heads,
     routing,
     routing_head_width,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "Injection",
     "RoutingFunction",
     "head_flits",
+    "multi_flit_heads",
     "make_routing",
     "routing",
     "routing_head_width",

@@ -25,6 +25,7 @@ __all__ = [
     "make_routing",
     "routing_head_width",
     "head_flits",
+    "multi_flit_heads",
     "MAX_VCS",
     "class_vcs",
 ]
@@ -165,6 +166,12 @@ def head_flits(bits: int, head_bits: int | None) -> int:
     if head_bits is None:
         return 1
     return max(1, -(-bits // head_bits))
+
+
+def multi_flit_heads(plan: FabricPlan) -> bool:
+    """Whether some head of ``plan`` travels as more than one flit (``router.head_bits``
+    narrower than the widest head)."""
+    return head_flits(routing_head_width(plan), plan.router.head_bits) > 1
 
 
 def routing_head_width(plan: FabricPlan) -> int:

@@ -14,6 +14,12 @@ claim that rests on header bits on the wire cannot show here (see E5).
   the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform
   traffic. Claims: level 2 has the lowest delay and the highest throughput; the optimum beats
   the 8-ary 3-tree at every load.
+- ``e5``: the four addressing schemes (flat, source-destination, destination = ``updown``,
+  sliced) on the thesis's Z3 = (1,8,64)/(8,8,16), 1024 processors, under uniform, hotspot
+  and neighbour traffic, with heads longer than a flit (``router.head_bits: 8``: a 32-bit
+  message of 4 payload flits, as the thesis's, and heads of 10 to 20 bits over 2 or 3 head
+  flits; 6-flit buffers so that 3 head flits still stream). Claim: sliced has the lowest
+  latency at every load below its saturation, on every pattern.
 - ``e6``: forward, backward and full connectivity for 512 processors in 3 levels (the
   optimiser's pick of each); transpose traffic (the thesis's E6 pattern; its 1024-processor
   backward Znode has 17,440 switches, beyond the model's speed). Claim: backward (the thesis's
@@ -27,7 +33,7 @@ claim that rests on header bits on the wire cannot show here (see E5).
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
 
-    .venv/bin/python bench/znode_studies.py [e1 e6 e7 e9] [-o build/znode-studies]
+    .venv/bin/python bench/znode_studies.py [e1 e5 e6 e7 e9] [-o build/znode-studies]
         [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
 """
 
@@ -74,6 +80,41 @@ def e1() -> dict[str, Any]:
     return {"name": "e1-optimum-level", "specs": specs, "traffic": {"patterns": ["uniform"]}}
 
 
+#: E5's addressing schemes, as the thesis names them -> our routing
+SCHEMES = {
+    "flat": "flat",
+    "source-destination": "source_destination",
+    "destination": "updown",
+    "sliced": "sliced",
+}
+#: E5's flit: the routing-head bits one flit carries (a 32-bit message is 4 payload flits)
+E5_HEAD_BITS = 8
+
+
+def e5() -> dict[str, Any]:
+    z3 = {"kind": "znode", "z": [8, 8, 16], "R": [1, 8, 64]}
+    specs = [
+        {
+            "spec": {
+                "name": scheme,
+                "topology": z3,
+                "routing": routing,
+                "router": {"head_bits": E5_HEAD_BITS},
+                "buffer_depth": 6,
+            }
+        }
+        for scheme, routing in SCHEMES.items()
+    ]
+    return {
+        "name": "e5-addressing",
+        "specs": specs,
+        "traffic": {
+            "patterns": ["uniform", "hotspot", "neighbour"],
+            "rates": [0.1, 0.25, 0.4],
+        },
+    }
+
+
 def e6() -> dict[str, Any]:
     specs = [_named(_pick(512, 3, c), c) for c in ("forward", "backward", "full")]
     return {"name": "e6-connectivity", "specs": specs, "traffic": {"patterns": ["transpose"]}}
@@ -95,9 +136,11 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per spec: zero-load latency, mean latency at :data:`REFERENCE_LOAD`, knee, peak, and
     the pattern's channel-load bound with the channel that sets it."""
     by_spec: dict[str, list[dict[str, Any]]] = {}
+    several = len({row["pattern"] for row in records}) > 1
     for row in records:
         if row["status"] == "ok":
-            by_spec.setdefault(row["spec"], []).append(row)
+            key = f"{row['spec']}/{row['pattern']}" if several else row["spec"]
+            by_spec.setdefault(key, []).append(row)
     summary = {}
     for spec, rows in by_spec.items():
         rows.sort(key=lambda r: r["rate"])
@@ -108,6 +151,8 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "knee": knee(rows),
             "peak": max(r["accepted"] for r in rows),
             "bound": rows[0]["limits_bound"],
+            # rate -> (mean latency, saturated), for claims read at every load
+            "curve": {r["rate"]: (r["latency_mean"], bool(r["saturated"])) for r in rows},
             "limited_by": rows[0]["limits_limited_by"],
         }
     return summary
@@ -128,6 +173,30 @@ def claims_e1(s: dict[str, dict[str, Any]]) -> list[str]:
         "the optimum (oZ2) beats the 8-ary 3-tree in delay: "
         + _verdict(s["oZ2"]["latency"] < s["8-ary-3-tree"]["latency"]),
     ]
+
+
+def claims_e5(s: dict[str, dict[str, Any]]) -> list[str]:
+    """Per pattern: at every load sliced is not saturated at, its mean latency is below every
+    other scheme's (a scheme saturated there counts as higher)."""
+    lines = []
+    for pattern in sorted({key.split("/")[1] for key in s}):
+        curves = {scheme: s[f"{scheme}/{pattern}"]["curve"] for scheme in SCHEMES}
+        beaten = []
+        loads = [rate for rate, (_, saturated) in curves["sliced"].items() if not saturated]
+        for rate in loads:
+            mine = curves["sliced"][rate][0]
+            for scheme, curve in curves.items():
+                other = curve.get(rate)
+                if scheme != "sliced" and other and not other[1] and other[0] <= mine:
+                    beaten.append(f"{scheme} at {rate}")
+        order = sorted(SCHEMES, key=lambda name: s[f"{name}/{pattern}"]["zero_load"])
+        lines.append(
+            f"{pattern}: sliced lowest latency at every load below saturation"
+            f" ({', '.join(map(str, loads))}; zero-load order {' < '.join(order)}): "
+            + _verdict(bool(loads) and not beaten)
+            + (f" (beaten by {', '.join(beaten)})" if beaten else "")
+        )
+    return lines
 
 
 def claims_e6(s: dict[str, dict[str, Any]]) -> list[str]:
@@ -167,6 +236,7 @@ def claims_e9(s: dict[str, dict[str, Any]]) -> list[str]:
 
 STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
+    "e5": (e5, claims_e5),
     "e6": (e6, claims_e6),
     "e7": (e7, claims_e7),
     "e9": (e9, claims_e9),
@@ -176,9 +246,10 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
 def run(name: str, args: argparse.Namespace) -> None:
     build, claims = STUDIES[name]
     study = build()
-    study["traffic"] |= {
+    study["traffic"] = {
         "rates": RATES,
         "refine": 0.02,
+        **study["traffic"],  # a study's own rates (e5: fewer, unrefined) win
         "seeds": args.seeds,
         "warmup": args.warmup,
         "cycles": args.cycles,
@@ -198,8 +269,13 @@ def run(name: str, args: argparse.Namespace) -> None:
         raise SystemExit(status)
     rows = [json.loads(line) for line in (folder.path / "table.jsonl").read_text().splitlines()]
     summary = _summary(rows)
+    depths = sorted({entry["spec"]["buffer_depth"] for entry in study["specs"]})
+    heads = sorted(
+        {str(e["spec"].get("router", {}).get("head_bits", "whole")) for e in study["specs"]}
+    )
     print(f"\n# {study['name']}: {', '.join(study['traffic']['patterns'])} traffic, 4-flit"
-          f" packets, 4-flit buffers, warm-up {args.warmup}, window {args.cycles} cycles,"
+          f" packets, {'/'.join(map(str, depths))}-flit buffers, head bits per flit"
+          f" {'/'.join(heads)}, warm-up {args.warmup}, window {args.cycles} cycles,"
           f" seeds {args.seeds}; knee: the model's verdict, bisected to 0.02;"
           f" plot {folder.path / study['plot']}")  # fmt: skip
     print(

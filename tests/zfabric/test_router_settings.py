@@ -113,6 +113,8 @@ def test_plan_json_without_injection_or_ejection_vcs_has_one(example, key):
             r"^router\.ejection_vcs: must be auto or an integer in 1\.\.16, got 0$",
         ),
         ({"ejection_vcs": "two"}, r"^router\.ejection_vcs: must be auto or an integer .*'two'$"),
+        ({"head_bits": 0}, r"^router\.head_bits: must be an integer in 1\.\.1024, got 0$"),
+        ({"head_bits": True}, r"^router\.head_bits: must be an integer in 1\.\.1024, got True$"),
     ],
 )
 def test_errors_name_path_and_value(router, message):

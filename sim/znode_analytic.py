@@ -37,19 +37,23 @@ thesis (bit-times)          here (cycles)                  why
 links included               switches, H = 2i-2, and one   cycles; the source's link is the
                              injection cycle               injection cycle
 d (side hop, m > 1)         S+1: one more switch, H + 1    the side link and the switch it feeds
-iρ + a + Σ b_j, or log2 P   0 while the head fits the      the head rides in its own bits of the
-per switch (routing head)   head flit's head field         head flit, decoded in the switch's
-                                                           routing cycle, whatever its length
+iρ + a + Σ b_j, or log2 P   Σ (⌈len_k / N⌉ - 1) over the  with ``router.head_bits: N`` a head
+per switch (routing head)   switches k and the ejection    of len_k bits travels as ⌈len_k/N⌉
+                            link; 0 without ``head_bits``  head flits and each switch waits for
+                            or while every head fits one   all of them; sliced len_k shrinks
+                            flit                           hop by hop, the others keep it
 D (payload bits)            L - 1 (L = ceil(D / flit      the body streams one flit per cycle
                             width) flits)                  behind the head
 flat turns at level n       H = 2n - 2 (2n - 1 across)     every route climbs to the top
 ==========================  =============================  =====================================
 
-So in flit time the schemes differ only by their hop counts: flat pays for always climbing,
-while sliced, source-destination and destination routes all take 2c - 2 links
-(:func:`flit_latency`).
-The thesis's header costs (the ρ, log2 P and b_j terms) have no cycle here while a head
-fits in one flit; charging them needs heads longer than a flit (issue 15, item 3).
+So while every head fits one flit the schemes differ only by their hop counts: flat pays for
+always climbing, while sliced, source-destination and destination routes all take 2c - 2 links
+(:func:`flit_latency`). With heads longer than a flit (docs/microarchitecture.md, *Heads longer
+than a flit*) the header terms come back, paid at every switch as a serial switch that decodes
+the whole header pays them (:func:`head_lengths`): flat and destination ⌈log2 P / N⌉ - 1 cycles
+per switch, source-destination ⌈2 log2 P / N⌉ - 1, sliced less and less as its head shrinks
+(the thesis's model, bit-pipelined, pays each header bit once per route instead).
 """
 
 from __future__ import annotations
@@ -57,10 +61,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from zfabric.router_settings import RouterSettings
+from zfabric.router_settings import RouterSettings, head_cycles
+from zfabric.routing import head_flits
 from zfabric.topologies.znode import field_width
 
-__all__ = ["SCHEMES", "level_latency", "thesis_latency", "flit_latency"]
+__all__ = ["SCHEMES", "level_latency", "thesis_latency", "flit_latency", "head_lengths"]
 
 #: the addressing schemes of digest §2.8, by this project's routing names (destination
 #: addressing is ``updown``)
@@ -138,14 +143,49 @@ def flit_latency(
     """The same average in cycles of our switches (the module doc's mapping): traffic spread
     evenly over the common levels, half of it to another Znode when ``znodes`` > 1 (as eq.
     4.8 assumes; side links at every level, so the side hop is at the peer level),
-    packets of ``packet_length`` flits, ``router``'s pipeline."""
+    packets of ``packet_length`` flits, ``router``'s pipeline and head flits
+    (:func:`head_lengths`)."""
     _check(scheme, z, znodes)
     router = router or RouterSettings()
     n = len(z)
     turns = [n] * n if scheme == "flat" else list(range(1, n + 1))
-    inside = [router.zero_load_latency(2 * c - 2, packet_length) for c in turns]
-    mean_inside = math.fsum(inside) / n
+
+    def latency(c: int, across: bool) -> float:
+        heads = [
+            head_flits(bits, router.head_bits)
+            for bits in head_lengths(scheme, z, znodes, c, across)
+        ]
+        return router.zero_load_latency(2 * c - 2 + across, packet_length, head_cycles(heads))
+
+    mean_inside = math.fsum(latency(c, False) for c in turns) / n
     if znodes == 1:
         return mean_inside
-    across = [router.zero_load_latency(2 * c - 1, packet_length) for c in turns]
-    return (mean_inside + math.fsum(across) / n) / 2
+    return (mean_inside + math.fsum(latency(c, True) for c in turns) / n) / 2
+
+
+def head_lengths(
+    scheme: str, z: Sequence[int], znodes: int, turn: int, across: bool = False
+) -> list[int]:
+    """Bits of the routing head of a route turning at level ``turn`` (to another Znode when
+    ``across``, side links at every level) as it enters each switch, then on the ejection
+    link: the head each scheme writes (digest §2.3, §2.8; ``zfabric/routing``), derived here
+    from the fields, not from the routing code. Sliced: c - i + 1 level bits, the Znode id
+    and labels 1..c into the level-i switch on the way up; labels 1..c after a side hop;
+    labels 1..i into the level-i switch on the way down; nothing at delivery. The others keep
+    their length: the destination's address (flat), source and destination addresses
+    (source-destination), the destination endpoint id (destination)."""
+    _check(scheme, z, znodes)
+    b = [field_width(zj) for zj in z]
+    a = field_width(znodes)
+    switches = 2 * turn - 1 + across
+    if scheme == "sliced":
+        up = [turn - i + 1 + a + sum(b[:turn]) for i in range(1, turn + 1)]
+        down = [sum(b[:i]) for i in range(turn - 1, 0, -1)]
+        return up + ([sum(b[:turn])] if across else []) + down + [0]
+    address = sum(b) + a
+    width = {
+        "flat": address,
+        "source_destination": 2 * address,
+        "destination": (math.prod(z) * znodes - 1).bit_length(),
+    }[scheme]
+    return [max(1, width)] * (switches + 1)

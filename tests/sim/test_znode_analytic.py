@@ -10,8 +10,15 @@ import itertools
 import math
 
 import pytest
-from zfabric.sim.analytic import zero_load_latency
-from zfabric.sim.znode_analytic import SCHEMES, flit_latency, level_latency, thesis_latency
+from zfabric.sim.analytic import flow_zero_load_latency, zero_load_latency
+from zfabric.sim.model import FabricModel
+from zfabric.sim.znode_analytic import (
+    SCHEMES,
+    flit_latency,
+    head_lengths,
+    level_latency,
+    thesis_latency,
+)
 
 from zfabric import analyse_routing, build_fabric, load_spec
 from zfabric.router_settings import RouterSettings
@@ -129,6 +136,46 @@ def test_flit_latency_follows_the_plans_hop_counts(scheme, topology):
             expected = sum(means) / len(means)
             got = flit_latency(scheme, z, length, znodes=m, router=router)
             assert math.isclose(got, expected), (router, length)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize(
+    "topology, bits",
+    [
+        ({"kind": "znode", "z": [4, 4, 4], "R": [1, 4, 16]}, 2),
+        ({"kind": "znode", "z": [4, 4, 4], "R": [1, 4, 16]}, 4),
+        ({"kind": "znode", "z": [2, 3], "R": [2, 2], "znodes": 2}, 2),
+    ],
+    ids=["znode-64-2", "znode-64-4", "snode-12-2"],
+)
+def test_head_lengths_are_the_routings_heads(scheme, topology, bits):
+    """Per common level (and across Znodes), the zero-load latency :func:`head_lengths` gives
+    with head flits of ``bits`` bits is a lone packet's in the model, for one pair of each
+    level; so flit_latency's mean over levels is the model's too."""
+    spec = {"name": "t", "topology": topology, "routing": ROUTING_OF[scheme], "buffer_depth": 8}
+    spec["router"] = {"head_bits": bits}
+    plan, _ = build_fabric(load_spec(spec))
+    z, m = topology["z"], topology.get("znodes", 1)
+    size, n = math.prod(z), len(z)
+    router = plan.router
+    means = []
+    for across in (False, True) if m > 1 else (False,):
+        total = 0.0
+        for c in range(1, n + 1):
+            dst = math.prod(z[: c - 1]) + (size if across else 0)  # turns at level c from 0
+            model = FabricModel(plan)
+            packet = model.offer(0, dst, 3)
+            model.run(200)
+            turn = n if scheme == "flat" else c
+            heads = [max(1, -(-h // bits)) for h in head_lengths(scheme, z, m, turn, across)]
+            hops = 2 * turn - 2 + across
+            expected = router.zero_load_latency(hops, 3, sum(h - 1 for h in heads))
+            assert packet.latency == expected == flow_zero_load_latency(plan, {(0, dst): 1}, 3)
+            total += expected
+        means.append(total / n)
+    assert math.isclose(
+        flit_latency(scheme, z, 3, znodes=m, router=router), sum(means) / len(means)
+    )
 
 
 @pytest.mark.parametrize(

@@ -130,6 +130,8 @@ def router_text(router: RouterSettings) -> str:
     text += f", {injection} injection VC{'s' if injection != 1 else ''}"
     ejection = router.ejection_vcs
     text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
+    if router.head_bits is not None:
+        text += f", {router.head_bits} head bits per flit"
     return text
 
 

@@ -378,7 +378,9 @@ class FabricModel:
                     continue
                 target = assign[p][v]
                 if target is None:
-                    target = self._select(s, p, v, buf)
+                    # a head is routed once all its head flits are in (step 1)
+                    ready = buf[0].decision is not None or len(buf) >= buf[0].head_flits
+                    target = self._select(s, p, v, buf[0]) if ready else None
                     if self._vc_stage:
                         if target is not None:
                             vc_wants.append((v, target))
@@ -529,14 +531,10 @@ class FabricModel:
             self.in_network -= 1
         flit.head_flits = keep
 
-    def _select(self, s: int, p: int, v: int, buf: deque[_Flit]) -> tuple[int, int] | None:
+    def _select(self, s: int, p: int, v: int, flit: _Flit) -> tuple[int, int] | None:
         """Step 2 for a head: the output VC it requests among its free candidates (with credit,
-        unless VC allocation is a stage of its own: stages 3). A head is routed only once all
-        its head flits are in ``buf`` (step 1)."""
-        flit = buf[0]
+        unless VC allocation is a stage of its own: stages 3)."""
         if flit.decision is None:
-            if len(buf) < flit.head_flits:
-                return None
             flit.decision = self.routing.route(s, p, v, flit.head)
             if self._route_stage:
                 self._routed = True

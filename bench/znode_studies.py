@@ -18,8 +18,9 @@ claim that rests on header bits on the wire cannot show here (see E5).
   sliced) on the thesis's Z3 = (1,8,64)/(8,8,16), 1024 processors, under uniform, hotspot
   and neighbour traffic, with heads longer than a flit (``router.head_bits: 8``: a 32-bit
   message of 4 payload flits, as the thesis's, and heads of 10 to 20 bits over 2 or 3 head
-  flits; 6-flit buffers so that 3 head flits still stream). Claim: sliced has the lowest
-  latency at every load below its saturation, on every pattern.
+  flits; 6-flit buffers so that 3 head flits still stream), at loads 0.1, 0.25 and 0.4
+  (``e5h``: hotspot at 0.001 to 0.004, below the hotspot's ejection limit of about 0.0049).
+  Claim: sliced has the lowest latency at every load below its saturation, on every pattern.
 - ``e6``: forward, backward and full connectivity for 512 processors in 3 levels (the
   optimiser's pick of each); transpose traffic (the thesis's E6 pattern; its 1024-processor
   backward Znode has 17,440 switches, beyond the model's speed). Claim: backward (the thesis's
@@ -33,7 +34,7 @@ claim that rests on header bits on the wire cannot show here (see E5).
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
 
-    .venv/bin/python bench/znode_studies.py [e1 e5 e6 e7 e9] [-o build/znode-studies]
+    .venv/bin/python bench/znode_studies.py [e1 e5 e5h e6 e7 e9] [-o build/znode-studies]
         [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
 """
 
@@ -108,10 +109,17 @@ def e5() -> dict[str, Any]:
     return {
         "name": "e5-addressing",
         "specs": specs,
-        "traffic": {
-            "patterns": ["uniform", "hotspot", "neighbour"],
-            "rates": [0.1, 0.25, 0.4],
-        },
+        "traffic": {"patterns": ["uniform", "neighbour"], "rates": [0.1, 0.25, 0.4]},
+    }
+
+
+def e5h() -> dict[str, Any]:
+    """E5 under hotspot traffic: a fifth of all packets to endpoint 0, whose ejection link
+    saturates near 1 / (0.2 x 1024) = 0.0049 flits/cycle/endpoint, hence loads of its own."""
+    return {
+        "name": "e5-addressing-hotspot",
+        "specs": e5()["specs"],
+        "traffic": {"patterns": ["hotspot"], "rates": [0.001, 0.002, 0.003, 0.004]},
     }
 
 
@@ -132,14 +140,16 @@ def e9() -> dict[str, Any]:
     return {"name": "e9-layers", "specs": specs, "traffic": {"patterns": ["uniform"]}}
 
 
-def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per spec: zero-load latency, mean latency at :data:`REFERENCE_LOAD`, knee, peak, and
-    the pattern's channel-load bound with the channel that sets it."""
+def _summary(
+    records: Sequence[dict[str, Any]], *, by_pattern: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Per spec (per spec and pattern, ``spec/pattern``, with ``by_pattern``): zero-load
+    latency, mean latency at :data:`REFERENCE_LOAD`, the curve, knee, peak, and the pattern's
+    channel-load bound with the channel that sets it."""
     by_spec: dict[str, list[dict[str, Any]]] = {}
-    several = len({row["pattern"] for row in records}) > 1
     for row in records:
         if row["status"] == "ok":
-            key = f"{row['spec']}/{row['pattern']}" if several else row["spec"]
+            key = f"{row['spec']}/{row['pattern']}" if by_pattern else row["spec"]
             by_spec.setdefault(key, []).append(row)
     summary = {}
     for spec, rows in by_spec.items():
@@ -156,6 +166,25 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "limited_by": rows[0]["limits_limited_by"],
         }
     return summary
+
+
+def _print_curves(summary: dict[str, dict[str, Any]], rates: Sequence[float]) -> None:
+    """One row per curve: zero-load latency, the mean latency at each load (``*``: the model
+    judged that point saturated), peak accepted throughput and the channel-load bound."""
+    print(
+        f"{'spec/pattern':<28} {'zero-load':>9} "
+        + " ".join(f"{f'lat@{r}':>10}" for r in rates)
+        + f" {'peak':>7} {'bound':>6}"
+    )
+    for key, row in summary.items():
+        cells = []
+        for rate in rates:
+            point = row["curve"].get(rate)
+            cells.append(f"{'-' if point is None else f'{point[0]:.2f}' + '*' * point[1]:>10}")
+        print(
+            f"{key:<28} {row['zero_load']:>9.2f} {' '.join(cells)} {row['peak']:>7.4f}"
+            f" {row['bound']:>6.3f}"
+        )
 
 
 def _verdict(ok: bool) -> str:
@@ -237,6 +266,7 @@ def claims_e9(s: dict[str, dict[str, Any]]) -> list[str]:
 STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
     "e5": (e5, claims_e5),
+    "e5h": (e5h, claims_e5),
     "e6": (e6, claims_e6),
     "e7": (e7, claims_e7),
     "e9": (e9, claims_e9),
@@ -246,14 +276,11 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
 def run(name: str, args: argparse.Namespace) -> None:
     build, claims = STUDIES[name]
     study = build()
-    study["traffic"] = {
-        "rates": RATES,
-        "refine": 0.02,
-        **study["traffic"],  # a study's own rates (e5: fewer, unrefined) win
-        "seeds": args.seeds,
-        "warmup": args.warmup,
-        "cycles": args.cycles,
-    }
+    traffic = study["traffic"]
+    own_rates = "rates" in traffic  # e5: a few loads, unrefined, each read in the claims
+    if not own_rates:
+        traffic |= {"rates": RATES, "refine": 0.02}
+    traffic |= {"seeds": args.seeds, "warmup": args.warmup, "cycles": args.cycles}
     study["plot"] = f"{study['name']}.png"
     folder = OutputFolder(Path(args.output) / study["name"], "-o", exclusive=False)
     folder.check(["study.yaml"])
@@ -268,7 +295,7 @@ def run(name: str, args: argparse.Namespace) -> None:
     if status:
         raise SystemExit(status)
     rows = [json.loads(line) for line in (folder.path / "table.jsonl").read_text().splitlines()]
-    summary = _summary(rows)
+    summary = _summary(rows, by_pattern=own_rates)
     depths = sorted({entry["spec"]["buffer_depth"] for entry in study["specs"]})
     heads = sorted(
         {str(e["spec"].get("router", {}).get("head_bits", "whole")) for e in study["specs"]}
@@ -276,8 +303,14 @@ def run(name: str, args: argparse.Namespace) -> None:
     print(f"\n# {study['name']}: {', '.join(study['traffic']['patterns'])} traffic, 4-flit"
           f" packets, {'/'.join(map(str, depths))}-flit buffers, head bits per flit"
           f" {'/'.join(heads)}, warm-up {args.warmup}, window {args.cycles} cycles,"
-          f" seeds {args.seeds}; knee: the model's verdict, bisected to 0.02;"
+          f" seeds {args.seeds}; knee: the model's verdict"
+          f"{'' if own_rates else ', bisected to 0.02'};"
           f" plot {folder.path / study['plot']}")  # fmt: skip
+    if own_rates:
+        _print_curves(summary, traffic["rates"])
+        for line in claims(summary):
+            print(f"claim: {line}")
+        return
     print(
         f"{'spec':<18} {'zero-load':>9} {f'lat@{REFERENCE_LOAD}':>9} {'knee':>6} {'peak':>6}"
         f" {'bound':>6}  limited by"

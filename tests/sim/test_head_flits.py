@@ -8,7 +8,7 @@ import random
 
 import pytest
 import yaml
-from zfabric.sim.analytic import flow_zero_load_latency
+from zfabric.sim.analytic import channel_load, flow_zero_load_latency
 from zfabric.sim.model import FabricModel
 
 from zfabric import SpecError, compile_plan, load_spec
@@ -143,3 +143,15 @@ def test_rtl_commands_refuse_multi_flit_heads(example, tmp_path, capsys):
         "zfabric: error: router.head_bits: 4 bits per flit give heads of several flits: zfabric"
         " verilog builds heads of one flit only (check, simulate and study model them)"
     ]
+
+
+def test_channel_load_counts_head_flits(example):
+    """updown on znode-64 sends 0 -> 63 down one path: with a 6-bit head at 2 bits a flit, a
+    4-flit packet is 4 + 3 - 1 = 6 flits on every link and on the ejection link, 1.5 flits
+    per payload flit, so the bound is 1 / 1.5; with whole heads, 1 and 1."""
+    flows = {(0, 63): 1.0}
+    whole = channel_load(plan_for(example, "znode-64", "updown", {}), flows)
+    split = channel_load(plan_for(example, "znode-64", "updown", {"head_bits": 2}), flows)
+    assert (whole.max_load, whole.ejection_load, whole.bound) == (1.0, 1.0, 1.0)
+    assert (split.max_load, split.ejection_load) == (1.5, 1.5)
+    assert split.bound == pytest.approx(2 / 3)

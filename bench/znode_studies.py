@@ -8,7 +8,8 @@ mean latency at the study's reference load, the knee and the peak accepted throu
 says which of the thesis's stated outcomes the run reproduces. The thesis's plotted values are
 lost; its outcomes are qualitative and measured on bit-serial 1 Gbit/s links with VCT
 switching, where ours are flit-level wormhole switches (4-flit packets, 4-flit buffers), so a
-claim that rests on header bits on the wire cannot show here (see E5).
+claim that rests on header bits on the wire shows only where heads span several flits
+(``router.head_bits``: E5, the thesis's fabric Z3 given by hand as the digest names it).
 
 - ``e1``: 512 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1),
   the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform

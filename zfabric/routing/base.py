@@ -85,7 +85,10 @@ class RoutingFunction:
         """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
         than a flit*): the class's :meth:`head_width` for a head no switch rewrites, shorter
         where the head shrinks on the way (sliced)."""
-        return self.head_width(self.view.plan)
+        width = self.__dict__.get("_head_width")
+        if width is None:  # the analysis asks once per routing state: compute it once
+            width = self._head_width = self.head_width(self.view.plan)
+        return width
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         """Where ``src`` may inject a packet for ``dst`` and with which head (all choices)."""

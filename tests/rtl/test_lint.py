@@ -123,7 +123,11 @@ def test_every_waiver_is_needed(example, tmp_path, name):
     assert code != 0 and warnings == set(WAIVERS)
 
 
-@pytest.mark.parametrize("routing", ["flat", "source_destination"])
+@pytest.mark.parametrize(
+    "routing",
+    # source-destination's heads make the route units the largest: the full matrix lints them
+    ["flat", pytest.param("source_destination", marks=[pytest.mark.matrix, pytest.mark.slow])],
+)
 def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
     """znode-64 with the flat and source-destination route units and heads (§2.8)."""
     data = yaml.safe_load(example("znode-64").read_text())
@@ -137,9 +141,10 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
 @pytest.mark.parametrize(
     "name, routing, selection",
     [
-        ("torus-4x4", "duato", None),
+        # the default run lints duato's route unit once (with occupancy selection's requests)
+        pytest.param("torus-4x4", "duato", None, marks=[pytest.mark.matrix, pytest.mark.slow]),
         ("torus-4x4", "duato", "occupancy"),
-        ("mesh-4x4", "duato", None),
+        pytest.param("mesh-4x4", "duato", None, marks=[pytest.mark.matrix, pytest.mark.slow]),
         ("ndt-2x2x2", "tsdor", None),
         # 4.4 MB of Verilog, minutes of -Wall: the full matrix lints it
         pytest.param(

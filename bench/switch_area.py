@@ -8,7 +8,7 @@ and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switche
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
     .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--seeds N]
-        [--levels] [--router KEY=VALUE ...] [--adaptive]
+        [--levels] [--router KEY=VALUE ...] [--adaptive [torus|twin]]
 
 ``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
@@ -21,7 +21,8 @@ under ``dor`` and ``duato`` (2 escape + 2 adaptive VCs per link), the twin node 
 ``dort_adaptive`` (Table 3's VCs) and ``tsdor`` (4 VCs per link). ``--levels`` prints the logic
 depth, which placement noise does not blur: the longest register-to-register path in LUT4s of
 the ``-nowidelut`` netlist (yosys ``ltp`` with the flip-flops and LUTRAMs cut out; a LUTRAM's
-asynchronous read is therefore not counted).
+asynchronous read is therefore not counted). ``--adaptive torus`` or ``--adaptive twin`` prices
+one half only (the twin node's Fmax takes the longest).
 
 The Fmax synthesis is plain ``synth_ecp5``, which in this yosys already maps with ABC9 (its
 log runs ``abc9``; ``-noabc9`` and ``-abc2`` gave the same Fmax on the torus switch);
@@ -132,9 +133,11 @@ def main() -> None:
     parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--adaptive",
-        action="store_true",
+        nargs="?",
+        const="all",
+        choices=("all", "torus", "twin"),
         help="only the torus switch under dor and duato, the twin node under dort,"
-        " dort_adaptive and tsdor",
+        " dort_adaptive and tsdor (or one half: torus, twin)",
     )
     args = parser.parse_args()
     if args.seeds < 1:
@@ -172,6 +175,8 @@ def main() -> None:
                     lambda r=routing: twin_node(plan("ndt-4x4x4", r)),
                 )
             )
+        half = {"torus": "torus-4x4", "twin": "ndt-4x4x4"}.get(args.adaptive, "")
+        designs = [design for design in designs if design[0].startswith(half)]
     if not args.quick and not args.adaptive:
         for vcs in (1, 2, 3, 4):
             wide = FlitLayout(
@@ -218,10 +223,11 @@ def main() -> None:
                 f"(out of context, seeds 1-{args.seeds}: {each}) {seconds:5.0f} s",
                 flush=True,
             )
-    print(
-        f"torus-4x4 switch on ECP5 (-nowidelut): {first['LUT4']} LUT4, {first['carry']} CCU2C, "
-        f"{first['lutram']} DPR16X4, {first['ff']} FF"
-    )
+    if args.adaptive != "twin":  # whose first design is the twin node
+        print(
+            f"torus-4x4 switch on ECP5 (-nowidelut): {first['LUT4']} LUT4, "
+            f"{first['carry']} CCU2C, {first['lutram']} DPR16X4, {first['ff']} FF"
+        )
 
 
 if __name__ == "__main__":

@@ -272,13 +272,17 @@ class Switch(wiring.Component):
             wiring.connect(m, output_unit=out.link, downstream=wiring.flipped(self.o(port)))
             m.d.comb += xbar.vc[port].eq(alloc.vc[port])
             m.d.comb += xbar.grant[port].eq(alloc.grant[port])
+            base = sum(self._ports.vcs[:port])
+            m.d.comb += [
+                out.sent.eq(alloc.send[base : base + n_vcs]),
+                out.released.eq(alloc.release[base : base + n_vcs]),
+            ]
             free.append(out.free)
             ready.append(out.ready)
             spare.append(out.spare)
             if self._router.selection == "occupancy":
                 low.append(out.low)
             if self._router.stages >= 3:
-                base = sum(self._ports.vcs[:port])
                 m.d.comb += out.acquire.eq(alloc.acquire[base : base + n_vcs])
             if self._router.stages >= 4:
                 spare2.append(out.spare2)

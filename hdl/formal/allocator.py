@@ -20,6 +20,8 @@ Properties (assertions), every cycle:
 - a granted flit's output VC has a credit; a head takes an output VC without owner among its
   candidates; a body or tail flit goes on the output VC its packet's head took (so an output
   VC is owned by at most one input VC, and only a tail releases it).
+- ``send`` is exactly the output VCs the granted flits go out on, ``release`` those of them
+  whose flit is a tail (what the output units count credits and clear owners on).
 - ``pipelined`` (VC allocation in a cycle of its own): the harness follows VC allocation
   through the allocator's state (which input VC wins it, ``va_pop_*``, and the VC it chose,
   ``chosen_*``) to keep its reference owners, and asserts that only a head at the front of an
@@ -63,7 +65,7 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Signal
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -157,7 +159,8 @@ class AllocatorHarness(wiring.Component):
             [Signal(name=f"in_packet_{p}_{v}") for v in range(n)] for p, n in enumerate(in_vcs)
         ]
         valid = [Signal(max_in, name=f"valid_{p}") for p in range(n_ports)]
-        sent = [0] * n_ovc  # per output VC: a flit goes out on it this cycle
+        sent = [Const(0, 1)] * n_ovc  # per output VC: a flit goes out on it this cycle
+        released = [Const(0, 1)] * n_ovc  # per output VC: a tail goes out on it this cycle
         if split:  # credit counts (see above): ``ready`` and the output unit's flags from them
             depth = self._buffer_depth
             credits = [
@@ -261,6 +264,7 @@ class AllocatorHarness(wiring.Component):
                         flat = sum(out_vcs[:o]) + w
                         onto = alloc.grant[o][p] & crosses & (alloc.vc[o] == w)
                         sent[flat] = sent[flat] | onto
+                        released[flat] = released[flat] | (onto & self.tail[p][v])
                         if self._ownership and pipelined:  # every flit on the VC it took
                             m.d.comb += [
                                 Assert(~onto | ready[flat]),
@@ -294,6 +298,7 @@ class AllocatorHarness(wiring.Component):
                             else (held.any() == in_packet[p][v])
                         ),
                         Assert(held == mine),
+                        Assert(internal[f"holding_{p}_{v}"] == held.any()),
                         Assert(internal[f"held_ready_{p}_{v}"] == (held & ready).any()),
                     ]
                     if split:  # a staged VC holds an output VC with a credit; two credits
@@ -324,6 +329,8 @@ class AllocatorHarness(wiring.Component):
                     m.d.comb += Assert(~staged[v] | (waits & ((target & ~self.cand[p][v]) == 0)))
         if pipelined and self._ownership:
             m.d.comb += Assert(alloc.acquire == acquired)
+        # the output units' one-hot views of the crossing flits: ``vc`` decoded, tails
+        m.d.comb += [Assert(alloc.send == Cat(*sent)), Assert(alloc.release == Cat(*released))]
         for flat in range(n_ovc):
             if split:
                 after = credits[flat] - sent[flat] + self.pulse[flat]

@@ -96,6 +96,40 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     return _signal(m, Cat(*grants), name)
 
 
+def matrix_round_robin(m: Module, request, name: str = "mrr") -> Signal:
+    """:func:`round_robin`'s grant with the pointer held as precedence pairs, and moved.
+
+    Bit ``(j, i)`` (``j < i``) is set when requester ``j`` goes before ``i``: the pointer is
+    not in ``j + 1 .. i``. A grant is then its request and no request ahead of it, an AND over
+    register bits (two LUT4 levels for four requesters) where the thermometer mask's wrap
+    needs a third. When any requester asks, the pairs move to the pointer just after the
+    grant, as :func:`after` moves a mask; initially the pointer is 0.
+    """
+    request = _signal(m, request, f"{name}_request")
+    n = len(request)
+    ahead = {
+        (j, i): Signal(name=f"{name}_ahead_{j}_{i}", init=1) for i in range(n) for j in range(i)
+    }
+
+    def before(j: int, i: int) -> Value:
+        return ahead[j, i] if j < i else ~ahead[i, j]
+
+    grant = _signal(
+        m,
+        Cat(
+            *(
+                request[i] & ~Cat(*(request[j] & before(j, i) for j in range(n) if j != i)).any()
+                for i in range(n)
+            )
+        ),
+        name,
+    )
+    with m.If(request.any()):
+        # after a grant to g the pointer is g + 1: j goes before i unless j <= g < i
+        m.d.sync += [bit.eq(~grant[j:i].any()) for (j, i), bit in ahead.items()]
+    return grant
+
+
 def after(one_hot: Value) -> Value:
     """The thermometer mask of the pointer just after a one-hot grant (zero after the last)."""
     return Cat(Const(0, 1), *(one_hot[: i + 1].any() for i in range(len(one_hot) - 1)))
@@ -200,6 +234,12 @@ class Allocator(wiring.Component):
         Per output port: the input port it takes (one-hot, zero if none).
     vc : ``Out(range(max(out_vcs))).array(n_ports)``
         Per output port: the output VC of the granted flit.
+    send : ``Out(n_out_vcs)``
+        Per output VC: a flit goes out on it this cycle (``vc`` one-hot, gated by the grant):
+        the output units count credits and owners on it without decoding ``vc``.
+    release : ``Out(n_out_vcs)``
+        Per output VC: the flit going out on it this cycle is a tail (its owner is cleared at
+        the end of the cycle), from the picked VCs' tail bits rather than behind the crossbar.
     acquire : ``Out(n_out_vcs)``
         Only when ``pipelined``: the output VCs a head acquires this cycle (their owner bits
         are set at the end of it).
@@ -280,6 +320,8 @@ class Allocator(wiring.Component):
                 "pop": Out(max_in).array(n_ports),
                 "grant": Out(n_ports).array(n_ports),
                 "vc": Out(range(max(out_vcs))).array(n_ports),
+                "send": Out(n_ovc),
+                "release": Out(n_ovc),
             }
         )
 
@@ -302,6 +344,7 @@ class Allocator(wiring.Component):
         stageds = []  # per input port: its staged pick, one-hot (``split`` only)
         vc_stageds = []  # per input port: its staged head, one-hot (``vc_split`` only)
         seconds = []  # per input VC: (port, vc, held, chosen, held_two) (``split`` only)
+        holdings = {}  # per input VC: ``held.any()``, registered
         for port, n_vcs in enumerate(self._in_vcs):
             if self._split:
                 stageds.append(Signal(n_vcs, name=f"staged_{port}"))
@@ -315,6 +358,8 @@ class Allocator(wiring.Component):
             requests, wanted, ports, vc_requests, chosens, cand_ports = [], [], [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
+                # ``held.any()``, registered: requests read a flip-flop, not a wide OR
+                holding = holdings[port, vc] = Signal(name=f"holding_{port}_{vc}")
                 # ``(held & ready).any()``, registered (see ``spare``)
                 held_ready = Signal(name=f"held_ready_{port}_{vc}")
                 routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
@@ -360,19 +405,19 @@ class Allocator(wiring.Component):
                     requests.append(
                         self.valid[port][vc] & held_ready & (~stageds[port][vc] | again)
                     )
-                    vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
+                    vc_requests.append(self.valid[port][vc] & ~holding & wants_vc)
                     wanted.append(held)
                     ports.append(held_port)
                 elif self._pipelined:
                     requests.append(self.valid[port][vc] & held_ready)
-                    vc_requests.append(self.valid[port][vc] & ~held.any() & wants_vc)
+                    vc_requests.append(self.valid[port][vc] & ~holding & wants_vc)
                     wanted.append(held)
                     ports.append(held_port)
                 else:
-                    requests.append(self.valid[port][vc] & Mux(held.any(), held_ready, wants_vc))
-                    wanted.append(_signal(m, Mux(held.any(), held, chosen), f"want_{port}_{vc}"))
+                    requests.append(self.valid[port][vc] & Mux(holding, held_ready, wants_vc))
+                    wanted.append(_signal(m, Mux(holding, held, chosen), f"want_{port}_{vc}"))
                     ports.append(
-                        _signal(m, Mux(held.any(), held_port, cand_port), f"want_port_{port}_{vc}")
+                        _signal(m, Mux(holding, held_port, cand_port), f"want_port_{port}_{vc}")
                     )
                 targets.append(
                     (port, vc, held, held_ready, wanted[-1] if not self._pipelined else chosen)
@@ -384,13 +429,18 @@ class Allocator(wiring.Component):
                 )
 
         if self._split:
-            pops, picks, grants, out_vcs = self._two_cycles(m, requesters, stageds, "")[:4]
+            pops, picks, grants, out_vcs, releases = self._two_cycles(
+                m, requesters, stageds, "", switch=True
+            )[:5]
         else:
-            pops, picks, grants, out_vcs = self._separable(m, requesters, "")
+            pops, picks, grants, out_vcs, releases = self._separable(m, requesters, "")
         for out, grant in grants.items():
+            base, n = self._base[out], self._out_vcs[out]
             m.d.comb += [
                 self.grant[out].eq(grant),
                 self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
+                self.send[base : base + n].eq(out_vcs[out]),
+                self.release[base : base + n].eq(releases[out]),
             ]
         for port in range(n_ports):
             m.d.comb += [self.pop[port].eq(pops[port]), self.pick[port].eq(picks[port])]
@@ -398,8 +448,8 @@ class Allocator(wiring.Component):
         # the input VCs whose head acquires an output VC this cycle: in VC allocation when it
         # is a cycle of its own, else when the head crosses
         if self._vc_split:
-            acquires, *_, vc_targets = self._two_cycles(
-                m, vc_requesters, vc_stageds, "va_", still=self.free
+            acquires, _, _, va_out_vcs, _, vc_targets = self._two_cycles(
+                m, vc_requesters, vc_stageds, "va_", still=self.free, switch=False
             )
             # a head acquires the output VC its port staged, not the one it would choose now
             targets = [
@@ -416,7 +466,11 @@ class Allocator(wiring.Component):
                 Cat(*(pops[port][vc] & self.head[port][vc] for vc in range(n)))
                 for port, n in enumerate(self._in_vcs)
             ]
-        if self._pipelined:
+        if self._vc_split:
+            # per output port the granted staged head's output VC, if it is still free: the
+            # same as each input VC's acquisition below, two levels of gates sooner
+            m.d.comb += self.acquire.eq(Cat(*va_out_vcs) & self.free)
+        elif self._pipelined:
             acquired = 0
             for port, vc, _held, _ready, wanted in targets:
                 acquired = acquired | (wanted & acquires[port][vc].replicate(n_ovc))
@@ -447,11 +501,15 @@ class Allocator(wiring.Component):
         for port, vc, held, held_ready, wanted in targets:
             pop = self.pop[port][vc]
             m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
-            with m.If(acquires[port][vc]):
+            with m.If(acquires[port][vc]):  # a head that acquires takes one output VC
                 spent = self.spare | self.ready if self._pipelined else self.spare
-                m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
+                m.d.sync += [
+                    held.eq(wanted),
+                    holdings[port, vc].eq(1),
+                    held_ready.eq((wanted & spent).any()),
+                ]
             with m.If(pop & self.tail[port][vc]):
-                m.d.sync += [held.eq(0), held_ready.eq(0)]
+                m.d.sync += [held.eq(0), holdings[port, vc].eq(0), held_ready.eq(0)]
         for port, vc, held, chosen, held_two in seconds:
             pop = self.pop[port][vc]
             m.d.sync += held_two.eq(Mux(pop, (held & self.spare2).any(), (held & self.keep2).any()))
@@ -462,7 +520,14 @@ class Allocator(wiring.Component):
         return m
 
     def _two_cycles(
-        self, m: Module, requesters: list, stageds: list, prefix: str, still: Value | None = None
+        self,
+        m: Module,
+        requesters: list,
+        stageds: list,
+        prefix: str,
+        *,
+        switch: bool,
+        still: Value | None = None,
     ) -> tuple:
         """Allocation over two cycles (``split``, ``vc_split``): each input port's round-robin
         pick among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
@@ -471,7 +536,9 @@ class Allocator(wiring.Component):
         pick whose output VC is not in it is dropped (after the arbiter: a request path as
         short as without). Names start with ``prefix``. Returns what
         :meth:`_separable` does, ``pick`` being the staged pick, then per input port the output
-        VC its staged pick wants (one-hot)."""
+        VC its staged pick wants (one-hot). Only for ``switch`` allocation are the crossbar's
+        grants and the releases built; the output VCs granted (before ``still``) are VC
+        allocation's acquisitions."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         targets = []  # per input port: the output VC its staged pick wants, one-hot
         target_ports = []  # per input port: the output port its staged pick wants, one-hot
@@ -492,28 +559,34 @@ class Allocator(wiring.Component):
                 m.d.sync += pointer.eq(after(pick))
             targets.append(staged_target)
             target_ports.append(staged_port)
+        # per input port: the staged pick is a tail (its front, registered in the input unit)
+        tails = [
+            _signal(m, (staged & self.tail[port][: len(staged)]).any(), f"staged_tail_{port}")
+            for port, staged in enumerate(stageds)
+            if switch
+        ]
         granted = [Const(0, 1)] * n_ports
-        grants, out_vcs = {}, [0] * n_ports
+        grants, releases = {}, [0] * n_ports
+        out_vcs = [Const(0, n) for n in self._out_vcs]
         for out in range(n_ports):
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
             if not inputs:
                 continue
             base, n_vcs = self._base[out], self._out_vcs[out]
-            pointer = Signal(
-                len(inputs), name=f"{prefix}out_pointer_{out}", init=(1 << len(inputs)) - 1
-            )
             wants = Cat(*(target_ports[p][out] for p in inputs))
-            grant = round_robin(m, wants, pointer, f"{prefix}out_rr_{out}")
-            with m.If(wants.any()):
-                m.d.sync += pointer.eq(after(grant))
+            grant = matrix_round_robin(m, wants, f"{prefix}out_rr_{out}")
             spread = [Const(0, 1)] * n_ports
             for i, port in enumerate(inputs):
-                out_vcs[out] = out_vcs[out] | (
-                    targets[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
-                )
                 granted[port] = granted[port] | grant[i]
                 spread[port] = grant[i]
-            grants[out] = _signal(m, Cat(*spread), f"{prefix}grant_{out}")
+                target = targets[port][base : base + n_vcs]
+                out_vcs[out] = out_vcs[out] | (target & grant[i].replicate(n_vcs))
+                if switch:
+                    releases[out] = releases[out] | (
+                        target & (grant[i] & tails[port]).replicate(n_vcs)
+                    )
+            if switch:
+                grants[out] = _signal(m, Cat(*spread), f"{prefix}grant_{out}")
         if still is not None:  # the staged pick's output VC may have gone meanwhile
             granted = [
                 grant & _signal(m, (target & still).any(), f"{prefix}staged_live_{port}")
@@ -523,7 +596,7 @@ class Allocator(wiring.Component):
             _signal(m, staged & granted[port].replicate(len(staged)), f"{prefix}pop_{port}")
             for port, staged in enumerate(stageds)
         ]
-        return pops, stageds, grants, out_vcs, targets
+        return pops, stageds, grants, out_vcs, releases, targets
 
     def _occupancy_pool(self, m: Module, candidates: Value, name: str) -> Value:
         """Occupancy selection's pool: the candidates of the first priority level that has
@@ -555,7 +628,8 @@ class Allocator(wiring.Component):
         named with ``prefix``: input pointers over VCs, output pointers over input ports, each
         moved past its grant at the end of the cycle. Returns, per input port, the granted VC
         (``pop``) and the picked one (``pick``), and per output port the granted input and
-        the granted output VC (one-hot each; a dict by output port, only the reachable ones)."""
+        the granted output VC (one-hot each; a dict by output port, only the reachable ones),
+        and per output port the granted output VC if the granted flit is a tail."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         in_pointers = [
             Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
@@ -573,10 +647,12 @@ class Allocator(wiring.Component):
         picks = [[] for _ in range(n_ports)]  # per input port, per iteration: (pick, granted)
         grants = [0] * n_ports  # per output port: one-hot over all input ports
         out_vcs = [0] * n_ports  # per output port: the granted flit's output VC, one-hot
+        releases = [0] * n_ports  # per output port: ``out_vcs`` if the granted flit is a tail
         for it in range(self._iterations):
             taken = Cat(*matched_out)
             picked = []  # per input port: the picked VC's output VC, one-hot
             picked_ports = []  # per input port: the picked VC's output port, one-hot
+            picked_tails = []  # per input port: the picked VC's front is a tail
             for port, (requests, wanted, ports) in enumerate(requesters):
                 open_requests = requests
                 if it:
@@ -593,6 +669,8 @@ class Allocator(wiring.Component):
                     target_port = target_port | (ports[vc] & pick[vc].replicate(n_ports))
                 picked.append(_signal(m, target, f"{prefix}picked_{port}_{it}"))
                 picked_ports.append(_signal(m, target_port, f"{prefix}picked_port_{port}_{it}"))
+                tail = (pick & self.tail[port][: len(wanted)]).any()
+                picked_tails.append(_signal(m, tail, f"{prefix}picked_tail_{port}_{it}"))
                 picks[port].append(pick)
             granted = [Const(0, 1)] * n_ports
             for out, pointer in out_pointers.items():
@@ -602,8 +680,10 @@ class Allocator(wiring.Component):
                 grant = Signal(len(inputs), name=f"{prefix}grant_{out}_{it}")
                 m.d.comb += grant.eq(round_robin(m, wants, pointer, f"{prefix}out_rr_{out}_{it}"))
                 for i, port in enumerate(inputs):
-                    out_vcs[out] = out_vcs[out] | (
-                        picked[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
+                    target = picked[port][base : base + n_vcs]
+                    out_vcs[out] = out_vcs[out] | (target & grant[i].replicate(n_vcs))
+                    releases[out] = releases[out] | (
+                        target & (grant[i] & picked_tails[port]).replicate(n_vcs)
                     )
                     granted[port] = granted[port] | grant[i]
                 spread = [Const(0, 1)] * n_ports
@@ -633,4 +713,4 @@ class Allocator(wiring.Component):
             pick_signals.append(pick)
             with m.If(matched_in[port]):
                 m.d.sync += in_pointers[port].eq(after(pick))
-        return pops, pick_signals, grant_signals, out_vcs
+        return pops, pick_signals, grant_signals, out_vcs, releases

@@ -44,6 +44,12 @@ class OutputUnit(wiring.Component):
     -------
     i : ``In(stream.Signature(flit_layout, always_ready=True))``
         The flit the crossbar sends this cycle, with its output VC.
+    sent : ``In(n_vcs)``
+        One-hot (zero if ``i`` is not valid): the VC of the flit on ``i``, as the allocator
+        decided it. Credits and owners move on it rather than on a decode of ``i``'s VC field,
+        which sits behind the crossbar and the encoding of the allocator's one-hot choice.
+    released : ``In(n_vcs)``
+        The bit of ``sent`` if the flit is a tail (the allocator's, not behind the crossbar).
     link : ``Out(LinkSignature(flit_layout, n_vcs))``
     free : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has no owner.
@@ -90,6 +96,8 @@ class OutputUnit(wiring.Component):
             | ({"spare2": Out(n_vcs), "keep2": Out(n_vcs)} if self._second else {})
             | {
                 "i": In(stream.Signature(flit_layout, always_ready=True)),
+                "sent": In(n_vcs),
+                "released": In(n_vcs),
                 "link": Out(LinkSignature(flit_layout, n_vcs)),
                 "free": Out(n_vcs),
                 "ready": Out(n_vcs),
@@ -108,10 +116,10 @@ class OutputUnit(wiring.Component):
         owned = Signal(self._n_vcs)
         m.d.comb += self.free.eq(~owned)
         for vc in range(self._n_vcs):
-            sent = self.i.valid & (flit.vc == vc)
+            sent = self.sent[vc]
             with m.If(self.acquire[vc] if self._acquire else sent & kind[0]):
                 m.d.sync += owned[vc].eq(1)
-            with m.If(sent & kind[1]):  # after the head's: a single flit leaves it free
+            with m.If(self.released[vc]):  # after the head's: a single flit leaves it free
                 m.d.sync += owned[vc].eq(0)
             credit = Signal(
                 range(self._buffer_depth + 1), name=f"credit{vc}", init=self._buffer_depth

@@ -42,8 +42,8 @@ class NoRecheck(Allocator):
     """Planted bug (``vc_split``): the VC output stage grants a staged head its output VC
     without checking that no other head took it the cycle before."""
 
-    def _two_cycles(self, m, requesters, stageds, prefix, still=None):
-        return super()._two_cycles(m, requesters, stageds, prefix)
+    def _two_cycles(self, m, requesters, stageds, prefix, *, switch, still=None):
+        return super()._two_cycles(m, requesters, stageds, prefix, switch=switch)
 
 
 #: switch allocation in two cycles (``stages: 4``), on 4-flit buffers and credits

@@ -530,7 +530,8 @@ class Allocator(wiring.Component):
         still: Value | None = None,
     ) -> tuple:
         """Allocation over two cycles (``split``, ``vc_split``): each input port's round-robin
-        pick among ``requesters`` (as in :meth:`_separable`) goes into its staged registers
+        pick among ``requesters`` (as in :meth:`_separable`; the arbiters here, input and
+        output, are :func:`matrix_round_robin`'s) goes into its staged registers
         (``stageds``, and the output VC it wants) and its pointer moves past it; the output
         ports grant among the staged picks of the previous cycle. With ``still``, a granted
         pick whose output VC is not in it is dropped (after the arbiter: a request path as
@@ -546,8 +547,7 @@ class Allocator(wiring.Component):
             zip(requesters, stageds, strict=True)
         ):
             n = len(wanted)
-            pointer = Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
-            pick = round_robin(m, requests, pointer, f"{prefix}in_rr_{port}")
+            pick = matrix_round_robin(m, requests, f"{prefix}in_rr_{port}")
             target, target_port = 0, 0
             for vc in range(n):
                 target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
@@ -555,8 +555,6 @@ class Allocator(wiring.Component):
             staged_target = Signal(n_ovc, name=f"{prefix}staged_target_{port}")
             staged_port = Signal(n_ports, name=f"{prefix}staged_port_{port}")
             m.d.sync += [staged.eq(pick), staged_target.eq(target), staged_port.eq(target_port)]
-            with m.If(requests.any()):
-                m.d.sync += pointer.eq(after(pick))
             targets.append(staged_target)
             target_ports.append(staged_port)
         # per input port: the staged pick is a tail (its front, registered in the input unit)

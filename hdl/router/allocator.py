@@ -238,8 +238,9 @@ class Allocator(wiring.Component):
         Per output VC: a flit goes out on it this cycle (``vc`` one-hot, gated by the grant):
         the output units count credits and owners on it without decoding ``vc``.
     release : ``Out(n_out_vcs)``
-        Per output VC: the flit going out on it this cycle is a tail (its owner is cleared at
-        the end of the cycle), from the picked VCs' tail bits rather than behind the crossbar.
+        Only when ``split``: per output VC, the flit going out on it this cycle is a tail (its
+        owner is cleared at the end of the cycle), from the staged picks' tail bits (registers)
+        rather than behind the crossbar and the output arbiters' grants.
     acquire : ``Out(n_out_vcs)``
         Only when ``pipelined``: the output VCs a head acquires this cycle (their owner bits
         are set at the end of it).
@@ -298,6 +299,8 @@ class Allocator(wiring.Component):
             raise ValueError(f"levels must be {n_ovc} non-negative integers, not {levels!r}")
         self._levels = levels
         members = {"acquire": Out(n_ovc)} if self._pipelined else {}
+        if self._split:
+            members["release"] = Out(n_ovc)
         if self._selection == "occupancy":
             members["low"] = In(n_ovc)
         if self._split:
@@ -321,7 +324,6 @@ class Allocator(wiring.Component):
                 "grant": Out(n_ports).array(n_ports),
                 "vc": Out(range(max(out_vcs))).array(n_ports),
                 "send": Out(n_ovc),
-                "release": Out(n_ovc),
             }
         )
 
@@ -433,15 +435,16 @@ class Allocator(wiring.Component):
                 m, requesters, stageds, "", switch=True
             )[:5]
         else:
-            pops, picks, grants, out_vcs, releases = self._separable(m, requesters, "")
+            pops, picks, grants, out_vcs = self._separable(m, requesters, "")
         for out, grant in grants.items():
             base, n = self._base[out], self._out_vcs[out]
             m.d.comb += [
                 self.grant[out].eq(grant),
                 self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
                 self.send[base : base + n].eq(out_vcs[out]),
-                self.release[base : base + n].eq(releases[out]),
             ]
+            if self._split:
+                m.d.comb += self.release[base : base + n].eq(releases[out])
         for port in range(n_ports):
             m.d.comb += [self.pop[port].eq(pops[port]), self.pick[port].eq(picks[port])]
 
@@ -626,8 +629,7 @@ class Allocator(wiring.Component):
         named with ``prefix``: input pointers over VCs, output pointers over input ports, each
         moved past its grant at the end of the cycle. Returns, per input port, the granted VC
         (``pop``) and the picked one (``pick``), and per output port the granted input and
-        the granted output VC (one-hot each; a dict by output port, only the reachable ones),
-        and per output port the granted output VC if the granted flit is a tail."""
+        the granted output VC (one-hot each; a dict by output port, only the reachable ones)."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         in_pointers = [
             Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
@@ -645,12 +647,10 @@ class Allocator(wiring.Component):
         picks = [[] for _ in range(n_ports)]  # per input port, per iteration: (pick, granted)
         grants = [0] * n_ports  # per output port: one-hot over all input ports
         out_vcs = [0] * n_ports  # per output port: the granted flit's output VC, one-hot
-        releases = [0] * n_ports  # per output port: ``out_vcs`` if the granted flit is a tail
         for it in range(self._iterations):
             taken = Cat(*matched_out)
             picked = []  # per input port: the picked VC's output VC, one-hot
             picked_ports = []  # per input port: the picked VC's output port, one-hot
-            picked_tails = []  # per input port: the picked VC's front is a tail
             for port, (requests, wanted, ports) in enumerate(requesters):
                 open_requests = requests
                 if it:
@@ -667,8 +667,6 @@ class Allocator(wiring.Component):
                     target_port = target_port | (ports[vc] & pick[vc].replicate(n_ports))
                 picked.append(_signal(m, target, f"{prefix}picked_{port}_{it}"))
                 picked_ports.append(_signal(m, target_port, f"{prefix}picked_port_{port}_{it}"))
-                tail = (pick & self.tail[port][: len(wanted)]).any()
-                picked_tails.append(_signal(m, tail, f"{prefix}picked_tail_{port}_{it}"))
                 picks[port].append(pick)
             granted = [Const(0, 1)] * n_ports
             for out, pointer in out_pointers.items():
@@ -678,10 +676,8 @@ class Allocator(wiring.Component):
                 grant = Signal(len(inputs), name=f"{prefix}grant_{out}_{it}")
                 m.d.comb += grant.eq(round_robin(m, wants, pointer, f"{prefix}out_rr_{out}_{it}"))
                 for i, port in enumerate(inputs):
-                    target = picked[port][base : base + n_vcs]
-                    out_vcs[out] = out_vcs[out] | (target & grant[i].replicate(n_vcs))
-                    releases[out] = releases[out] | (
-                        target & (grant[i] & picked_tails[port]).replicate(n_vcs)
+                    out_vcs[out] = out_vcs[out] | (
+                        picked[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
                     )
                     granted[port] = granted[port] | grant[i]
                 spread = [Const(0, 1)] * n_ports
@@ -711,4 +707,4 @@ class Allocator(wiring.Component):
             pick_signals.append(pick)
             with m.If(matched_in[port]):
                 m.d.sync += in_pointers[port].eq(after(pick))
-        return pops, pick_signals, grant_signals, out_vcs, releases
+        return pops, pick_signals, grant_signals, out_vcs

@@ -49,7 +49,8 @@ class OutputUnit(wiring.Component):
         decided it. Credits and owners move on it rather than on a decode of ``i``'s VC field,
         which sits behind the crossbar and the encoding of the allocator's one-hot choice.
     released : ``In(n_vcs)``
-        The bit of ``sent`` if the flit is a tail (the allocator's, not behind the crossbar).
+        The bit of ``sent`` if the flit is a tail: the owner is cleared on it (``stages`` 4 and 5
+        take it from the allocator's staged picks, off the crossbar's path).
     link : ``Out(LinkSignature(flit_layout, n_vcs))``
     free : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has no owner.

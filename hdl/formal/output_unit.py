@@ -10,7 +10,8 @@ Environment (assumptions):
   (what the allocator grants: tests/formal checks that side on the allocator). With
   ``acquire`` (``stages: 3``) owners are taken by the free ``acquire`` input instead, only of a
   VC without owner and sending nothing (VC allocation's contract), and every flit goes on an
-  owned VC;
+  owned VC; ``sent`` and ``released`` are the flit's VC one-hot and that bit if it is a tail,
+  as the allocator drives them;
 - the downstream receiver holds every flit that reaches it and returns a credit pulse for one
   of them whenever it likes, so the output may stall for ever.
 
@@ -108,6 +109,9 @@ class OutputUnitHarness(wiring.Component):
             pulse = unit.link.credit[vc]
             m.d.comb += [
                 sent.eq(self.send & (self.send_vc == vc)),
+                # the allocator's one-hot view of the flit (its proofs assert it is this)
+                unit.sent[vc].eq(sent),
+                unit.released[vc].eq(sent & self.send_kind[1]),
                 arrives.eq(link.valid & (link.payload.vc == vc)),
                 pulse.eq(self.give_back[vc]),
                 Assume(~pulse | (held != 0)),

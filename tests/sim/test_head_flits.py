@@ -131,17 +131,33 @@ def test_a_buffer_shallower_than_the_head_is_refused(example):
         plan_for(example, "znode-64", "source_destination", {"head_bits": 2}, depth=4)
 
 
-def test_rtl_commands_refuse_multi_flit_heads(example, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verilog", "SPEC", "-o", "OUT"],
+        ["cosim", "SPEC"],
+        ["synth", "SPEC"],
+        ["run", "SPEC", "-o", "OUT"],
+        ["prove", "SPEC", "-o", "OUT"],
+        ["board", "build", "icebreaker", "SPEC", "-o", "OUT"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_rtl_commands_refuse_multi_flit_heads(example, tmp_path, monkeypatch, capsys, command):
+    """Every command that builds the switch's RTL refuses before any work, in one line."""
     data = yaml.safe_load(example("znode-64").read_text())
     data["router"] = {"head_bits": 4}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
     out = tmp_path / "out"
-    assert main(["verilog", str(path), "-o", str(out)]) == 2
-    assert not out.exists()
+    args = [{"SPEC": str(path), "OUT": str(out)}.get(arg, arg) for arg in command]
+    monkeypatch.chdir(tmp_path)  # a default output folder would land here
+    assert main(args) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["spec.yaml"]
     assert capsys.readouterr().err.strip().splitlines() == [
         "zfabric: error: router.head_bits: 4 bits per flit give heads of several flits: zfabric"
-        " verilog builds heads of one flit only (check, simulate and study model them)"
+        f" {command[0]} builds heads of one flit only (check, simulate, sweep and study model"
+        " them)"
     ]
 
 

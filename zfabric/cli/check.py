@@ -15,6 +15,7 @@ from typing import Any
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
+from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 from zfabric.routing import ROUTINGS, multi_flit_heads
 from zfabric.spec import FabricSpec, load_spec
@@ -28,6 +29,7 @@ __all__ = [
     "check_report",
     "summary",
     "checked_plan",
+    "require_one_flit_heads",
     "require_route_unit",
     "short",
     "router_text",
@@ -74,6 +76,18 @@ def require_route_unit(spec: FabricSpec, command: str) -> None:
         )
 
 
+def require_one_flit_heads(plan: FabricPlan, command: str) -> None:
+    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``): the
+    model has them, the switch's RTL does not (docs/microarchitecture.md)."""
+    if multi_flit_heads(plan):
+        raise SpecError(
+            "router.head_bits",
+            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric"
+            f" {command} builds heads of one flit only (check, simulate, sweep and study model"
+            " them)",
+        )
+
+
 def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = None):
     """Compile the spec and refuse a cyclic channel dependency graph unless
     ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``. ``rtl``: the command, which
@@ -82,12 +96,8 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
     if rtl:
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
-    if rtl and multi_flit_heads(plan):
-        raise SpecError(
-            "router.head_bits",
-            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric {rtl}"
-            " builds heads of one flit only (check, simulate and study model them)",
-        )
+    if rtl:
+        require_one_flit_heads(plan, rtl)
     with progress(args, f"{spec.name} routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):

@@ -19,7 +19,6 @@ import re
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -541,19 +540,17 @@ _NESTING = "exceeded maximum nesting depth"
 MAX_NESTING = 1000
 
 
-def _too_deep(root: yaml.Node) -> yaml.Mark | None:
-    """Where the document first nests deeper than MAX_NESTING collections, if it does."""
-    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
-    seen: set[int] = set()
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen or not isinstance(node, yaml.CollectionNode):
-            continue
-        if depth > MAX_NESTING:
-            return node.start_mark
-        seen.add(id(node))
-        pairs = node.value if isinstance(node, yaml.MappingNode) else [node.value]
-        stack.extend((child, depth + 1) for child in chain.from_iterable(pairs))
+def _too_deep(text: str) -> yaml.Mark | None:
+    """Where the text first nests deeper than MAX_NESTING collections, if it does (counted on
+    the parser's events, so an alias adds no depth: it is not nested text)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                return event.start_mark
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
     return None
 
 
@@ -581,11 +578,11 @@ def _parse_yaml(path: Path, errors: Errors) -> Any:
         ) from None
     loader = _Loader(text)
     try:
+        if (mark := _too_deep(text)) is not None:
+            raise yaml.MarkedYAMLError(problem=_NESTING, problem_mark=mark)
         node = loader.get_single_node()
         if node is None:
             raise SpecError("", f"{path}: the spec is empty")
-        if (mark := _too_deep(node)) is not None:
-            raise yaml.MarkedYAMLError(problem=_NESTING, problem_mark=mark)
         for error in _duplicate_keys(node):
             errors.add(error)
         return loader.construct_document(node)

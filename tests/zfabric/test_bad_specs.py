@@ -408,3 +408,13 @@ def test_no_traceback_reaches_the_terminal(name, tmp_path):
     assert result.stdout == ""
     check_stderr(result.stderr, item)
     assert snapshot(tmp_path) == before
+
+
+def test_an_alias_adds_no_nesting(tmp_path, capsys):
+    """999 nested lists under an anchor, named again by an alias four mappings deep: the text
+    nests 1000 levels, not 1004, so the spec is judged by its keys, not refused as too deep."""
+    anchor = "[" * 999 + "]" * 999
+    (tmp_path / "spec.yaml").write_text(f"x: &x {anchor}\ny: {{a: {{b: {{c: *x}}}}}}\n")
+    assert main(["check", str(tmp_path / "spec.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "nested deeper" not in err and "x: unknown key" in err, err

@@ -5,9 +5,12 @@ own flows (:func:`zfabric.sim.traffic.pattern_flows`: the probability that a pac
 goes to dst), so a permutation is judged by its own routes, not by uniform's.
 
 Zero-load latency comes from docs/microarchitecture.md: a packet of L flits crossing H
-switch-to-switch links is delivered 2H + L + 2 cycles after it is created. An uncontended packet
-takes its routing function's first choice everywhere (first injection, first candidate, first
-VC: the model's tie rule), so H is that path's length, averaged over the pattern's flows.
+switch-to-switch links is delivered 2H + L + 2 cycles after it is created at ``stages: 1``
+(each setting's formula: :meth:`RouterSettings.zero_load_latency`), plus H_f - 1 cycles at
+every switch and on the ejection link when ``router.head_bits`` splits its head into H_f head
+flits. An uncontended packet takes its routing function's first choice everywhere (first
+injection, first candidate, first VC: the model's tie rule), so H is that path's length,
+averaged over the pattern's flows.
 
 The channel-load bound spreads each flow over its routes (equal shares across adaptive
 candidates, allowed VCs and injection choices) and finds the most loaded switch-to-switch link.
@@ -102,12 +105,11 @@ def _walk(
         roots = []
         firsts = []
         for src, share in sources.items():
-            injections = rf.injections(src, dst)
-            for injection in injections:
-                state = (injection.switch, injection.port, 0, injection.head)
-                roots.append(state)
-                flow[state] += share / len(injections)
-            firsts.append((roots[-len(injections)], share))
+            states = [(i.switch, i.port, 0, i.head) for i in rf.injections(src, dst)]
+            for state in states:
+                flow[state] += share / len(states)
+            roots += states
+            firsts.append((states[0], share))  # an uncontended packet's first injection
         children = _route_graph(rf, view, roots)
         # push each state's flow along its candidates in equal shares, parents first
         order = _topological(roots, children)

@@ -332,7 +332,8 @@ def _runner(sim: str):
     cocotb builds with ``--public-flat-rw``, which keeps every signal of the design visible
     and unoptimised. The bench touches only the wrapper's ports, so ``--public-depth 1``
     does: on torus-8x8 the build takes 63 s instead of 231 s and runs 2600 cycles/s instead of
-    530. VCD tracing (``--trace``) still sees every signal.
+    530. VCD tracing (``--trace``) still sees every signal. Its C++ is built at ``-O0``
+    (VERILATOR_MAKE_VARS).
     """
     from cocotb_tools.runner import Verilator, get_runner
 

@@ -648,7 +648,8 @@ class FabricModel:
                 contiguous = last is not None and last.packet is flit.packet
                 # the flits a head dropped (surplus head flits) leave a gap behind it only
                 gap = flit.index - last.index
-                contiguous = contiguous and (gap == 1 or (gap > 1 and last.is_head))
+                dropped = gap > 1 and last.is_head and self._head_bits is not None
+                contiguous = contiguous and (gap == 1 or dropped)
             if not contiguous:
                 raise InvariantError(f"packet {flit.packet.id} not contiguous on {where}")
             self._last_written[(s, p, v)] = flit

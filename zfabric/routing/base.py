@@ -9,6 +9,7 @@ candidate on a ``local`` port delivers to the endpoint attached there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple
 
@@ -85,10 +86,12 @@ class RoutingFunction:
         """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
         than a flit*): the class's :meth:`head_width` for a head no switch rewrites, shorter
         where the head shrinks on the way (sliced)."""
-        width = self.__dict__.get("_head_width")
-        if width is None:  # the analysis asks once per routing state: compute it once
-            width = self._head_width = self.head_width(self.view.plan)
-        return width
+        return self._plan_head_width
+
+    @functools.cached_property
+    def _plan_head_width(self) -> int:
+        """:meth:`head_width` of this routing's plan, once (the analysis asks per state)."""
+        return self.head_width(self.view.plan)
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         """Where ``src`` may inject a packet for ``dst`` and with which head (all choices)."""

@@ -82,6 +82,8 @@ def _check_head_flits(plan: FabricPlan) -> None:
     from ..routing import head_flits, routing_head_width  # the routings import topologies
 
     bits, depth = plan.router.head_bits, plan.buffer_depth
+    if bits is None:  # every head in one flit: nothing to check
+        return
     width = routing_head_width(plan)
     flits = head_flits(width, bits)
     if flits > depth:

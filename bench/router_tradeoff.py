@@ -21,7 +21,7 @@ Then, unless ``--no-ice40``, the iCEBreaker (iCE40 UP5K) in context: the board b
 post-route Fmax nextpnr reports against the board's 12 MHz clock.
 
     .venv/bin/python bench/router_tradeoff.py [--seeds 3] [--no-ice40] [--only torus|ndt]
-        [--setting LABEL ...]
+        [--setting LABEL ...] [--torus-k 8]
 
 To add a setting, append ``(label, overrides)`` to ``SETTINGS``: ``overrides`` is merged into
 each spec's top-level mapping before it is compiled (nested mappings merge key by key), e.g.
@@ -66,11 +66,34 @@ SETTINGS: list[tuple[str, dict]] = [
     ("stages 5", {"router": {"stages": 5}}),
     # 6 flits cover stages 4 and 5's credit loop: one flit per cycle per VC (docs/specs.md)
     ("stages 5, B = 6", {"router": {"stages": 5}, "buffer_depth": 6}),
+    # 4 VCs per switch-to-switch link, two per dateline class: a packet held up downstream
+    # blocks one VC of two in its class (``link_vcs``: each design's own key, LINK_VCS)
+    ("4 VCs", {"link_vcs": 4}),
+    ("stages 5, 4 VCs, B = 6", {"router": {"stages": 5}, "buffer_depth": 6, "link_vcs": 4}),
     ("separable-2", {"router": {"allocator": "separable-2"}}),
     ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
     ("ties +", {"routing": {"tie": "plus"}}),
 ]
+
+#: the spec overrides that give each family ``n`` VCs per switch-to-switch link, half per
+#: dateline class (a torus's ``vcs`` counts per class; the twin torus's ``external_vcs`` per link)
+LINK_VCS = {
+    "torus": lambda n: {"topology": {"vcs": n // 2}},
+    "ndt": lambda n: {"routing": {"external_vcs": n}},
+}
+
+
+def design_overrides(design: str, overrides: dict, torus_k: int = 4) -> dict:
+    """``overrides`` with ``link_vcs`` in ``design``'s own key, and the torus's ``k``."""
+    overrides = dict(overrides)
+    vcs = overrides.pop("link_vcs", None)
+    if vcs is not None:
+        overrides = merged(overrides, LINK_VCS[design](vcs))
+    if design == "torus" and torus_k != 4:
+        overrides = merged(overrides, {"topology": {"k": [torus_k] * 2}})
+    return overrides
+
 
 #: (label, example, build the design from its plan)
 DESIGNS = [
@@ -143,6 +166,12 @@ def main() -> None:
         metavar="LABEL",
         help="these settings only (default: all)",
     )
+    parser.add_argument(
+        "--torus-k",
+        type=int,
+        default=4,
+        help="the torus design is the switch of a k x k torus, its saturation that torus's",
+    )
     parser.add_argument("--cycles", type=int, default=3000, help="measured cycles per rate")
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
@@ -156,7 +185,7 @@ def main() -> None:
         f"{args.tolerance}, each rate judged by the model's saturation verdict)"
     )
     header = (
-        f"{'setting':18} {'design':6} {'LUT4':>5} {'LUTRAM':>6} {'FF':>5} {'Fmax':>6} "
+        f"{'setting':22} {'design':6} {'LUT4':>5} {'LUTRAM':>6} {'FF':>5} {'Fmax':>6} "
         f"{'cyc/hop':>7} {'ns/hop':>6} {'sat':>6} {'Gbit/s':>6}"
     )
     rows = []
@@ -167,7 +196,7 @@ def main() -> None:
             if args.only and name != args.only:
                 continue
             start = time.perf_counter()
-            plan = plan_of(example, overrides)
+            plan = plan_of(example, design_overrides(name, overrides, args.torus_k))
             verilog = convert(make(plan), "top")
             area = synthesize(verilog, "top", "ecp5-nowidelut")
             fmax = statistics.median(ecp5_fmax(verilog, "top", seeds))
@@ -180,13 +209,14 @@ def main() -> None:
                 tolerance=args.tolerance,
             )
             rows.append(
-                f"{label:18} {name:6} {area['LUT4']:5} {area['lutram']:6} {area['ff']:5} "
+                f"{label:22} {name:6} {area['LUT4']:5} {area['lutram']:6} {area['ff']:5} "
                 f"{fmax:6.1f} {per_hop:7.2f} {per_hop * 1e3 / fmax:6.1f} {sat:6.3f} "
                 f"{plan.flit_width * sat * fmax / 1e3:6.2f}"
             )
             print(f"{rows[-1]}   ({time.perf_counter() - start:.0f} s)", flush=True)
         if not args.no_ice40:
-            print(f"{label}: iCEBreaker ring-2 in context {ice40_fmax(overrides):.1f} MHz")
+            ring = design_overrides("torus", overrides)  # ring-2 is a torus
+            print(f"{label}: iCEBreaker ring-2 in context {ice40_fmax(ring):.1f} MHz")
     print()
     print(header)
     print("\n".join(rows))

@@ -38,7 +38,7 @@ claim that rests on header bits on the wire shows only where heads span several 
   and higher throughput.
 
     .venv/bin/python bench/znode_studies.py [e1 e5 e5h e5sd e6 e7 e9] [-o build/znode-studies]
-        [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
+        [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1] [--rates 0.1 0.2 ...]
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def run(name: str, args: argparse.Namespace) -> None:
     traffic = study["traffic"]
     own_rates = "rates" in traffic  # e5: a few loads, unrefined, each read in the claims
     if not own_rates:
-        traffic |= {"rates": RATES, "refine": 0.02}
+        traffic |= {"rates": args.rates, "refine": 0.02}
     traffic |= {"seeds": args.seeds, "warmup": args.warmup, "cycles": args.cycles}
     study["plot"] = f"{study['name']}.png"
     folder = OutputFolder(Path(args.output) / study["name"], "-o", exclusive=False)
@@ -377,6 +377,14 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=RATES,
+        help="the grid of the studies without loads of their own (e5 has its own), before the "
+        "knee's bisection; a saturated point costs the model most, so stop the grid near it",
+    )
     args = parser.parse_args()
     unknown = [name for name in args.studies if name not in STUDIES]
     if unknown:

@@ -10,6 +10,15 @@ cycle it is created sees the model's timing. Every flit carries ``data`` whole i
 and the endpoint's id in ``src``; a head flit carries the routing head in ``head`` (zero on
 other flits).
 
+With ``head_flits`` H > 1 (``router.head_bits``, docs/microarchitecture.md, *Heads longer than
+a flit*) the first flit carries the routing head and the first beat as always, and the endpoint
+then sends H - 1 head flits (kind body, or tail for a one-beat packet; no head, zero payload)
+with ``i.ready`` low, before the packet's second beat. On ejection the first flit and the head
+flits behind it are taken as any flit (when ``o.ready`` is high, returning a credit each) but
+hidden (``o.valid`` low), the first beat's data kept in a register: the last head flit is
+presented as the packet's first beat with that data, so the user sees the packet's beats only
+and a one-beat packet ends in the cycle the model delivers it.
+
 A packet must not be addressed to its own source: the model refuses it, and switches build
 no logic for turns no packet takes (``zfabric.hdl.router.route.reachable_turns``), so it would wait
 forever.
@@ -39,7 +48,7 @@ from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import make_routing
 from zfabric.topologies.znode import field_width
 
-from .flit import FlitLayout, LinkSignature, dst_width
+from .flit import FlitLayout, LinkSignature, built_head_flits, dst_width
 from .router.allocator import after, lowest_one, one_hot_index, round_robin
 
 __all__ = [
@@ -253,6 +262,9 @@ class Endpoint(wiring.Component):
     axis : bool
         Take beats without ``first`` (:class:`AxisInLayout`), as the AXI4-Stream ports of the
         Verilog top give them: a register remembers whether the next beat starts a packet.
+    head_flits : int
+        Head flits of every packet (:func:`~zfabric.hdl.flit.built_head_flits`), sent after the
+        first and stripped on ejection; 1 (the default) builds no logic for them.
 
     Members
     -------
@@ -277,6 +289,7 @@ class Endpoint(wiring.Component):
         injection_vcs: int = 1,
         ejection_vcs: int = 1,
         axis: bool = False,
+        head_flits: int = 1,
     ):
         if isinstance(heads, TableHeads):
             for dst, choices in heads.table.items():
@@ -307,6 +320,12 @@ class Endpoint(wiring.Component):
                 f"holds, not {source!r}"
             )
         self._source = source
+        if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
+            raise ValueError(
+                f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
+                f"{head_flits!r}"
+            )
+        self._head_flits = head_flits
         self._identity_port = bool(identity_port)
         self._axis = bool(axis)
         beats = (AxisInLayout if self._axis else PacketInLayout)(flit_layout, dst_width)
@@ -333,6 +352,7 @@ class Endpoint(wiring.Component):
             source=endpoint,
             injection_vcs=plan.router.injection_vcs,
             ejection_vcs=plan.router.ejection_vcs,
+            head_flits=built_head_flits(plan),
             **kwargs,
         )
 
@@ -353,6 +373,7 @@ class Endpoint(wiring.Component):
             self._identity_port,
             None if self._identity_port else self._source,
             self._axis,
+            self._head_flits,
         )
 
     def elaborate(self, platform):
@@ -391,12 +412,29 @@ class Endpoint(wiring.Component):
         current = Signal(n, init=1)  # the attachment of the packet being sent (one-hot)
         current_vc = Signal(vcs, init=1)  # and its VC (one-hot)
         chosen = [Signal(vcs, name=f"chosen{a}") for a in range(n)]  # per attachment: the VC
+        # the user's beat is the next flit, but while head flits behind the first are still to
+        # send (``busy``): then the packet's next flit is one of them
+        step, kind, data, starts = send, Cat(first, beat.last), beat.data, first
+        if self._head_flits > 1:
+            extra = Signal(range(self._head_flits), name="head_flits_left")
+            extra_tail = Signal(name="head_flits_tail")  # the last of them ends the packet
+            busy = extra != 0
+            starts = first & ~busy
+            step = send | (busy & Cat(*chosen).any())
+            with m.If(send & first):
+                m.d.sync += [extra.eq(self._head_flits - 1), extra_tail.eq(beat.last)]
+            with m.Elif(busy & step):
+                m.d.sync += extra.eq(extra - 1)
+            last_extra = Cat(Const(0, 1), extra_tail & (extra == 1))
+            kind = Mux(busy, last_extra, Cat(first, beat.last & ~first))  # no single: H > 1
+            data = Mux(busy, 0, beat.data)
         for a in range(n):
-            with m.If(first):
+            with m.If(starts):
                 m.d.comb += chosen[a].eq(vc_pick[a] & first_choice[a].replicate(vcs))
             with m.Else():
                 m.d.comb += chosen[a].eq(current_vc & has_credit[a] & current[a].replicate(vcs))
-        m.d.comb += self.i.ready.eq(Cat(*chosen).any())
+        ready = Cat(*chosen).any()
+        m.d.comb += self.i.ready.eq(ready if self._head_flits == 1 else ready & ~busy)
         head_vc = 0
         for a in range(n):
             head_vc = head_vc | chosen[a]
@@ -410,20 +448,20 @@ class Endpoint(wiring.Component):
         head = 0
         for a in range(n):
             head = head | (heads[a] & first_choice[a].replicate(layout.head_width))
-        head = head & first.replicate(layout.head_width)  # zero on body and tail flits
+        head = head & starts.replicate(layout.head_width)  # zero on every other flit
 
         for a in range(n):
             link = self.inject[a]
             m.d.sync += [
-                link.flit.valid.eq(send & chosen[a].any()),
-                link.flit.payload.kind.eq(Cat(first, beat.last)),
+                link.flit.valid.eq(step & chosen[a].any()),
+                link.flit.payload.kind.eq(kind),
                 link.flit.payload.vc.eq(one_hot_index(chosen[a], layout.vc_width)),
                 link.flit.payload.head.eq(head),
                 link.flit.payload.src.eq(source),
-                link.flit.payload.payload.eq(beat.data),
+                link.flit.payload.payload.eq(data),
             ]
             for v in range(vcs):
-                sent = send & chosen[a][v]
+                sent = step & chosen[a][v]
                 m.d.sync += credits[a][v].eq(credits[a][v] - sent + link.credit[v])
 
             self._receive(m, a)
@@ -458,10 +496,8 @@ class Endpoint(wiring.Component):
             select = Signal(n, name=f"eject_select{a}")
             m.d.comb += select.eq(Mux(presenting.any(), presenting, chosen))
         presented = Signal(len(arriving), name=f"presented{a}")
-        m.d.comb += [
-            presented.eq(fronts[0] if n == 1 else _one_hot_mux(select, fronts)),
-            out.valid.eq(Cat(*(select[v] & front_valid[v] for v in range(n))).any()),
-        ]
+        front = Cat(*(select[v] & front_valid[v] for v in range(n))).any()
+        m.d.comb += presented.eq(fronts[0] if n == 1 else _one_hot_mux(select, fronts))
         for v, fifo in enumerate(fifos):
             mine = out.ready & select[v]
             m.d.comb += [
@@ -474,14 +510,34 @@ class Endpoint(wiring.Component):
         if n > 1:
             with m.If(~presenting.any() & Cat(*front_valid).any()):
                 m.d.sync += [presenting.eq(chosen), pointer.eq(after(chosen))]
-            with m.If(out.valid & out.ready & presented[1]):  # a tail taken ends the packet
+            with m.If(front & out.ready & presented[1]):  # a tail taken ends the packet
                 m.d.sync += presenting.eq(0)
         src_end = 2 + layout.src_width
         m.d.comb += [
-            out.payload.first.eq(presented[0]),
             out.payload.last.eq(presented[1]),
             out.payload.src.eq(presented[2:src_end]),
-            out.payload.data.eq(presented[src_end:]),
+        ]
+        if self._head_flits == 1:
+            m.d.comb += [
+                out.valid.eq(front),
+                out.payload.first.eq(presented[0]),
+                out.payload.data.eq(presented[src_end:]),
+            ]
+            return
+        # heads of several flits: the first flit and the head flits behind it are taken hidden
+        # but the last, which is presented as the first beat with the first flit's data
+        behind = Signal(range(self._head_flits), name=f"head_flits_behind{a}")
+        first_data = Signal(layout.payload_width, name=f"first_data{a}")
+        with m.If(front & out.ready):
+            with m.If(presented[0]):
+                m.d.sync += [behind.eq(self._head_flits - 1), first_data.eq(presented[src_end:])]
+            with m.Elif(behind != 0):
+                m.d.sync += behind.eq(behind - 1)
+        shown = behind == 1
+        m.d.comb += [
+            out.valid.eq(front & ~presented[0] & ((behind == 0) | shown)),
+            out.payload.first.eq(shown),
+            out.payload.data.eq(Mux(shown, first_data, presented[src_end:])),
         ]
 
 

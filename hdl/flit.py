@@ -19,12 +19,14 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan
+from zfabric.routing import fixed_head_flits, multi_flit_heads
 from zfabric.routing import routing_head_width as head_width
 
 __all__ = [
     "FlitKind",
     "FlitLayout",
     "LinkSignature",
+    "built_head_flits",
     "dst_width",
     "head_width",
 ]
@@ -42,6 +44,25 @@ class FlitKind(enum.Enum, shape=2):
 def dst_width(plan: FabricPlan) -> int:
     """Bits of an endpoint id (a destination's, a source's)."""
     return max(1, (len(plan.endpoints) - 1).bit_length())
+
+
+def built_head_flits(plan: FabricPlan) -> int:
+    """Head flits of every packet at every hop (``router.head_bits``, docs/microarchitecture.md,
+    *Heads longer than a flit*): the RTL builds heads that keep their length, so this is one
+    count per plan. The first flit carries the whole routing head in ``head`` all the same;
+    the others only hold buffer places, link cycles and credits, the header's time on a link.
+
+    Raises ``ValueError`` for heads that shrink on the way (``sliced``) and need more than one
+    flit: their head flits vary from hop to hop, which the switches do not build."""
+    count = fixed_head_flits(plan)
+    if count is None:
+        if multi_flit_heads(plan):
+            raise ValueError(
+                f"router head_bits {plan.router.head_bits!r}: {plan.routing.name!r} heads shrink"
+                " on the way and need several flits: modelled (sim/model), not built"
+            )
+        return 1
+    return count
 
 
 class FlitLayout(data.StructLayout):

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView
 
-from .flit import FlitLayout, LinkSignature
+from .flit import FlitLayout, LinkSignature, built_head_flits
 from .router.route import RouteRows
 from .switch import Switch, input_vcs, switch_kind
 
@@ -94,6 +94,7 @@ class TwinSwitchNode(wiring.Component):
                     routes=routes,
                     identity_port=self._identity_ports,
                     router=self._plan.router,
+                    head_flits=built_head_flits(self._plan),
                 )
                 for routes in self._routes
             ]
@@ -112,7 +113,12 @@ class TwinSwitchNode(wiring.Component):
             "node",
             *(
                 switch_kind(
-                    self._flit_layout, depth, routes, self._identity_ports, self._plan.router
+                    self._flit_layout,
+                    depth,
+                    routes,
+                    self._identity_ports,
+                    self._plan.router,
+                    built_head_flits(self._plan),
                 )
                 for routes in self._routes
             ),

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .flit import FlitLayout, LinkSignature
+from .flit import FlitLayout, LinkSignature, built_head_flits
 from .router.allocator import Allocator
 from .router.crossbar import Crossbar
 from .router.input_unit import InputUnit
@@ -41,7 +41,12 @@ def input_vcs(ports: SwitchPorts, router: RouterSettings) -> tuple[int, ...]:
 
 
 def switch_kind(
-    flit_layout, buffer_depth, routes: RouteRow, identity_port: bool, router: RouterSettings
+    flit_layout,
+    buffer_depth,
+    routes: RouteRow,
+    identity_port: bool,
+    router: RouterSettings,
+    head_flits: int = 1,
 ) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
     identity_port = bool(identity_port and routes.identity_width)
@@ -50,6 +55,7 @@ def switch_kind(
         flit_layout,
         buffer_depth,
         router,
+        head_flits,
         routes.key,
         identity_port,
         None if identity_port else routes.identity,
@@ -77,6 +83,10 @@ class Switch(wiring.Component):
         ``identity`` input instead of a constant, so that every switch of a kind is one module.
     router : RouterSettings, optional
         The plan's ``router:`` settings (allocator iterations, candidate selection).
+    head_flits : int
+        Head flits of every packet (:func:`~zfabric.hdl.flit.built_head_flits`): a head is
+        routed only once its VC's FIFO holds that many flits (docs/microarchitecture.md,
+        *Heads longer than a flit*). 1 (the default) builds no logic for it.
 
     Members
     -------
@@ -97,6 +107,7 @@ class Switch(wiring.Component):
         routes: RouteRow,
         identity_port: bool = False,
         router: RouterSettings | None = None,
+        head_flits: int = 1,
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -107,6 +118,11 @@ class Switch(wiring.Component):
         router = RouterSettings() if router is None else router
         if not isinstance(router, RouterSettings):
             raise TypeError(f"router must be a RouterSettings, not {router!r}")
+        if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
+            raise ValueError(
+                f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
+                f"{head_flits!r}"
+            )
         if routes.ports != ports:
             raise ValueError(f"routes are for ports {routes.ports!r}, the switch has {ports!r}")
         if routes.head_width != flit_layout.head_width:
@@ -119,6 +135,7 @@ class Switch(wiring.Component):
         self._buffer_depth = buffer_depth
         self._routes = routes
         self._router = router
+        self._head_flits = head_flits
         self._in_vcs = input_vcs(ports, router)
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
@@ -206,6 +223,7 @@ class Switch(wiring.Component):
             routes=routes,
             identity_port=identity_port,
             router=plan.router,
+            head_flits=built_head_flits(plan),
         )
 
     @property
@@ -221,7 +239,12 @@ class Switch(wiring.Component):
     def kind(self) -> tuple:
         """Switches with equal kinds elaborate to the same module (given their identity)."""
         return switch_kind(
-            self._flit_layout, self._buffer_depth, self._routes, self._identity_port, self._router
+            self._flit_layout,
+            self._buffer_depth,
+            self._routes,
+            self._identity_port,
+            self._router,
+            self._head_flits,
         )
 
     def i(self, port: int):
@@ -233,7 +256,7 @@ class Switch(wiring.Component):
         return getattr(self, f"o{port}")
 
     @staticmethod
-    def _route_stage(m: Module, port: int, vc: int, front, route, alloc) -> tuple:
+    def _route_stage(m: Module, port: int, vc: int, front, valid, route, alloc) -> tuple:
         """``stages: 2`` and ``3``: register the route unit's answer for the head at the front.
 
         The head is routed in its first cycle at the front and requests from the next (the
@@ -247,7 +270,7 @@ class Switch(wiring.Component):
         with m.If(alloc.pop[port][vc] & kind[0]):
             m.d.sync += routed.eq(0)
         with m.Elif(~routed):
-            m.d.sync += routed.eq(front.valid & kind[0])
+            m.d.sync += routed.eq(valid & kind[0])
         # a head pops only once routed, so loading on ``~routed`` alone is the same as in the
         # ``Elif`` above, and keeps the pop (the allocator's last output) off these enables
         with m.If(~routed):
@@ -299,12 +322,20 @@ class Switch(wiring.Component):
                 if self._routes.identity_width:
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
+                valid = front.valid
+                if self._head_flits > 1:
+                    # a head is at the front only once all its head flits are in the FIFO
+                    valid = Signal(name=f"valid{port}_{vc}")
+                    whole = unit.level[vc] >= self._head_flits
+                    m.d.comb += valid.eq(front.valid & (~kind[0] | whole))
                 head, cand, next_head = kind[0], route.cand, route.next_head
                 if self._router.stages >= 2:
-                    head, cand, next_head = self._route_stage(m, port, vc, front, route, alloc)
+                    head, cand, next_head = self._route_stage(
+                        m, port, vc, front, valid, route, alloc
+                    )
                 m.d.comb += [
                     route.head.eq(front.payload.head),
-                    alloc.valid[port][vc].eq(front.valid),
+                    alloc.valid[port][vc].eq(valid),
                     alloc.head[port][vc].eq(head),
                     alloc.tail[port][vc].eq(kind[1]),
                     alloc.cand[port][vc].eq(cand),

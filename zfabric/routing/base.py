@@ -26,6 +26,7 @@ __all__ = [
     "make_routing",
     "routing_head_width",
     "head_flits",
+    "fixed_head_flits",
     "multi_flit_heads",
     "MAX_VCS",
     "class_vcs",
@@ -178,6 +179,15 @@ def multi_flit_heads(plan: FabricPlan) -> bool:
     """Whether some head of ``plan`` travels as more than one flit (``router.head_bits``
     narrower than the widest head)."""
     return head_flits(routing_head_width(plan), plan.router.head_bits) > 1
+
+
+def fixed_head_flits(plan: FabricPlan) -> int | None:
+    """Head flits of every packet at every hop of ``plan`` when its routing's heads keep their
+    length to the endpoint (:meth:`RoutingFunction.head_length` not overridden), else None
+    (``sliced``: the head shrinks, so its head flits vary from hop to hop)."""
+    if ROUTINGS[plan.routing.name].head_length is not RoutingFunction.head_length:
+        return None
+    return head_flits(routing_head_width(plan), plan.router.head_bits)
 
 
 def routing_head_width(plan: FabricPlan) -> int:

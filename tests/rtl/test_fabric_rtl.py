@@ -107,6 +107,63 @@ def test_lockstep_addressing_baselines_matrix(plan_of, need_sim, cosim_dir, rout
     lockstep_routing(plan_of, need_sim(MATRIX_SIM), cosim_dir, routing, fabric, load)
 
 
+#: heads longer than a flit (``router.head_bits``, docs/microarchitecture.md, *Heads longer than
+#: a flit*): bits of head per flit for each routing whose heads keep their length, so that its
+#: heads span 2 or 3 flits (znode-64: flat 6 bits in 2, updown 6 in 3, source_destination 12
+#: in 3; snode-128: 7, 7 and 14 bits, each in 3); one case in the default run, every routing at
+#: every load on znode-64 and near the knee on snode-128, and the deeper pipelines, under
+#: ``-m matrix``; all with ejection stalls (the endpoint takes the stripped head flits only
+#: when ``ready`` is high)
+HEAD_BITS = {"flat": 3, "updown": 2, "source_destination": 5, "dor": 2}
+HEADS_SLICE = [("flat", "znode-64", 1, "near")]
+HEADS_MATRIX = [
+    *(
+        (routing, "znode-64", 1, load)
+        for routing in ("flat", "updown", "source_destination")
+        for load in LOADS
+    ),
+    *((routing, "snode-128", 1, "near") for routing in ("flat", "updown", "source_destination")),
+    *(("updown", "znode-64", stages, "past") for stages in (2, 3, 4, 5)),
+    *(("dor", "torus-4x4", stages, "near") for stages in (1, 4, 5)),
+]
+
+
+def heads_id(case) -> str:
+    routing, fabric, stages, load = case
+    return f"heads-{routing}-s{stages}-{fabric}-{load}"
+
+
+def lockstep_heads(plan_of, sim, cosim_dir, routing, fabric, stages, load):
+    router = {"head_bits": HEAD_BITS[routing], "stages": stages}
+    plan = plan_of(fabric, router, routing=routing)
+    assert plan.routing.name == routing and plan.router.head_bits == HEAD_BITS[routing]
+    seed = zlib.crc32(f"heads/{routing}/{fabric}/{stages}/{load}".encode())
+    trace = load_trace(plan, fabric, load)
+    check(cosim(plan, trace, sim=sim, build_dir=cosim_dir, eject_stall=STALL, eject_seed=seed))
+
+
+@pytest.mark.parametrize(
+    "routing, fabric, stages, load", HEADS_SLICE, ids=map(heads_id, HEADS_SLICE)
+)
+def test_lockstep_multi_flit_heads(plan_of, need_sim, cosim_dir, routing, fabric, stages, load):
+    """Heads of several flits (each switch routes a head once all its head flits are in, the
+    endpoint sends and strips them): RTL = model packet by packet, with ejection stalls."""
+    lockstep_heads(plan_of, need_sim("icarus"), cosim_dir, routing, fabric, stages, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "routing, fabric, stages, load", HEADS_MATRIX, ids=map(heads_id, HEADS_MATRIX)
+)
+def test_lockstep_multi_flit_heads_matrix(
+    plan_of, need_sim, cosim_dir, routing, fabric, stages, load
+):
+    """The same for every routing at every load, on the super node and at every pipeline
+    depth (``SIM=verilator`` for Verilator)."""
+    lockstep_heads(plan_of, need_sim(MATRIX_SIM), cosim_dir, routing, fabric, stages, load)
+
+
 #: issue 16's routings on the fabrics they run on (the default round-robin selection, which
 #: picks an adaptive routing's candidates by output port as the model does): one load each in
 #: the default run, every load under ``-m matrix``
@@ -425,3 +482,17 @@ def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
     }[stages]
     assert report["latency"]["rtl"]["max"] == expected
     assert report["latency"]["rtl"]["mean"] == expected
+
+
+@pytest.mark.parametrize("length", [4, 1])
+def test_zero_load_latency_with_head_flits_rtl(plan_of, need_sim, cosim_dir, length):
+    """The lone packets of the test above with 4-bit dor heads at 2 bits a flit: H_f = 2 head
+    flits at each of the 5 switches and on the ejection link add 5 + 1 cycles to
+    2H + L + 2 (docs/microarchitecture.md, Consequences): 20 cycles for 4 flits, 17 for one
+    (whose tail is the head flit behind the first)."""
+    plan = plan_of("torus-4x4", {"head_bits": 2})
+    trace = [TraceEntry(0, 0, 10, length), TraceEntry(100, 5, 15, length)]
+    report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
+    check(report)
+    expected = 2 * 4 + length + 2 + 5 * (2 - 1) + (2 - 1)
+    assert report["latency"]["rtl"]["max"] == report["latency"]["rtl"]["mean"] == expected

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from zfabric.errors import SpecError
 
-from .check import require_one_flit_heads, require_route_unit
+from .check import require_built_heads, require_route_unit
 from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]
@@ -65,7 +65,7 @@ def run_build(args: argparse.Namespace) -> int:
         OutputFolder(args.output, "--output", exclusive=True)
     spec = load_spec(args.spec or TARGETS[args.target].spec_path)
     require_route_unit(spec, "board")
-    require_one_flit_heads(build_fabric(spec)[0], "board")
+    require_built_heads(build_fabric(spec)[0], "board")
     out = OutputFolder(
         args.output or f"build/{args.target}-{spec.name}", "--output", exclusive=True
     )

@@ -17,7 +17,7 @@ from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import ROUTINGS, multi_flit_heads
+from zfabric.routing import ROUTINGS, fixed_head_flits, multi_flit_heads
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
@@ -29,7 +29,7 @@ __all__ = [
     "check_report",
     "summary",
     "checked_plan",
-    "require_one_flit_heads",
+    "require_built_heads",
     "require_route_unit",
     "short",
     "router_text",
@@ -76,15 +76,31 @@ def require_route_unit(spec: FabricSpec, command: str) -> None:
         )
 
 
-def require_one_flit_heads(plan: FabricPlan, command: str) -> None:
-    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``): the
-    model has them, the switch's RTL does not (docs/microarchitecture.md)."""
-    if multi_flit_heads(plan):
+#: RTL commands not checked with heads of several flits: they refuse every such plan
+ONE_FLIT_HEADS_ONLY = ("prove", "board")
+
+
+def require_built_heads(plan: FabricPlan, command: str) -> None:
+    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``) that
+    ``command`` does not build (docs/microarchitecture.md, *Heads longer than a flit*): heads
+    that shrink on the way (``sliced``), whose head flits vary from hop to hop, and for
+    ``prove`` and ``board`` any head of several flits."""
+    if not multi_flit_heads(plan):
+        return
+    bits = plan.router.head_bits
+    if command in ONE_FLIT_HEADS_ONLY:
         raise SpecError(
             "router.head_bits",
-            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric"
-            f" {command} builds heads of one flit only (check, simulate, sweep and study model"
-            " them)",
+            f"{bits} bits per flit give heads of several flits: zfabric {command} builds heads"
+            " of one flit only (check, simulate, sweep, study, verilog, cosim, synth and run"
+            " take them)",
+        )
+    if fixed_head_flits(plan) is None:
+        raise SpecError(
+            "router.head_bits",
+            f"{bits} bits per flit split {plan.routing.name!r} heads, which shrink on the way,"
+            f" into a number of flits that varies from hop to hop: zfabric {command} builds"
+            " heads that keep their length only (check, simulate, sweep and study model them)",
         )
 
 
@@ -97,7 +113,7 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
     if rtl:
-        require_one_flit_heads(plan, rtl)
+        require_built_heads(plan, rtl)
     with progress(args, f"{spec.name} routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):

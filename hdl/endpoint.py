@@ -45,10 +45,17 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
-from zfabric.routing import make_routing
+from zfabric.routing import head_flits, make_routing
 from zfabric.topologies.znode import field_width
 
-from .flit import FlitLayout, LinkSignature, built_head_flits, dst_width
+from .flit import (
+    FlitLayout,
+    LinkSignature,
+    built_head_flits,
+    credit_width,
+    dst_width,
+    surplus_head_flits,
+)
 from .router.allocator import after, lowest_one, one_hot_index, round_robin
 
 __all__ = [
@@ -136,7 +143,8 @@ class Heads:
 
     ``build(m, dst, identity)`` returns (a mask of allowed attachments, whose order is the
     choices' priority, and one head value per attachment). ``identity`` is the source's id,
-    which only heads with ``by_source`` read.
+    which only heads with ``by_source`` read. ``head_flits(m, dst, identity)`` gives the head
+    flits of the head, where they vary by destination (None: the endpoint's fixed count).
     """
 
     by_source = False
@@ -144,6 +152,9 @@ class Heads:
 
     def build(self, m, dst, identity, n_attachments, head_width):
         raise NotImplementedError
+
+    def head_flits(self, m, dst, identity):
+        return None
 
 
 class DirectHeads(Heads):
@@ -185,18 +196,37 @@ class SlicedHeads(Heads):
 
     by_source = True
 
-    def __init__(self, *, z, znodes, side):
+    def __init__(self, *, z, znodes, side, head_bits: int | None = None):
         self.z, self.znodes, self.side = tuple(z), znodes, tuple(side)
-        self.key = ("sliced", self.z, znodes, self.side)
+        self.head_bits = head_bits
+        self.key = ("sliced", self.z, znodes, self.side, head_bits)
 
-    def build(self, m, dst, identity, n_attachments, head_width):
+    def head_flits(self, m, dst, identity):
+        """With ``head_bits`` (heads of several flits): the head flits of the header, whose
+        length is the turn level's c bits, the Znode id's and the labels of levels c to 1."""
+        if self.head_bits is None:
+            return None
+        z, n = self.z, len(self.z)
+        turn = self._turn(m, dst, identity)
+        zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
+        flits = Signal(
+            range(head_flits(n + zid_bits + sum(map(field_width, z)), self.head_bits) + 1),
+            name="head_flits",
+        )
+        with m.Switch(turn):
+            for c in range(1, n + 1):
+                length = c + zid_bits + sum(field_width(zj) for zj in z[:c])
+                with m.Default() if c == n else m.Case(c):
+                    m.d.comb += flits.eq(head_flits(length, self.head_bits))
+        return flits
+
+    def _turn(self, m, dst, identity):
+        """The turn level c (1 to n) of the packet from ``identity`` to ``dst``."""
         z, n = self.z, len(self.z)
         zone = math.prod(z)
         src_x, src_k = identity % zone, identity // zone
         dst_x, dst_k = dst % zone, dst // zone
         under = [math.prod(z[:c]) for c in range(n + 1)]
-        labels = [(dst_x // under[j]) % z[j] for j in range(n)]  # q_1 .. q_n
-        zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
         common = Signal(range(n + 1), name="common_level")
         for c in range(n, 0, -1):  # the lowest level whose zone holds both wins
             with m.If((src_x // under[c]) == (dst_x // under[c])):
@@ -212,6 +242,16 @@ class SlicedHeads(Heads):
                         # level as Default keeps the case complete (Verilator CASEINCOMPLETE)
                         with m.Default() if c == n else m.Case(c):
                             m.d.comb += turn.eq(raised)
+        return turn
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        z, n = self.z, len(self.z)
+        zone = math.prod(z)
+        dst_x, dst_k = dst % zone, dst // zone
+        under = [math.prod(z[:c]) for c in range(n + 1)]
+        labels = [(dst_x // under[j]) % z[j] for j in range(n)]  # q_1 .. q_n
+        zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
+        turn = self._turn(m, dst, identity)
         head = Signal(head_width, name="header")
         with m.Switch(turn):
             for c in range(1, n + 1):
@@ -228,7 +268,10 @@ def heads_for(plan: FabricPlan, src: int, routing=None) -> Heads:
     """The head builder of endpoint ``src``: arithmetic where the routing allows, else a table."""
     if plan.routing.name == "sliced":
         params = plan.routing.params
-        return SlicedHeads(z=params["z"], znodes=params["znodes"], side=params["side"])
+        bits = plan.router.head_bits if surplus_head_flits(plan) else None
+        return SlicedHeads(
+            z=params["z"], znodes=params["znodes"], side=params["side"], head_bits=bits
+        )
     table = injection_table(plan, src, routing)
     if all(choices == ((0, dst),) for dst, choices in table.items()):
         return DirectHeads()
@@ -264,14 +307,17 @@ class Endpoint(wiring.Component):
         Verilog top give them: a register remembers whether the next beat starts a packet.
     head_flits : int
         Head flits of every packet (:func:`~zfabric.hdl.flit.built_head_flits`), sent after the
-        first and stripped on ejection; 1 (the default) builds no logic for them.
+        first and stripped on ejection; 1 (the default) builds no logic for them. Heads whose
+        count varies (``heads.head_flits``, sliced) are sent with theirs, and arrive as one.
+    credit_width : int
+        Bits of each injection link's credit count (:class:`~zfabric.hdl.flit.LinkSignature`).
 
     Members
     -------
     i : ``In(stream.Signature(PacketInLayout(flit_layout, dst_width)))`` (``AxisInLayout``
         with ``axis``)
     o : ``Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments)``
-    inject : ``Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments)``
+    inject : ``Out(LinkSignature(flit_layout, injection_vcs, credit_width)).array(n_attachments)``
     eject : ``In(LinkSignature(flit_layout, ejection_vcs)).array(n_attachments)``
     identity : ``In(flit_layout.src_width)``, with ``identity_port`` only
     """
@@ -290,6 +336,7 @@ class Endpoint(wiring.Component):
         ejection_vcs: int = 1,
         axis: bool = False,
         head_flits: int = 1,
+        credit_width: int = 1,
     ):
         if isinstance(heads, TableHeads):
             for dst, choices in heads.table.items():
@@ -332,7 +379,9 @@ class Endpoint(wiring.Component):
         members = {
             "i": In(stream.Signature(beats)),
             "o": Out(stream.Signature(PacketOutLayout(flit_layout))).array(n_attachments),
-            "inject": Out(LinkSignature(flit_layout, injection_vcs)).array(n_attachments),
+            "inject": Out(LinkSignature(flit_layout, injection_vcs, credit_width)).array(
+                n_attachments
+            ),
             "eject": In(LinkSignature(flit_layout, ejection_vcs)).array(n_attachments),
         }
         if self._identity_port:
@@ -353,6 +402,7 @@ class Endpoint(wiring.Component):
             injection_vcs=plan.router.injection_vcs,
             ejection_vcs=plan.router.ejection_vcs,
             head_flits=built_head_flits(plan),
+            credit_width=credit_width(plan),
             **kwargs,
         )
 
@@ -415,18 +465,22 @@ class Endpoint(wiring.Component):
         # the user's beat is the next flit, but while head flits behind the first are still to
         # send (``busy``): then the packet's next flit is one of them
         step, kind, data, starts = send, Cat(first, beat.last), beat.data, first
-        if self._head_flits > 1:
-            extra = Signal(range(self._head_flits), name="head_flits_left")
+        varying = self._heads.head_flits(m, beat.dst, identity)  # sliced: by destination
+        several = self._head_flits > 1 or varying is not None
+        if several:
+            count = self._head_flits if varying is None else varying
+            extra = Signal(range(self._buffer_depth), name="head_flits_left")
             extra_tail = Signal(name="head_flits_tail")  # the last of them ends the packet
             busy = extra != 0
             starts = first & ~busy
             step = send | (busy & Cat(*chosen).any())
             with m.If(send & first):
-                m.d.sync += [extra.eq(self._head_flits - 1), extra_tail.eq(beat.last)]
+                m.d.sync += [extra.eq(count - 1), extra_tail.eq(beat.last)]
             with m.Elif(busy & step):
                 m.d.sync += extra.eq(extra - 1)
             last_extra = Cat(Const(0, 1), extra_tail & (extra == 1))
-            kind = Mux(busy, last_extra, Cat(first, beat.last & ~first))  # no single: H > 1
+            single = beat.last & ~(first & (count > 1))  # a head of several flits is no tail
+            kind = Mux(busy, last_extra, Cat(first, single))
             data = Mux(busy, 0, beat.data)
         for a in range(n):
             with m.If(starts):
@@ -434,7 +488,7 @@ class Endpoint(wiring.Component):
             with m.Else():
                 m.d.comb += chosen[a].eq(current_vc & has_credit[a] & current[a].replicate(vcs))
         ready = Cat(*chosen).any()
-        m.d.comb += self.i.ready.eq(ready if self._head_flits == 1 else ready & ~busy)
+        m.d.comb += self.i.ready.eq(ready & ~busy if several else ready)
         head_vc = 0
         for a in range(n):
             head_vc = head_vc | chosen[a]

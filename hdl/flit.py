@@ -19,7 +19,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan
-from zfabric.routing import fixed_head_flits, multi_flit_heads
+from zfabric.routing import fixed_head_flits, head_flits, multi_flit_heads
 from zfabric.routing import routing_head_width as head_width
 
 __all__ = [
@@ -27,7 +27,9 @@ __all__ = [
     "FlitLayout",
     "LinkSignature",
     "built_head_flits",
+    "credit_width",
     "dst_width",
+    "surplus_head_flits",
     "head_width",
 ]
 
@@ -47,22 +49,30 @@ def dst_width(plan: FabricPlan) -> int:
 
 
 def built_head_flits(plan: FabricPlan) -> int:
-    """Head flits of every packet at every hop (``router.head_bits``, docs/microarchitecture.md,
-    *Heads longer than a flit*): the RTL builds heads that keep their length, so this is one
-    count per plan. The first flit carries the whole routing head in ``head`` all the same;
-    the others only hold buffer places, link cycles and credits, the header's time on a link.
+    """Head flits of every packet at every hop when the routing's heads keep their length
+    (``router.head_bits``, docs/microarchitecture.md, *Heads longer than a flit*), else 1:
+    ``sliced`` heads shrink, so their route units give each head's count
+    (:func:`surplus_head_flits`). The first flit carries the whole routing head in ``head``
+    all the same; the others only hold buffer places, link cycles and credits, the header's
+    time on a link."""
+    return fixed_head_flits(plan) or 1
 
-    Raises ``ValueError`` for heads that shrink on the way (``sliced``) and need more than one
-    flit: their head flits vary from hop to hop, which the switches do not build."""
-    count = fixed_head_flits(plan)
-    if count is None:
-        if multi_flit_heads(plan):
-            raise ValueError(
-                f"router head_bits {plan.router.head_bits!r}: {plan.routing.name!r} heads shrink"
-                " on the way and need several flits: modelled (sim/model), not built"
-            )
-        return 1
-    return count
+
+def surplus_head_flits(plan: FabricPlan) -> int:
+    """The most head flits a switch drops with one head (docs/microarchitecture.md, *Heads
+    longer than a flit*, Surplus): one less than the widest head's count when heads shrink on
+    the way (``sliced``) and need several flits, else 0. It sizes the credit wires
+    (:class:`LinkSignature`'s ``credit_width``): a dropped head flit's credit goes back in the
+    cycle of the head's."""
+    if fixed_head_flits(plan) is not None or not multi_flit_heads(plan):
+        return 0
+    return head_flits(head_width(plan), plan.router.head_bits) - 1
+
+
+def credit_width(plan: FabricPlan) -> int:
+    """Bits of a credit count on the links into switch inputs (:class:`LinkSignature`): 1
+    unless a head drops surplus head flits (:func:`surplus_head_flits`)."""
+    return (1 + surplus_head_flits(plan)).bit_length()
 
 
 class FlitLayout(data.StructLayout):
@@ -164,15 +174,20 @@ class LinkSignature(wiring.Signature):
     flit_layout : FlitLayout
     n_vcs : int
         VCs on this link (a local link has one).
+    credit_width : int
+        Bits of each VC's credit count: 1 (a pulse), or wider where a receiver frees several
+        slots of one VC in a cycle (a head and its surplus head flits,
+        :func:`surplus_head_flits`).
 
     Members
     -------
     flit : ``Out(stream.Signature(flit_layout, always_ready=True))``
-    credit : ``In(n_vcs)``
-        Bit ``v`` pulses for one cycle per slot freed in the receiver's VC ``v`` buffer.
+    credit : ``In(n_vcs)``, or ``In(data.ArrayLayout(credit_width, n_vcs))``
+        ``credit[v]``: the slots freed in the receiver's VC ``v`` buffer in the previous
+        cycle (a one-cycle pulse per slot with ``credit_width`` 1).
     """
 
-    def __init__(self, flit_layout: FlitLayout, n_vcs: int):
+    def __init__(self, flit_layout: FlitLayout, n_vcs: int, credit_width: int = 1):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
         if not isinstance(n_vcs, int) or n_vcs < 1:
@@ -181,12 +196,16 @@ class LinkSignature(wiring.Signature):
             raise ValueError(
                 f"{n_vcs} VCs do not fit the flit's {flit_layout.vc_width}-bit VC field"
             )
+        if not isinstance(credit_width, int) or credit_width < 1:
+            raise TypeError(f"credit_width must be a positive integer, not {credit_width!r}")
         self._flit_layout = flit_layout
         self._n_vcs = n_vcs
+        self._credit_width = credit_width
+        credit = n_vcs if credit_width == 1 else data.ArrayLayout(credit_width, n_vcs)
         super().__init__(
             {
                 "flit": Out(stream.Signature(flit_layout, always_ready=True)),
-                "credit": In(n_vcs),
+                "credit": In(credit),
             }
         )
 
@@ -198,15 +217,21 @@ class LinkSignature(wiring.Signature):
     def n_vcs(self) -> int:
         return self._n_vcs
 
+    @property
+    def credit_width(self) -> int:
+        return self._credit_width
+
     def __eq__(self, other):
         return (
             isinstance(other, LinkSignature)
             and self._flit_layout == other._flit_layout
             and self._n_vcs == other._n_vcs
+            and self._credit_width == other._credit_width
         )
 
     def __hash__(self):
-        return hash((LinkSignature, self._flit_layout, self._n_vcs))
+        return hash((LinkSignature, self._flit_layout, self._n_vcs, self._credit_width))
 
     def __repr__(self):
-        return f"LinkSignature({self._flit_layout!r}, {self._n_vcs})"
+        width = "" if self._credit_width == 1 else f", credit_width={self._credit_width}"
+        return f"LinkSignature({self._flit_layout!r}, {self._n_vcs}{width})"

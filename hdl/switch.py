@@ -11,14 +11,14 @@ the output ports grant and ``stages: 5`` does the same in VC allocation
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .flit import FlitLayout, LinkSignature, built_head_flits
+from .flit import FlitLayout, LinkSignature, built_head_flits, surplus_head_flits
 from .router.allocator import Allocator
 from .router.crossbar import Crossbar
 from .router.input_unit import InputUnit
@@ -47,6 +47,7 @@ def switch_kind(
     identity_port: bool,
     router: RouterSettings,
     head_flits: int = 1,
+    surplus: int = 0,
 ) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
     identity_port = bool(identity_port and routes.identity_width)
@@ -56,6 +57,7 @@ def switch_kind(
         buffer_depth,
         router,
         head_flits,
+        surplus,
         routes.key,
         identity_port,
         None if identity_port else routes.identity,
@@ -87,6 +89,11 @@ class Switch(wiring.Component):
         Head flits of every packet (:func:`~zfabric.hdl.flit.built_head_flits`): a head is
         routed only once its VC's FIFO holds that many flits (docs/microarchitecture.md,
         *Heads longer than a flit*). 1 (the default) builds no logic for it.
+    surplus : int
+        With heads that shrink (``sliced``), the most head flits a head drops
+        (:func:`~zfabric.hdl.flit.surplus_head_flits`): the route units then give each head's
+        count and surplus, an input FIFO pops a head with its surplus in one cycle and the
+        links into inputs carry credit counts. 0 (the default) builds none of it.
 
     Members
     -------
@@ -108,6 +115,7 @@ class Switch(wiring.Component):
         identity_port: bool = False,
         router: RouterSettings | None = None,
         head_flits: int = 1,
+        surplus: int = 0,
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -136,11 +144,19 @@ class Switch(wiring.Component):
         self._routes = routes
         self._router = router
         self._head_flits = head_flits
+        if not isinstance(surplus, int) or not 0 <= surplus < buffer_depth:
+            raise ValueError(
+                f"surplus must be an integer in 0..{buffer_depth - 1}, not {surplus!r}"
+            )
+        self._surplus = surplus
         self._in_vcs = input_vcs(ports, router)
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
-            members[f"i{port}"] = In(LinkSignature(flit_layout, self._in_vcs[port]))
-            members[f"o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
+            credits = self._credit_width(port)
+            members[f"i{port}"] = In(
+                LinkSignature(flit_layout, self._in_vcs[port], (1 + surplus).bit_length())
+            )
+            members[f"o{port}"] = Out(LinkSignature(flit_layout, n_vcs, credits))
         members["overflow"] = Out(1)
         self._identity_port = bool(identity_port and routes.identity_width)
         if self._identity_port:
@@ -150,11 +166,21 @@ class Switch(wiring.Component):
         # per kind and never elaborates the others); tests look inside through them
         self._parts = None
 
+    def _credit_width(self, port: int) -> int:
+        """Bits of the credit count output ``port`` receives: an endpoint returns one credit
+        per flit, a switch input a head's surplus with it."""
+        return 1 if self._ports.local[port] else (1 + self._surplus).bit_length()
+
     def _build_parts(self):
         if self._parts is None:
             layout, ports, depth = self._flit_layout, self._ports, self._buffer_depth
             self._parts = (
-                [InputUnit(flit_layout=layout, n_vcs=n, buffer_depth=depth) for n in self._in_vcs],
+                [
+                    InputUnit(
+                        flit_layout=layout, n_vcs=n, buffer_depth=depth, max_skip=self._surplus
+                    )
+                    for n in self._in_vcs
+                ],
                 [
                     OutputUnit(
                         flit_layout=layout,
@@ -163,8 +189,9 @@ class Switch(wiring.Component):
                         acquire=self._router.stages >= 3,
                         second=self._router.stages >= 4,
                         low=self._router.selection == "occupancy",
+                        credit_width=self._credit_width(port),
                     )
-                    for n in ports.vcs
+                    for port, n in enumerate(ports.vcs)
                 ],
                 {
                     # routing functions never read the VC of a local input: the route units
@@ -224,6 +251,7 @@ class Switch(wiring.Component):
             identity_port=identity_port,
             router=plan.router,
             head_flits=built_head_flits(plan),
+            surplus=surplus_head_flits(plan),
         )
 
     @property
@@ -245,6 +273,7 @@ class Switch(wiring.Component):
             self._identity_port,
             self._router,
             self._head_flits,
+            self._surplus,
         )
 
     def i(self, port: int):
@@ -261,7 +290,8 @@ class Switch(wiring.Component):
 
         The head is routed in its first cycle at the front and requests from the next (the
         ``routed`` bit), so the allocator reads registered candidates and next head instead of
-        the FIFO -> route unit path. Returns (head, candidates, next head) for the allocator.
+        the FIFO -> route unit path. Returns (head, candidates, next head, surplus head flits)
+        for the allocator.
         """
         kind = front.payload.kind.as_value()
         routed = Signal(name=f"route_valid{port}_{vc}")
@@ -273,9 +303,13 @@ class Switch(wiring.Component):
             m.d.sync += routed.eq(valid & kind[0])
         # a head pops only once routed, so loading on ``~routed`` alone is the same as in the
         # ``Elif`` above, and keeps the pop (the allocator's last output) off these enables
+        skip = 0
         with m.If(~routed):
             m.d.sync += [cand.eq(route.cand), next_head.eq(route.next_head)]
-        return kind[0] & routed, cand, next_head
+            if "skip" in route.signature.members:
+                skip = Signal(len(route.skip), name=f"skip{port}_{vc}")
+                m.d.sync += skip.eq(route.skip)
+        return kind[0] & routed, cand, next_head, skip
 
     def elaborate(self, platform):
         m = Module()
@@ -323,29 +357,42 @@ class Switch(wiring.Component):
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
                 valid = front.valid
-                if self._head_flits > 1:
+                if self._head_flits > 1 or self._surplus:
                     # a head is at the front only once all its head flits are in the FIFO
                     valid = Signal(name=f"valid{port}_{vc}")
-                    whole = unit.level[vc] >= self._head_flits
+                    flits = route.flits if self._surplus else self._head_flits
+                    whole = unit.level[vc] >= flits
                     m.d.comb += valid.eq(front.valid & (~kind[0] | whole))
                 head, cand, next_head = kind[0], route.cand, route.next_head
+                skip = route.skip if self._surplus else 0
                 if self._router.stages >= 2:
-                    head, cand, next_head = self._route_stage(
+                    head, cand, next_head, skip = self._route_stage(
                         m, port, vc, front, valid, route, alloc
                     )
+                tail = kind[1]
+                if self._surplus:
+                    # a head pops with the head flits the next head no longer needs, and ends
+                    # the packet if they do (a one-flit payload)
+                    leaving = Signal(len(unit.skip[vc]), name=f"surplus{port}_{vc}")
+                    m.d.comb += [
+                        leaving.eq(Mux(kind[0], skip, 0)),
+                        unit.skip[vc].eq(leaving),
+                    ]
+                    tail = unit.last_tail[vc]
                 m.d.comb += [
                     route.head.eq(front.payload.head),
                     alloc.valid[port][vc].eq(valid),
                     alloc.head[port][vc].eq(head),
-                    alloc.tail[port][vc].eq(kind[1]),
+                    alloc.tail[port][vc].eq(tail),
                     alloc.cand[port][vc].eq(cand),
                     front.ready.eq(alloc.pop[port][vc]),
                 ]
                 if self._router.stages >= 4:
-                    m.d.comb += alloc.more[port][vc].eq(unit.level[vc] > 1)
+                    beyond = 1 + leaving if self._surplus else 1
+                    m.d.comb += alloc.more[port][vc].eq(unit.level[vc] > beyond)
                 # the next head goes out on every flit: only a head's is read downstream
                 flit = Cat(
-                    kind,
+                    Cat(kind[0], tail) if self._surplus else kind,
                     Const(0, layout.vc_width),
                     next_head,
                     front.payload.src,

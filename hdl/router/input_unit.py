@@ -35,17 +35,29 @@ class FrontFIFO(wiring.Component):
     ahead, so the register reloads in the cycle the front is popped without waiting for the
     new read address. The other bits (data only the crossbar reads) stay behind the RAM read.
 
+    With ``max_skip`` > 0 a pop may take ``skip`` more entries out with the front, up to
+    ``max_skip`` (a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a
+    flit*); ``last`` gives the ctrl bits of the last entry a pop takes (the front's with
+    ``skip`` 0). The FIFO must hold them: ``skip`` < ``level``.
+
     Members
     -------
     w_en, w_data, w_rdy, r_en, r_data, r_rdy, level : as ``lib.fifo.SyncFIFO``'s.
+    skip : ``In(range(max_skip + 1))``, only with ``max_skip``
+    last : ``Out(ctrl_width)``, only with ``max_skip``
     """
 
-    def __init__(self, *, width: int, ctrl_width: int, depth: int):
+    def __init__(self, *, width: int, ctrl_width: int, depth: int, max_skip: int = 0):
         if not 0 < ctrl_width <= width:
             raise ValueError(f"ctrl_width must be in 1..{width}, not {ctrl_width!r}")
+        if not isinstance(max_skip, int) or not 0 <= max_skip < depth:
+            raise ValueError(f"max_skip must be an integer in 0..{depth - 1}, not {max_skip!r}")
         self._width, self._ctrl_width, self._depth = width, ctrl_width, depth
+        self._max_skip = max_skip
+        skip = {"skip": In(range(max_skip + 1)), "last": Out(ctrl_width)} if max_skip else {}
         super().__init__(
-            {
+            skip
+            | {
                 "w_en": In(1),
                 "w_data": In(width),
                 "w_rdy": Out(1),
@@ -60,6 +72,13 @@ class FrontFIFO(wiring.Component):
         if self._depth & (self._depth - 1) == 0:
             return pointer + 1
         return Mux(pointer == self._depth - 1, 0, pointer + 1)
+
+    def _add(self, pointer, count):
+        """``pointer + count`` modulo the depth (``count`` < depth)."""
+        total = pointer + count
+        if self._depth & (self._depth - 1) == 0:
+            return total[: max(1, (self._depth - 1).bit_length())]
+        return Mux(total >= self._depth, total - self._depth, total)
 
     def elaborate(self, platform):
         m = Module()
@@ -79,7 +98,8 @@ class FrontFIFO(wiring.Component):
             self.r_rdy.eq(nonempty),
             pop.eq(self.r_en & nonempty),
         ]
-        m.d.sync += nonempty.eq(write | (self.level > 1) | (nonempty & ~pop))
+        skip = self.skip if self._max_skip else 0
+        m.d.sync += nonempty.eq(write | (self.level > 1 + skip) | (nonempty & ~pop))
         m.submodules.ctrl = ctrl = Memory(shape=ctrl_width, depth=depth, init=[])
         m.submodules.rest = rest = Memory(shape=self._width - ctrl_width, depth=depth, init=[])
         for memory, bits in ((ctrl, self.w_data[:ctrl_width]), (rest, self.w_data[ctrl_width:])):
@@ -88,22 +108,33 @@ class FrontFIFO(wiring.Component):
         ahead = ctrl.read_port(domain="comb")
         behind = rest.read_port(domain="comb")
         m.d.comb += [
-            ahead.addr.eq(r_ahead),
+            ahead.addr.eq(r_ahead if not self._max_skip else self._add(r_ahead, skip)),
             behind.addr.eq(r_ptr),
             self.r_data.eq(Cat(front, behind.data)),
         ]
+        if self._max_skip:
+            last = ctrl.read_port(domain="comb")
+            m.d.comb += [
+                last.addr.eq(self._add(r_ptr, skip)),
+                self.last.eq(Mux(skip == 0, front, last.data)),
+            ]
         # the front register holds the entry at r_ptr: after a pop the one behind it (in the
         # RAM if there are two or more, else the one written now), or the first one written.
         # An empty FIFO loads the link's data whether or not it writes: the allocator ignores
         # an invalid front, and a narrower load enable cost 6 MHz on the torus switch
-        behind_front = self.level >= 2
+        behind_front = self.level >= 2 + skip
         with m.If(pop | ~nonempty):
             m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data[:ctrl_width]))
         with m.If(write):
             m.d.sync += w_ptr.eq(self._next(w_ptr))
         with m.If(pop):
-            m.d.sync += [r_ptr.eq(r_ahead), r_ahead.eq(self._next(r_ahead))]
-        m.d.sync += self.level.eq(self.level + write - pop)
+            if self._max_skip:
+                after = self._add(r_ahead, skip)
+                m.d.sync += [r_ptr.eq(after), r_ahead.eq(self._next(after))]
+            else:
+                m.d.sync += [r_ptr.eq(r_ahead), r_ahead.eq(self._next(r_ahead))]
+        taken = pop if not self._max_skip else Mux(pop, 1 + skip, 0)
+        m.d.sync += self.level.eq(self.level + write - taken)
         return m
 
 
@@ -120,19 +151,29 @@ class InputUnit(wiring.Component):
     flit_layout : FlitLayout
     n_vcs : int
     buffer_depth : int
+    max_skip : int
+        The most surplus head flits a head takes out of its FIFO when it pops
+        (:func:`~zfabric.hdl.flit.surplus_head_flits`); their credits go upstream in the same
+        cycle as a count (``credit_width`` bits per VC). 0 (the default) builds none of it.
 
     Members
     -------
-    link : ``In(LinkSignature(flit_layout, n_vcs))``
+    link : ``In(LinkSignature(flit_layout, n_vcs, credit_width))``
     o : ``Out(stream.Signature(BufferedFlit(flit_layout))).array(n_vcs)``
         The front of each VC's FIFO; ``ready`` pops it.
     level : ``Out(range(buffer_depth + 1)).array(n_vcs)``
         Flits held per VC.
     overflow : ``Out(1)``
         Sticky: a flit arrived for a full buffer (a sender broke the credit protocol).
+    skip : ``In(range(max_skip + 1)).array(n_vcs)``, only with ``max_skip``
+        Entries behind the front that a pop of VC ``v`` takes out with it.
+    last_tail : ``Out(n_vcs)``, only with ``max_skip``
+        Bit ``v``: the last entry a pop of VC ``v`` takes (with ``skip``) is a tail.
     """
 
-    def __init__(self, *, flit_layout: FlitLayout, n_vcs: int, buffer_depth: int):
+    def __init__(
+        self, *, flit_layout: FlitLayout, n_vcs: int, buffer_depth: int, max_skip: int = 0
+    ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
         if not isinstance(buffer_depth, int) or buffer_depth < 1:
@@ -140,9 +181,17 @@ class InputUnit(wiring.Component):
         self._flit_layout = flit_layout
         self._n_vcs = n_vcs
         self._buffer_depth = buffer_depth
+        self._max_skip = max_skip
+        width = (1 + max_skip).bit_length()
+        skip = (
+            {"skip": In(range(max_skip + 1)).array(n_vcs), "last_tail": Out(n_vcs)}
+            if max_skip
+            else {}
+        )
         super().__init__(
-            {
-                "link": In(LinkSignature(flit_layout, n_vcs)),
+            skip
+            | {
+                "link": In(LinkSignature(flit_layout, n_vcs, width)),
                 "o": Out(stream.Signature(BufferedFlit(flit_layout))).array(n_vcs),
                 "level": Out(range(buffer_depth + 1)).array(n_vcs),
                 "overflow": Out(1),
@@ -160,7 +209,10 @@ class InputUnit(wiring.Component):
             # a flit written at the end of cycle t is at the front during t+1, as the
             # contract's link timing needs; its kind and routing head sit in a register
             m.submodules[f"vc{vc}"] = queue = FrontFIFO(
-                width=width, ctrl_width=ctrl_width, depth=self._buffer_depth
+                width=width,
+                ctrl_width=ctrl_width,
+                depth=self._buffer_depth,
+                max_skip=self._max_skip,
             )
             write = flit.valid & (flit.payload.vc == vc)
             m.d.comb += [
@@ -171,7 +223,15 @@ class InputUnit(wiring.Component):
                 queue.r_en.eq(self.o[vc].ready),
                 self.level[vc].eq(queue.level),
             ]
-            m.d.sync += self.link.credit[vc].eq(self.o[vc].valid & self.o[vc].ready)
+            pop = self.o[vc].valid & self.o[vc].ready
+            if self._max_skip:
+                m.d.comb += [
+                    queue.skip.eq(self.skip[vc]),
+                    self.last_tail[vc].eq(queue.last[1]),  # kind's tail bit
+                ]
+                m.d.sync += self.link.credit[vc].eq(Mux(pop, 1 + self.skip[vc], 0))
+            else:
+                m.d.sync += self.link.credit[vc].eq(pop)
             lost = lost | (write & ~queue.w_rdy)
         with m.If(lost):
             m.d.sync += self.overflow.eq(1)

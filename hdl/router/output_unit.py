@@ -39,6 +39,10 @@ class OutputUnit(wiring.Component):
         (``spare2`` and ``keep2``, for the input stage of ``stages: 4``).
     low : bool
         Also tell whether each VC has low occupancy (``low``, for ``occupancy`` selection).
+    credit_width : int
+        Bits of the link's credit count per VC (:class:`~zfabric.hdl.flit.LinkSignature`):
+        wider than 1 where the downstream input returns a head's surplus head flits' credits
+        with its own.
 
     Members
     -------
@@ -81,6 +85,7 @@ class OutputUnit(wiring.Component):
         acquire: bool = False,
         second: bool = False,
         low: bool = False,
+        credit_width: int = 1,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -99,7 +104,7 @@ class OutputUnit(wiring.Component):
                 "i": In(stream.Signature(flit_layout, always_ready=True)),
                 "sent": In(n_vcs),
                 "released": In(n_vcs),
-                "link": Out(LinkSignature(flit_layout, n_vcs)),
+                "link": Out(LinkSignature(flit_layout, n_vcs, credit_width)),
                 "free": Out(n_vcs),
                 "ready": Out(n_vcs),
                 "spare": Out(n_vcs),
@@ -130,7 +135,7 @@ class OutputUnit(wiring.Component):
             # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
             # a register rather than a comparison at the start of its long path
             nonzero = Signal(name=f"nonzero{vc}", init=1)
-            spare = pulse | (credit > 1)
+            spare = (pulse if len(pulse) == 1 else pulse.any()) | (credit > 1)
             m.d.sync += nonzero.eq(spare | (nonzero & ~sent))
             m.d.comb += [self.ready[vc].eq(nonzero), self.spare[vc].eq(spare)]
             if self._low:

@@ -17,7 +17,7 @@ from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import ROUTINGS, fixed_head_flits, multi_flit_heads
+from zfabric.routing import ROUTINGS, multi_flit_heads
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
@@ -81,26 +81,15 @@ ONE_FLIT_HEADS_ONLY = ("prove", "board")
 
 
 def require_built_heads(plan: FabricPlan, command: str) -> None:
-    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``) that
-    ``command`` does not build (docs/microarchitecture.md, *Heads longer than a flit*): heads
-    that shrink on the way (``sliced``), whose head flits vary from hop to hop, and for
-    ``prove`` and ``board`` any head of several flits."""
-    if not multi_flit_heads(plan):
-        return
-    bits = plan.router.head_bits
-    if command in ONE_FLIT_HEADS_ONLY:
+    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``) for
+    the commands not checked with them (``prove``, ``board``; docs/microarchitecture.md,
+    *Heads longer than a flit*)."""
+    if command in ONE_FLIT_HEADS_ONLY and multi_flit_heads(plan):
         raise SpecError(
             "router.head_bits",
-            f"{bits} bits per flit give heads of several flits: zfabric {command} builds heads"
-            " of one flit only (check, simulate, sweep, study, verilog, cosim, synth and run"
-            " take them)",
-        )
-    if fixed_head_flits(plan) is None:
-        raise SpecError(
-            "router.head_bits",
-            f"{bits} bits per flit split {plan.routing.name!r} heads, which shrink on the way,"
-            f" into a number of flits that varies from hop to hop: zfabric {command} builds"
-            " heads that keep their length only (check, simulate, sweep and study model them)",
+            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric"
+            f" {command} builds heads of one flit only (check, simulate, sweep, study,"
+            " verilog, cosim, synth and run take them)",
         )
 
 

@@ -76,14 +76,25 @@ def candidate_mask(hops: tuple[Hop, ...], ports: SwitchPorts, *, ordered: bool =
 
 
 class RouteUnitSignature(wiring.Signature):
-    """``head`` (and ``identity``, if any) in; ``cand`` (flat output-VC mask), ``next_head`` out."""
+    """``head`` (and ``identity``, if any) in; ``cand`` (flat output-VC mask), ``next_head`` out.
 
-    def __init__(self, head_width: int, n_out_vcs: int, identity_width: int = 0):
+    With ``max_flits`` (heads that shrink and span several flits, ``router.head_bits``) also
+    ``flits``, the head flits of the head at the input (1 to ``max_flits``), and ``skip``, how
+    many of them the next head no longer needs (docs/microarchitecture.md, *Heads longer than
+    a flit*)."""
+
+    def __init__(
+        self, head_width: int, n_out_vcs: int, identity_width: int = 0, max_flits: int = 0
+    ):
         self._head_width, self._n_out_vcs = head_width, n_out_vcs
         self._identity_width = identity_width
+        self._max_flits = max_flits
         members = {"head": In(head_width), "cand": Out(n_out_vcs), "next_head": Out(head_width)}
         if identity_width:
             members["identity"] = In(identity_width)
+        if max_flits:
+            members["flits"] = Out(range(max_flits + 1))
+            members["skip"] = Out(range(max_flits))
         super().__init__(members)
 
     def __eq__(self, other):
@@ -93,7 +104,7 @@ class RouteUnitSignature(wiring.Signature):
         return hash((RouteUnitSignature, self._params()))
 
     def _params(self):
-        return self._head_width, self._n_out_vcs, self._identity_width
+        return self._head_width, self._n_out_vcs, self._identity_width, self._max_flits
 
     def __repr__(self):
         return f"RouteUnitSignature{self._params()!r}"

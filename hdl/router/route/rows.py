@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from amaranth.lib import wiring
 
 from zfabric.plan import FabricPlan, PlanView
@@ -16,7 +18,7 @@ from zfabric.routing.dort import (
 from zfabric.routing.flat import address_offsets, address_width
 from zfabric.topologies.znode import field_width
 
-from ...flit import head_width
+from ...flit import head_width, surplus_head_flits
 from .dor import DORRoute
 from .dort import DORTAdaptiveRoute, DORTRoute
 from .duato import DuatoRoute
@@ -339,7 +341,20 @@ class RouteRows:
         level = self.view.switches[switch].position["level"]
         znodes = params["znodes"]
         zid_bits = field_width(znodes) if znodes > 1 else 0
-        fields = {"zid_bits": zid_bits, "label_bits": field_width(params["z"][level - 1])}
+        z = params["z"]
+        fields = {"zid_bits": zid_bits, "label_bits": field_width(z[level - 1])}
+        if surplus_head_flits(self.plan):
+            # the head's length here (zfabric/routing/sliced.py's layout): on the way up, the
+            # one-bits of the t levels still to climb, the turn bit, the Znode id and the
+            # labels of levels level + t down to 1; on the way down, the labels left
+            labels = [0, *itertools.accumulate(field_width(zj) for zj in z)]
+            fields |= {
+                "head_bits": self.plan.router.head_bits,
+                "down_lengths": tuple(
+                    t + 1 + zid_bits + labels[level + t] for t in range(len(z) - level + 1)
+                ),
+                "up_length": labels[level],
+            }
         return self._znode_row(switch, ports, SlicedRoute, fields, zid_bits)
 
     def _address_fields(self, switch: int) -> tuple[dict, list[int]]:

@@ -5,6 +5,7 @@ and reads, every output equal in every cycle (the switch's cycle behaviour rests
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import pytest
 from amaranth.hdl import Module
@@ -49,3 +50,50 @@ def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth):
     sim.run()
     assert not mismatches, mismatches[:5]
     assert seen["full"] and seen["pops"] > 100  # the run reached full and popped often
+
+
+@pytest.mark.parametrize("depth, max_skip", [(2, 1), (3, 2), (4, 2), (4, 3), (5, 4)])
+def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip):
+    """A pop with ``skip`` takes the front and the ``skip`` entries behind it in one cycle (a
+    head and its surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*):
+    against a deque, every cycle, ``last`` the ctrl bits of the last entry a pop takes."""
+    m = Module()
+    m.submodules.dut = dut = FrontFIFO(width=10, ctrl_width=4, depth=depth, max_skip=max_skip)
+    rng = random.Random(depth * 10 + max_skip)
+    queue = deque()
+    mismatches = []
+    seen = {"full": 0, "skips": 0}
+
+    async def testbench(ctx):
+        for cycle in range(800):
+            p_write = 0.8 if cycle // 50 % 2 == 0 else 0.4
+            w_en = rng.random() < p_write and len(queue) < depth
+            w_data = rng.getrandbits(10)
+            r_en = bool(queue) and rng.random() < 0.6
+            skip = rng.randrange(min(max_skip, len(queue) - 1) + 1) if queue else 0
+            ctx.set(dut.w_en, w_en)
+            ctx.set(dut.w_data, w_data)
+            ctx.set(dut.r_en, r_en)
+            ctx.set(dut.skip, skip)
+            got = [ctx.get(dut.level), ctx.get(dut.r_rdy), ctx.get(dut.w_rdy)]
+            want = [len(queue), bool(queue), len(queue) < depth]
+            if queue:
+                got += [ctx.get(dut.r_data), ctx.get(dut.last)]
+                want += [queue[0], queue[skip] & 0xF]
+            if got != want:
+                mismatches.append((cycle, got, want))
+            seen["full"] += len(queue) == depth
+            if r_en:
+                seen["skips"] += skip > 0
+                for _ in range(1 + skip):
+                    queue.popleft()
+            if w_en:
+                queue.append(w_data)
+            await ctx.tick()
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not mismatches, mismatches[:5]
+    assert seen["full"] and seen["skips"] > 20  # it filled up and popped surplus entries often

@@ -10,7 +10,7 @@ from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import make_routing
 
 from .endpoint import Endpoint, PacketInLayout, PacketOutLayout
-from .flit import FlitLayout, built_head_flits, dst_width
+from .flit import FlitLayout, dst_width
 from .naming import axis_name, axis_ports
 from .node import TwinSwitchNode, twin_nodes
 from .router.route import RouteRows
@@ -72,7 +72,6 @@ class Fabric(wiring.Component):
         for link in plan.links:
             if link.latency != 1:
                 raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
-        built_head_flits(plan)  # refuses heads the switches do not build, before any work
         self._plan = plan
         self._wrap = wrap or (lambda component: component)
         self._axis = bool(axis)

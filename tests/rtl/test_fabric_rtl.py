@@ -498,3 +498,19 @@ def test_zero_load_latency_with_head_flits_rtl(plan_of, need_sim, cosim_dir, len
     check(report)
     expected = 2 * 4 + length + 2 + 5 * (2 - 1) + (2 - 1)
     assert report["latency"]["rtl"]["max"] == report["latency"]["rtl"]["mean"] == expected
+
+
+def test_zero_load_latency_with_sliced_head_flits_rtl(plan_of, need_sim, cosim_dir):
+    """Lone one-flit packets on znode-64 with sliced heads at 4 bits a flit (the plan of the
+    default lock-step case), each switch dropping the head flits the shorter head no longer
+    needs: 2H + L + 2 plus H_f - 1 at each switch's input, H_f of the head there. 0 -> 10
+    turns at level 2: 6, 5 and 2 bits at the three switches (2, 2 and 1 flits), 7 + 2 = 9
+    cycles; 0 -> 63 at level 3: 9, 8, 7, 4 and 2 bits (3, 2, 2, 1 and 1 flits), 11 + 4 = 15;
+    an empty head (1 flit) on the ejection links."""
+    plan = plan_of("znode-64", {"head_bits": HEAD_BITS["sliced"], "stages": 1}, routing="sliced")
+    trace = [TraceEntry(0, 0, 10, 1), TraceEntry(100, 0, 63, 1)]
+    report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
+    check(report)
+    near, far = 2 * 2 + 1 + 2 + (1 + 1), 2 * 4 + 1 + 2 + (2 + 1 + 1)
+    assert report["latency"]["rtl"]["max"] == far
+    assert report["latency"]["rtl"]["mean"] == (near + far) / 2

@@ -97,8 +97,10 @@ class Switch(wiring.Component):
 
     Members
     -------
-    i<p> : ``In(LinkSignature(flit_layout, input_vcs(ports, router)[p]))``, one per port ``p``
-    o<p> : ``Out(LinkSignature(flit_layout, ports.vcs[p]))``, one per port ``p``
+    i<p> : ``In(LinkSignature(flit_layout, input_vcs(ports, router)[p], w))``, one per port ``p``
+    o<p> : ``Out(LinkSignature(flit_layout, ports.vcs[p], w))``, one per port ``p``
+        ``w``, the credit count's width, is 1 but with ``surplus``: then ``(1 +
+        surplus).bit_length()`` on every input and on outputs toward switches.
     overflow : ``Out(1)``
         Sticky: some input buffer received a flit while full (never, under the credit protocol).
     identity : ``In(routes.identity_width)``

@@ -9,7 +9,10 @@ which every switch shifts right by the bits it consumes. ``head`` means nothing 
 tail flits. No switch reads or changes ``src`` or ``payload``.
 
 A link (DESIGN.md, link protocol) carries flits downstream with a valid bit and no
-backpressure, and credits upstream: one pulse per freed buffer slot, one wire per VC.
+backpressure, and credits upstream: one pulse per freed buffer slot, one wire per VC; or, where
+a switch drops a head's surplus head flits (``sliced`` heads with ``router.head_bits``,
+docs/microarchitecture.md, *Heads longer than a flit*), a count per VC of the slots freed in the
+previous cycle.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ With ``head_flits`` H > 1 (``router.head_bits``, docs/microarchitecture.md, *Hea
 a flit*) the first flit carries the routing head and the first beat as always, and the endpoint
 then sends H - 1 head flits (kind body, or tail for a one-beat packet; no head, zero payload)
 with ``i.ready`` low, before the packet's second beat. On ejection the first flit and the head
-flits behind it are taken as any flit (when ``o.ready`` is high, returning a credit each) but
-hidden (``o.valid`` low), the first beat's data kept in a register: the last head flit is
+flits behind it but the last are taken hidden (``o.valid`` low), one per cycle whatever
+``o.ready`` (AXI4-Stream: a transmitter must not wait for ``tready`` before ``tvalid``),
+returning a credit each, the first beat's data kept in a register: the last head flit is
 presented as the packet's first beat with that data, so the user sees the packet's beats only
 and a one-beat packet ends in the cycle the model delivers it.
 
@@ -552,8 +553,19 @@ class Endpoint(wiring.Component):
         presented = Signal(len(arriving), name=f"presented{a}")
         front = Cat(*(select[v] & front_valid[v] for v in range(n))).any()
         m.d.comb += presented.eq(fronts[0] if n == 1 else _one_hot_mux(select, fronts))
+        src_end = 2 + layout.src_width
+        several = self._head_flits > 1
+        if several:
+            # heads of several flits: the first flit and the head flits behind it but the last
+            # are taken hidden, whatever ``ready`` (a transmitter must not wait for tready
+            # before tvalid); the last is presented as the first beat with the first's data
+            behind = Signal(range(self._head_flits), name=f"head_flits_behind{a}")
+            first_data = Signal(layout.payload_width, name=f"first_data{a}")
+            take = out.ready | presented[0] | (behind > 1)
+        else:
+            take = out.ready
         for v, fifo in enumerate(fifos):
-            mine = out.ready & select[v]
+            mine = take & select[v]
             m.d.comb += [
                 fifo.r_en.eq(mine),
                 # a flit on the link waits in the buffer unless it is taken through the bypass
@@ -564,25 +576,20 @@ class Endpoint(wiring.Component):
         if n > 1:
             with m.If(~presenting.any() & Cat(*front_valid).any()):
                 m.d.sync += [presenting.eq(chosen), pointer.eq(after(chosen))]
-            with m.If(front & out.ready & presented[1]):  # a tail taken ends the packet
+            with m.If(front & take & presented[1]):  # a tail taken ends the packet
                 m.d.sync += presenting.eq(0)
-        src_end = 2 + layout.src_width
         m.d.comb += [
             out.payload.last.eq(presented[1]),
             out.payload.src.eq(presented[2:src_end]),
         ]
-        if self._head_flits == 1:
+        if not several:
             m.d.comb += [
                 out.valid.eq(front),
                 out.payload.first.eq(presented[0]),
                 out.payload.data.eq(presented[src_end:]),
             ]
             return
-        # heads of several flits: the first flit and the head flits behind it are taken hidden
-        # but the last, which is presented as the first beat with the first flit's data
-        behind = Signal(range(self._head_flits), name=f"head_flits_behind{a}")
-        first_data = Signal(layout.payload_width, name=f"first_data{a}")
-        with m.If(front & out.ready):
+        with m.If(front & take):
             with m.If(presented[0]):
                 m.d.sync += [behind.eq(self._head_flits - 1), first_data.eq(presented[src_end:])]
             with m.Elif(behind != 0):

@@ -114,7 +114,17 @@ class _Flit:
     flit*), the first of them carrying the routing head and the payload's first flit, the
     others (``data`` None) only the head's length; the rest carry the payload in order."""
 
-    __slots__ = ("packet", "index", "is_head", "is_tail", "head", "decision", "data", "head_flits")
+    __slots__ = (
+        "packet",
+        "index",
+        "is_head",
+        "is_tail",
+        "head",
+        "decision",
+        "data",
+        "head_flits",
+        "stripped",
+    )
 
     def __init__(
         self, packet: Packet, index: int, head: Any, count: int | None = None, head_flits: int = 1
@@ -129,6 +139,17 @@ class _Flit:
         self.data = None if 0 < index < head_flits else max(0, index - head_flits + 1)
         # on the first flit: the head flits of its packet at this hop, itself included
         self.head_flits = head_flits if self.is_head else 0
+        # a head flit behind the first but the last: the endpoint takes it whatever ``ready``
+        # (the first flit is too while it heads several: ``hidden``)
+        self.stripped = 0 < index < head_flits - 1
+
+    @property
+    def hidden(self) -> bool:
+        """Taken by the endpoint without being presented to the user (``ready`` not read): the
+        first flit of a head of several flits, and every head flit behind it but the last,
+        which is presented as the packet's first beat (docs/microarchitecture.md, *Heads
+        longer than a flit*)."""
+        return self.head_flits > 1 or self.stripped
 
 
 class _Endpoint:
@@ -658,8 +679,9 @@ class FabricModel:
     def _take(self) -> bool:
         """Ejection (docs/microarchitecture.md, Endpoints): each attachment presents the front
         flit of the ejection VC it is presenting, choosing one (the first with a flit at or
-        after its ejection pointer) when it has none; the user takes it when ``ready`` is high,
-        and its credit is back at the local output for the next cycle. A taken tail ends the
+        after its ejection pointer) when it has none; the user takes it when ``ready`` is high
+        (a hidden head flit is taken whatever ``ready``), and its credit is back at the local
+        output for the next cycle. A taken tail ends the
         presentation. Returns whether a flit was taken or a presented one held back by the
         user."""
         ready, cycle = self._eject_ready, self.cycle
@@ -677,7 +699,7 @@ class FabricModel:
             if not queue:
                 continue  # the presented packet's next flit is still on its way
             active = True
-            if ready is not None and not ready(endpoint, which, cycle):
+            if ready is not None and not queue[0].hidden and not ready(endpoint, which, cycle):
                 continue
             flit = queue.popleft()
             if flit.is_tail:

@@ -249,3 +249,56 @@ def test_axis_mode_knows_a_packets_first_beat_from_the_last_one():
         (FlitKind.BODY, 0, 0xA4),
         (FlitKind.TAIL, 0, 0xA5),
     ]
+
+
+def test_stripped_head_flits_leave_without_ready():
+    """Heads of 3 flits (docs/microarchitecture.md, *Heads longer than a flit*): the first flit
+    and the head flit behind it are taken hidden whatever ``ready``, one per cycle, each with
+    its credit; the last head flit is presented as the first beat with the first flit's data.
+    The receiver here raises ``ready`` only in a cycle after ``valid`` is high (AXI4-Stream
+    lets a receiver wait for tvalid), so the packet comes out only if the endpoint never waits
+    for ``ready`` to raise ``valid``."""
+    dut = small_endpoint(buffer_depth=4, head_flits=3)
+    # the packet on the ejection link, one flit per cycle: first flit, two head flits, tail
+    link = [
+        (FlitKind.HEAD, 0xAAAA),
+        (FlitKind.BODY, 0),
+        (FlitKind.BODY, 0),
+        (FlitKind.TAIL, 0xBBBB),
+    ]
+    log = []
+
+    async def testbench(ctx):
+        ready = 0
+        for cycle in range(10):
+            kind, payload = link[cycle] if cycle < len(link) else (FlitKind.BODY, 0)
+            ctx.set(dut.eject[0].flit.valid, cycle < len(link))
+            ctx.set(dut.eject[0].flit.payload, {"kind": kind, "vc": 0, "payload": payload})
+            ctx.set(dut.o[0].ready, ready)
+            valid = ctx.get(dut.o[0].valid)
+            beat = ctx.get(dut.o[0].payload)
+            taken = valid and ready
+            log.append((cycle, valid, ready, ctx.get(dut.eject[0].credit)))
+            if taken:
+                log.append(("beat", int(beat.data), int(beat.first), int(beat.last)))
+            ready = valid and not taken  # up the cycle after valid, down after a beat
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert log == [
+        (0, 0, 0, 1),  # the first flit, hidden: taken through the bypass
+        (1, 0, 0, 1),  # the head flit behind it, hidden
+        (2, 1, 0, 0),  # the last head flit: the first beat, waiting for ready
+        (3, 1, 1, 1),
+        ("beat", 0xAAAA, 1, 0),
+        (4, 1, 0, 0),  # the tail, buffered, waits for ready
+        (5, 1, 1, 1),
+        ("beat", 0xBBBB, 0, 1),
+        (6, 0, 0, 0),
+        (7, 0, 0, 0),
+        (8, 0, 0, 0),
+        (9, 0, 0, 0),
+    ]

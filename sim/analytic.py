@@ -23,8 +23,9 @@ so the bound is min(1, 1 / link load, attachments / ejection load).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
@@ -101,48 +102,53 @@ def _walk(
     total = weighted_hops = weighted_heads = 0.0
     arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
     for dst, sources in by_dst.items():
-        flow: dict[tuple, float] = defaultdict(float)
-        roots = []
+        flow: dict[Hashable, float] = defaultdict(float)
+        roots: dict[Hashable, tuple] = {}  # key -> its first injection state
         firsts = []
         for src, share in sources.items():
             states = [(i.switch, i.port, 0, i.head) for i in rf.injections(src, dst)]
-            for state in states:
-                flow[state] += share / len(states)
-            roots += states
-            firsts.append((states[0], share))  # an uncontended packet's first injection
-        children = _route_graph(rf, view, roots)
-        # push each state's flow along its candidates in equal shares, parents first
-        order = _topological(roots, children)
-        for state in order:
-            amount = flow.pop(state, 0.0)
-            nexts = children[state]
-            part = amount / len(nexts)
-            for link_id, child in nexts:
+            keys = [rf.state_key(*state) for state in states]
+            for key, state in zip(keys, states, strict=True):
+                flow[key] += share / len(states)
+                roots.setdefault(key, state)
+            firsts.append((keys[0], share))  # an uncontended packet's first injection
+        graph = _route_graph(rf, view, roots)
+        # push each node's flow along its candidates in equal shares, parents first
+        order = _topological(list(roots), graph)
+        for key in order:
+            amount = flow.pop(key, 0.0)
+            node = graph[key]
+            part = amount / node.fanout
+            for link_id, child, ways in node.children:
                 if link_id >= 0:
-                    load[link_id] += part * size(child[3])
-                    flow[child] += part
+                    carried = part * ways
+                    flow[child] += carried
+                    load[link_id] += carried if bits is None else carried * size(graph[child].head)
         # an uncontended packet's links: its first injection, then first choices (children first)
         # and the head flits it waits for at each switch, then carries onto the ejection link
-        hops: dict[tuple, int] = {}
-        heads: dict[tuple, tuple[int, int]] = {}  # (head cycles from here, ejection head flits)
-        for state in reversed(order):
-            link_id, child = children[state][0]
-            hops[state] = 0 if link_id < 0 else 1 + hops[child]
+        hops: dict[Hashable, int] = {}
+        heads: dict[Hashable, tuple[int, int]] = {}  # (head cycles from here, ejection flits)
+        for key in reversed(order):
+            node = graph[key]
+            link_id, child, _ = node.children[0]
+            hops[key] = 0 if link_id < 0 else 1 + hops[child]
             if link_id < 0:
-                ejected = flits(rf.route(*state).head) if bits is not None else 1
+                ejected = flits(node.next_head) if bits is not None else 1
                 after = (ejected - 1, ejected)
             else:
                 after = heads[child]
-            heads[state] = (flits(state[3]) - 1 + after[0], after[1])
+            heads[key] = (flits(node.head) - 1 + after[0], after[1])
         for root, share in firsts:
             weighted_hops += share * hops[root]
             weighted_heads += share * heads[root][0]
             arrivals[dst] += share * (length + heads[root][1] - 1) / length
             total += share
     ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in by_dst)
-    link_id, max_load = max(load.items(), key=lambda item: item[1], default=(None, 0.0))
+    max_load = max(load.values(), default=0.0)
     busiest = "none"
-    if link_id is not None:
+    if max_load:
+        # ties (within rounding: the sums' order follows the walk) named by the lowest link id
+        link_id = min(i for i, value in load.items() if value >= max_load * (1 - 1e-9))
         link = plan.links[link_id]
         switch = plan.switches[link.src.switch]
         busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
@@ -194,47 +200,76 @@ def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> Pa
     return PatternLimits(plan.router.zero_load_latency(hops, config.mean_length, heads), load)
 
 
-def _route_graph(rf, view: PlanView, roots: list[tuple]) -> dict[tuple, list[tuple[int, tuple]]]:
-    """Every routing state reachable from ``roots`` -> [(link id or -1 for delivery, next)]."""
-    children: dict[tuple, list[tuple[int, tuple]]] = {}
-    stack = list(roots)
+class _Node(NamedTuple):
+    """One routing state key (:meth:`~zfabric.routing.base.RoutingFunction.state_key`: what
+    ``route`` depends on) in a destination's route graph: every state of the key has the same
+    decision, so their flows add up and move on together."""
+
+    head: Any  # the head a packet in this state carries
+    next_head: Any  # the head its decision passes on
+    #: (link id or -1 for delivery, the child's key, how many of the decision's candidates lead
+    #: there: the VCs of one link whose states share a key), in the decision's order
+    children: tuple[tuple[int, Hashable, int], ...]
+    fanout: int  # candidates in all: a flow splits into this many equal shares
+
+
+def _route_graph(rf, view: PlanView, roots: dict[Hashable, tuple]) -> dict[Hashable, _Node]:
+    """Every routing state key reachable from ``roots`` (key -> a state of it) -> its node.
+
+    One node per key, not per (switch, input port, VC, head) state: where ``route`` ignores
+    the input port and VC (HyperZ's routings, up*/down* on trees) that divides the states by
+    the ports times the VCs (tests/sim/test_analytic.py checks the figures against the walk
+    over whole states)."""
+    graph: dict[Hashable, _Node] = {}
+    stack = list(roots.items())
     while stack:
-        state = stack.pop()
-        if state in children:
+        key, state = stack.pop()
+        if key in graph:
             continue
-        switch, port, vc, head = state
-        decision = rf.route(switch, port, vc, head)
-        nexts = []
+        switch, _, _, head = state
+        decision = rf.route(*state)
+        ways: dict[tuple[int, Hashable], int] = {}
+        fanout = 0
         for hop in decision.hops:
             link = view.out_link[switch][hop.port]
             if link is None:
-                nexts.append((-1, ()))
+                fanout += 1
+                ways[(-1, fanout)] = 1  # a delivery: one share per hop, whatever its VCs
                 continue
             for w in hop.vcs:
-                nexts.append((link.id, (link.dst.switch, link.dst.port, w, decision.head)))
-        children[state] = nexts
-        stack.extend(child for link_id, child in nexts if link_id >= 0)
-    return children
+                child = (link.dst.switch, link.dst.port, w, decision.head)
+                edge = (link.id, rf.state_key(*child))
+                if edge in ways:
+                    ways[edge] += 1
+                else:
+                    ways[edge] = 1
+                    stack.append((edge[1], child))
+                fanout += 1
+        children = tuple(
+            (link_id, child if link_id >= 0 else None, n) for (link_id, child), n in ways.items()
+        )
+        graph[key] = _Node(head, decision.head, children, fanout)
+    return graph
 
 
-def _topological(order: list[tuple], children: dict[tuple, list]) -> list[tuple]:
-    """States with every parent before its children (depth-first post-order, reversed)."""
-    seen: set[tuple] = set()
-    result: list[tuple] = []
-    for root in order:
+def _topological(roots: list[Hashable], graph: dict[Hashable, _Node]) -> list[Hashable]:
+    """Keys with every parent before its children (depth-first post-order, reversed)."""
+    seen: set[Hashable] = set()
+    result: list[Hashable] = []
+    for root in roots:
         if root in seen:
             continue
-        stack = [(root, iter(children[root]))]
+        stack = [(root, iter(graph[root].children))]
         seen.add(root)
         while stack:
-            state, pending = stack[-1]
-            for link_id, child in pending:
+            key, pending = stack[-1]
+            for link_id, child, _ in pending:
                 if link_id >= 0 and child not in seen:
                     seen.add(child)
-                    stack.append((child, iter(children[child])))
+                    stack.append((child, iter(graph[child].children)))
                     break
             else:
                 stack.pop()
-                result.append(state)
+                result.append(key)
     result.reverse()
     return result

@@ -23,7 +23,7 @@ so the bound is min(1, 1 / link load, attachments / ejection load).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -31,7 +31,7 @@ from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 from zfabric.routing import head_flits, make_routing
 
-from .traffic import TrafficConfig, pattern_flows
+from .traffic import TrafficConfig, by_destination, flows_by_destination, pattern_flows
 
 __all__ = [
     "zero_load_latency",
@@ -73,35 +73,29 @@ class ChannelLoad:
 
 
 def _walk(
-    plan: FabricPlan, flows: Flows, packet_length: float | None = None
+    plan: FabricPlan, flows: Iterable[tuple[int, Mapping[int, float]]], packet_length: float
 ) -> tuple[ChannelLoad, float, float]:
-    """The channel load of ``flows``, their share-weighted mean first-choice hop count and the
-    mean cycles their heads' extra flits add (``router.head_bits``), from one route graph per
-    destination (the first-choice path is each state's first child). With heads longer than a
-    flit a packet of ``packet_length`` payload flits (default the plan's) is L + H_f - 1 flits
-    on a link where its head takes H_f flits: the loads count them."""
+    """The channel load of ``flows`` ((dst, {src: share}) by destination), their share-weighted
+    mean first-choice hop count and the mean cycles their heads' extra flits add
+    (``router.head_bits``), from one route graph per destination (the first-choice path is
+    each node's first child). With heads longer than a flit a packet of ``packet_length``
+    payload flits is L + H_f - 1 flits on a link where its head takes H_f flits: the loads
+    count them."""
     view = PlanView(plan)
     rf = make_routing(view)
     bits = plan.router.head_bits
-    length = packet_length or plan.packet_length
 
     def flits(head) -> int:
         return 1 if bits is None else head_flits(rf.head_length(head), bits)
 
     def size(head) -> float:
         """Flits on a link per payload flit, for a packet whose head is ``head`` there."""
-        return (length + flits(head) - 1) / length
+        return (packet_length + flits(head) - 1) / packet_length
 
     load: dict[int, float] = defaultdict(float)
-    by_dst: dict[int, dict[int, float]] = defaultdict(dict)
-    for (src, dst), share in flows.items():
-        if share > 0:
-            by_dst[dst][src] = share
-    if not by_dst:
-        raise ValueError("the traffic pattern has no flows")
     total = weighted_hops = weighted_heads = 0.0
     arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
-    for dst, sources in by_dst.items():
+    for dst, sources in flows:
         flow: dict[Hashable, float] = defaultdict(float)
         roots: dict[Hashable, tuple] = {}  # key -> its first injection state
         firsts = []
@@ -141,9 +135,11 @@ def _walk(
         for root, share in firsts:
             weighted_hops += share * hops[root]
             weighted_heads += share * heads[root][0]
-            arrivals[dst] += share * (length + heads[root][1] - 1) / length
+            arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
             total += share
-    ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in by_dst)
+    if not arrivals:
+        raise ValueError("the traffic pattern has no flows")
+    ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in arrivals)
     max_load = max(load.values(), default=0.0)
     busiest = "none"
     if max_load:
@@ -162,7 +158,7 @@ def _walk(
 
 def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
     """Channel-load bound for ``flows`` ((src, dst) -> share of src's packets) under the routing."""
-    return _walk(plan, flows)[0]
+    return _walk(plan, by_destination(flows), plan.packet_length)[0]
 
 
 def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
@@ -174,7 +170,7 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
     """Mean zero-load latency over ``flows`` (weighted by share) under the plan's router
     settings, along each flow's first-choice path (first injection, candidate and VC), head
     flits included (``router.head_bits``)."""
-    _, hops, heads = _walk(plan, flows, packet_length)
+    _, hops, heads = _walk(plan, by_destination(flows), packet_length)
     return plan.router.zero_load_latency(hops, packet_length, heads)
 
 
@@ -195,7 +191,7 @@ class PatternLimits:
 
 def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
     """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
-    flows = pattern_flows(config, len(plan.endpoints), seed)
+    flows = flows_by_destination(config, len(plan.endpoints), seed)
     load, hops, heads = _walk(plan, flows, config.mean_length)
     return PatternLimits(plan.router.zero_load_latency(hops, config.mean_length, heads), load)
 

@@ -17,7 +17,7 @@ import bisect
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,8 @@ __all__ = [
     "write_trace",
     "destination_function",
     "pattern_flows",
+    "flows_by_destination",
+    "by_destination",
 ]
 
 
@@ -144,8 +146,11 @@ def pattern_flows(
     n = endpoints
     pattern = config.pattern
     if pattern == "uniform":
-        share = 1 / (n - 1)
-        return {(s, d): share for s in range(n) for d in range(n) if s != d}
+        return {
+            (src, dst): share
+            for dst, sources in flows_by_destination(config, n, seed)
+            for src, share in sources.items()
+        }
     if pattern == "hotspot":
         flows = pattern_flows(TrafficConfig(rate=config.rate), n)
         for src in range(n):
@@ -170,6 +175,31 @@ def pattern_flows(
     # deterministic patterns: the destination function draws nothing from its rng
     dst_of = destination_function(config, n, random.Random(seed))
     return {(src, dst_of(src)): 1.0 for src in range(n) if dst_of(src) is not None}
+
+
+def flows_by_destination(
+    config: TrafficConfig, endpoints: int, seed: int = 1
+) -> Iterator[tuple[int, dict[int, float]]]:
+    """:func:`pattern_flows` grouped by destination: (dst, {src: share > 0}), each destination
+    once. Uniform's are made one destination at a time, never all N^2 pairs at once (some
+    10 GB at 8192 endpoints), so the analysis walks a big fabric destination by destination."""
+    if config.pattern == "uniform":
+        share = 1 / (endpoints - 1)
+        for dst in range(endpoints):
+            yield dst, {src: share for src in range(endpoints) if src != dst}
+        return
+    yield from by_destination(pattern_flows(config, endpoints, seed))
+
+
+def by_destination(
+    flows: Mapping[tuple[int, int], float],
+) -> Iterator[tuple[int, dict[int, float]]]:
+    """``flows`` ((src, dst) -> share) as (dst, {src: share > 0}), each destination once."""
+    groups: dict[int, dict[int, float]] = {}
+    for (src, dst), share in flows.items():
+        if share > 0:
+            groups.setdefault(dst, {})[src] = share
+    return iter(groups.items())
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from zfabric.sim.traffic import (
     Traffic,
     TrafficConfig,
     destination_function,
+    flows_by_destination,
+    pattern_flows,
     read_trace,
     write_trace,
 )
@@ -47,6 +49,18 @@ def test_every_pattern_gives_valid_destinations(pattern):
     for cycle in range(50):
         for src, dst, length in traffic.packets_at(cycle):
             assert 0 <= dst < 24 and dst != src and length == 1
+
+
+@pytest.mark.parametrize("n", [7, 16])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_flows_by_destination_group_the_pattern_flows(pattern, n):
+    config = TrafficConfig(pattern=pattern)
+    groups = list(flows_by_destination(config, n, seed=3))
+    assert len({dst for dst, _ in groups}) == len(groups)  # each destination once
+    regrouped = {(src, dst): share for dst, sources in groups for src, share in sources.items()}
+    assert regrouped == {k: v for k, v in pattern_flows(config, n, seed=3).items() if v > 0}
+    if pattern == "uniform":  # every other endpoint, 1 / (n - 1) each
+        assert regrouped == {(s, d): 1 / (n - 1) for s in range(n) for d in range(n) if s != d}
 
 
 @pytest.mark.parametrize("process", ["bernoulli", "poisson"])

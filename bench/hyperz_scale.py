@@ -33,6 +33,7 @@ from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import load_spec
 from zfabric.deadlock import analyse_routing
+from zfabric.router_settings import SELECTIONS
 from zfabric.topologies import build_fabric
 
 SERIES = ((2, 2), (4, 2), (4, 4), (8, 4))
@@ -44,69 +45,65 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def point(s: tuple[int, int], args: argparse.Namespace) -> dict:
+def point(s: tuple[int, int], args: argparse.Namespace) -> None:
+    """Print each phase of point ``s`` as it ends (a long point shows how far it got)."""
+
+    def say(text: str) -> None:
+        print(f"H(2,2)({s[0]},{s[1]}): {text}", flush=True)
+
     spec = load_spec(
         {
             "name": "s",
             "topology": {"kind": "hyperz", "s": list(s), **ZNODE},
             "routing": args.routing,
+            "router": {"selection": args.router_selection},
             "packet_length": PACKET_LENGTH,
         }
     )
-    out: dict = {"s": s}
     start = time.process_time()
     plan, _ = build_fabric(spec)
-    out["build"] = (time.process_time() - start, peak_mib())
     n = len(plan.endpoints)
-    out["endpoints"], out["switches"] = n, len(plan.switches)
+    say(
+        f"{n} processors, {len(plan.switches)} switches; build {time.process_time() - start:.1f}"
+        f" s, {peak_mib():.0f} MiB"
+    )
     if args.proof:
         start = time.process_time()
-        analysis = analyse_routing(plan)
-        out["proof"] = (time.process_time() - start, peak_mib(), analysis.deadlock_free)
+        free = analyse_routing(plan).deadlock_free
+        say(
+            f"proof {time.process_time() - start:.0f} s, {peak_mib():.0f} MiB, deadlock-free {free}"
+        )
     config = TrafficConfig(packet_length=PACKET_LENGTH)
     start = time.process_time()
     split = pattern_limits(plan, config)
-    out["limits"] = (time.process_time() - start, peak_mib(), split.channel_load.bound)
+    say(
+        f"limits {time.process_time() - start:.1f} s, {peak_mib():.0f} MiB (equal-split load"
+        f" bound {split.channel_load.bound:.3f})"
+    )
     limits = measured_verdict(split)  # as bench/hyperz.py: no bound for adaptive routings
-    out["rates"] = []
     for rate in args.rates:
         traffic = Traffic(dataclasses.replace(config, rate=rate), n, 1)
         start = time.process_time()
         result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles, limits=limits)
-        delay = result.latency["mean"] / PACKET_LENGTH
-        cost = (time.process_time() - start, peak_mib())
-        out["rates"].append((rate, result.accepted, delay, result.saturated, *cost))
-    return out
+        say(
+            f"load {rate}: accepted {result.accepted:.3f}, normalised delay"
+            f" {result.latency['mean'] / PACKET_LENGTH:.2f}"
+            f"{' (saturated)' if result.saturated else ''}; model"
+            f" {time.process_time() - start:.0f} s, {peak_mib():.0f} MiB"
+        )
 
 
 def run(args: argparse.Namespace) -> None:
     print(
         f"HyperZ scalability series, {args.routing}, Z(8,4,8; 1,4,8; 1,2,2): CPU seconds and"
         f" peak RSS per phase; uniform, Bernoulli, seed 1, {PACKET_LENGTH}-flit packets and"
-        f" buffers, warm-up {args.warmup}, window {args.cycles} cycles"
+        f" buffers, {args.router_selection} selection, warm-up {args.warmup}, window"
+        f" {args.cycles} cycles",
+        flush=True,
     )
     with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
         for s in args.s:
-            r = pool.apply(point, (s, args))
-            line = (
-                f"H(2,2)({s[0]},{s[1]}): {r['endpoints']} processors, {r['switches']} switches;"
-                f" build {r['build'][0]:.1f} s, {r['build'][1]:.0f} MiB;"
-            )
-            if "proof" in r:
-                proof, proof_mib, free = r["proof"]
-                line += f" proof {proof:.0f} s, {proof_mib:.0f} MiB, deadlock-free {free};"
-            limits, limits_mib, bound = r["limits"]
-            print(
-                f"{line} limits {limits:.1f} s, {limits_mib:.0f} MiB (equal-split load bound"
-                f" {bound:.3f})",
-                flush=True,
-            )
-            for rate, accepted, delay, saturated, cpu, mib in r["rates"]:
-                print(
-                    f"  load {rate}: accepted {accepted:.3f}, normalised delay {delay:.2f}"
-                    f"{' (saturated)' if saturated else ''}; model {cpu:.0f} s, {mib:.0f} MiB",
-                    flush=True,
-                )
+            pool.apply(point, (s, args))
 
 
 def main() -> None:
@@ -118,6 +115,7 @@ def main() -> None:
         help="s1,s2 (repeatable; default the whole series)",
     )
     parser.add_argument("--routing", default="aliod", choices=("deter", "odim", "cliod", "aliod"))
+    parser.add_argument("--router-selection", choices=SELECTIONS, default="round-robin")
     parser.add_argument("--proof", action="store_true", help="also time the deadlock proof")
     parser.add_argument(
         "--rates", type=lambda v: tuple(float(x) for x in v.split(",")), default=(0.3, 0.4, 0.5)

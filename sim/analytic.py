@@ -17,7 +17,14 @@ candidates, allowed VCs and injection choices) and finds the most loaded switch-
 At injection rate r (flits/cycle per endpoint) that link carries r x its load, and one link
 carries at most one flit per cycle, so no rate above 1 / (max load) is sustainable. An
 endpoint's ejection links take at most one flit per cycle each, and a source injects at most one,
-so the bound is min(1, 1 / link load, attachments / ejection load).
+so the bound is min(1, 1 / link load, attachments / ejection load). It is a true bound for a
+routing with one candidate per decision; with several, the equal split is one way to route, and
+an adaptive routing may balance better (HyperZ's ALIOD on 1024 processors accepts 0.302 under
+uniform where the split gives 0.259: docs/studies.md, *HyperZ's routings*).
+
+The walk has one node per routing state key (:meth:`RoutingFunction.state_key`, what ``route``
+reads), not per (switch, input port, VC, head) state, and takes the flows destination by
+destination (:func:`~zfabric.sim.traffic.flows_by_destination`).
 """
 
 from __future__ import annotations

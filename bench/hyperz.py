@@ -24,7 +24,9 @@ given, digest H9) stand as ``h1-1024``, HyperX 16 x 16 with 4 processors per swi
 ``h2-1024``, the 256-processor study's Z-node on an 8 x 8 GHC (Z_2(4,4; 1,4; 1,1), 64 Z-nodes
 of 16), and ``h3-1024``, the §5.3 Z-node Z_2(8,4,8; 1,4,8; 1,2,2) on a 2 x 2 GHC (the
 digest's choice for h = 3, and the scalability series' first point). Each curve's pattern
-limits (the channel-load bound the saturation verdict uses) are computed once, not per rate.
+limits are computed once, not per rate; their channel load (an equal split over the
+candidates, no bound for an adaptive routing) is printed beside each curve, not used by the
+verdict (:func:`curve`).
 
     .venv/bin/python bench/hyperz.py [--fabric h2-1024] [--pattern uniform --pattern transpose]
         [--routing aliod] [--rates 0.1,0.2,0.3] [--cycles 1000] [--warmup 300]

@@ -368,7 +368,9 @@ class Endpoint(wiring.Component):
                 f"holds, not {source!r}"
             )
         self._source = source
-        if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
+        if not isinstance(head_flits, int):
+            raise TypeError(f"head_flits must be an integer, not {head_flits!r}")
+        if not 1 <= head_flits <= buffer_depth:
             raise ValueError(
                 f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
                 f"{head_flits!r}"
@@ -561,7 +563,9 @@ class Endpoint(wiring.Component):
             # before tvalid); the last is presented as the first beat with the first's data
             behind = Signal(range(self._head_flits), name=f"head_flits_behind{a}")
             first_data = Signal(layout.payload_width, name=f"first_data{a}")
-            take = out.ready | presented[0] | (behind > 1)
+            take = out.ready | presented[0]
+            if self._head_flits > 2:  # head flits hidden behind the first
+                take = take | (behind > 1)
         else:
             take = out.ready
         for v, fifo in enumerate(fifos):

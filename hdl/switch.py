@@ -128,7 +128,9 @@ class Switch(wiring.Component):
         router = RouterSettings() if router is None else router
         if not isinstance(router, RouterSettings):
             raise TypeError(f"router must be a RouterSettings, not {router!r}")
-        if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
+        if not isinstance(head_flits, int):
+            raise TypeError(f"head_flits must be an integer, not {head_flits!r}")
+        if not 1 <= head_flits <= buffer_depth:
             raise ValueError(
                 f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
                 f"{head_flits!r}"

@@ -176,7 +176,8 @@ def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
 def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
     """Mean zero-load latency over ``flows`` (weighted by share) under the plan's router
     settings, along each flow's first-choice path (first injection, candidate and VC), head
-    flits included (``router.head_bits``)."""
+    flits included (``router.head_bits``: their cycles as the contract's sum, exact while the
+    buffers cover the credit loop the head's waits stretch, short of the model below it)."""
     _, hops, heads = _walk(plan, by_destination(flows), packet_length)
     return plan.router.zero_load_latency(hops, packet_length, heads)
 
@@ -221,7 +222,7 @@ def _route_graph(rf, view: PlanView, roots: dict[Hashable, tuple]) -> dict[Hasha
 
     One node per key, not per (switch, input port, VC, head) state: where ``route`` ignores
     the input port and VC (HyperZ's routings, up*/down* on trees) that divides the states by
-    the ports times the VCs (tests/sim/test_analytic.py checks the figures against the walk
+    the ports times the VCs (tests/sim/test_route_graph.py checks the figures against the walk
     over whole states)."""
     graph: dict[Hashable, _Node] = {}
     stack = list(roots.items())

@@ -124,6 +124,27 @@ def test_every_waiver_is_needed(example, tmp_path, name):
 
 
 @pytest.mark.parametrize(
+    "name, head_bits",
+    [
+        ("torus-4x4", 2),  # dor: 4 bits of head in 2 flits (one hidden at the endpoint)
+        ("torus-4x4", 1),  # in 4 flits (the first and two behind it hidden)
+        pytest.param("znode-64", 4, marks=[pytest.mark.matrix, pytest.mark.slow]),  # sliced
+    ],
+)
+def test_verilator_lints_heads_of_several_flits(example, tmp_path, name, head_bits):
+    """``router.head_bits``: the endpoints' and switches' head-flit logic (counters whose
+    width follows the head flit count) lints clean."""
+    data = yaml.safe_load(example(name).read_text())
+    data["router"] = {"head_bits": head_bits}
+    if name == "torus-4x4":
+        data["buffer_depth"] = 4  # the widest H_f fits
+    emission = write(compile_plan(load_spec(data)), tmp_path)
+    verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
+    assert lint(tmp_path, verilog) == (0, set())
+    assert lint(tmp_path, "-Wall", waivers, verilog) == (0, set())
+
+
+@pytest.mark.parametrize(
     "routing",
     # source-destination's heads make the route units the largest: the full matrix lints them
     ["flat", pytest.param("source_destination", marks=[pytest.mark.matrix, pytest.mark.slow])],

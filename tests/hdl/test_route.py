@@ -20,7 +20,7 @@ from zfabric.hdl.router.route import RouteRows, SwitchPorts, route_row
 
 from zfabric import compile_plan, load_spec
 from zfabric.plan import PlanView
-from zfabric.routing import make_routing
+from zfabric.routing import head_flits, make_routing
 
 
 def rtl_routes(plan, switch, queries, *, arithmetic=True):
@@ -53,6 +53,9 @@ def rtl_routes(plan, switch, queries, *, arithmetic=True):
                 mask = ctx.get(units[key].cand)
                 candidates = [flat[b] for b in range(len(flat)) if mask >> b & 1]
                 answers[(*key, head)] = (candidates, ctx.get(units[key].next_head))
+                if "flits" in units[key].signature.members:  # heads of several flits
+                    flits = (ctx.get(units[key].flits), ctx.get(units[key].skip))
+                    answers[(*key, head, "flits")] = flits
 
     sim = Simulator(m)
     sim.add_testbench(testbench)
@@ -301,3 +304,36 @@ def test_znode_decoders_agree_with_the_routing_function(example, name, routing):
     assert len(by_switch) == len(plan.switches)
     sides = {(s, p) for s, p, _ in states if plan.switches[s].ports[p].role == "side"}
     assert bool(sides) == (plan.routing.params["znodes"] > 1)
+
+
+@pytest.mark.parametrize("name, head_bits", [("znode-64", 3), ("znode-64", 4), ("snode-16", 2)])
+def test_sliced_head_flits_agree_with_the_routing_function(example, name, head_bits):
+    """``router.head_bits`` on sliced: each route unit's ``flits`` (the head flits of the head
+    at its input) and ``skip`` (those the next, shorter head no longer needs) are
+    ``head_flits`` of the routing function's head lengths, for every reachable head."""
+    if name in SMALL_SPECS:
+        data = dict(SMALL_SPECS[name])
+    else:
+        data = yaml.safe_load(example(name).read_text())
+    data["router"] = {"head_bits": head_bits}
+    data["buffer_depth"] = 4
+    plan = compile_plan(load_spec(data))
+    view = PlanView(plan)
+    routing = make_routing(view)
+    by_switch = {}
+    for switch, port, head in reachable_states(plan, routing, view):
+        by_switch.setdefault(switch, {}).setdefault(port, set()).add(head)
+    spans = set()
+    for switch, heads_by_port in sorted(by_switch.items()):
+        queries = {
+            (p, 0): sorted({head_value(h) for h in heads}) for p, heads in heads_by_port.items()
+        }
+        answers = rtl_routes(plan, switch, queries)
+        for p, heads in heads_by_port.items():
+            for head in heads:
+                decision = routing.route(switch, p, 0, head)
+                flits = head_flits(routing.head_length(head), head_bits)
+                skip = flits - head_flits(routing.head_length(decision.head), head_bits)
+                assert answers[p, 0, head_value(head), "flits"] == (flits, skip), (switch, p, head)
+                spans.add((flits, skip))
+    assert max(flits for flits, _ in spans) > 1 and max(skip for _, skip in spans) > 0

@@ -302,3 +302,63 @@ def test_stripped_head_flits_leave_without_ready():
         (8, 0, 0, 0),
         (9, 0, 0, 0),
     ]
+
+
+def test_stripped_head_flits_of_interleaved_packets_on_two_ejection_vcs():
+    """Two packets with 3-flit heads interleaved on the link, P on VC 0 and Q on VC 1, and a
+    receiver that raises ``ready`` the cycle after ``valid`` and drops it after each beat: P
+    is presented first (the ejection pointer starts at VC 0), its hidden flits leave as they
+    come, Q's wait in VC 1's buffer (no credit) until P's tail is taken, then leave hidden one
+    per cycle whatever ``ready`` (docs/microarchitecture.md, *Heads longer than a flit*)."""
+    dut = small_endpoint(buffer_depth=4, head_flits=3, ejection_vcs=2)
+    # one flit a cycle, (VC, kind, payload): P's and Q's flits alternate, P first
+    link = [
+        (0, FlitKind.HEAD, 0xA1),
+        (1, FlitKind.HEAD, 0xB1),
+        (0, FlitKind.BODY, 0),
+        (1, FlitKind.BODY, 0),
+        (0, FlitKind.BODY, 0),
+        (1, FlitKind.BODY, 0),
+        (0, FlitKind.TAIL, 0xA2),
+        (1, FlitKind.TAIL, 0xB2),
+    ]
+    log = []
+
+    async def testbench(ctx):
+        ready = 0
+        for cycle in range(15):
+            vc, kind, payload = link[cycle] if cycle < len(link) else (0, FlitKind.BODY, 0)
+            ctx.set(dut.eject[0].flit.valid, cycle < len(link))
+            ctx.set(dut.eject[0].flit.payload, {"kind": kind, "vc": vc, "payload": payload})
+            ctx.set(dut.o[0].ready, ready)
+            valid = ctx.get(dut.o[0].valid)
+            beat = ctx.get(dut.o[0].payload)
+            taken = valid and ready
+            credit = ctx.get(dut.eject[0].credit)
+            log.append((cycle, credit, (int(beat.data), int(beat.first), int(beat.last))))
+            if not taken:
+                log[-1] = log[-1][:2]
+            ready = valid and not taken
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert log == [
+        (0, 0b01),  # P's first flit: presented VC 0, hidden
+        (1, 0b00),  # Q's first flit: buffered on VC 1
+        (2, 0b01),  # P's head flit, hidden
+        (3, 0b00),
+        (4, 0b00),  # P's last head flit: the first beat, ready still low
+        (5, 0b01, (0xA1, 1, 0)),
+        (6, 0b00),  # P's tail: ready low after a beat
+        (7, 0b01, (0xA2, 0, 1)),
+        (8, 0b10),  # Q presented: its first flit hidden, from the buffer
+        (9, 0b10),  # its head flit, hidden
+        (10, 0b00),  # its last head flit, the first beat, ready low
+        (11, 0b10, (0xB1, 1, 0)),
+        (12, 0b00),
+        (13, 0b10, (0xB2, 0, 1)),
+        (14, 0b00),
+    ]

@@ -53,6 +53,7 @@ from .flit import (
     FlitLayout,
     LinkSignature,
     built_head_flits,
+    check_head_flits,
     credit_width,
     dst_width,
     surplus_head_flits,
@@ -368,13 +369,7 @@ class Endpoint(wiring.Component):
                 f"holds, not {source!r}"
             )
         self._source = source
-        if not isinstance(head_flits, int):
-            raise TypeError(f"head_flits must be an integer, not {head_flits!r}")
-        if not 1 <= head_flits <= buffer_depth:
-            raise ValueError(
-                f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
-                f"{head_flits!r}"
-            )
+        check_head_flits(head_flits, buffer_depth)
         self._head_flits = head_flits
         self._identity_port = bool(identity_port)
         self._axis = bool(axis)

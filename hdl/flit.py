@@ -61,6 +61,16 @@ def built_head_flits(plan: FabricPlan) -> int:
     return fixed_head_flits(plan) or 1
 
 
+def check_head_flits(head_flits: int, buffer_depth: int) -> None:
+    """Refuse a head flit count a module cannot build: every head flit must fit its buffer."""
+    if not isinstance(head_flits, int):
+        raise TypeError(f"head_flits must be an integer, not {head_flits!r}")
+    if not 1 <= head_flits <= buffer_depth:
+        raise ValueError(
+            f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not {head_flits!r}"
+        )
+
+
 def surplus_head_flits(plan: FabricPlan) -> int:
     """The most head flits a switch drops with one head (docs/microarchitecture.md, *Heads
     longer than a flit*, Surplus): one less than the widest head's count when heads shrink on

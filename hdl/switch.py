@@ -18,7 +18,13 @@ from amaranth.lib.wiring import In, Out
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .flit import FlitLayout, LinkSignature, built_head_flits, surplus_head_flits
+from .flit import (
+    FlitLayout,
+    LinkSignature,
+    built_head_flits,
+    check_head_flits,
+    surplus_head_flits,
+)
 from .router.allocator import Allocator
 from .router.crossbar import Crossbar
 from .router.input_unit import InputUnit
@@ -128,13 +134,7 @@ class Switch(wiring.Component):
         router = RouterSettings() if router is None else router
         if not isinstance(router, RouterSettings):
             raise TypeError(f"router must be a RouterSettings, not {router!r}")
-        if not isinstance(head_flits, int):
-            raise TypeError(f"head_flits must be an integer, not {head_flits!r}")
-        if not 1 <= head_flits <= buffer_depth:
-            raise ValueError(
-                f"head_flits must be an integer in 1..buffer_depth ({buffer_depth}), not "
-                f"{head_flits!r}"
-            )
+        check_head_flits(head_flits, buffer_depth)
         if routes.ports != ports:
             raise ValueError(f"routes are for ports {routes.ports!r}, the switch has {ports!r}")
         if routes.head_width != flit_layout.head_width:

@@ -85,6 +85,14 @@ def test_heads_agree_with_the_routing_functions_injections(example, name, kind):
             assert results[src, d] == expected, (src, d)
 
 
+def run(dut, testbench) -> None:
+    """Simulate ``dut`` clocked, driven by ``testbench``."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 def small_endpoint(*, buffer_depth: int = 2, source: int = 6, **options) -> Endpoint:
     """An endpoint of 16-bit flits with 4-bit direct heads (destination = head) on one
     attachment, for the stream tests."""
@@ -136,10 +144,7 @@ def test_packet_streams_through_an_endpoint():
         beat = ctx.get(dut.o[0].payload)
         log.append(("out", int(beat.data), int(beat.first), int(beat.last), int(beat.src)))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     assert log == [
         ("sent", 1, FlitKind.HEAD, 9, 6, 0xFABC),
         ("sent", 2, FlitKind.BODY, 0, 6, 0x1234),
@@ -177,10 +182,7 @@ def test_receive_buffer_bypasses_when_empty_and_holds_flits_while_not_ready():
             log.append((data, ctx.get(dut.eject[0].credit)))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     assert log == [
         (0x11, 1),
         (0x22, 0),
@@ -211,10 +213,7 @@ def test_heads_take_injection_vcs_round_robin_among_those_with_credit():
             flit = dut.inject[0].flit
             log.append((ready, int(ctx.get(flit.payload.vc)) if ctx.get(flit.valid) else None))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     # the credit pulse of cycle 5 counts at its end: VC 1 can be taken at 6
     assert log == [(1, 0), (1, 1), (1, 0), (1, 1), (0, None), (0, None), (1, 1)]
 
@@ -237,10 +236,7 @@ def test_axis_mode_knows_a_packets_first_beat_from_the_last_one():
             log.append((flit.kind, int(flit.head), int(flit.payload)))
         ctx.set(dut.i.valid, 0)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     assert log == [
         (FlitKind.HEAD, 5, 0xA0),
         (FlitKind.TAIL, 0, 0xA1),
@@ -284,10 +280,7 @@ def test_stripped_head_flits_leave_without_ready():
             ready = valid and not taken  # up the cycle after valid, down after a beat
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     assert log == [
         (0, 0, 0, 1),  # the first flit, hidden: taken through the bypass
         (1, 0, 0, 1),  # the head flit behind it, hidden
@@ -341,10 +334,7 @@ def test_stripped_head_flits_of_interleaved_packets_on_two_ejection_vcs():
             ready = valid and not taken
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    run(dut, testbench)
     assert log == [
         (0, 0b01),  # P's first flit: presented VC 0, hidden
         (1, 0b00),  # Q's first flit: buffered on VC 1

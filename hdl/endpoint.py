@@ -47,6 +47,7 @@ from amaranth.lib.wiring import In, Out
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import head_flits, make_routing
+from zfabric.routing.sliced import header_length
 from zfabric.topologies.znode import field_width
 
 from .flit import (
@@ -210,14 +211,13 @@ class SlicedHeads(Heads):
             return None
         z, n = self.z, len(self.z)
         turn = self._turn(m, dst, identity)
-        zid_bits = field_width(self.znodes) if self.znodes > 1 else 0
         flits = Signal(
-            range(head_flits(n + zid_bits + sum(map(field_width, z)), self.head_bits) + 1),
+            range(head_flits(header_length(z, self.znodes, n), self.head_bits) + 1),
             name="head_flits",
         )
         with m.Switch(turn):
             for c in range(1, n + 1):
-                length = c + zid_bits + sum(field_width(zj) for zj in z[:c])
+                length = header_length(z, self.znodes, c)
                 with m.Default() if c == n else m.Case(c):
                     m.d.comb += flits.eq(head_flits(length, self.head_bits))
         return flits

@@ -18,7 +18,7 @@ import pytest
 from zfabric import SpecError, analyse_routing, build_fabric, load_spec
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing, routing_head_width
-from zfabric.routing.sliced import header_fields, pack_fields
+from zfabric.routing.sliced import header_fields, header_length, pack_fields
 from zfabric.topologies.znode import common_level, labels, physical_address
 
 
@@ -311,6 +311,9 @@ def test_header_layout():
     assert pack_fields(fields) == (1 + 2 + 8 + (1 << 4) + (2 << 7), 9)
     # one Znode: no Znode id; common level 1 -> one 0 bit and p_1
     assert header_fields(0, 2, (3, 2, 3), 1, (1, 1, 1)) == [(0, 1), (2, 2)]
+    # the lengths the hardware sizes head flits by: 9 bits turning at 3 with 2 Znodes, 3 at 1
+    assert header_length((3, 2, 3), 2, 3) == 9
+    assert header_length((3, 2, 3), 1, 1) == 3
 
 
 def test_header_consumed_exactly():

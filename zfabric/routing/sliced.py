@@ -49,7 +49,7 @@ from ..topologies.znode import common_level, field_width, labels
 from .base import Decision, Injection, routing
 from .znode_ports import ZnodeRouting
 
-__all__ = ["Sliced", "header_fields", "pack_fields", "pop_field"]
+__all__ = ["Sliced", "header_fields", "header_length", "pack_fields", "pop_field"]
 
 Head = tuple[int, int]
 
@@ -71,6 +71,14 @@ def header_fields(
         fields.append((dst_k, field_width(znodes)))
     fields += [(q[j - 1], field_width(z[j - 1])) for j in range(c, 0, -1)]
     return fields
+
+
+def header_length(z: Sequence[int], znodes: int, turn: int) -> int:
+    """Bits of the head a source writes for a packet that turns at level ``turn``
+    (:func:`header_fields`): a bit per level up to it, the Znode id where there are several,
+    and the labels of levels ``turn`` to 1. Each switch pops its fields off the front."""
+    zid_bits = field_width(znodes) if znodes > 1 else 0
+    return turn + zid_bits + sum(field_width(zj) for zj in z[:turn])
 
 
 def pack_fields(fields: Sequence[tuple[int, int]]) -> Head:

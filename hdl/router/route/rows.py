@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 from amaranth.lib import wiring
 
 from zfabric.plan import FabricPlan, PlanView
@@ -16,6 +14,7 @@ from zfabric.routing.dort import (
     split_dims,
 )
 from zfabric.routing.flat import address_offsets, address_width
+from zfabric.routing.sliced import header_length
 from zfabric.topologies.znode import field_width
 
 from ...flit import head_width, surplus_head_flits
@@ -344,16 +343,16 @@ class RouteRows:
         z = params["z"]
         fields = {"zid_bits": zid_bits, "label_bits": field_width(z[level - 1])}
         if surplus_head_flits(self.plan):
-            # the head's length here (zfabric/routing/sliced.py's layout): on the way up, the
-            # one-bits of the t levels still to climb, the turn bit, the Znode id and the
-            # labels of levels level + t down to 1; on the way down, the labels left
-            labels = [0, *itertools.accumulate(field_width(zj) for zj in z)]
+            # the head's length here: on the way up, the header of a packet turning t levels
+            # higher less the level - 1 bits the switches below popped; on the way down, the
+            # labels of this level and those below
             fields |= {
                 "head_bits": self.plan.router.head_bits,
                 "down_lengths": tuple(
-                    t + 1 + zid_bits + labels[level + t] for t in range(len(z) - level + 1)
+                    header_length(z, znodes, level + t) - (level - 1)
+                    for t in range(len(z) - level + 1)
                 ),
-                "up_length": labels[level],
+                "up_length": sum(field_width(zj) for zj in z[:level]),
             }
         return self._znode_row(switch, ports, SlicedRoute, fields, zid_bits)
 

@@ -76,26 +76,16 @@ FABRICS = {
 }
 
 
-def measured_verdict(limits: PatternLimits) -> PatternLimits:
-    """``limits`` for a verdict on what the model measured alone: the bound is the injection
-    limit (see :func:`curve`)."""
-    return dataclasses.replace(
-        limits, channel_load=dataclasses.replace(limits.channel_load, bound=1.0)
-    )
-
-
 def curve(
     plan: FabricPlan, pattern: str, args: argparse.Namespace
 ) -> tuple[list[dict], PatternLimits]:
-    """The points up to the first saturated one, and the pattern's limits. The verdict leaves
-    out the channel-load criterion (the limits' bound is set to the injection limit): the
-    analysis splits a flow equally over its candidates, and an adaptive routing (every one here
-    but ``deter``) may balance better than that, so its figure is no bound for them (ALIOD
-    accepts 0.302 at 0.3 on h3-1024, where the equal split gives 0.259); it is printed
-    beside."""
+    """The points up to the first saturated one, and the pattern's limits. For the adaptive
+    routings (every one here but ``deter``) the verdict's bound is the endpoints' alone
+    (``ChannelLoad.proven``): the analysis splits a flow equally over its candidates, and an
+    adaptive routing may balance better than that (ALIOD accepts 0.302 at 0.3 on h3-1024,
+    where the equal split gives 0.259); the split's figure is printed beside."""
     config = TrafficConfig(pattern=pattern, packet_length=PACKET_LENGTH)
-    split = pattern_limits(plan, config)  # the same at every rate
-    limits = measured_verdict(split)
+    limits = split = pattern_limits(plan, config)  # the same at every rate
     points = []
     for rate in args.rates:
         traffic = Traffic(dataclasses.replace(config, rate=rate), len(plan.endpoints), 1)

@@ -26,7 +26,6 @@ import multiprocessing
 import resource
 import time
 
-from hyperz import measured_verdict  # bench/, the script's own folder
 from zfabric.sim.analytic import pattern_limits
 from zfabric.sim.measure import simulate
 from zfabric.sim.traffic import Traffic, TrafficConfig
@@ -75,12 +74,11 @@ def point(s: tuple[int, int], args: argparse.Namespace) -> None:
         )
     config = TrafficConfig(packet_length=PACKET_LENGTH)
     start = time.process_time()
-    split = pattern_limits(plan, config)
+    limits = pattern_limits(plan, config)  # the verdict's bound: ChannelLoad.proven
     say(
         f"limits {time.process_time() - start:.1f} s, {peak_mib():.0f} MiB (equal-split load"
-        f" bound {split.channel_load.bound:.3f})"
+        f" bound {limits.channel_load.bound:.3f})"
     )
-    limits = measured_verdict(split)  # as bench/hyperz.py: no bound for adaptive routings
     for rate in args.rates:
         traffic = Traffic(dataclasses.replace(config, rate=rate), n, 1)
         start = time.process_time()

@@ -20,7 +20,10 @@ endpoint's ejection links take at most one flit per cycle each, and a source inj
 so the bound is min(1, 1 / link load, attachments / ejection load). It is a true bound for a
 routing with one candidate per decision; with several, the equal split is one way to route, and
 an adaptive routing may balance better (HyperZ's ALIOD on 1024 processors accepts 0.302 under
-uniform where the split gives 0.259: docs/studies.md, *HyperZ's routings*).
+uniform where the split gives 0.259: docs/studies.md, *HyperZ's routings*). Where some flow is
+spread over several links (``ChannelLoad.spread``: adaptive candidates, or injection at several
+switches) only the endpoints' limits are proven, min(1, attachments / ejection load):
+``ChannelLoad.proven``, what the model's saturation verdict reads.
 
 The walk has one node per routing state key (:meth:`RoutingFunction.state_key`, what ``route``
 reads), not per (switch, input port, VC, head) state, and takes the flows destination by
@@ -68,6 +71,17 @@ class ChannelLoad:
     busiest: str  # that link's name
     bound: float  # sustainable injection rate in flits/cycle/endpoint (see the module doc)
     ejection_load: float = 0.0  # the busiest endpoint's arrivals per attachment, same units
+    #: some flow is spread over several links (adaptive candidates, injection at several
+    #: switches): ``bound`` is then the equal split's figure, not a bound (see the module doc)
+    spread: bool = False
+
+    @property
+    def proven(self) -> float:
+        """The highest injection rate not proven unsustainable: ``bound`` where every flow has
+        one path, else the endpoints' limits alone (ejection and injection)."""
+        if not self.spread:
+            return self.bound
+        return min(1.0, 1.0 / self.ejection_load if self.ejection_load else 1.0)
 
     @property
     def limited_by(self) -> str:
@@ -100,6 +114,7 @@ def _walk(
         return (packet_length + flits(head) - 1) / packet_length
 
     load: dict[int, float] = defaultdict(float)
+    spread = False  # some flow on several links
     total = weighted_hops = weighted_heads = 0.0
     arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
     for dst, sources in flows:
@@ -108,6 +123,7 @@ def _walk(
         firsts = []
         for src, share in sources.items():
             states = [(i.switch, i.port, 0, i.head) for i in rf.injections(src, dst)]
+            spread = spread or len({state[:2] for state in states}) > 1
             keys = [rf.state_key(*state) for state in states]
             for key, state in zip(keys, states, strict=True):
                 flow[key] += share / len(states)
@@ -120,6 +136,7 @@ def _walk(
             amount = flow.pop(key, 0.0)
             node = graph[key]
             part = amount / node.fanout
+            spread = spread or len({link_id for link_id, _, _ in node.children}) > 1
             for link_id, child, ways in node.children:
                 if link_id >= 0:
                     carried = part * ways
@@ -157,7 +174,7 @@ def _walk(
         busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
     bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
     return (
-        ChannelLoad(max_load, busiest, bound, ejection),
+        ChannelLoad(max_load, busiest, bound, ejection, spread),
         weighted_hops / total,
         (weighted_heads / total),
     )
@@ -189,11 +206,13 @@ class PatternLimits:
     zero_load_latency: float  # cycles, averaged over the pattern's flows
     channel_load: ChannelLoad  # its bound is the highest sustainable injection rate
 
-    def to_dict(self) -> dict[str, float | str]:
+    def to_dict(self) -> dict[str, float | str | bool]:
         return {
             "zero_load_latency": self.zero_load_latency,
             "bound": self.channel_load.bound,
             "limited_by": self.channel_load.limited_by,
+            "spread": self.channel_load.spread,  # ``bound`` is then no bound: ``proven`` is
+            "proven": self.channel_load.proven,
         }
 
 

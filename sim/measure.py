@@ -12,7 +12,8 @@ and passes per-packet records to the caller's ``records`` sink, if any, as packe
 
 - the injection rate is above the channel-load bound of the traffic pattern
   (:func:`zfabric.sim.analytic.pattern_limits`): provably unsustainable, whatever the window
-  measured;
+  measured (where the routing spreads a flow over several links, the equal split is no bound
+  and only the endpoints' limits count: ``ChannelLoad.proven``);
 - measured packets were still undelivered ``drain_limit`` cycles after the window;
 - the accepted throughput is below 95% of the offered throughput, by more than counting noise
   (3 sqrt(n) packets, n the packets offered in the window);
@@ -268,11 +269,13 @@ def _verdict(
 ) -> list[str]:
     """The saturation criteria of the module doc that a synthetic-traffic point meets."""
     reasons = []
-    bound = limits.channel_load
-    if rate > bound.bound:
+    load = limits.channel_load
+    if rate > load.proven:
         reasons.append(
-            f"offered rate {rate:g} is above the channel-load bound {bound.bound:.3f}"
-            f" (set by {bound.limited_by})"
+            f"offered rate {rate:g} is above the channel-load bound {load.bound:.3f}"
+            f" (set by {load.limited_by})"
+            if not load.spread
+            else f"offered rate {rate:g} is above the endpoints' bound {load.proven:.3f}"
         )
     if result.accepted < ACCEPT_FRACTION * result.offered and _beyond_noise(meter):
         reasons.append(

@@ -114,12 +114,14 @@ def plot_curves(
                 color=color,
                 markerfacecolor="white",
             )
-        bound = (bounds or {}).get(name)
+        bound, what = (bounds or {}).get(name), "bound"
         if bound is None and shown and shown[0].get("limits"):
             bound = shown[0]["limits"]["bound"]
+            if shown[0]["limits"].get("spread"):  # an adaptive routing's split: no bound
+                what = "equal split"
         if bound is not None:
             axes.axvline(
-                bound, linestyle="--", color=color, alpha=0.6, label=f"{name} bound {bound:.3f}"
+                bound, linestyle="--", color=color, alpha=0.6, label=f"{name} {what} {bound:.3f}"
             )
     handles, _labels = axes.get_legend_handles_labels()
     handles += [

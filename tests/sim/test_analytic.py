@@ -8,6 +8,7 @@ else - .
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 
 import pytest
@@ -122,6 +123,39 @@ def test_a_rate_over_the_bound_is_never_stable():
     result = simulate(fabric, below, warmup=200, cycles=2000)
     assert not result.saturated and result.saturation_reason is None
     assert result.limits["bound"] == pytest.approx(0.5)
+
+
+def test_an_adaptive_split_is_no_bound():
+    # duato on the 4x4 mesh offers both productive directions, and the analysis splits flows
+    # equally over them: one way to route, not a bound. Proven: the endpoints' limits alone;
+    # bit-complement is a permutation (each endpoint receives one source's packets): 1.0
+    mesh = compile_plan(
+        load_spec({"topology": {"kind": "mesh", "k": [4, 4]}, "routing": {"name": "duato"}})
+    )
+    split = limits(mesh, "bit-complement").channel_load
+    assert split.spread and split.bound < 1.0 and split.proven == 1.0
+    # the hot endpoint of 16 receives 0.2 + 0.8/15 of each of the 15 others' packets: 3.8
+    hot = limits(mesh, "hotspot", hotspot_fraction=0.2).channel_load
+    assert hot.spread and hot.proven == pytest.approx(1 / 3.8)
+    # DOR gives every flow one path: its figure is the bound (0.5, as above)
+    dor = limits(ring(8), "bit-complement").channel_load
+    assert not dor.spread and dor.proven == dor.bound == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_the_verdict_reads_the_proven_bound(spread):
+    # uniform at 0.1 on the 8-ring, judged against a made-up figure of 0.05: a bound when
+    # every flow has one path (saturated, named), no bound when flows are spread (stable)
+    fabric = ring(8)
+    config = TrafficConfig(rate=0.1)
+    real = pattern_limits(fabric, config)
+    made = dataclasses.replace(
+        real, channel_load=dataclasses.replace(real.channel_load, bound=0.05, spread=spread)
+    )
+    result = simulate(fabric, Traffic(config, 8, seed=1), warmup=200, cycles=1000, limits=made)
+    assert result.saturated is not spread
+    if not spread:
+        assert result.saturation_reason.startswith("offered rate 0.1 is above the channel-load")
 
 
 def test_latency_criterion_marks_a_congested_point():

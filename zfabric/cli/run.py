@@ -239,6 +239,14 @@ def _report_markdown(
     )
     pattern = experiment.pattern
     stages = plan.router.stages
+    bound_text = (
+        f"Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint"
+        f"\n  (set by {bound.limited_by})"
+        if not bound.spread
+        else f"Channel load under {pattern} traffic split equally over the adaptive choices:"
+        f" {bound.bound:.3f}\n  flits/cycle/endpoint (set by {bound.limited_by}; the routing may"
+        f" balance better: the\n  proven bound is the endpoints' {bound.proven:.3f})"
+    )
     return f"""# {spec.name}
 
 ## Fabric
@@ -255,8 +263,7 @@ def _report_markdown(
 delivery, in cycles.
 
 - Zero-load latency (analytic, {pattern} flows, {stages + 1}·(hops + 1) + L): {zero:.2f} cycles
-- Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint
-  (set by {bound.limited_by})
+- {bound_text}
 - Knee (the highest stable rate below the first saturated one): {knee_text}
 
 ![latency-throughput curve](curve.png)

@@ -21,7 +21,8 @@ under ``dor`` and ``duato`` (2 escape + 2 adaptive VCs per link), the twin node 
 ``dort_adaptive`` (Table 3's VCs) and ``tsdor`` (4 VCs per link). ``--levels`` prints the logic
 depth, which placement noise does not blur: the longest register-to-register path in LUT4s of
 the ``-nowidelut`` netlist (yosys ``ltp`` with the flip-flops and LUTRAMs cut out; a LUTRAM's
-asynchronous read is therefore not counted). ``--adaptive torus`` or ``--adaptive twin`` prices
+asynchronous read is therefore not counted), then how many flip-flop inputs sit behind each
+number of levels (:func:`flop_levels`). ``--adaptive torus`` or ``--adaptive twin`` prices
 one half only (the twin node's Fmax takes the longest).
 
 The Fmax synthesis is plain ``synth_ecp5``, which in this yosys already maps with ABC9 (its
@@ -33,6 +34,8 @@ log runs ``abc9``; ``-noabc9`` and ``-abc2`` gave the same Fmax on the torus swi
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import re
 import shutil
 import statistics
@@ -101,6 +104,49 @@ def lut_levels(verilog: str, top: str) -> int:
         )
         log = Path(tmp, "levels.log").read_text()
     return int(re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", log)[-1])
+
+
+def flop_levels(verilog: str, top: str) -> collections.Counter[int]:
+    """How many flip-flop inputs (data, enable, set/reset) sit behind each number of LUT4
+    levels in the ``-nowidelut`` netlist, counted from the nearest flip-flop, LUTRAM read or
+    module input (as :func:`lut_levels`, a LUTRAM read is not a level). The longest path alone
+    hides how many loops a clock target has to shorten; this counts them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "design.v").write_text(verilog)
+        script = (
+            f"read_verilog design.v\nsynth_ecp5 -nowidelut -top {top}\nflatten\n"
+            "write_json netlist.json\n"
+        )
+        Path(tmp, "levels.ys").write_text(script)
+        subprocess.run(
+            [YOSYS, "-q", "-l", "levels.log", "levels.ys"], cwd=tmp, check=True, capture_output=True
+        )
+        cells = json.loads(Path(tmp, "netlist.json").read_text())["modules"][top]["cells"]
+    lut_inputs = {}  # a LUT4's output bit -> its input bits
+    flop_inputs = []
+    for cell in cells.values():
+        pins = cell["connections"]
+        if cell["type"] == "LUT4":
+            lut_inputs[pins["Z"][0]] = [pins[pin][0] for pin in "ABCD" if pin in pins]
+        elif cell["type"] == "TRELLIS_FF":
+            flop_inputs += [pins[pin][0] for pin in ("DI", "CE", "LSR") if pin in pins]
+    depth: dict = {}
+
+    def levels(bit) -> int:
+        if bit not in depth:  # iterative: a deep cone would overflow Python's stack
+            stack = [bit]
+            while stack:
+                top_bit = stack[-1]
+                pending = [b for b in lut_inputs.get(top_bit, ()) if b not in depth]
+                if pending:
+                    stack += pending
+                    continue
+                stack.pop()
+                inputs = lut_inputs.get(top_bit)
+                depth[top_bit] = 1 + max(depth[b] for b in inputs) if inputs else 0
+        return depth[bit]
+
+    return collections.Counter(levels(bit) for bit in flop_inputs if isinstance(bit, int))
 
 
 def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 4) -> Switch:
@@ -213,6 +259,9 @@ def main() -> None:
                 first = counts
         if args.levels:
             print(f"{name:34} {'LUT4 levels':15} {lut_levels(verilog, 'top')}", flush=True)
+            histogram = sorted(flop_levels(verilog, "top").items(), reverse=True)
+            each = ", ".join(f"{count} at {level}" for level, count in histogram)
+            print(f"{name:34} {'flip-flop inputs':15} {each}", flush=True)
         if args.fmax:
             start = time.perf_counter()
             fmax = ecp5_fmax(verilog, "top", range(1, args.seeds + 1))

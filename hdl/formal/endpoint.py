@@ -32,11 +32,24 @@ Properties (assertions):
   VC being presented is the one whose packet is under way (or, before its head is taken, one
   with a flit in its buffer). That strengthening makes them inductive (proven unbounded);
   without it they are checked bounded.
+
+With ``head_flits`` H > 1 (``router.head_bits``, docs/microarchitecture.md, *Heads longer than a
+flit*) every packet is its first flit, H - 1 head flits (kind body, the last a tail for a
+one-beat packet) whose payload is free (the endpoint must never show it), then its other
+beats; the sequence numbers count every flit, head flits included, and only the first flit
+and the beats carry theirs. ``presentation`` then states: the user sees the first flit's
+payload as the packet's first beat, then the beats, in order (a first beat's sequence number
+is the one after the previous packet's last flit, a beat's after it skips the head flits);
+a credit goes back for a VC only in a cycle its beat is taken or nothing is shown (a hidden
+flit taken), at most one a cycle, and when a beat is taken exactly as many credits have come
+back for its VC as flits were sent before the flit that shows it (so every hidden flit was
+taken, once). The entries' invariants above do not hold as written for head flits: with H > 1
+``presentation`` is checked bounded (``buffers`` stays inductive).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Signal
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -60,6 +73,7 @@ class EndpointHarness(wiring.Component):
         tag_width: int = 4,
         check: str = "buffers",
         state: bool = False,
+        head_flits: int = 1,
         unit_class: type = Endpoint,
     ):
         if check not in ("buffers", "presentation"):
@@ -68,6 +82,11 @@ class EndpointHarness(wiring.Component):
             raise ValueError("the buffer levels are internal: check='buffers' needs state=True")
         if (1 << tag_width) <= buffer_depth:
             raise ValueError(f"tag_width {tag_width!r} cannot count {buffer_depth!r} flits")
+        if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
+            raise ValueError(f"head_flits must be in 1..{buffer_depth}, not {head_flits!r}")
+        if head_flits > 1 and check == "presentation" and state:
+            raise ValueError("the entries' invariants are for heads of one flit: state=False")
+        self._head_flits = head_flits
         self._n, self._depth, self._tag_width = ejection_vcs, buffer_depth, tag_width
         self._vc_bits = max(1, (ejection_vcs - 1).bit_length())
         self._layout = FlitLayout(
@@ -83,6 +102,7 @@ class EndpointHarness(wiring.Component):
                 "send_vc": In(self._vc_bits),
                 "send_tail": In(1),
                 "take": In(1),
+                "junk": In(self._layout.payload_width),  # a head flit's payload
             }
         )
 
@@ -97,6 +117,7 @@ class EndpointHarness(wiring.Component):
             heads=DirectHeads(),
             source=0,
             ejection_vcs=n,
+            head_flits=self._head_flits,
         )
         if self._state:
             m.submodules.endpoint, internal = opened(endpoint, platform)
@@ -109,11 +130,13 @@ class EndpointHarness(wiring.Component):
         shown_tag = out.payload.data[vc_bits:]
         current = Signal(range(n + 1))  # the VC whose packet is under way, + 1; 0 for none
         kinds = link.flit.payload.kind.as_value()
+        h = self._head_flits
         for v in range(n):
             credits = Signal(range(depth + 1), name=f"credits{v}", init=depth)
             written = Signal(self._tag_width, name=f"written{v}")
             shown = Signal(self._tag_width, name=f"shown{v}")
             in_packet = Signal(name=f"in_packet{v}")
+            left = Signal(range(h), name=f"head_flits_left{v}")  # behind the first, to send
             sent = Signal(name=f"sent{v}")
             mine = Signal(name=f"taken{v}")
             m.d.comb += [
@@ -123,18 +146,38 @@ class EndpointHarness(wiring.Component):
                 Cover(mine & (shown == depth + 1)),
             ]
             if self._check == "presentation":
-                m.d.comb += [Assert(link.credit[v] == mine), Assert(~mine | (shown_tag == shown))]
+                m.d.comb += Assert(~mine | (shown_tag == shown))
+                if h == 1:
+                    m.d.comb += Assert(link.credit[v] == mine)
+                else:  # hidden flits return credits with nothing shown, one a cycle
+                    returned = Signal(self._tag_width, name=f"returned{v}")
+                    flit = (shown + Mux(out.payload.first, h - 1, 0))[: self._tag_width]
+                    m.d.comb += [
+                        Assert(~mine | link.credit[v]),
+                        Assert(~link.credit[v] | mine | ~out.valid),
+                        Assert(~mine | (returned == flit)),
+                    ]
+                    m.d.sync += returned.eq(returned + link.credit[v])
+            head_flit = in_packet & (left != 0)
             with m.If(sent):
+                # a head of several flits is no tail; its last head flit ends a one-beat packet
+                ends = Mux(~in_packet, h == 1, Mux(left != 0, left == 1, 1))
                 m.d.comb += [
                     link.flit.payload.vc.eq(v),
-                    link.flit.payload.payload.eq(Cat(Const(v, vc_bits), written)),
-                    kinds.eq(Cat(~in_packet, self.send_tail)),
+                    link.flit.payload.payload.eq(
+                        Mux(head_flit, self.junk, Cat(Const(v, vc_bits), written))
+                    ),
+                    kinds.eq(Cat(~in_packet, self.send_tail & ends)),
                 ]
-                m.d.sync += in_packet.eq(~self.send_tail)
+                m.d.sync += in_packet.eq(~(self.send_tail & ends))
+                with m.If(~in_packet):
+                    m.d.sync += left.eq(h - 1)
+                with m.Elif(left != 0):
+                    m.d.sync += left.eq(left - 1)
             m.d.sync += [
                 credits.eq(credits - sent + link.credit[v]),
                 written.eq(written + sent),
-                shown.eq(shown + mine),
+                shown.eq(shown + Mux(mine, Mux(out.payload.first, h, 1), 0)),
             ]
             if self._state:
                 fifo = f"received0_{v}." if n > 1 else "received0."
@@ -145,6 +188,11 @@ class EndpointHarness(wiring.Component):
         m.d.comb += link.flit.valid.eq(self.send)
         if self._check == "buffers":
             return m
+        if h > 1:
+            m.d.comb += [
+                Assert(_at_most_one(link.credit)),
+                Cover(taken & out.payload.first & out.payload.last),  # a one-beat packet
+            ]
         # one packet at a time, kept until its tail is taken
         m.d.comb += [
             Assert(~out.valid | (shown_vc < n)),

@@ -90,3 +90,62 @@ def test_forgotten_packet_caught(sby):
         check="presentation", tag_width=3, state=True, unit_class=ForgetsPacket
     )
     assert sby(harness, "prove", 2).status == "FAIL"
+
+
+class ForgetsFirstData(Endpoint):
+    """Planted bug: with head flits the first beat shows a stale register instead of the
+    first flit's payload (the first flit's data is never kept)."""
+
+    def elaborate(self, platform):
+        fragment, signals = opened(super().elaborate(platform), platform)
+        data = signals["first_data0"]
+        fragment.add_statements("sync", data.eq(data))  # the last one wins
+        return fragment
+
+
+class StripsOneTooFew(Endpoint):
+    """Planted bug: the receive side strips one head flit less than the packets carry, so the
+    last head flit's (meaningless) payload reaches the user as a beat."""
+
+    def _receive(self, m, a):
+        self._head_flits -= 1
+        super()._receive(m, a)
+        self._head_flits += 1
+
+
+@pytest.mark.parametrize(("ejection_vcs", "head_flits"), [(1, 2), (2, 3), (2, 4)])
+def test_head_flit_buffers_proven(sby, ejection_vcs, head_flits):
+    harness = EndpointHarness(ejection_vcs=ejection_vcs, head_flits=head_flits, state=True)
+    assert sby(harness, "prove", 2).status == "PASS"
+
+
+@pytest.mark.parametrize(("ejection_vcs", "head_flits"), [(1, 2), (1, 3)])
+def test_head_flit_presentation_bounded(sby, ejection_vcs, head_flits):
+    # 10 cycles: a one-beat and a longer packet, or a fill of the 4-flit buffer, per VC
+    harness = EndpointHarness(
+        ejection_vcs=ejection_vcs, head_flits=head_flits, check="presentation"
+    )
+    result = sby(harness, "bmc", 10)
+    assert result.status == "PASS", result.log
+
+
+@pytest.mark.formal
+def test_head_flit_presentation_bounded_two_vcs(sby):
+    harness = EndpointHarness(ejection_vcs=2, head_flits=3, check="presentation")
+    result = sby(harness, "bmc", 10)
+    assert result.status == "PASS", result.log
+
+
+def test_head_flit_covers_reached(sby):
+    # per VC the fifth flit's beat taken; a one-beat packet; a second VC's packet after another
+    result = sby(EndpointHarness(head_flits=3, check="presentation"), "cover", 12)
+    assert result.status == "PASS", result.log
+    assert len(result.reached) == 2 + 1 + 1
+
+
+@pytest.mark.parametrize("bug", [ForgetsFirstData, StripsOneTooFew])
+def test_head_flit_bugs_caught(sby, bug):
+    harness = EndpointHarness(
+        ejection_vcs=1, head_flits=3, tag_width=3, check="presentation", unit_class=bug
+    )
+    assert sby(harness, "bmc", 8).status == "FAIL"

@@ -9,30 +9,40 @@ Environment (assumptions):
   per credit pulse the unit puts on the link; it sends on a VC only while it holds a credit;
 - with ``order``, each flit carries its sequence number on its VC in its payload (modulo
   ``2**payload_width``); the kind is free;
-- the switch pops (``o[vc].ready``) whenever it likes.
+- the switch pops (``o[vc].ready``) whenever it likes; with ``max_skip`` (a switch that drops
+  a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*) a pop
+  takes ``skip[vc]`` more entries with the front, any number up to ``max_skip`` the FIFO holds
+  behind it, and the credit wire carries a count per VC.
 
 Properties (assertions), per VC:
 
 - ``level`` stays within 0..B and equals flits written minus flits popped (modulo the
-  counters' width); the sticky ``overflow`` stays low (no FIFO overflows; no pop underflows,
-  since a pop needs ``valid``, which is ``level != 0``);
-- credit conservation: sender credits + credit pulses on the link + ``level`` == B;
+  counters' width; a pop with ``skip`` takes 1 + ``skip``); the sticky ``overflow`` stays low
+  (no FIFO overflows; no pop underflows, since a pop needs ``valid``, which is ``level != 0``,
+  and takes no more than the FIFO holds);
+- credit conservation: sender credits + credits on the link + ``level`` == B (so the credits
+  returned are the entries freed: one per flit popped, 1 + ``skip`` for a pop with ``skip``);
 - with ``order``: the front's payload is the sequence number of the next flit to pop, so
-  flits leave in the order they came, each once, unmodified.
+  flits leave in the order they came, each once, unmodified (those a ``skip`` takes out
+  included: the front after them is the flit behind them); with ``max_skip``, ``last_tail``
+  of a pop is the tail bit of the last flit it takes, checked on one flit of each VC whose
+  sequence number the solver picks freely (``AnyConst``), whose kind the harness keeps.
 
 The counting properties are inductive on the ports alone. The order property depends on the
 FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` the harness reads
 them (:func:`~zfabric.hdl.formal.state.opened`, :func:`~zfabric.hdl.formal.state.peek`) and
 asserts, per VC, that the read-ahead pointer is one past the read pointer, the write pointer
 ``level`` entries past it, the ``level`` entries from the read pointer on hold the sequence
-numbers of the next flits to pop, in order, and the front register holds the control bits of
-the entry at the read pointer. That strengthening makes order inductive (proven unbounded);
-without it order is checked bounded (docs/verification.md).
+numbers of the next flits to pop, in order (and the watched flit's kind), and the front
+register holds the control bits of the entry at the read pointer. That strengthening makes
+order inductive (proven unbounded); without it order is checked bounded
+(docs/verification.md).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Signal
+from amaranth.asserts import AnyConst
+from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 
@@ -58,6 +68,8 @@ class InputUnitHarness(wiring.Component):
     state : bool
         With ``order``: also assert the invariants on the FIFOs' pointers and contents (for
         k-induction).
+    max_skip : int
+        As the unit's: the most entries a pop takes behind the front (0: none).
     unit_class : type
         The unit under proof: ``InputUnit`` or a deliberately broken subclass.
     """
@@ -70,6 +82,7 @@ class InputUnitHarness(wiring.Component):
         payload_width: int = 4,
         order: bool = False,
         state: bool = False,
+        max_skip: int = 0,
         unit_class: type = InputUnit,
     ):
         if state and not order:
@@ -85,9 +98,11 @@ class InputUnitHarness(wiring.Component):
             src_width=1,
         )
         self._n_vcs, self._depth, self._order, self._state = n_vcs, buffer_depth, order, state
-        self._unit_class = unit_class
+        self._unit_class, self._max_skip = unit_class, max_skip
+        skip = {"skip": In(range(max_skip + 1)).array(n_vcs)} if max_skip else {}
         super().__init__(
-            {
+            skip
+            | {
                 "send": In(1),
                 "send_vc": In(self._layout.vc_width),
                 "send_kind": In(2),
@@ -99,7 +114,9 @@ class InputUnitHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth, layout = self._depth, self._layout
-        unit = self._unit_class(flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth)
+        unit = self._unit_class(
+            flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth, max_skip=self._max_skip
+        )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
         else:
@@ -129,10 +146,19 @@ class InputUnitHarness(wiring.Component):
                 taken.eq(unit.o[vc].valid & unit.o[vc].ready),
                 Assume(~sent | (credits != 0)),
             ]
+            skip = 0
+            if self._max_skip:
+                skip = self.skip[vc]
+                m.d.comb += [
+                    unit.skip[vc].eq(skip),
+                    Assume(skip <= self._max_skip),
+                    Assume(~taken | (skip < level)),
+                    Cover(taken & (skip == self._max_skip)),
+                ]
             m.d.sync += [
                 credits.eq(credits - sent + pulse),
                 written.eq(written + sent),
-                popped.eq(popped + taken),
+                popped.eq(popped + Mux(taken, 1 + skip, 0)),
             ]
             m.d.comb += [
                 Assert(level <= depth),
@@ -152,11 +178,20 @@ class InputUnitHarness(wiring.Component):
                     ),
                     Cover(taken & (popped == depth + 1)),
                 ]
+            watch = None
+            if self._order and self._max_skip:
+                # one flit the solver picks by its sequence number; its tail bit, kept
+                watch, watched = AnyConst(width), Signal(name=f"watched_tail{vc}")
+                with m.If(sent & (written == watch)):
+                    m.d.sync += watched.eq(self.send_kind[1])
+                last = (popped + skip)[:width]
+                m.d.comb += Assert(~taken | (last != watch) | (unit.last_tail[vc] == watched))
+                watch = (watch, watched)
             if self._state:
-                self._invariants(m, internal, f"vc{vc}.", level, popped)
+                self._invariants(m, internal, f"vc{vc}.", level, popped, watch)
         return m
 
-    def _invariants(self, m: Module, internal: dict, fifo: str, level, popped) -> None:
+    def _invariants(self, m: Module, internal: dict, fifo: str, level, popped, watch) -> None:
         """The FIFO ``fifo``'s pointers and entries agree with ``level`` and the tags."""
         depth, layout = self._depth, self._layout
         entries = [
@@ -192,3 +227,6 @@ class InputUnitHarness(wiring.Component):
                             Assert(entry.payload == tag),
                             Assert(entry.head == tag[: layout.head_width]),
                         ]
+                        if watch is not None:
+                            tail = entry.kind.as_value()[1]
+                            m.d.comb += Assert((tag != watch[0]) | (tail == watch[1]))

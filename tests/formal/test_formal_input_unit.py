@@ -39,6 +39,35 @@ class ShortRing(input_unit.FrontFIFO):
         return Mux(pointer == self._depth - 2, 0, pointer + 1)
 
 
+class OneCreditPerPop(InputUnit):
+    """Planted bug: VC 0 returns one credit per pop, forgetting the surplus head flits a pop
+    with ``skip`` takes out with the head."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.sync += self.link.credit[0].eq(self.o[0].valid & self.o[0].ready)
+        return m
+
+
+class SkipIgnored(input_unit.FrontFIFO):
+    """Planted bug: the pointers move one entry per pop whatever ``skip`` says, while the level
+    drops by 1 + ``skip``: the surplus head flits stay at the front."""
+
+    def _add(self, pointer, count):
+        return pointer
+
+
+class LastIsFront(input_unit.FrontFIFO):
+    """Planted bug: ``last`` is the front's ctrl bits even when a pop takes entries behind it,
+    so a head whose surplus head flits end the packet does not cross as a tail."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        if self._max_skip:
+            m.d.comb += self.last.eq(self.r_data[: self._ctrl_width])
+        return m
+
+
 def test_counts_proven(sby):
     result = sby(InputUnitHarness(), "prove", 4)
     assert result.status == "PASS", result.log
@@ -92,3 +121,34 @@ def test_order_bounded_deep(sby):
     # two fills and drains of the 4-entry buffer per VC, with 3-bit sequence numbers wrapping
     result = sby(InputUnitHarness(order=True, payload_width=3), "bmc", 14)
     assert result.status == "PASS", result.log
+
+
+@pytest.mark.parametrize(("n_vcs", "depth", "max_skip"), [(2, 4, 2), (2, 3, 2), (1, 4, 3)])
+def test_multi_pop_proven(sby, n_vcs, depth, max_skip):
+    # a head and up to max_skip surplus head flits popped at once (sliced heads, head_bits)
+    result = sby(InputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, max_skip=max_skip), "prove", 4)
+    assert result.status == "PASS", result.log
+    harness = InputUnitHarness(
+        n_vcs=n_vcs, buffer_depth=depth, max_skip=max_skip, order=True, state=True
+    )
+    result = sby(harness, "prove", 2)
+    assert result.status == "PASS", result.log
+
+
+def test_multi_pop_covers_reached(sby):
+    # per VC as above, and a pop of the head with max_skip surplus head flits
+    result = sby(InputUnitHarness(order=True, max_skip=2), "cover", 12)
+    assert result.status == "PASS", result.log
+    assert len(result.reached) == 2 * 4
+
+
+def test_one_credit_per_pop_caught(sby):
+    result = sby(InputUnitHarness(max_skip=2, unit_class=OneCreditPerPop), "prove", 4)
+    assert result.status == "FAIL", result.log
+
+
+@pytest.mark.parametrize("bug", [SkipIgnored, LastIsFront])
+def test_multi_pop_fifo_bugs_caught(sby, monkeypatch, bug):
+    monkeypatch.setattr(input_unit, "FrontFIFO", bug)
+    result = sby(InputUnitHarness(max_skip=2, order=True), "bmc", 8)
+    assert result.status == "FAIL", result.log

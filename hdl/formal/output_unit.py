@@ -13,17 +13,22 @@ Environment (assumptions):
   owned VC; ``sent`` and ``released`` are the flit's VC one-hot and that bit if it is a tail,
   as the allocator drives them;
 - the downstream receiver holds every flit that reaches it and returns a credit pulse for one
-  of them whenever it likes, so the output may stall for ever.
+  of them whenever it likes, so the output may stall for ever; with ``credit_width`` > 1 (a
+  switch input that drops a head's surplus head flits, docs/microarchitecture.md, *Heads
+  longer than a flit*) it returns a count of any number of them it holds, up to what the
+  count's width says.
 
 Properties (assertions), per output VC:
 
 - the receiver never holds more than ``B`` flits (the unit spends no credit it lacks);
 - credit conservation: reference credits (``B`` minus flits sent plus credits returned) +
-  flits on the link + flits the receiver holds == ``B``;
+  flits on the link + flits the receiver holds == ``B``, so the counter never exceeds ``B``
+  and adds exactly the count returned;
 - ``ready`` (the registered credit-nonzero flag) equals ``credit != 0`` every cycle, and
   ``spare`` says whether the next cycle's count is nonzero even if this one spends a credit;
 - with ``second`` (``stages: 4``), ``spare2`` and ``keep2`` say whether the next cycle's
-  count is two or more if this one spends a credit, and if it does not;
+  count is two or more if this one spends a credit (in a cycle with a credit to spend: the
+  allocator reads it only when a flit goes), and if it does not;
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
   tail; a single flit leaves it free).
 
@@ -58,6 +63,7 @@ class OutputUnitHarness(wiring.Component):
         acquire: bool = False,
         second: bool = False,
         state: bool = False,
+        credit_width: int = 1,
         unit_class: type = OutputUnit,
     ):
         self._layout = FlitLayout(
@@ -65,13 +71,14 @@ class OutputUnitHarness(wiring.Component):
         )
         self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
         self._acquire, self._second, self._state = acquire, second, state
+        self._credit_width = credit_width
         super().__init__(
             {
                 "send": In(1),
                 "send_vc": In(self._layout.vc_width),
                 "send_kind": In(2),
                 "send_payload": In(2),
-                "give_back": In(n_vcs),
+                "give_back": In(credit_width).array(n_vcs),
                 "take": In(n_vcs),
             }
         )
@@ -85,6 +92,7 @@ class OutputUnitHarness(wiring.Component):
             buffer_depth=depth,
             acquire=self._acquire,
             second=self._second,
+            credit_width=self._credit_width,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -114,7 +122,7 @@ class OutputUnitHarness(wiring.Component):
                 unit.released[vc].eq(sent & self.send_kind[1]),
                 arrives.eq(link.valid & (link.payload.vc == vc)),
                 pulse.eq(self.give_back[vc]),
-                Assume(~pulse | (held != 0)),
+                Assume(pulse <= held),
                 Assume(~sent | (credits != 0)),
             ]
             if self._acquire:
@@ -146,7 +154,9 @@ class OutputUnitHarness(wiring.Component):
                 Assert(unit.free[vc] == ~owned),
                 *(
                     [
-                        Assert(unit.spare2[vc] == (credits + pulse - (credits != 0) >= 2)),
+                        # read only in a cycle that sends, so with a credit (a count of two
+                        # coming back to none is not "two after sending")
+                        Assert((credits == 0) | (unit.spare2[vc] == (credits + pulse - 1 >= 2))),
                         Assert(unit.keep2[vc] == (credits + pulse >= 2)),
                     ]
                     if self._second
@@ -155,4 +165,6 @@ class OutputUnitHarness(wiring.Component):
                 Cover((credits == 0) & owned),
                 Cover(sent & self.send_kind[1] & ~self.send_kind[0] & (held == depth - 1)),
             ]
+            if self._credit_width > 1:  # the widest count back in one cycle
+                m.d.comb += Cover(pulse == (1 << self._credit_width) - 1)
         return m

@@ -19,6 +19,14 @@ harness gives it the full width, as the header a packet starts with.
 Units alike on switches without an ``identity`` input are one module whatever the switch, so
 the unit is checked against every distinct decision table of those switches: a switch whose
 decisions differ from its unit's is a failure like any.
+
+Sliced heads that span several flits (``router.head_bits``, docs/microarchitecture.md, *Heads
+longer than a flit*) give the units two more outputs: ``flits``, the head flits of the head at
+the input, and ``skip``, those the next head no longer needs. The head field does not carry
+the header's length, which the unit reads from the bits themselves, so these are checked on
+every head some packet brings to the input (:func:`~zfabric.hdl.router.route.reachable_states`):
+``flits`` is ``head_flits`` of the routing function's ``head_length`` of the head, ``skip``
+that less ``head_flits`` of the next head's length.
 """
 
 from __future__ import annotations
@@ -30,8 +38,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from zfabric.plan import FabricPlan
+from zfabric.routing import head_flits
 
-from ..router.route import RouteRows, candidate_mask
+from ..flit import surplus_head_flits
+from ..router.route import RouteRows, candidate_mask, reachable_states
 
 __all__ = ["RouteHarness"]
 
@@ -42,7 +52,7 @@ def reference(rows: RouteRows, switch: int, port: int, vc: int) -> list[tuple[in
     row, routing = rows.row(switch), rows.routing
     sliced = rows.kind == "sliced"
     table = []
-    for value in range(1 << row.head_width):
+    for value in range(1 << row.head_width):  # every value: unreachable ones are checked too
         try:
             decision = routing.route(switch, port, vc, (value, row.head_width) if sliced else value)
         except LookupError:
@@ -52,6 +62,24 @@ def reference(rows: RouteRows, switch: int, port: int, vc: int) -> list[tuple[in
         head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
         table.append((mask, head if mask else None))
     return table
+
+
+def head_flit_table(rows: RouteRows) -> dict[tuple[int, int], dict[int, tuple[int, int]]]:
+    """Per (switch, input port): per head value some packet brings there, its head flits and
+    the surplus the switch drops with it (``flits``, ``skip``), from the routing function's
+    head lengths; a value brought with two lengths is refused (no unit could tell them)."""
+    bits = rows.plan.router.head_bits
+    found: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+    for s, p, _v, head, decision in reachable_states(rows.view, rows.routing):
+        flits = head_flits(rows.routing.head_length(head), bits)
+        skip = flits - head_flits(rows.routing.head_length(decision.head), bits)
+        known = found.setdefault((s, p), {}).setdefault(head[0], (flits, skip))
+        if known != (flits, skip):
+            raise ValueError(
+                f"switch {s} port {p}: head {head[0]} reaches it as {known} and as"
+                f" {(flits, skip)} head flits and surplus"
+            )
+    return found
 
 
 class RouteHarness(wiring.Component):
@@ -75,6 +103,9 @@ class RouteHarness(wiring.Component):
         for switch in switches:
             self._groups.setdefault(self._rows.row(switch).key, []).append(switch)
         self._head_width = self._rows.head_width
+        # sliced heads of several flits: the units also give their head flits and surplus
+        several = self._rows.kind == "sliced" and surplus_head_flits(plan)
+        self._flits = head_flit_table(self._rows) if several else None
         size = max(2, *(len(group) for group in self._groups.values()))
         # per group: which of its switches the units are (free), by position in the group
         super().__init__(
@@ -122,3 +153,10 @@ class RouteHarness(wiring.Component):
                 m.d.comb += Assert(~asked | (unit.cand == mask))
                 if head is not None:
                     m.d.comb += Assert(~asked | (unit.next_head == head))
+        if self._flits is None:
+            return
+        for i, switch in enumerate(group):
+            this = (which == i) if row.identity_width else True
+            for value, (flits, skip) in self._flits.get((switch, port), {}).items():
+                asked = this & (self.head == value)
+                m.d.comb += Assert(~asked | ((unit.flits == flits) & (unit.skip == skip)))

@@ -48,7 +48,7 @@ from .duato import DuatoRoute
 from .flat import FlatRoute
 from .hyperz import HyperzRoute
 from .ports import RouteUnitSignature, SwitchPorts, candidate_mask
-from .rows import RouteRow, RouteRows, reachable_turns, route_row
+from .rows import RouteRow, RouteRows, reachable_states, reachable_turns, route_row
 from .sliced import SlicedRoute
 from .source_destination import SourceDestinationRoute
 from .table import TableRoute
@@ -69,5 +69,6 @@ __all__ = [
     "RouteRow",
     "RouteRows",
     "route_row",
+    "reachable_states",
     "reachable_turns",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from amaranth.lib import wiring
 
 from zfabric.plan import FabricPlan, PlanView
@@ -29,7 +31,7 @@ from .sliced import SlicedRoute
 from .source_destination import SourceDestinationRoute
 from .table import TableRoute
 
-__all__ = ["RouteRow", "RouteRows", "route_row", "reachable_turns"]
+__all__ = ["RouteRow", "RouteRows", "route_row", "reachable_states", "reachable_turns"]
 
 #: the nDT routings :class:`DORTRoute` and :class:`DORTAdaptiveRoute` compute by arithmetic
 NDT_ARITHMETIC = ("dort", "tsdor", "dort_adaptive")
@@ -87,17 +89,15 @@ class RouteRow:
         return self._make(port, vc)
 
 
-def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[int, int]]]:
-    """Per switch, the (input port, output port) pairs some packet takes.
+def reachable_states(view: PlanView, routing: RoutingFunction) -> Iterator[tuple]:
+    """Every ``(switch, in_port, in_vc, head, decision)`` some packet reaches, once per the
+    routing's state key (:meth:`~zfabric.routing.base.RoutingFunction.state_key`).
 
     Walks every source's every injection choice to every destination through every candidate
-    and VC the routing function offers, as the deadlock proof does. Turns no packet takes (a
-    U-turn, a DOR turn back to a lower dimension) need no crossbar connection and no
-    arbitration. A packet to its own source is not a packet (the model refuses it too).
+    and VC the routing function offers, as the deadlock proof does. A packet to its own source
+    is not a packet (the model refuses it too).
     """
-    plan = view.plan
-    turns: list[set[tuple[int, int]]] = [set() for _ in plan.switches]
-    n = len(plan.endpoints)
+    n = len(view.plan.endpoints)
     out_link = view.out_link
     for dst in range(n):
         seen = set()  # heads name their destination, so states never repeat across dst
@@ -114,12 +114,22 @@ def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[
                 continue
             seen.add(key)
             decision = routing.route(s, p, v, head)
+            yield s, p, v, head, decision
             for hop in decision.hops:
-                turns[s].add((p, hop.port))
                 link = out_link[s][hop.port]
                 if link is not None:
                     for w in hop.vcs:
                         stack.append((link.dst.switch, link.dst.port, w, decision.head))
+
+
+def reachable_turns(view: PlanView, routing: RoutingFunction) -> list[set[tuple[int, int]]]:
+    """Per switch, the (input port, output port) pairs some packet takes
+    (:func:`reachable_states`). Turns no packet takes (a U-turn, a DOR turn back to a lower
+    dimension) need no crossbar connection and no arbitration."""
+    turns: list[set[tuple[int, int]]] = [set() for _ in view.plan.switches]
+    for s, p, _v, _head, decision in reachable_states(view, routing):
+        for hop in decision.hops:
+            turns[s].add((p, hop.port))
     return turns
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from zfabric.plan import FabricPlan
 
+from ..flit import built_head_flits, credit_width, surplus_head_flits
 from ..router.route import RouteRows
 from ..switch import Switch
 from .allocator import AllocatorHarness
@@ -83,6 +84,10 @@ class ProofKind:
     #: per output VC, its priority level (occupancy selection only; else empty)
     levels: tuple[int, ...] = ()
     vc_split: bool = False
+    #: surplus head flits an input pops with a head (sliced heads of several flits), and per
+    #: output port the bits of the credit count it receives (1: a pulse)
+    max_skip: int = 0
+    out_credit: tuple[int, ...] = ()
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -106,6 +111,8 @@ class ProofKind:
             text += ", VC allocation in two cycles"
         if self.one_port:
             text += ", one-port candidates"
+        if self.max_skip:
+            text += f", heads pop up to {self.max_skip} surplus head flits"
         return text
 
 
@@ -118,12 +125,23 @@ class EndpointKind:
     buffer_depth: int
     switches: tuple[str, ...] = field(compare=False, default=())
     injection_vcs: int = 1
+    #: head flits of every packet (router.head_bits, heads that keep their length), sent and
+    #: stripped; the most head flits of a packet whose count varies (sliced), sent only (they
+    #: arrive as one), or 0; the bits of the injection link's credit count
+    head_flits: int = 1
+    varying: int = 0
+    credit_width: int = 1
 
     @property
     def label(self) -> str:
         vcs = f"{self.ejection_vcs} ejection VC{'s' if self.ejection_vcs > 1 else ''}"
         inject = f"{self.injection_vcs} injection VC{'s' if self.injection_vcs > 1 else ''}"
-        return f"endpoint receive and injection sides, {vcs}, {inject}, B={self.buffer_depth}"
+        text = f"endpoint receive and injection sides, {vcs}, {inject}, B={self.buffer_depth}"
+        if self.head_flits > 1:
+            text += f", {self.head_flits} head flits"
+        if self.varying:
+            text += f", 1 to {self.varying} head flits sent"
+        return text
 
 
 def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
@@ -146,17 +164,23 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             one_port=alloc._one_port,
             levels=alloc._levels if alloc._selection == "occupancy" else (),
             vc_split=alloc._vc_split,
+            max_skip=switch.input_units[0]._max_skip,
+            out_credit=tuple(unit.link.signature.credit_width for unit in switch.output_units),
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
         parts = (switch, alloc, *switch.input_units, *switch.output_units)
         for part in (*parts, *switch.route_units.values()):
             part._MustUse__used = True
+    surplus = surplus_head_flits(plan)
     endpoints = EndpointKind(
         plan.router.ejection_vcs,
         plan.buffer_depth,
         tuple(e.name for e in plan.endpoints),
         plan.router.injection_vcs,
+        head_flits=built_head_flits(plan),
+        varying=1 + surplus if surplus else 0,
+        credit_width=credit_width(plan),
     )
     return [
         ProofKind(
@@ -194,31 +218,51 @@ class Property:
 
 def _endpoint_properties(kind: EndpointKind) -> list[Property]:
     n, b, m = kind.ejection_vcs, kind.buffer_depth, kind.injection_vcs
-    unit = f"endpoint ({n} VC{'s' if n > 1 else ''}, B={b})"
+    h, varying, width = kind.head_flits, kind.varying, kind.credit_width
+    unit = f"endpoint ({n} VC{'s' if n > 1 else ''}, B={b}" + (f", H={h})" if h > 1 else ")")
     tag_width = b.bit_length() + 1
+    if h == 1:
+        presentation = (
+            "one packet presented at a time, kept until its tail is taken; every flit presented "
+            "once, in order, unchanged until taken; a credit back per flit taken"
+        )
+    else:  # the entries' invariants are for heads of one flit: bounded (hdl/formal/endpoint)
+        presentation = (
+            "one packet presented at a time, kept until its tail is taken; the first flit's "
+            "payload shown as the first beat, the beats once, in order, unchanged until taken; "
+            f"the {h - 1} head flits behind the first never shown; a credit back per flit "
+            "taken, shown or hidden"
+        )
+    sent = (
+        f"; {h - 1} head flits after each first flit"
+        if h > 1
+        else f"; 1 to {varying} head flits per packet, credit counts"
+        if varying
+        else ""
+    )
     return [
         Property(
             unit,
             "buffers",
             "per ejection VC: switch credits + flits in the receive buffer = B (no overflow)",
             "endpoint buffers",
-            lambda: EndpointHarness(ejection_vcs=n, buffer_depth=b, state=True),
-            ("endpoint buffers", n, b),
+            lambda: EndpointHarness(ejection_vcs=n, buffer_depth=b, head_flits=h, state=True),
+            ("endpoint buffers", n, b, h),
         ),
         Property(
             unit,
             "presentation",
-            "one packet presented at a time, kept until its tail is taken; every flit presented "
-            "once, in order, unchanged until taken; a credit back per flit taken",
-            "endpoint presentation",
+            presentation,
+            "endpoint presentation" if h == 1 else None,
             lambda: EndpointHarness(
                 ejection_vcs=n,
                 buffer_depth=b,
                 tag_width=tag_width,
                 check="presentation",
-                state=True,
+                state=h == 1,
+                head_flits=h,
             ),
-            ("endpoint presentation", n, b),
+            ("endpoint presentation", n, b, h),
             max_depth=ENDPOINT_DEPTH,
         ),
         Property(
@@ -226,10 +270,17 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
             "injection",
             "(one attachment, destination heads) per VC: credits + link + switch buffer = B; "
             "each flit is the beat taken, its head the destination; a head only between "
-            "packets, the other flits on their head's VC",
+            "packets, the other flits on their head's VC" + sent,
             "endpoint injection",
-            lambda: InjectionHarness(injection_vcs=m, buffer_depth=b, state=True),
-            ("endpoint injection", m, b),
+            lambda: InjectionHarness(
+                injection_vcs=m,
+                buffer_depth=b,
+                head_flits=varying or h,
+                varying=bool(varying),
+                credit_width=width,
+                state=True,
+            ),
+            ("endpoint injection", m, b, h, varying, width),
         ),
     ]
 
@@ -241,31 +292,44 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
     b = kind.buffer_depth
     tag_width = max(4, b.bit_length() + 1)  # sequence numbers tell a buffer's flits apart
     found = []
+    skip = kind.max_skip
     for n in sorted(set(kind.in_vcs)):
-        unit = f"input unit ({n} VC{'s' if n > 1 else ''}, B={b})"
+        unit = f"input unit ({n} VC{'s' if n > 1 else ''}, B={b}" + (
+            f", pops of up to {1 + skip})" if skip else ")"
+        )
         found += [
             Property(
                 unit,
                 "counts",
                 "per VC: level in 0..B and = written - popped, no overflow or underflow, "
-                "sender credits + credits on the link + level = B",
+                "sender credits + credits on the link + level = B"
+                + (" (a pop of 1 + skip entries returns as many credits at once)" if skip else ""),
                 "input counts",
-                lambda n=n: InputUnitHarness(n_vcs=n, buffer_depth=b),
-                ("input counts", n, b),
+                lambda n=n: InputUnitHarness(n_vcs=n, buffer_depth=b, max_skip=skip),
+                ("input counts", n, b, skip),
             ),
             Property(
                 unit,
                 "order",
-                "every flit leaves once, unmodified, in the order it came (sequence tags)",
+                "every flit leaves once, unmodified, in the order it came (sequence tags)"
+                + ("; a pop's last_tail is the last entry's tail bit" if skip else ""),
                 "input order",
                 lambda n=n: InputUnitHarness(
-                    n_vcs=n, buffer_depth=b, order=True, state=True, payload_width=tag_width
+                    n_vcs=n,
+                    buffer_depth=b,
+                    order=True,
+                    state=True,
+                    payload_width=tag_width,
+                    max_skip=skip,
                 ),
-                ("input order", n, b),
+                ("input order", n, b, skip),
             ),
         ]
-    for n in sorted(set(kind.out_vcs)):
-        unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b})"
+    widths = kind.out_credit or (1,) * len(kind.out_vcs)
+    for n, width in sorted(set(zip(kind.out_vcs, widths, strict=True))):
+        unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b}" + (
+            f", credit counts of {width} bits)" if width > 1 else ")"
+        )
         found.append(
             Property(
                 unit,
@@ -274,10 +338,15 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 + ("spare2 and keep2 = two credits next cycle, " if kind.split else "")
                 + "owner set by a head (or acquire), released by the tail",
                 "output credits",
-                lambda n=n: OutputUnitHarness(
-                    n_vcs=n, buffer_depth=b, acquire=kind.pipelined, second=kind.split, state=True
+                lambda n=n, width=width: OutputUnitHarness(
+                    n_vcs=n,
+                    buffer_depth=b,
+                    acquire=kind.pipelined,
+                    second=kind.split,
+                    credit_width=width,
+                    state=True,
                 ),
-                ("output", n, b, kind.pipelined, kind.split),
+                ("output", n, b, kind.pipelined, kind.split, width),
             )
         )
     settings = {

@@ -13,7 +13,9 @@ from test_formal_input_unit import CreditTwice
 from zfabric.hdl.formal import kinds
 from zfabric.hdl.formal.allocator import AllocatorHarness
 from zfabric.hdl.formal.input_unit import InputUnitHarness
+from zfabric.hdl.formal.output_unit import OutputUnitHarness
 
+from zfabric import compile_plan, load_spec
 from zfabric.cli import main
 
 
@@ -160,3 +162,62 @@ def test_stages_4_planted_bug_fails(tools, example, tmp_path, monkeypatch, capsy
     assert "switch allocation in two cycles" in switch["units"]
     failed = {p["property"] for p in switch["properties"] if p["result"] == "failed"}
     assert failed == {"ownership"}
+
+
+#: the 16-processor super node of tests/hdl's snode-16
+SNODE_16 = {
+    "name": "snode-16",
+    "topology": {"kind": "znode", "znodes": 2, "z": [2, 4], "R": [2, 2]},
+}
+
+
+def _head_flit_spec(example, name: str | None, routing: str, head_bits: int) -> dict:
+    """examples/``name`` (None: :data:`SNODE_16`) with ``routing`` and ``router.head_bits``."""
+    data = yaml.safe_load(example(name).read_text()) if name else dict(SNODE_16)
+    return data | {"routing": routing, "router": {"head_bits": head_bits}}
+
+
+def _head_flit_plan(example, name: str | None, routing: str, head_bits: int):
+    return compile_plan(load_spec(_head_flit_spec(example, name, routing, head_bits)))
+
+
+def test_head_flit_kinds(example):
+    """The proof kinds carry the head flits the RTL builds: flat on znode-64 (6-bit addresses)
+    at 3 bits a flit, 2 head flits sent and stripped by every endpoint, nothing dropped on the
+    way; sliced on snode-16 (headers of up to 1 + 1 + 1 + 2 + 1 = 6 bits: turn bits, the Znode
+    id, the labels of levels 2 and 1) at 2 bits a flit, 1 to 3 head flits sent, up to 2
+    dropped with a head, so 2-bit credit counts into every switch input."""
+    *switches, endpoint = kinds.proof_kinds(_head_flit_plan(example, "znode-64", "flat", 3))
+    assert (endpoint.head_flits, endpoint.varying, endpoint.credit_width) == (2, 0, 1)
+    assert all(k.max_skip == 0 and set(k.out_credit) == {1} for k in switches)
+    props = {p.name: p.make() for p in kinds.properties(endpoint)}
+    assert props["presentation"]._head_flits == 2 and props["injection"]._head_flits == 2
+    *switches, endpoint = kinds.proof_kinds(_head_flit_plan(example, None, "sliced", 2))
+    assert (endpoint.head_flits, endpoint.varying, endpoint.credit_width) == (1, 3, 2)
+    for kind in switches:
+        assert kind.max_skip == 2
+        # a count toward switches, a pulse toward the endpoints (level-1 down ports)
+        assert set(kind.out_credit) <= {1, 2} and 2 in kind.out_credit
+        made = {(p.unit, p.name): p.make() for p in kinds.properties(kind)}
+        assert {h._max_skip for h in made.values() if isinstance(h, InputUnitHarness)} == {2}
+        widths = {h._credit_width for h in made.values() if isinstance(h, OutputUnitHarness)}
+        assert widths == set(kind.out_credit)
+    injection = next(p for p in kinds.properties(endpoint) if p.name == "injection").make()
+    assert (injection._head_flits, injection._varying, injection._credit_width) == (3, True, 2)
+
+
+@pytest.mark.formal
+@pytest.mark.parametrize(
+    ("name", "routing", "head_bits"),
+    # fixed heads of 2 flits on a torus (4 destinations, 1 bit a flit) and on znode-64 (flat,
+    # 6-bit addresses at 3 bits); sliced heads of 1 to 3 flits on the super node
+    [("torus-2x2", "dor", 1), ("znode-64", "flat", 3), (None, "sliced", 2)],
+)
+def test_head_flit_plans_hold(tools, example, tmp_path, capsys, name, routing, head_bits):
+    data = _head_flit_spec(example, name, routing, head_bits)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["prove", str(path), "--json", "-q", "-o", str(tmp_path / "proofs")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    plan = compile_plan(load_spec(data))
+    assert report["holds"] and len(report["kinds"]) == len(kinds.proof_kinds(plan))

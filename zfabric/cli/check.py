@@ -77,19 +77,19 @@ def require_route_unit(spec: FabricSpec, command: str) -> None:
 
 
 #: RTL commands not checked with heads of several flits: they refuse every such plan
-ONE_FLIT_HEADS_ONLY = ("prove", "board")
+ONE_FLIT_HEADS_ONLY = ("board",)
 
 
 def require_built_heads(plan: FabricPlan, command: str) -> None:
     """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``) for
-    the commands not checked with them (``prove``, ``board``; docs/microarchitecture.md,
-    *Heads longer than a flit*)."""
+    the commands not checked with them (``board``; docs/microarchitecture.md, *Heads longer
+    than a flit*)."""
     if command in ONE_FLIT_HEADS_ONLY and multi_flit_heads(plan):
         raise SpecError(
             "router.head_bits",
             f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric"
             f" {command} builds heads of one flit only (check, simulate, sweep, study,"
-            " verilog, cosim, synth and run take them)",
+            " verilog, cosim, synth, prove and run take them)",
         )
 
 

@@ -43,8 +43,11 @@ is the one after the previous packet's last flit, a beat's after it skips the he
 a credit goes back for a VC only in a cycle its beat is taken or nothing is shown (a hidden
 flit taken), at most one a cycle, and when a beat is taken exactly as many credits have come
 back for its VC as flits were sent before the flit that shows it (so every hidden flit was
-taken, once). The entries' invariants above do not hold as written for head flits: with H > 1
-``presentation`` is checked bounded (``buffers`` stays inductive).
+taken, once). The entries' invariants then give each entry its place in its packet (the
+first flit, a head flit, a beat), from the place of the next flit to take (the head flits
+the presented packet still hides, or whether a packet is under way) on, a tail resetting it;
+the sender stands at the place after the last entry, and while head flits are hidden the
+endpoint keeps the first flit's payload. Inductive as for heads of one flit.
 """
 
 from __future__ import annotations
@@ -84,8 +87,6 @@ class EndpointHarness(wiring.Component):
             raise ValueError(f"tag_width {tag_width!r} cannot count {buffer_depth!r} flits")
         if not isinstance(head_flits, int) or not 1 <= head_flits <= buffer_depth:
             raise ValueError(f"head_flits must be in 1..{buffer_depth}, not {head_flits!r}")
-        if head_flits > 1 and check == "presentation" and state:
-            raise ValueError("the entries' invariants are for heads of one flit: state=False")
         self._head_flits = head_flits
         self._n, self._depth, self._tag_width = ejection_vcs, buffer_depth, tag_width
         self._vc_bits = max(1, (ejection_vcs - 1).bit_length())
@@ -145,19 +146,20 @@ class EndpointHarness(wiring.Component):
                 Assume(~sent | (credits != 0)),
                 Cover(mine & (shown == depth + 1)),
             ]
+            # the sequence number of the next flit to take (shown's, with heads of one flit)
+            returned = Signal(self._tag_width, name=f"returned{v}")
+            m.d.sync += returned.eq(returned + link.credit[v])
             if self._check == "presentation":
                 m.d.comb += Assert(~mine | (shown_tag == shown))
                 if h == 1:
                     m.d.comb += Assert(link.credit[v] == mine)
                 else:  # hidden flits return credits with nothing shown, one a cycle
-                    returned = Signal(self._tag_width, name=f"returned{v}")
                     flit = (shown + Mux(out.payload.first, h - 1, 0))[: self._tag_width]
                     m.d.comb += [
                         Assert(~mine | link.credit[v]),
                         Assert(~link.credit[v] | mine | ~out.valid),
                         Assert(~mine | (returned == flit)),
                     ]
-                    m.d.sync += returned.eq(returned + link.credit[v])
             head_flit = in_packet & (left != 0)
             with m.If(sent):
                 # a head of several flits is no tail; its last head flit ends a one-beat packet
@@ -184,7 +186,8 @@ class EndpointHarness(wiring.Component):
                 level = internal[fifo + "level"]
                 m.d.comb += [Assert(credits + level == depth), Cover(level == depth)]
                 if self._check == "presentation":
-                    self._invariants(m, internal, fifo, v, current, in_packet, written, shown)
+                    sender = (in_packet, left, written)
+                    self._invariants(m, internal, fifo, v, current, sender, shown, returned)
         m.d.comb += link.flit.valid.eq(self.send)
         if self._check == "buffers":
             return m
@@ -221,36 +224,75 @@ class EndpointHarness(wiring.Component):
                 m.d.comb += Assert((current != v + 1) | (presenting == 1 << v))
                 # a VC chosen before its head is taken holds that head in its buffer
                 level = internal[f"received0_{v}.level"]
-                m.d.comb += Assert(~presenting[v] | (current != 0) | (level != 0))
+                waiting = level != 0
+                if h > 1:  # or its first flit taken, hidden, and head flits still to come
+                    waiting = waiting | (internal["head_flits_behind0"] != 0)
+                m.d.comb += Assert(~presenting[v] | (current != 0) | waiting)
+            if h > 1:  # hidden head flits still to take: of the VC being presented
+                m.d.comb += Assert((internal["head_flits_behind0"] == 0) | presenting.any())
         return m
 
-    def _invariants(self, m, internal, fifo, v, current, in_packet, written, shown) -> None:
+    def _invariants(self, m, internal, fifo, v, current, sender, shown, returned) -> None:
         """Receive buffer ``fifo`` of VC ``v``: its pointers agree with its level, and its
         entries are the flits sent and not yet taken, in order: this VC's, tagged from
-        ``shown`` on, a head exactly after a tail (the first one: unless its packet is under
-        way), the last one a tail unless the sender is inside a packet."""
-        depth, vc_bits, tags = self._depth, self._vc_bits, self._tag_width
+        ``returned`` on, each at its place in its packet (the first flit, a head flit, a beat:
+        a first flit exactly after a tail, and after the ones this VC's packet has already
+        taken), the last one where the sender stands (``sender``: inside a packet, head flits
+        left to send, the next sequence number)."""
+        depth, vc_bits, tags, h = self._depth, self._vc_bits, self._tag_width, self._head_flits
+        in_packet, left, written = sender
         level, consume = internal[fifo + "level"], internal[fifo + "consume"]
         entries = [
             peek(internal[fifo + "storage"], i, f"{fifo[:-1]}_entry{i}") for i in range(depth)
         ]
+        # hidden head flits this VC's packet still has to take (0 unless it is presented)
+        behind = 0
+        if h > 1:
+            behind = internal["head_flits_behind0"]
+            m.d.comb += Assert(behind < h)
+            if self._n > 1:
+                behind = Mux(internal["presenting0"][v], behind, 0)
+            m.d.comb += [
+                Assert((behind == 0) | (current == 0)),
+                # the first flit's payload, kept for the first beat
+                Assert((behind == 0) | (internal["first_data0"] == Cat(Const(v, vc_bits), shown))),
+            ]
+        # the place in its packet of the next flit to take: 0 the first flit, 1 to h - 1 its
+        # head flits, h a beat after them
+        place = Signal(range(h + 1), name=f"place{v}_0")
+        m.d.comb += place.eq(Mux(behind != 0, h - behind, Mux(current == v + 1, h, 0)))
         m.d.comb += [
             Assert(consume < depth),
             Assert(internal[fifo + "produce"] == (consume + level) % depth),
-            Assert(written == (shown + level)[:tags]),
+            Assert(written == (returned + level)[:tags]),
+            Assert(shown == (returned - Mux(behind != 0, h - behind, 0))[:tags]),
+            Assert(in_packet | (left == 0)),
+            Assert(left < h),  # counters of range(h) hold up to the next power of two
         ]
-        with m.If(level == 0):
-            m.d.comb += Assert(in_packet == (current == v + 1))
-        for r in range(depth):
-            with m.If(consume == r):
-                for j in range(depth):
-                    entry = entries[(r + j) % depth]  # kind (head, tail), source, VC, tag
-                    head = (current != v + 1) if j == 0 else entries[(r + j - 1) % depth][1]
-                    with m.If(level > j):
-                        m.d.comb += [
-                            Assert(entry[3 : 3 + vc_bits] == v),
-                            Assert(entry[3 + vc_bits :] == (shown + j)[:tags]),
-                            Assert(entry[0] == head),
-                        ]
-                    with m.If(level == j + 1):
-                        m.d.comb += Assert(in_packet == ~entry[1])
+        places = [place]
+        for j in range(depth):
+            # the j-th flit to take: kind (head, tail), source, VC, tag
+            entry = Signal(len(entries[0]), name=f"{fifo[:-1]}_at{j}")
+            with m.Switch(consume):
+                for r in range(depth):
+                    with m.Case(r):
+                        m.d.comb += entry.eq(entries[(r + j) % depth])
+            at = places[j]
+            with m.If(level > j):
+                m.d.comb += [
+                    Assert(entry[0] == (at == 0)),
+                    Assert(~entry[1] | (at >= h - 1)),
+                ]
+                with m.If((at == 0) | (at == h)):  # head flits carry nothing to check
+                    m.d.comb += [
+                        Assert(entry[3 : 3 + vc_bits] == v),
+                        Assert(entry[3 + vc_bits :] == (returned + j)[:tags]),
+                    ]
+            after = Signal(range(h + 1), name=f"place{v}_{j + 1}")
+            m.d.comb += after.eq(Mux(entry[1], 0, Mux(at == h, h, at + 1)))
+            places.append(after)
+        # where the sender stands: the place of the next flit it sends
+        standing = Mux(in_packet, h - left, 0)
+        for j in range(depth + 1):
+            with m.If(level == j):
+                m.d.comb += Assert(standing == places[j])

@@ -226,7 +226,7 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
             "one packet presented at a time, kept until its tail is taken; every flit presented "
             "once, in order, unchanged until taken; a credit back per flit taken"
         )
-    else:  # the entries' invariants are for heads of one flit: bounded (hdl/formal/endpoint)
+    else:
         presentation = (
             "one packet presented at a time, kept until its tail is taken; the first flit's "
             "payload shown as the first beat, the beats once, in order, unchanged until taken; "
@@ -253,13 +253,13 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
             unit,
             "presentation",
             presentation,
-            "endpoint presentation" if h == 1 else None,
+            "endpoint presentation",
             lambda: EndpointHarness(
                 ejection_vcs=n,
                 buffer_depth=b,
                 tag_width=tag_width,
                 check="presentation",
-                state=h == 1,
+                state=True,
                 head_flits=h,
             ),
             ("endpoint presentation", n, b, h),

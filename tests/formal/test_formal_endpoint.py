@@ -119,13 +119,29 @@ def test_head_flit_buffers_proven(sby, ejection_vcs, head_flits):
     assert sby(harness, "prove", 2).status == "PASS"
 
 
-@pytest.mark.parametrize(("ejection_vcs", "head_flits"), [(1, 2), (1, 3)])
-def test_head_flit_presentation_bounded(sby, ejection_vcs, head_flits):
-    # 10 cycles: a one-beat and a longer packet, or a fill of the 4-flit buffer, per VC
-    harness = EndpointHarness(
-        ejection_vcs=ejection_vcs, head_flits=head_flits, check="presentation"
-    )
+def test_head_flit_presentation_bounded(sby):
+    # on the ports alone, 10 cycles: a one-beat and a longer packet, or a fill of the buffer
+    harness = EndpointHarness(ejection_vcs=1, head_flits=3, check="presentation")
     result = sby(harness, "bmc", 10)
+    assert result.status == "PASS", result.log
+
+
+@pytest.mark.parametrize(
+    ("ejection_vcs", "buffer_depth", "head_flits"),
+    # 2 to 4 head flits (as flat and source_destination on znode-64 at 3 bits a flit: 2 and
+    # 4), 1 and 2 ejection VCs, and a depth that is no power of two
+    [(1, 4, 2), (2, 4, 2), (2, 4, 3), (1, 4, 4), (2, 3, 3)],
+)
+def test_head_flit_presentation_proven(sby, ejection_vcs, buffer_depth, head_flits):
+    harness = EndpointHarness(
+        ejection_vcs=ejection_vcs,
+        buffer_depth=buffer_depth,
+        tag_width=buffer_depth.bit_length() + 1,
+        head_flits=head_flits,
+        check="presentation",
+        state=True,
+    )
+    result = sby(harness, "prove", 2)
     assert result.status == "PASS", result.log
 
 
@@ -143,9 +159,18 @@ def test_head_flit_covers_reached(sby):
     assert len(result.reached) == 2 + 1 + 1
 
 
-@pytest.mark.parametrize("bug", [ForgetsFirstData, StripsOneTooFew])
-def test_head_flit_bugs_caught(sby, bug):
+@pytest.mark.parametrize(
+    ("bug", "proof"),
+    # the stale first beat needs a packet's three flits, past the proof's 2-step base case: its
+    # induction step fails (UNKNOWN), and `zfabric prove` falls back to bmc, which fails
+    [(ForgetsFirstData, "UNKNOWN"), (StripsOneTooFew, "FAIL")],
+)
+def test_head_flit_bugs_caught(sby, bug, proof):
     harness = EndpointHarness(
         ejection_vcs=1, head_flits=3, tag_width=3, check="presentation", unit_class=bug
     )
     assert sby(harness, "bmc", 8).status == "FAIL"
+    harness = EndpointHarness(
+        ejection_vcs=1, head_flits=3, check="presentation", state=True, unit_class=bug
+    )
+    assert sby(harness, "prove", 2).status == proof

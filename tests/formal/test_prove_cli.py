@@ -206,12 +206,17 @@ def test_head_flit_kinds(example):
     assert (injection._head_flits, injection._varying, injection._credit_width) == (3, True, 2)
 
 
-@pytest.mark.formal
 @pytest.mark.parametrize(
     ("name", "routing", "head_bits"),
-    # fixed heads of 2 flits on a torus (4 destinations, 1 bit a flit) and on znode-64 (flat,
-    # 6-bit addresses at 3 bits); sliced heads of 1 to 3 flits on the super node
-    [("torus-2x2", "dor", 1), ("znode-64", "flat", 3), (None, "sliced", 2)],
+    # fixed heads of 2 flits on a torus (4 destinations, 1 bit a flit; 17 s) and, with the
+    # long proofs, on znode-64 (flat, 6-bit addresses at 3 bits) and of 4 flits
+    # (source_destination, 12 bits); sliced heads of 1 to 3 flits on the super node
+    [
+        ("torus-2x2", "dor", 1),
+        pytest.param("znode-64", "flat", 3, marks=pytest.mark.formal),
+        pytest.param("znode-64", "source_destination", 3, marks=pytest.mark.formal),
+        pytest.param(None, "sliced", 2, marks=pytest.mark.formal),
+    ],
 )
 def test_head_flit_plans_hold(tools, example, tmp_path, capsys, name, routing, head_bits):
     data = _head_flit_spec(example, name, routing, head_bits)
@@ -221,3 +226,6 @@ def test_head_flit_plans_hold(tools, example, tmp_path, capsys, name, routing, h
     report = json.loads(capsys.readouterr().out)
     plan = compile_plan(load_spec(data))
     assert report["holds"] and len(report["kinds"]) == len(kinds.proof_kinds(plan))
+    # every property unbounded, head flits included
+    assert {p["result"] for k in report["kinds"] for p in k["properties"]} == {"proven"}
+    assert "head flits" in report["kinds"][-1]["units"]

@@ -7,7 +7,7 @@ import importlib.util
 from zfabric import compile_plan, load_spec
 
 
-def torus_plan(k, *, flit_width=16, buffer_depth=4, packet_length=4, name=None):
+def torus_plan(k, *, flit_width=16, buffer_depth=4, packet_length=4, name=None, router=None):
     spec = {
         "name": name or "torus-" + "x".join(map(str, k)),
         "topology": {"kind": "torus", "k": list(k)},
@@ -16,6 +16,8 @@ def torus_plan(k, *, flit_width=16, buffer_depth=4, packet_length=4, name=None):
         "buffer_depth": buffer_depth,
         "packet_length": packet_length,
     }
+    if router:
+        spec["router"] = router
     return compile_plan(load_spec(spec))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from zfabric.errors import SpecError
 
-from .check import require_built_heads, require_route_unit
+from .check import require_route_unit
 from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]
@@ -56,7 +56,7 @@ def run_build(args: argparse.Namespace) -> int:
     The output folder follows ``zfabric run``'s rule (:class:`~.common.OutputFolder`): new,
     empty, or written by zfabric before; the build happens in a staging folder inside it whose
     files (the plan, logs and products, a failed build's logs too) are then moved in."""
-    from zfabric import build_fabric, load_spec
+    from zfabric import load_spec
     from zfabric.boards.targets import TARGETS
 
     if args.target not in TARGETS:
@@ -65,7 +65,6 @@ def run_build(args: argparse.Namespace) -> int:
         OutputFolder(args.output, "--output", exclusive=True)
     spec = load_spec(args.spec or TARGETS[args.target].spec_path)
     require_route_unit(spec, "board")
-    require_built_heads(build_fabric(spec)[0], "board")
     out = OutputFolder(
         args.output or f"build/{args.target}-{spec.name}", "--output", exclusive=True
     )

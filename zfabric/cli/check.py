@@ -15,9 +15,8 @@ from typing import Any
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
-from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import ROUTINGS, multi_flit_heads
+from zfabric.routing import ROUTINGS
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
@@ -29,7 +28,6 @@ __all__ = [
     "check_report",
     "summary",
     "checked_plan",
-    "require_built_heads",
     "require_route_unit",
     "short",
     "router_text",
@@ -76,23 +74,6 @@ def require_route_unit(spec: FabricSpec, command: str) -> None:
         )
 
 
-#: RTL commands not checked with heads of several flits: they refuse every such plan
-ONE_FLIT_HEADS_ONLY = ("board",)
-
-
-def require_built_heads(plan: FabricPlan, command: str) -> None:
-    """Refuse (exit 2) before any RTL work heads longer than a flit (``router.head_bits``) for
-    the commands not checked with them (``board``; docs/microarchitecture.md, *Heads longer
-    than a flit*)."""
-    if command in ONE_FLIT_HEADS_ONLY and multi_flit_heads(plan):
-        raise SpecError(
-            "router.head_bits",
-            f"{plan.router.head_bits} bits per flit give heads of several flits: zfabric"
-            f" {command} builds heads of one flit only (check, simulate, sweep, study,"
-            " verilog, cosim, synth, prove and run take them)",
-        )
-
-
 def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = None):
     """Compile the spec and refuse a cyclic channel dependency graph unless
     ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``. ``rtl``: the command, which
@@ -101,8 +82,6 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
     if rtl:
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
-    if rtl:
-        require_built_heads(plan, rtl)
     with progress(args, f"{spec.name} routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):

@@ -221,6 +221,7 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
     h, varying, width = kind.head_flits, kind.varying, kind.credit_width
     unit = f"endpoint ({n} VC{'s' if n > 1 else ''}, B={b}" + (f", H={h})" if h > 1 else ")")
     tag_width = b.bit_length() + 1
+    behind = f"{h - 1} head flit{'s' if h > 2 else ''}"  # behind each first flit
     if h == 1:
         presentation = (
             "one packet presented at a time, kept until its tail is taken; every flit presented "
@@ -230,11 +231,11 @@ def _endpoint_properties(kind: EndpointKind) -> list[Property]:
         presentation = (
             "one packet presented at a time, kept until its tail is taken; the first flit's "
             "payload shown as the first beat, the beats once, in order, unchanged until taken; "
-            f"the {h - 1} head flits behind the first never shown; a credit back per flit "
+            f"the {behind} behind the first never shown; a credit back per flit "
             "taken, shown or hidden"
         )
     sent = (
-        f"; {h - 1} head flits after each first flit"
+        f"; {behind} after each first flit"
         if h > 1
         else f"; 1 to {varying} head flits per packet, credit counts"
         if varying

@@ -10,7 +10,8 @@ from amaranth.lib import wiring
 from zfabric.hdl.formal.route import RouteHarness, head_flit_table
 from zfabric.hdl.router.route import RouteRows
 
-from zfabric import compile_plan, load_spec
+from zfabric.spec import load_spec
+from zfabric.topologies import compile_plan
 
 
 class DropsFirst(wiring.Component):

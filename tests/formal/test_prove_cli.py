@@ -15,8 +15,9 @@ from zfabric.hdl.formal.allocator import AllocatorHarness
 from zfabric.hdl.formal.input_unit import InputUnitHarness
 from zfabric.hdl.formal.output_unit import OutputUnitHarness
 
-from zfabric import compile_plan, load_spec
 from zfabric.cli import main
+from zfabric.spec import load_spec
+from zfabric.topologies import compile_plan
 
 
 @pytest.fixture

@@ -56,7 +56,16 @@ def test_every_example_is_linted(example):
     assert names == set(SMALL) | set(BIG)
 
 
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize(
+    "name",
+    [
+        # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by default
+        pytest.param(name, marks=[pytest.mark.matrix, pytest.mark.slow])
+        if name == "znode-64"
+        else name
+        for name in SMALL
+    ],
+)
 def test_verilator_lints_the_emitted_fabric(example, tmp_path, name):
     emission = write(compile_plan(load_spec(example(name))), tmp_path)
     verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"

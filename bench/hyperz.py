@@ -85,7 +85,7 @@ def curve(
     adaptive routing may balance better than that (ALIOD accepts 0.302 at 0.3 on h3-1024,
     where the equal split gives 0.259); the split's figure is printed beside."""
     config = TrafficConfig(pattern=pattern, packet_length=PACKET_LENGTH)
-    limits = split = pattern_limits(plan, config)  # the same at every rate
+    limits = pattern_limits(plan, config)  # the same at every rate
     points = []
     for rate in args.rates:
         traffic = Traffic(dataclasses.replace(config, rate=rate), len(plan.endpoints), 1)
@@ -94,7 +94,7 @@ def curve(
         points.append({"rate": rate, **result.to_dict()})
         if result.saturated:
             break  # past the knee: later points only cost time (the model slows down)
-    return points, split
+    return points, limits
 
 
 def plot(curves: dict[str, list[dict]], path: Path, title: str) -> None:

@@ -110,7 +110,9 @@ def flop_levels(verilog: str, top: str) -> collections.Counter[int]:
     """How many flip-flop inputs (data, enable, set/reset) sit behind each number of LUT4
     levels in the ``-nowidelut`` netlist, counted from the nearest flip-flop, LUTRAM read or
     module input (as :func:`lut_levels`, a LUTRAM read is not a level). The longest path alone
-    hides how many loops a clock target has to shorten; this counts them."""
+    hides how many loops a clock target has to shorten; this counts them. Any other cell
+    (a CCU2C carry chain of an adder or counter 8 bits or wider) also restarts the count,
+    where :func:`lut_levels`'s ``ltp`` counts it as a cell of the path."""
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "design.v").write_text(verilog)
         script = (

@@ -93,7 +93,7 @@ def model(plan, cycles: int, rate: float) -> None:
     spent = time.process_time() - ready
     print(
         f"model: uniform {rate}, warm-up {cycles // 2}, window {cycles}: accepted"
-        f" {result.accepted:.3f}, mean latency {result.latency['mean']:.2f}, saturated"
+        f" {result.accepted:.3f}, mean latency {result.latency['mean']}, saturated"
         f" {result.saturated}; {spent:.0f} CPU s for {result.cycles} cycles"
         f" ({result.cycles / spent:.1f} cycles/s), peak RSS {peak_mib():.0f} MiB"
     )

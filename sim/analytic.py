@@ -71,8 +71,10 @@ class ChannelLoad:
     busiest: str  # that link's name
     bound: float  # sustainable injection rate in flits/cycle/endpoint (see the module doc)
     ejection_load: float = 0.0  # the busiest endpoint's arrivals per attachment, same units
-    #: some flow is spread over several links (adaptive candidates, injection at several
-    #: switches): ``bound`` is then the equal split's figure, not a bound (see the module doc)
+    #: some flow is spread over several links (a decision offering several links, or injection
+    #: at several switch ports): ``bound`` is then the equal split's figure, not a bound (see the
+    #: module doc). Several VCs of one link count as one path: a routing whose next decision
+    #: differs by the VC taken onto one link would need its VCs counted too (none does today)
     spread: bool = False
 
     @property
@@ -123,7 +125,7 @@ def _walk(
         firsts = []
         for src, share in sources.items():
             states = [(i.switch, i.port, 0, i.head) for i in rf.injections(src, dst)]
-            spread = spread or len({state[:2] for state in states}) > 1
+            spread = spread or len({state[:2] for state in states}) > 1  # switch, port
             keys = [rf.state_key(*state) for state in states]
             for key, state in zip(keys, states, strict=True):
                 flow[key] += share / len(states)

@@ -144,4 +144,4 @@ def test_count_as_one_caught(sby):
     # a count of two needs two flits sent first, past the proof's 2-step base case: the
     # induction step fails (UNKNOWN) and `zfabric prove` falls back to bmc, which fails
     harness = OutputUnitHarness(buffer_depth=4, credit_width=2, state=True, unit_class=CountAsOne)
-    assert sby(harness, "prove", 2).status == "UNKNOWN"
+    assert sby(harness, "prove", 2).status in ("FAIL", "UNKNOWN")

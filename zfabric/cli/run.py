@@ -242,7 +242,7 @@ def _report_markdown(
         f"Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint"
         f"\n  (set by {bound.limited_by})"
         if not bound.spread
-        else f"Channel load under {pattern} traffic split equally over the adaptive choices:"
+        else f"Channel load under {pattern} traffic split equally over the routing's choices:"
         f" {bound.bound:.3f}\n  flits/cycle/endpoint (set by {bound.limited_by}; the routing may"
         f" balance better: the\n  proven bound is the endpoints' {bound.proven:.3f})"
     )

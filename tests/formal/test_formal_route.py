@@ -14,58 +14,46 @@ from zfabric.spec import load_spec
 from zfabric.topologies import compile_plan
 
 
-class DropsFirst(wiring.Component):
-    """Planted bug: a route unit that drops its first candidate for head 1."""
+class Planted(wiring.Component):
+    """A planted bug: a route unit with some outputs replaced by ``changed(unit)`` (output name
+    -> value), the others passed through."""
 
-    def __init__(self, unit: wiring.Component):
-        self._unit = unit
+    def __init__(self, unit: wiring.Component, changed):
+        self._unit, self._changed = unit, changed
         super().__init__(unit.signature)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = unit = self._unit
-        cand = unit.cand
-        m.d.comb += [
-            unit.head.eq(self.head),
-            self.next_head.eq(unit.next_head),
-            self.cand.eq(Mux(self.head == 1, cand & (cand - 1), cand)),
-        ]
-        if "identity" in unit.signature.members:
-            m.d.comb += unit.identity.eq(self.identity)
+        changed = self._changed(unit)
+        m.d.comb += unit.head.eq(self.head)
+        for name, member in unit.signature.members.items():
+            if name == "identity":
+                m.d.comb += unit.identity.eq(self.identity)
+            elif name != "head" and member.flow == wiring.Out:
+                m.d.comb += getattr(self, name).eq(changed.get(name, getattr(unit, name)))
         return m
+
+
+def drops_first(unit) -> dict:
+    """Drops its first candidate for head 1."""
+    return {"cand": Mux(unit.head == 1, unit.cand & (unit.cand - 1), unit.cand)}
+
+
+def keeps_one_surplus(unit) -> dict:
+    """A sliced unit that drops one surplus head flit too few (the head crosses with a head
+    flit the next switch does not count)."""
+    return {"skip": Mux(unit.skip != 0, unit.skip - 1, 0)}
 
 
 class DroppingHarness(RouteHarness):
     def unit(self, switch, port, vc):
-        return DropsFirst(super().unit(switch, port, vc))
-
-
-class KeepsOneSurplus(wiring.Component):
-    """Planted bug: a sliced route unit that drops one surplus head flit too few (the head
-    crosses with a head flit the next switch does not count)."""
-
-    def __init__(self, unit: wiring.Component):
-        self._unit = unit
-        super().__init__(unit.signature)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.unit = unit = self._unit
-        m.d.comb += [
-            unit.head.eq(self.head),
-            self.next_head.eq(unit.next_head),
-            self.cand.eq(unit.cand),
-            self.flits.eq(unit.flits),
-            self.skip.eq(Mux(unit.skip != 0, unit.skip - 1, 0)),
-        ]
-        if "identity" in unit.signature.members:
-            m.d.comb += unit.identity.eq(self.identity)
-        return m
+        return Planted(super().unit(switch, port, vc), drops_first)
 
 
 class SurplusHarness(RouteHarness):
     def unit(self, switch, port, vc):
-        return KeepsOneSurplus(super().unit(switch, port, vc))
+        return Planted(super().unit(switch, port, vc), keeps_one_surplus)
 
 
 #: a super node of 2 Znodes of 8 processors (as tests/hdl's snode-16): sliced heads of up to 6

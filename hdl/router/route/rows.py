@@ -90,8 +90,9 @@ class RouteRow:
 
 
 def reachable_states(view: PlanView, routing: RoutingFunction) -> Iterator[tuple]:
-    """Every ``(switch, in_port, in_vc, head, decision)`` some packet reaches, once per the
-    routing's state key (:meth:`~zfabric.routing.base.RoutingFunction.state_key`).
+    """Every ``(switch, in_port, in_vc, head, decision)`` some packet reaches, once per input
+    port and routing state key (:meth:`~zfabric.routing.base.RoutingFunction.state_key`; the
+    port kept apart because the route units are per input port).
 
     Walks every source's every injection choice to every destination through every candidate
     and VC the routing function offers, as the deadlock proof does. A packet to its own source

@@ -21,9 +21,9 @@ claim that rests on header bits on the wire shows only where heads span several 
   message of 4 payload flits, as the thesis's, and heads of 10 to 20 bits over 2 or 3 head
   flits; 6-flit buffers so that 3 head flits still stream), at loads 0.1, 0.25 and 0.4
   (``e5h``: hotspot at 0.001 to 0.004, below the hotspot's ejection limit of about 0.0049).
-  Source-destination runs under neighbour and uniform traffic (``e5sd``, see
-  :data:`ALL_PAIRS_SCHEMES`). Claim: sliced has the lowest latency at every load below its
-  saturation, on every pattern.
+  Source-destination runs under neighbour and uniform traffic (``e5sd``) and hotspot
+  (``e5sdh``), with sliced beside it (see :data:`ALL_PAIRS_SCHEMES`). Claim: sliced has the
+  lowest latency at every load below its saturation, on every pattern.
 - ``e6``: forward, backward and full connectivity for 512 processors in 3 levels (the
   optimiser's pick of each); transpose traffic (the thesis's E6 pattern; its 1024-processor
   backward Znode has 17,440 switches, beyond the model's speed). Claim: backward (the thesis's
@@ -37,7 +37,7 @@ claim that rests on header bits on the wire shows only where heads span several 
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
 
-    .venv/bin/python bench/znode_studies.py [e1 e5 e5h e5sd e6 e7 e9] [-o build/znode-studies]
+    .venv/bin/python bench/znode_studies.py [e1 e5 e5h e5sd e5sdh e6 e7 e9] [-o build/znode-studies]
         [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1] [--rates 0.1 0.2 ...]
 """
 
@@ -243,6 +243,16 @@ def e5sd() -> dict[str, Any]:
     }
 
 
+def e5sdh() -> dict[str, Any]:
+    """E5's source-destination scheme, and sliced beside it, under hotspot traffic at
+    ``e5h``'s loads."""
+    return {
+        **e5h(),
+        "name": "e5-addressing-sd-hotspot",
+        "specs": _e5_specs(("source-destination", "sliced")),
+    }
+
+
 def claims_e5(s: dict[str, dict[str, Any]]) -> list[str]:
     """Per pattern: at every load sliced is not saturated at, its mean latency is below every
     other scheme's run (a scheme saturated there counts as higher)."""
@@ -308,6 +318,7 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e5": (e5, claims_e5),
     "e5h": (e5h, claims_e5),
     "e5sd": (e5sd, claims_e5),
+    "e5sdh": (e5sdh, claims_e5),
     "e6": (e6, claims_e6),
     "e7": (e7, claims_e7),
     "e9": (e9, claims_e9),

@@ -90,19 +90,22 @@ def synthesize(verilog: str, top: str, target: str) -> dict[str, int]:
     return counts
 
 
-def lut_levels(verilog: str, top: str) -> int:
-    """LUT4s on the longest register-to-register path of ``synth_ecp5 -nowidelut``."""
+def _flat_netlist(verilog: str, top: str, commands: str, output: str) -> str:
+    """``synth_ecp5 -nowidelut`` of ``verilog``, flattened, then ``commands``; the text of the
+    file ``output`` they write (``levels.log``: yosys's log)."""
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "design.v").write_text(verilog)
-        script = (
-            f"read_verilog design.v\nsynth_ecp5 -nowidelut -top {top}\nflatten\n"
-            "delete t:TRELLIS_FF t:TRELLIS_DPR16X4\nltp\n"
-        )
+        script = f"read_verilog design.v\nsynth_ecp5 -nowidelut -top {top}\nflatten\n{commands}"
         Path(tmp, "levels.ys").write_text(script)
         subprocess.run(
             [YOSYS, "-q", "-l", "levels.log", "levels.ys"], cwd=tmp, check=True, capture_output=True
         )
-        log = Path(tmp, "levels.log").read_text()
+        return Path(tmp, output).read_text()
+
+
+def lut_levels(verilog: str, top: str) -> int:
+    """LUT4s on the longest register-to-register path of ``synth_ecp5 -nowidelut``."""
+    log = _flat_netlist(verilog, top, "delete t:TRELLIS_FF t:TRELLIS_DPR16X4\nltp\n", "levels.log")
     return int(re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", log)[-1])
 
 
@@ -113,17 +116,8 @@ def flop_levels(verilog: str, top: str) -> collections.Counter[int]:
     hides how many loops a clock target has to shorten; this counts them. Any other cell
     (a CCU2C carry chain of an adder or counter 8 bits or wider) also restarts the count,
     where :func:`lut_levels`'s ``ltp`` counts it as a cell of the path."""
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "design.v").write_text(verilog)
-        script = (
-            f"read_verilog design.v\nsynth_ecp5 -nowidelut -top {top}\nflatten\n"
-            "write_json netlist.json\n"
-        )
-        Path(tmp, "levels.ys").write_text(script)
-        subprocess.run(
-            [YOSYS, "-q", "-l", "levels.log", "levels.ys"], cwd=tmp, check=True, capture_output=True
-        )
-        cells = json.loads(Path(tmp, "netlist.json").read_text())["modules"][top]["cells"]
+    netlist = _flat_netlist(verilog, top, "write_json netlist.json\n", "netlist.json")
+    cells = json.loads(netlist)["modules"][top]["cells"]
     lut_inputs = {}  # a LUT4's output bit -> its input bits
     flop_inputs = []
     for cell in cells.values():

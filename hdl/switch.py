@@ -181,7 +181,12 @@ class Switch(wiring.Component):
             self._parts = (
                 [
                     InputUnit(
-                        flit_layout=layout, n_vcs=n, buffer_depth=depth, max_skip=self._surplus
+                        flit_layout=layout,
+                        n_vcs=n,
+                        buffer_depth=depth,
+                        max_skip=self._surplus,
+                        # the shared RAM's read behind the pick cost stages 5 8 MHz
+                        shared_data=self._router.stages <= 3,
                     )
                     for n in self._in_vcs
                 ],
@@ -351,7 +356,9 @@ class Switch(wiring.Component):
                 spare2.append(out.spare2)
                 keep2.append(out.keep2)
 
-            # the picked VC's front flit, its head replaced by the one the next switch sees
+            # the picked VC's front flit, its head replaced by the one the next switch sees; its
+            # data is the input unit's for the picked VC (``picked``)
+            m.d.comb += unit.pick.eq(alloc.pick[port])
             forward = 0
             for vc in range(self._in_vcs[port]):
                 m.submodules[f"route{port}_{vc}"] = route = self.route_units[port, vc]
@@ -395,15 +402,13 @@ class Switch(wiring.Component):
                     beyond = 1 + leaving if self._surplus else 1
                     m.d.comb += alloc.more[port][vc].eq(unit.level[vc] > beyond)
                 # the next head goes out on every flit: only a head's is read downstream
-                flit = Cat(
+                control = Cat(
                     Cat(kind[0], tail) if self._surplus else kind,
                     Const(0, layout.vc_width),
                     next_head,
-                    front.payload.src,
-                    front.payload.payload,
                 )
-                forward = forward | (flit & alloc.pick[port][vc].replicate(len(flit)))
-            m.d.comb += xbar.i[port].eq(forward)
+                forward = forward | (control & alloc.pick[port][vc].replicate(len(control)))
+            m.d.comb += xbar.i[port].eq(Cat(forward, unit.picked))
 
         m.d.comb += [
             alloc.free.eq(Cat(*free)),

@@ -12,7 +12,8 @@ Environment (assumptions):
 - the switch pops (``o[vc].ready``) whenever it likes; with ``max_skip`` (a switch that drops
   a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*) a pop
   takes ``skip[vc]`` more entries with the front, any number up to ``max_skip`` the FIFO holds
-  behind it, and the credit wire carries a count per VC.
+  behind it, and the credit wire carries a count per VC; it picks (``pick``) any one VC or
+  none, whose front's data the unit then shows (``picked``).
 
 Properties (assertions), per VC:
 
@@ -22,21 +23,23 @@ Properties (assertions), per VC:
   and takes no more than the FIFO holds);
 - credit conservation: sender credits + credits on the link + ``level`` == B (so the credits
   returned are the entries freed: one per flit popped, 1 + ``skip`` for a pop with ``skip``);
-- with ``order``: the front's payload is the sequence number of the next flit to pop, so
-  flits leave in the order they came, each once, unmodified (those a ``skip`` takes out
-  included: the front after them is the flit behind them); with ``max_skip``, ``last_tail``
-  of a pop is the tail bit of the last flit it takes, checked on one flit of each VC whose
-  sequence number the solver picks freely (``AnyConst``), whose kind the harness keeps.
+- with ``order``: the front's payload (``picked``, when the VC is picked; the head always) is
+  the sequence number of the next flit to pop, so flits leave in the order they came, each
+  once, unmodified (those a ``skip`` takes out included: the front after them is the flit
+  behind them); with ``max_skip``, ``last_tail`` of a pop is the tail bit of the last flit it
+  takes, checked on one flit of each VC whose sequence number the solver picks freely
+  (``AnyConst``), whose kind the harness keeps.
 
 The counting properties are inductive on the ports alone. The order property depends on the
 FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` the harness reads
 them (:func:`~zfabric.hdl.formal.state.opened`, :func:`~zfabric.hdl.formal.state.peek`) and
 asserts, per VC, that the read-ahead pointer is one past the read pointer, the write pointer
-``level`` entries past it, the ``level`` entries from the read pointer on hold the sequence
-numbers of the next flits to pop, in order (and the watched flit's kind), and the front
-register holds the control bits of the entry at the read pointer. That strengthening makes
-order inductive (proven unbounded); without it order is checked bounded
-(docs/verification.md).
+``level`` entries past it, the ``level`` entries from the read pointer on (the control bits
+in the VC's FIFO, the data in the unit's data RAM: the shared one at the VC's stride, or the
+VC's own) hold the sequence numbers of the next flits to pop, in order (and the watched
+flit's kind), and the front register holds the control bits of the entry at the read pointer.
+That strengthening makes order inductive (proven unbounded); without it order is checked
+bounded (docs/verification.md).
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class InputUnitHarness(wiring.Component):
         k-induction).
     max_skip : int
         As the unit's: the most entries a pop takes behind the front (0: none).
+    shared_data : bool
+        As the unit's: its VCs' data in one RAM (or a RAM per VC).
     unit_class : type
         The unit under proof: ``InputUnit`` or a deliberately broken subclass.
     """
@@ -83,6 +88,7 @@ class InputUnitHarness(wiring.Component):
         order: bool = False,
         state: bool = False,
         max_skip: int = 0,
+        shared_data: bool = True,
         unit_class: type = InputUnit,
     ):
         if state and not order:
@@ -99,6 +105,7 @@ class InputUnitHarness(wiring.Component):
         )
         self._n_vcs, self._depth, self._order, self._state = n_vcs, buffer_depth, order, state
         self._unit_class, self._max_skip = unit_class, max_skip
+        self._shared_data = shared_data
         skip = {"skip": In(range(max_skip + 1)).array(n_vcs)} if max_skip else {}
         super().__init__(
             skip
@@ -108,6 +115,7 @@ class InputUnitHarness(wiring.Component):
                 "send_kind": In(2),
                 "send_payload": In(payload_width),
                 "pop": In(n_vcs),
+                "pick": In(n_vcs),
             }
         )
 
@@ -115,7 +123,11 @@ class InputUnitHarness(wiring.Component):
         m = Module()
         depth, layout = self._depth, self._layout
         unit = self._unit_class(
-            flit_layout=layout, n_vcs=self._n_vcs, buffer_depth=depth, max_skip=self._max_skip
+            flit_layout=layout,
+            n_vcs=self._n_vcs,
+            buffer_depth=depth,
+            max_skip=self._max_skip,
+            shared_data=self._shared_data,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -130,7 +142,11 @@ class InputUnitHarness(wiring.Component):
             # the head (in the FIFO's front register) carries data too, for the order check
             flit.payload.head.eq(self.send_payload[: layout.head_width]),
         ]
-        m.d.comb += Assume(self.send_vc < self._n_vcs)
+        m.d.comb += [
+            Assume(self.send_vc < self._n_vcs),
+            Assume((self.pick & (self.pick - 1)) == 0),  # one VC or none
+            unit.pick.eq(self.pick),
+        ]
         width = layout.payload_width
         for vc in range(self._n_vcs):
             credits = Signal(range(depth + 1), name=f"credits{vc}", init=depth)
@@ -172,7 +188,7 @@ class InputUnitHarness(wiring.Component):
             if self._order:
                 m.d.comb += [
                     Assume(~sent | (self.send_payload == written)),
-                    Assert(~unit.o[vc].valid | (unit.o[vc].payload.payload == popped)),
+                    Assert(~(unit.o[vc].valid & self.pick[vc]) | (unit.picked.payload == popped)),
                     Assert(
                         ~unit.o[vc].valid | (unit.o[vc].payload.head == popped[: layout.head_width])
                     ),
@@ -188,18 +204,24 @@ class InputUnitHarness(wiring.Component):
                 m.d.comb += Assert(~taken | (last != watch) | (unit.last_tail[vc] == watched))
                 watch = (watch, watched)
             if self._state:
-                self._invariants(m, internal, f"vc{vc}.", level, popped, watch)
+                self._invariants(m, internal, vc, level, popped, watch)
         return m
 
-    def _invariants(self, m: Module, internal: dict, fifo: str, level, popped, watch) -> None:
-        """The FIFO ``fifo``'s pointers and entries agree with ``level`` and the tags."""
+    def _invariants(self, m: Module, internal: dict, vc: int, level, popped, watch) -> None:
+        """VC ``vc``'s FIFO pointers and entries agree with ``level`` and the tags."""
         depth, layout = self._depth, self._layout
+        fifo = f"vc{vc}."
+        if self._shared_data:
+            stride = 1 << (depth - 1).bit_length()  # the shared RAM's entries per VC
+            rest, base = internal["rest"], vc * stride
+        else:
+            rest, base = internal[f"rest{vc}"], 0
         entries = [
             data.View(
                 BufferedFlit(layout),
                 Cat(
-                    peek(internal[fifo + "ctrl"], i, f"{fifo[:-1]}_ctrl{i}"),
-                    peek(internal[fifo + "rest"], i, f"{fifo[:-1]}_rest{i}"),
+                    peek(internal[fifo + "ctrl"], i, f"vc{vc}_ctrl{i}"),
+                    peek(rest, base + i, f"vc{vc}_rest{i}"),
                 ),
             )
             for i in range(depth)

@@ -294,9 +294,13 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
     tag_width = max(4, b.bit_length() + 1)  # sequence numbers tell a buffer's flits apart
     found = []
     skip = kind.max_skip
+    shared = not kind.split  # the switch keeps a RAM per VC where it splits allocation
     for n in sorted(set(kind.in_vcs)):
-        unit = f"input unit ({n} VC{'s' if n > 1 else ''}, B={b}" + (
-            f", pops of up to {1 + skip})" if skip else ")"
+        unit = (
+            f"input unit ({n} VC{'s' if n > 1 else ''}, B={b}"
+            + (f", pops of up to {1 + skip}" if skip else "")
+            + ("" if shared else ", a data RAM per VC")
+            + ")"
         )
         found += [
             Property(
@@ -306,8 +310,10 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 "sender credits + credits on the link + level = B"
                 + (" (a pop of 1 + skip entries returns as many credits at once)" if skip else ""),
                 "input counts",
-                lambda n=n: InputUnitHarness(n_vcs=n, buffer_depth=b, max_skip=skip),
-                ("input counts", n, b, skip),
+                lambda n=n: InputUnitHarness(
+                    n_vcs=n, buffer_depth=b, max_skip=skip, shared_data=shared
+                ),
+                ("input counts", n, b, skip, shared),
             ),
             Property(
                 unit,
@@ -322,8 +328,9 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                     state=True,
                     payload_width=tag_width,
                     max_skip=skip,
+                    shared_data=shared,
                 ),
-                ("input order", n, b, skip),
+                ("input order", n, b, skip, shared),
             ),
         ]
     widths = kind.out_credit or (1,) * len(kind.out_vcs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -12,7 +12,9 @@ from ..flit import FlitLayout, LinkSignature
 __all__ = [
     "BufferedFlit",
     "FrontFIFO",
+    "FrontFlit",
     "InputUnit",
+    "PickedData",
 ]
 
 
@@ -24,37 +26,57 @@ class BufferedFlit(data.StructLayout):
         super().__init__({name: field.shape for name, field in flit_layout if name != "vc"})
 
 
+class FrontFlit(data.StructLayout):
+    """What a VC's front shows the allocator and the route unit: ``kind`` and ``head``."""
+
+    def __init__(self, flit_layout: FlitLayout):
+        super().__init__({"kind": flit_layout["kind"].shape, "head": flit_layout["head"].shape})
+
+
+class PickedData(data.StructLayout):
+    """The bits of a buffered flit only the crossbar reads: ``src`` and ``payload``."""
+
+    def __init__(self, flit_layout: FlitLayout):
+        super().__init__({"src": flit_layout["src"].shape, "payload": flit_layout["payload"].shape})
+
+
 class FrontFIFO(wiring.Component):
-    """A first-word-fall-through FIFO whose front ``ctrl`` bits come from a register.
+    """A first-word-fall-through FIFO whose front entry comes from a register.
 
     The behaviour is ``lib.fifo.SyncFIFO``'s: an entry written at the end of cycle t is at
     the front (``r_rdy``) during t+1, ``r_en`` pops the front, a write to a full FIFO is
-    dropped. What differs is timing: the ``ctrl_width`` low bits of the front entry (a flit's
-    kind and routing head, which the allocator decides on) come straight from flip-flops, not
-    from behind the distributed RAM's read. They are kept in a separate RAM read one entry
-    ahead, so the register reloads in the cycle the front is popped without waiting for the
-    new read address. The other bits (data only the crossbar reads) stay behind the RAM read.
+    dropped. What differs is timing: the front entry (a flit's kind and routing head, which
+    the allocator decides on) comes straight from flip-flops, not from behind the distributed
+    RAM's read. The entries are kept in a RAM read one entry ahead, so the register reloads in
+    the cycle the front is popped without waiting for the new read address.
+
+    The rest of each entry (data only the crossbar reads) is its owner's to keep, in a RAM it
+    writes at ``w_addr`` when the FIFO takes an entry (``w_en & w_rdy``) and reads at
+    ``r_addr``, the front entry's place: the input unit can keep its VCs' data in one RAM, read
+    at the picked VC's front, so the data of the VC that crosses needs no multiplexer.
 
     With ``max_skip`` > 0 a pop may take ``skip`` more entries out with the front, up to
     ``max_skip`` (a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a
-    flit*); ``last`` gives the ctrl bits of the last entry a pop takes (the front's with
-    ``skip`` 0). The FIFO must hold them: ``skip`` < ``level``.
+    flit*); ``last`` gives the last entry a pop takes (the front with ``skip`` 0). The FIFO
+    must hold them: ``skip`` < ``level``.
 
     Members
     -------
     w_en, w_data, w_rdy, r_en, r_data, r_rdy, level : as ``lib.fifo.SyncFIFO``'s.
+    w_addr, r_addr : ``Out(range(depth))``
+        Where the entry written now goes, where the front entry is.
     skip : ``In(range(max_skip + 1))``, only with ``max_skip``
-    last : ``Out(ctrl_width)``, only with ``max_skip``
+    last : ``Out(width)``, only with ``max_skip``
     """
 
-    def __init__(self, *, width: int, ctrl_width: int, depth: int, max_skip: int = 0):
-        if not 0 < ctrl_width <= width:
-            raise ValueError(f"ctrl_width must be in 1..{width}, not {ctrl_width!r}")
+    def __init__(self, *, width: int, depth: int, max_skip: int = 0):
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, not {width!r}")
         if not isinstance(max_skip, int) or not 0 <= max_skip < depth:
             raise ValueError(f"max_skip must be an integer in 0..{depth - 1}, not {max_skip!r}")
-        self._width, self._ctrl_width, self._depth = width, ctrl_width, depth
+        self._width, self._depth = width, depth
         self._max_skip = max_skip
-        skip = {"skip": In(range(max_skip + 1)), "last": Out(ctrl_width)} if max_skip else {}
+        skip = {"skip": In(range(max_skip + 1)), "last": Out(width)} if max_skip else {}
         super().__init__(
             skip
             | {
@@ -65,6 +87,8 @@ class FrontFIFO(wiring.Component):
                 "r_data": Out(width),
                 "r_rdy": Out(1),
                 "level": Out(range(depth + 1)),
+                "w_addr": Out(range(depth)),
+                "r_addr": Out(range(depth)),
             }
         )
 
@@ -82,11 +106,11 @@ class FrontFIFO(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        depth, ctrl_width = self._depth, self._ctrl_width
+        depth, width = self._depth, self._width
         w_ptr = Signal(range(depth))
         r_ptr = Signal(range(depth))
         r_ahead = Signal(range(depth), init=1 % depth)  # r_ptr + 1, registered
-        front = Signal(ctrl_width)
+        front = Signal(width)
         # ``level != 0`` as its own flip-flop, set from the next level: the allocator's
         # requests start from a register rather than a comparison
         nonempty = Signal()
@@ -97,20 +121,18 @@ class FrontFIFO(wiring.Component):
             write.eq(self.w_en & self.w_rdy),
             self.r_rdy.eq(nonempty),
             pop.eq(self.r_en & nonempty),
+            self.w_addr.eq(w_ptr),
+            self.r_addr.eq(r_ptr),
         ]
         skip = self.skip if self._max_skip else 0
         m.d.sync += nonempty.eq(write | (self.level > 1 + skip) | (nonempty & ~pop))
-        m.submodules.ctrl = ctrl = Memory(shape=ctrl_width, depth=depth, init=[])
-        m.submodules.rest = rest = Memory(shape=self._width - ctrl_width, depth=depth, init=[])
-        for memory, bits in ((ctrl, self.w_data[:ctrl_width]), (rest, self.w_data[ctrl_width:])):
-            port = memory.write_port()
-            m.d.comb += [port.addr.eq(w_ptr), port.data.eq(bits), port.en.eq(write)]
+        m.submodules.ctrl = ctrl = Memory(shape=width, depth=depth, init=[])
+        port = ctrl.write_port()
+        m.d.comb += [port.addr.eq(w_ptr), port.data.eq(self.w_data), port.en.eq(write)]
         ahead = ctrl.read_port(domain="comb")
-        behind = rest.read_port(domain="comb")
         m.d.comb += [
             ahead.addr.eq(r_ahead if not self._max_skip else self._add(r_ahead, skip)),
-            behind.addr.eq(r_ptr),
-            self.r_data.eq(Cat(front, behind.data)),
+            self.r_data.eq(front),
         ]
         if self._max_skip:
             last = ctrl.read_port(domain="comb")
@@ -124,7 +146,7 @@ class FrontFIFO(wiring.Component):
         # an invalid front, and a narrower load enable cost 6 MHz on the torus switch
         behind_front = self.level >= 2 + skip
         with m.If(pop | ~nonempty):
-            m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data[:ctrl_width]))
+            m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data))
         with m.If(write):
             m.d.sync += w_ptr.eq(self._next(w_ptr))
         with m.If(pop):
@@ -155,12 +177,27 @@ class InputUnit(wiring.Component):
         The most surplus head flits a head takes out of its FIFO when it pops
         (:func:`~zfabric.hdl.flit.surplus_head_flits`); their credits go upstream in the same
         cycle as a count (``credit_width`` bits per VC). 0 (the default) builds none of it.
+    shared_data : bool
+        Keep every VC's ``src`` and ``payload`` in one RAM, read at the picked VC's front
+        (the default), rather than in a RAM per VC read at its own front and multiplexed by
+        ``pick``. Same cycles either way; the shared RAM saves the multiplexer (36 bits per
+        port for 2 VCs) but puts its read behind ``pick``, so a switch whose clock is short
+        enough for that to matter (``stages`` 4 and 5) keeps the RAM per VC.
 
     Members
     -------
     link : ``In(LinkSignature(flit_layout, n_vcs, credit_width))``
-    o : ``Out(stream.Signature(BufferedFlit(flit_layout))).array(n_vcs)``
-        The front of each VC's FIFO; ``ready`` pops it.
+    o : ``Out(stream.Signature(FrontFlit(flit_layout))).array(n_vcs)``
+        The front of each VC's FIFO (kind and routing head, from a register); ``ready`` pops
+        it.
+    pick : ``In(n_vcs)``
+        One-hot (or zero): the VC whose front's data ``picked`` shows.
+    picked : ``Out(PickedData(flit_layout))``
+        ``src`` and ``payload`` of the front flit of the VC ``pick`` selects (meaningless with
+        no pick). With ``shared_data`` every VC's data sits in one RAM,
+        ``2 ** ceil(log2(buffer_depth))`` entries per VC, read at the picked VC's front: the
+        crossbar's data needs no VC multiplexer, only its read address does (2 VCs of 4 flits
+        fill half a 16-entry DPR16X4).
     level : ``Out(range(buffer_depth + 1)).array(n_vcs)``
         Flits held per VC.
     overflow : ``Out(1)``
@@ -172,7 +209,13 @@ class InputUnit(wiring.Component):
     """
 
     def __init__(
-        self, *, flit_layout: FlitLayout, n_vcs: int, buffer_depth: int, max_skip: int = 0
+        self,
+        *,
+        flit_layout: FlitLayout,
+        n_vcs: int,
+        buffer_depth: int,
+        max_skip: int = 0,
+        shared_data: bool = True,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -182,6 +225,7 @@ class InputUnit(wiring.Component):
         self._n_vcs = n_vcs
         self._buffer_depth = buffer_depth
         self._max_skip = max_skip
+        self._shared_data = shared_data
         width = (1 + max_skip).bit_length()
         skip = (
             {"skip": In(range(max_skip + 1)).array(n_vcs), "last_tail": Out(n_vcs)}
@@ -192,7 +236,9 @@ class InputUnit(wiring.Component):
             skip
             | {
                 "link": In(LinkSignature(flit_layout, n_vcs, width)),
-                "o": Out(stream.Signature(BufferedFlit(flit_layout))).array(n_vcs),
+                "o": Out(stream.Signature(FrontFlit(flit_layout))).array(n_vcs),
+                "pick": In(n_vcs),
+                "picked": Out(PickedData(flit_layout)),
                 "level": Out(range(buffer_depth + 1)).array(n_vcs),
                 "overflow": Out(1),
             }
@@ -201,28 +247,26 @@ class InputUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         flit = self.link.flit
-        stored = BufferedFlit(self._flit_layout)
-        width = stored.size
-        ctrl_width = 2 + self._flit_layout.head_width
+        front_layout = FrontFlit(self._flit_layout)
         lost = Signal()
+        queues, arrivals = [], []
         for vc in range(self._n_vcs):
             # a flit written at the end of cycle t is at the front during t+1, as the
             # contract's link timing needs; its kind and routing head sit in a register
             m.submodules[f"vc{vc}"] = queue = FrontFIFO(
-                width=width,
-                ctrl_width=ctrl_width,
-                depth=self._buffer_depth,
-                max_skip=self._max_skip,
+                width=front_layout.size, depth=self._buffer_depth, max_skip=self._max_skip
             )
             write = flit.valid & (flit.payload.vc == vc)
             m.d.comb += [
                 queue.w_en.eq(write),
-                queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in stored))),
+                queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in front_layout))),
                 self.o[vc].valid.eq(queue.r_rdy),
                 self.o[vc].payload.eq(queue.r_data),
                 queue.r_en.eq(self.o[vc].ready),
                 self.level[vc].eq(queue.level),
             ]
+            queues.append(queue)
+            arrivals.append(write)
             pop = self.o[vc].valid & self.o[vc].ready
             if self._max_skip:
                 m.d.comb += [
@@ -233,6 +277,58 @@ class InputUnit(wiring.Component):
             else:
                 m.d.sync += self.link.credit[vc].eq(pop)
             lost = lost | (write & ~queue.w_rdy)
+        if self._shared_data:
+            self._shared_ram(m, queues, arrivals)
+        else:
+            self._ram_per_vc(m, queues, arrivals)
         with m.If(lost):
             m.d.sync += self.overflow.eq(1)
         return m
+
+    def _shared_ram(self, m: Module, queues: list, arrivals: list) -> None:
+        """Every VC's data in one RAM, a power-of-two stride of entries per VC (an address is
+        the VC's pointer with the VC number above it), read at the picked VC's front. The
+        write address needs only the flit's VC (``arrivals``), not whether its FIFO has room,
+        which gates the write itself."""
+        vc_bits = (self._n_vcs - 1).bit_length()
+        stride = 1 << (self._buffer_depth - 1).bit_length()
+        layout = PickedData(self._flit_layout)
+        m.submodules.rest = rest = Memory(shape=layout, depth=self._n_vcs * stride, init=[])
+        write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
+        bits = len(read_port.addr)
+        w_addr, r_addr, written = 0, 0, 0
+        for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
+            written = written | (arrival & queue.w_rdy)
+            w_addr = w_addr | (Cat(queue.w_addr, Const(vc, vc_bits)) & arrival.replicate(bits))
+            r_addr = r_addr | (
+                Cat(queue.r_addr, Const(vc, vc_bits)) & self.pick[vc].replicate(bits)
+            )
+        flit = self.link.flit.payload
+        m.d.comb += [
+            write_port.en.eq(written),
+            write_port.addr.eq(w_addr),
+            write_port.data.eq(Cat(flit.src, flit.payload)),
+            read_port.addr.eq(r_addr),
+            self.picked.eq(read_port.data),
+        ]
+
+    def _ram_per_vc(self, m: Module, queues: list, arrivals: list) -> None:
+        """Each VC's data in its own RAM read at its front, the picked VC's taken by an AND-OR
+        multiplexer: the read starts from the FIFO's pointer register, beside ``pick``."""
+        layout = PickedData(self._flit_layout)
+        flit = self.link.flit.payload
+        picked = 0
+        for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
+            m.submodules[f"rest{vc}"] = rest = Memory(
+                shape=layout, depth=self._buffer_depth, init=[]
+            )
+            write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
+            front = read_port.data.as_value()
+            m.d.comb += [
+                write_port.en.eq(arrival & queue.w_rdy),
+                write_port.addr.eq(queue.w_addr),
+                write_port.data.eq(Cat(flit.src, flit.payload)),
+                read_port.addr.eq(queue.r_addr),
+            ]
+            picked = picked | (front & self.pick[vc].replicate(len(front)))
+        m.d.comb += self.picked.eq(picked)

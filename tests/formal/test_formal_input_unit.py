@@ -64,7 +64,7 @@ class LastIsFront(input_unit.FrontFIFO):
     def elaborate(self, platform):
         m = super().elaborate(platform)
         if self._max_skip:
-            m.d.comb += self.last.eq(self.r_data[: self._ctrl_width])
+            m.d.comb += self.last.eq(self.r_data)
         return m
 
 
@@ -91,12 +91,15 @@ def test_credit_without_pop_caught(sby):
     assert "failed assertion" in result.log
 
 
-def test_order_proven(sby):
-    # the pointers and RAM contents strengthen order into an inductive property
+@pytest.mark.parametrize("shared_data", [True, False])
+def test_order_proven(sby, shared_data):
+    # the pointers and RAM contents strengthen order into an inductive property, with the
+    # VCs' data in one RAM or in a RAM per VC
     for n_vcs, depth in ((2, 4), (2, 3)):
-        result = sby(
-            InputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, order=True, state=True), "prove", 2
+        harness = InputUnitHarness(
+            n_vcs=n_vcs, buffer_depth=depth, order=True, state=True, shared_data=shared_data
         )
+        result = sby(harness, "prove", 2)
         assert result.status == "PASS", result.log
 
 

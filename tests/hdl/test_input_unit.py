@@ -1,6 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """FrontFIFO against lib.fifo.SyncFIFO, the FIFO it replaced: driven with the same random writes
-and reads, every output equal in every cycle (the switch's cycle behaviour rests on it)."""
+and reads, every output equal in every cycle (the switch's cycle behaviour rests on it). The
+FrontFIFO holds 4 of the 10 bits; the other 6 sit in a RAM beside it at its ``w_addr`` and
+``r_addr``, as the input unit keeps a flit's data. Then the InputUnit, with its data in one
+shared RAM or a RAM per VC, against a deque per VC."""
 
 from __future__ import annotations
 
@@ -8,16 +11,37 @@ import random
 from collections import deque
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import fifo
+from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
-from zfabric.hdl.router.input_unit import FrontFIFO
+from zfabric.hdl.flit import FlitLayout
+from zfabric.hdl.router.input_unit import FrontFIFO, InputUnit
+
+
+def with_rest(m: Module, dut: FrontFIFO, depth: int) -> tuple[Signal, Signal]:
+    """10-bit entries in, the front 10-bit entry out: the FIFO takes the low 4 bits, a RAM
+    beside it the other 6, written at ``w_addr`` when the FIFO takes an entry and read at
+    ``r_addr``."""
+    m.submodules.rest = rest = Memory(shape=6, depth=depth, init=[])
+    write, read = rest.write_port(), rest.read_port(domain="comb")
+    data, entry = Signal(10), Signal(10)
+    m.d.comb += [
+        dut.w_data.eq(data[:4]),
+        write.en.eq(dut.w_en & dut.w_rdy),
+        write.addr.eq(dut.w_addr),
+        write.data.eq(data[4:]),
+        read.addr.eq(dut.r_addr),
+        entry.eq(Cat(dut.r_data, read.data)),
+    ]
+    return data, entry
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 5])
 def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth):
     m = Module()
-    m.submodules.dut = dut = FrontFIFO(width=10, ctrl_width=4, depth=depth)
+    m.submodules.dut = dut = FrontFIFO(width=4, depth=depth)
+    data, entry = with_rest(m, dut, depth)
     m.submodules.ref = ref = fifo.SyncFIFO(width=10, depth=depth)
     rng = random.Random(depth)
     mismatches = []
@@ -29,14 +53,15 @@ def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth):
             p_write = 0.8 if cycle // 50 % 2 == 0 else 0.3
             w_en, r_en = rng.random() < p_write, rng.random() < 1 - p_write
             w_data = rng.getrandbits(10)
+            ctx.set(data, w_data)
+            ctx.set(ref.w_data, w_data)
             for fifo_ in (dut, ref):
                 ctx.set(fifo_.w_en, w_en)
-                ctx.set(fifo_.w_data, w_data)
                 ctx.set(fifo_.r_en, r_en)
             got = [ctx.get(dut.w_rdy), ctx.get(dut.r_rdy), ctx.get(dut.level)]
             want = [ctx.get(ref.w_rdy), ctx.get(ref.r_rdy), ctx.get(ref.level)]
             if want[1]:
-                got.append(ctx.get(dut.r_data))
+                got.append(ctx.get(entry))
                 want.append(ctx.get(ref.r_data))
                 seen["pops"] += r_en
             seen["full"] += not want[0]
@@ -58,7 +83,8 @@ def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip):
     head and its surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*):
     against a deque, every cycle, ``last`` the ctrl bits of the last entry a pop takes."""
     m = Module()
-    m.submodules.dut = dut = FrontFIFO(width=10, ctrl_width=4, depth=depth, max_skip=max_skip)
+    m.submodules.dut = dut = FrontFIFO(width=4, depth=depth, max_skip=max_skip)
+    data, entry = with_rest(m, dut, depth)
     rng = random.Random(depth * 10 + max_skip)
     queue = deque()
     mismatches = []
@@ -72,13 +98,13 @@ def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip):
             r_en = bool(queue) and rng.random() < 0.6
             skip = rng.randrange(min(max_skip, len(queue) - 1) + 1) if queue else 0
             ctx.set(dut.w_en, w_en)
-            ctx.set(dut.w_data, w_data)
+            ctx.set(data, w_data)
             ctx.set(dut.r_en, r_en)
             ctx.set(dut.skip, skip)
             got = [ctx.get(dut.level), ctx.get(dut.r_rdy), ctx.get(dut.w_rdy)]
             want = [len(queue), bool(queue), len(queue) < depth]
             if queue:
-                got += [ctx.get(dut.r_data), ctx.get(dut.last)]
+                got += [ctx.get(entry), ctx.get(dut.last)]
                 want += [queue[0], queue[skip] & 0xF]
             if got != want:
                 mismatches.append((cycle, got, want))
@@ -97,3 +123,81 @@ def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip):
     sim.run()
     assert not mismatches, mismatches[:5]
     assert seen["full"] and seen["skips"] > 20  # it filled up and popped surplus entries often
+
+
+@pytest.mark.parametrize("shared_data", [True, False])
+@pytest.mark.parametrize(("n_vcs", "depth"), [(1, 4), (2, 4), (2, 3), (3, 5)])
+def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, shared_data):
+    """A credit-obeying sender on random VCs, random pops and a random one-hot (or no) pick:
+    every cycle each VC's front (kind, head) and level match its deque, ``picked`` is the
+    picked VC's front ``src`` and ``payload``, and credits come back one cycle after a pop."""
+    layout = FlitLayout(
+        payload_width=8, vc_width=(n_vcs - 1).bit_length(), head_width=3, src_width=2
+    )
+    dut = InputUnit(flit_layout=layout, n_vcs=n_vcs, buffer_depth=depth, shared_data=shared_data)
+    rng = random.Random(n_vcs * 100 + depth * 10 + shared_data)
+    queues = [deque() for _ in range(n_vcs)]
+    mismatches = []
+    seen = {"picked": 0, "full": 0}
+
+    async def testbench(ctx):
+        credits = [depth] * n_vcs
+        popped = [False] * n_vcs
+        flit = dut.link.flit
+        for cycle in range(1500):
+            # credits popped last cycle are on the wire now
+            for vc in range(n_vcs):
+                got = ctx.get(dut.link.credit[vc])
+                if got != popped[vc]:
+                    mismatches.append((cycle, "credit", vc, got))
+                credits[vc] += got
+            p_send = 0.9 if cycle // 100 % 2 == 0 else 0.3
+            ready = [vc for vc in range(n_vcs) if credits[vc]]
+            send = bool(ready) and rng.random() < p_send
+            vc_in = rng.choice(ready) if send else 0
+            word = {
+                "kind": rng.getrandbits(2),
+                "head": rng.getrandbits(3),
+                "src": rng.getrandbits(2),
+                "payload": rng.getrandbits(8),
+            }
+            ctx.set(flit.valid, send)
+            ctx.set(flit.payload, {**word, "vc": vc_in} if n_vcs > 1 else word)
+            pops = [bool(queues[vc]) and rng.random() < 1 - p_send for vc in range(n_vcs)]
+            pick = rng.randrange(n_vcs + 1)  # n_vcs: none
+            ctx.set(dut.pick, 1 << pick if pick < n_vcs else 0)
+            for vc in range(n_vcs):
+                ctx.set(dut.o[vc].ready, pops[vc])
+                front = queues[vc][0] if queues[vc] else None
+                got = [ctx.get(dut.o[vc].valid), ctx.get(dut.level[vc])]
+                want = [front is not None, len(queues[vc])]
+                if front is not None:
+                    got += [
+                        ctx.get(dut.o[vc].payload.kind.as_value()),
+                        ctx.get(dut.o[vc].payload.head),
+                    ]
+                    want += [front["kind"], front["head"]]
+                    if pick == vc:
+                        got += [ctx.get(dut.picked.src), ctx.get(dut.picked.payload)]
+                        want += [front["src"], front["payload"]]
+                        seen["picked"] += 1
+                if got != want:
+                    mismatches.append((cycle, vc, got, want))
+                seen["full"] += len(queues[vc]) == depth
+            popped = pops
+            for vc in range(n_vcs):
+                if pops[vc]:
+                    queues[vc].popleft()
+            if send:
+                credits[vc_in] -= 1
+                queues[vc_in].append(word)
+            await ctx.tick()
+        if ctx.get(dut.overflow):
+            mismatches.append("overflow")
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not mismatches, mismatches[:5]
+    assert seen["picked"] > 300 and seen["full"] > 20

@@ -7,15 +7,19 @@ internal link), and synthetic switches that add VCs (1 to 4 on every non-local p
 and ports (3 to 9, 2 VCs) to price each extra VC and port. The synthetic switches route a
 16-entry table and allow every turn but the U-turn. Last line: the torus switch on ECP5.
 
-    .venv/bin/python bench/switch_area.py [--quick] [--fabric] [--fmax] [--seeds N]
-        [--levels] [--router KEY=VALUE ...] [--adaptive [torus|twin]]
+    .venv/bin/python bench/switch_area.py [--quick] [--switch-only] [--fabric] [--fmax]
+        [--seeds N] [--levels] [--router KEY=VALUE ...] [--torus-routing KEY=VALUE ...]
+        [--adaptive [torus|twin]]
 
-``--quick`` runs only the torus switch and the twin node; ``--fabric`` adds the whole
+``--quick`` runs only the torus switch and the twin node, ``--switch-only`` only the torus
+switch (the twin node's place and route takes the longest); ``--fabric`` adds the whole
 torus-4x4 fabric (slow: every switch is flattened and mapped); ``--fmax`` also places and
 routes each design on an ECP5-85F out of context and prints nextpnr's Fmax (iCE40 has no
 out-of-context flow: its Fmax in context comes from the board builds), the median over
 ``--seeds`` placement seeds (1 to N, one nextpnr at a time; default 1). ``--router`` sets the
-torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``).
+torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``),
+``--torus-routing`` the torus plan's routing parameters (``--torus-routing tie=plus``: with
+``--router stages=1 selection=first-free injection_vcs=1 ejection_vcs=1``, issue 11's switch).
 ``--adaptive`` prices issue 16's routings instead of the synthetic switches: the torus switch
 under ``dor`` and ``duato`` (2 escape + 2 adaptive VCs per link), the twin node under ``dort``,
 ``dort_adaptive`` (Table 3's VCs) and ``tsdor`` (4 VCs per link). ``--levels`` prints the logic
@@ -168,11 +172,13 @@ def synthetic_switch(n_ports: int, n_vcs: int, layout: FlitLayout, depth: int = 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--switch-only", action="store_true", help="only the torus switch")
     parser.add_argument("--fabric", action="store_true")
     parser.add_argument("--fmax", action="store_true", help="also place and route on ECP5")
     parser.add_argument("--seeds", type=int, default=1, help="nextpnr seeds for --fmax")
     parser.add_argument("--levels", action="store_true", help="also print LUT4 logic depth")
     parser.add_argument("--router", nargs="*", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--torus-routing", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--adaptive",
         nargs="?",
@@ -185,13 +191,22 @@ def main() -> None:
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
 
-    router = {}
-    for setting in args.router:
-        key, _, value = setting.partition("=")
-        router[key] = int(value) if value.isdigit() else value
-    print(f"router: {router or 'defaults'}")
+    def settings(pairs: list[str], option: str) -> dict:
+        values = {}
+        for pair in pairs:
+            key, equals, value = pair.partition("=")
+            if not equals or not key:
+                parser.error(f"{option}: expected KEY=VALUE, got {pair!r}")
+            values[key] = int(value) if value.isdigit() else value
+        return values
 
-    def plan(name: str, routing: str | None = None):
+    router = settings(args.router, "--router")
+    torus_routing = settings(args.torus_routing, "--torus-routing")
+    print(f"router: {router or 'defaults'}")
+    if torus_routing:
+        print(f"torus routing: {torus_routing}")
+
+    def plan(name: str, routing: str | dict | None = None):
         data = {**yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()), "router": router}
         if routing is not None:
             data["routing"] = routing
@@ -200,7 +215,8 @@ def main() -> None:
     def twin_node(ndt):
         return TwinSwitchNode(ndt, twin_nodes(RouteRows(ndt).view)[0], rows=RouteRows(ndt))
 
-    torus, ndt = plan("torus-4x4"), plan("ndt-4x4x4")
+    torus_plan = {"name": "dor", **torus_routing} if torus_routing else None
+    torus, ndt = plan("torus-4x4", torus_plan), plan("ndt-4x4x4")
     # a 16-endpoint fabric's flit (torus-4x4's): 4-bit head and source id beside 32 data bits
     layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
     designs = [
@@ -234,6 +250,8 @@ def main() -> None:
             )
     if args.fabric:
         designs.append(("torus-4x4 fabric", lambda: Fabric(torus)))
+    if args.switch_only:
+        designs = [design for design in designs if design[0].startswith("torus-4x4 switch")]
 
     print(
         f"{'design':34} {'target':15} {'LUT4':>6} {'widemux':>7} {'carry':>6} "

@@ -35,8 +35,8 @@ FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` th
 them (:func:`~zfabric.hdl.formal.state.opened`, :func:`~zfabric.hdl.formal.state.peek`) and
 asserts, per VC, that the read-ahead pointer is one past the read pointer, the write pointer
 ``level`` entries past it, the ``level`` entries from the read pointer on (the control bits
-in the VC's FIFO, the data in the unit's data RAM: the shared one at the VC's stride, or the
-VC's own) hold the sequence numbers of the next flits to pop, in order (and the watched
+in the VC's FIFO, the data in the unit's shared RAM at the VC's stride or in the FIFO's
+own) hold the sequence numbers of the next flits to pop, in order (and the watched
 flit's kind), and the front register holds the control bits of the entry at the read pointer.
 That strengthening makes order inductive (proven unbounded); without it order is checked
 bounded (docs/verification.md).
@@ -215,7 +215,7 @@ class InputUnitHarness(wiring.Component):
             stride = 1 << (depth - 1).bit_length()  # the shared RAM's entries per VC
             rest, base = internal["rest"], vc * stride
         else:
-            rest, base = internal[f"rest{vc}"], 0
+            rest, base = internal[fifo + "rest"], 0
         entries = [
             data.View(
                 BufferedFlit(layout),

@@ -299,7 +299,7 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         unit = (
             f"input unit ({n} VC{'s' if n > 1 else ''}, B={b}"
             + (f", pops of up to {1 + skip}" if skip else "")
-            + ("" if shared else ", a data RAM per VC")
+            + ("" if shared else ", data in each VC's FIFO")
             + ")"
         )
         found += [

@@ -50,15 +50,17 @@ class FrontFIFO(wiring.Component):
     RAM's read. The entries are kept in a RAM read one entry ahead, so the register reloads in
     the cycle the front is popped without waiting for the new read address.
 
-    The rest of each entry (data only the crossbar reads) is its owner's to keep, in a RAM it
-    writes at ``w_addr`` when the FIFO takes an entry (``w_en & w_rdy``) and reads at
-    ``r_addr``, the front entry's place: the input unit can keep its VCs' data in one RAM, read
-    at the picked VC's front, so the data of the VC that crosses needs no multiplexer.
+    The other bits of an entry (data only the crossbar reads) stay behind a RAM read: with
+    ``ctrl_width`` < ``width`` in a RAM of the FIFO's own, read at the front entry's place;
+    with ``ctrl_width`` = ``width`` (the default) in its owner's, which it writes at ``w_addr``
+    when the FIFO takes an entry (``w_en & w_rdy``) and reads at ``r_addr``, the front entry's
+    place: the input unit can keep its VCs' data in one RAM, read at the picked VC's front, so
+    the data of the VC that crosses needs no multiplexer.
 
     With ``max_skip`` > 0 a pop may take ``skip`` more entries out with the front, up to
     ``max_skip`` (a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a
-    flit*); ``last`` gives the last entry a pop takes (the front with ``skip`` 0). The FIFO
-    must hold them: ``skip`` < ``level``.
+    flit*); ``last`` gives the ctrl bits of the last entry a pop takes (the front's with
+    ``skip`` 0). The FIFO must hold them: ``skip`` < ``level``.
 
     Members
     -------
@@ -66,17 +68,18 @@ class FrontFIFO(wiring.Component):
     w_addr, r_addr : ``Out(range(depth))``
         Where the entry written now goes, where the front entry is.
     skip : ``In(range(max_skip + 1))``, only with ``max_skip``
-    last : ``Out(width)``, only with ``max_skip``
+    last : ``Out(ctrl_width)``, only with ``max_skip``
     """
 
-    def __init__(self, *, width: int, depth: int, max_skip: int = 0):
-        if not isinstance(width, int) or width < 1:
-            raise ValueError(f"width must be a positive integer, not {width!r}")
+    def __init__(self, *, width: int, depth: int, ctrl_width: int | None = None, max_skip: int = 0):
+        ctrl_width = width if ctrl_width is None else ctrl_width
+        if not isinstance(ctrl_width, int) or not 0 < ctrl_width <= width:
+            raise ValueError(f"ctrl_width must be in 1..{width}, not {ctrl_width!r}")
         if not isinstance(max_skip, int) or not 0 <= max_skip < depth:
             raise ValueError(f"max_skip must be an integer in 0..{depth - 1}, not {max_skip!r}")
-        self._width, self._depth = width, depth
+        self._width, self._ctrl_width, self._depth = width, ctrl_width, depth
         self._max_skip = max_skip
-        skip = {"skip": In(range(max_skip + 1)), "last": Out(width)} if max_skip else {}
+        skip = {"skip": In(range(max_skip + 1)), "last": Out(ctrl_width)} if max_skip else {}
         super().__init__(
             skip
             | {
@@ -106,11 +109,11 @@ class FrontFIFO(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        depth, width = self._depth, self._width
+        depth, ctrl_width = self._depth, self._ctrl_width
         w_ptr = Signal(range(depth))
         r_ptr = Signal(range(depth))
         r_ahead = Signal(range(depth), init=1 % depth)  # r_ptr + 1, registered
-        front = Signal(width)
+        front = Signal(ctrl_width)
         # ``level != 0`` as its own flip-flop, set from the next level: the allocator's
         # requests start from a register rather than a comparison
         nonempty = Signal()
@@ -126,14 +129,22 @@ class FrontFIFO(wiring.Component):
         ]
         skip = self.skip if self._max_skip else 0
         m.d.sync += nonempty.eq(write | (self.level > 1 + skip) | (nonempty & ~pop))
-        m.submodules.ctrl = ctrl = Memory(shape=width, depth=depth, init=[])
-        port = ctrl.write_port()
-        m.d.comb += [port.addr.eq(w_ptr), port.data.eq(self.w_data), port.en.eq(write)]
+        m.submodules.ctrl = ctrl = Memory(shape=ctrl_width, depth=depth, init=[])
+        memories = [(ctrl, self.w_data[:ctrl_width])]
+        if ctrl_width < self._width:
+            rest_width = self._width - ctrl_width
+            m.submodules.rest = rest = Memory(shape=rest_width, depth=depth, init=[])
+            memories.append((rest, self.w_data[ctrl_width:]))
+        for memory, bits in memories:
+            port = memory.write_port()
+            m.d.comb += [port.addr.eq(w_ptr), port.data.eq(bits), port.en.eq(write)]
         ahead = ctrl.read_port(domain="comb")
-        m.d.comb += [
-            ahead.addr.eq(r_ahead if not self._max_skip else self._add(r_ahead, skip)),
-            self.r_data.eq(front),
-        ]
+        m.d.comb += ahead.addr.eq(r_ahead if not self._max_skip else self._add(r_ahead, skip))
+        if ctrl_width < self._width:
+            behind = rest.read_port(domain="comb")
+            m.d.comb += [behind.addr.eq(r_ptr), self.r_data.eq(Cat(front, behind.data))]
+        else:
+            m.d.comb += self.r_data.eq(front)
         if self._max_skip:
             last = ctrl.read_port(domain="comb")
             m.d.comb += [
@@ -146,7 +157,7 @@ class FrontFIFO(wiring.Component):
         # an invalid front, and a narrower load enable cost 6 MHz on the torus switch
         behind_front = self.level >= 2 + skip
         with m.If(pop | ~nonempty):
-            m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data))
+            m.d.sync += front.eq(Mux(behind_front, ahead.data, self.w_data[:ctrl_width]))
         with m.If(write):
             m.d.sync += w_ptr.eq(self._next(w_ptr))
         with m.If(pop):
@@ -179,10 +190,11 @@ class InputUnit(wiring.Component):
         cycle as a count (``credit_width`` bits per VC). 0 (the default) builds none of it.
     shared_data : bool
         Keep every VC's ``src`` and ``payload`` in one RAM, read at the picked VC's front
-        (the default), rather than in a RAM per VC read at its own front and multiplexed by
+        (the default), rather than in each VC's FIFO, read at its front and multiplexed by
         ``pick``. Same cycles either way; the shared RAM saves the multiplexer (36 bits per
-        port for 2 VCs) but puts its read behind ``pick``, so a switch whose clock is short
-        enough for that to matter (``stages`` 4 and 5) keeps the RAM per VC.
+        port for 2 VCs, 152 LUT4 of the ``stages: 5`` torus switch), but that switch closed
+        at a median 129.6 MHz with it and 139.4 with the FIFOs' (seeds 1-5; a RAM per VC
+        outside the FIFOs, the same logic, 125.8): ``stages`` 4 and 5 keep the FIFOs'.
 
     Members
     -------
@@ -248,25 +260,33 @@ class InputUnit(wiring.Component):
         m = Module()
         flit = self.link.flit
         front_layout = FrontFlit(self._flit_layout)
+        # without the shared RAM each FIFO keeps the whole flit, its data in a RAM of its own
+        layout = front_layout if self._shared_data else BufferedFlit(self._flit_layout)
         lost = Signal()
-        queues, arrivals = [], []
+        queues, arrivals, picked = [], [], 0
         for vc in range(self._n_vcs):
             # a flit written at the end of cycle t is at the front during t+1, as the
             # contract's link timing needs; its kind and routing head sit in a register
             m.submodules[f"vc{vc}"] = queue = FrontFIFO(
-                width=front_layout.size, depth=self._buffer_depth, max_skip=self._max_skip
+                width=layout.size,
+                ctrl_width=front_layout.size,
+                depth=self._buffer_depth,
+                max_skip=self._max_skip,
             )
             write = flit.valid & (flit.payload.vc == vc)
             m.d.comb += [
                 queue.w_en.eq(write),
-                queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in front_layout))),
+                queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in layout))),
                 self.o[vc].valid.eq(queue.r_rdy),
-                self.o[vc].payload.eq(queue.r_data),
+                self.o[vc].payload.eq(queue.r_data[: front_layout.size]),
                 queue.r_en.eq(self.o[vc].ready),
                 self.level[vc].eq(queue.level),
             ]
             queues.append(queue)
             arrivals.append(write)
+            if not self._shared_data:  # the picked VC's data, from behind its FIFO's read
+                data = queue.r_data[front_layout.size :]
+                picked = picked | (data & self.pick[vc].replicate(len(data)))
             pop = self.o[vc].valid & self.o[vc].ready
             if self._max_skip:
                 m.d.comb += [
@@ -280,7 +300,7 @@ class InputUnit(wiring.Component):
         if self._shared_data:
             self._shared_ram(m, queues, arrivals)
         else:
-            self._ram_per_vc(m, queues, arrivals)
+            m.d.comb += self.picked.eq(picked)
         with m.If(lost):
             m.d.sync += self.overflow.eq(1)
         return m
@@ -311,24 +331,3 @@ class InputUnit(wiring.Component):
             read_port.addr.eq(r_addr),
             self.picked.eq(read_port.data),
         ]
-
-    def _ram_per_vc(self, m: Module, queues: list, arrivals: list) -> None:
-        """Each VC's data in its own RAM read at its front, the picked VC's taken by an AND-OR
-        multiplexer: the read starts from the FIFO's pointer register, beside ``pick``."""
-        layout = PickedData(self._flit_layout)
-        flit = self.link.flit.payload
-        picked = 0
-        for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
-            m.submodules[f"rest{vc}"] = rest = Memory(
-                shape=layout, depth=self._buffer_depth, init=[]
-            )
-            write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
-            front = read_port.data.as_value()
-            m.d.comb += [
-                write_port.en.eq(arrival & queue.w_rdy),
-                write_port.addr.eq(queue.w_addr),
-                write_port.data.eq(Cat(flit.src, flit.payload)),
-                read_port.addr.eq(queue.r_addr),
-            ]
-            picked = picked | (front & self.pick[vc].replicate(len(front)))
-        m.d.comb += self.picked.eq(picked)

@@ -64,7 +64,7 @@ class LastIsFront(input_unit.FrontFIFO):
     def elaborate(self, platform):
         m = super().elaborate(platform)
         if self._max_skip:
-            m.d.comb += self.last.eq(self.r_data)
+            m.d.comb += self.last.eq(self.r_data[: self._ctrl_width])
         return m
 
 

@@ -1,9 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """FrontFIFO against lib.fifo.SyncFIFO, the FIFO it replaced: driven with the same random writes
 and reads, every output equal in every cycle (the switch's cycle behaviour rests on it). The
-FrontFIFO holds 4 of the 10 bits; the other 6 sit in a RAM beside it at its ``w_addr`` and
-``r_addr``, as the input unit keeps a flit's data. Then the InputUnit, with its data in one
-shared RAM or a RAM per VC, against a deque per VC."""
+FrontFIFO's register holds 4 of the 10 bits; the other 6 sit in its own RAM or in one beside
+it at its ``w_addr`` and ``r_addr``, the two ways the input unit keeps a flit's data. Then the
+InputUnit, with its data in one shared RAM or in each VC's FIFO, against a deque per VC."""
 
 from __future__ import annotations
 
@@ -19,10 +19,14 @@ from zfabric.hdl.flit import FlitLayout
 from zfabric.hdl.router.input_unit import FrontFIFO, InputUnit
 
 
-def with_rest(m: Module, dut: FrontFIFO, depth: int) -> tuple[Signal, Signal]:
-    """10-bit entries in, the front 10-bit entry out: the FIFO takes the low 4 bits, a RAM
-    beside it the other 6, written at ``w_addr`` when the FIFO takes an entry and read at
-    ``r_addr``."""
+def front_fifo(m: Module, depth: int, own: bool, max_skip: int = 0):
+    """A FrontFIFO of 10-bit entries whose register holds the low 4 bits, its 10-bit input and
+    front entry: the other 6 in the FIFO's own RAM (``own``) or in a RAM beside it, written at
+    ``w_addr`` when the FIFO takes an entry and read at ``r_addr``."""
+    if own:
+        m.submodules.dut = dut = FrontFIFO(width=10, ctrl_width=4, depth=depth, max_skip=max_skip)
+        return dut, dut.w_data, dut.r_data
+    m.submodules.dut = dut = FrontFIFO(width=4, depth=depth, max_skip=max_skip)
     m.submodules.rest = rest = Memory(shape=6, depth=depth, init=[])
     write, read = rest.write_port(), rest.read_port(domain="comb")
     data, entry = Signal(10), Signal(10)
@@ -34,14 +38,14 @@ def with_rest(m: Module, dut: FrontFIFO, depth: int) -> tuple[Signal, Signal]:
         read.addr.eq(dut.r_addr),
         entry.eq(Cat(dut.r_data, read.data)),
     ]
-    return data, entry
+    return dut, data, entry
 
 
+@pytest.mark.parametrize("own", [True, False])
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 5])
-def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth):
+def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth, own):
     m = Module()
-    m.submodules.dut = dut = FrontFIFO(width=4, depth=depth)
-    data, entry = with_rest(m, dut, depth)
+    dut, data, entry = front_fifo(m, depth, own)
     m.submodules.ref = ref = fifo.SyncFIFO(width=10, depth=depth)
     rng = random.Random(depth)
     mismatches = []
@@ -77,14 +81,14 @@ def test_front_fifo_matches_sync_fifo_cycle_for_cycle(depth):
     assert seen["full"] and seen["pops"] > 100  # the run reached full and popped often
 
 
+@pytest.mark.parametrize("own", [True, False])
 @pytest.mark.parametrize("depth, max_skip", [(2, 1), (3, 2), (4, 2), (4, 3), (5, 4)])
-def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip):
+def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip, own):
     """A pop with ``skip`` takes the front and the ``skip`` entries behind it in one cycle (a
     head and its surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*):
     against a deque, every cycle, ``last`` the ctrl bits of the last entry a pop takes."""
     m = Module()
-    m.submodules.dut = dut = FrontFIFO(width=4, depth=depth, max_skip=max_skip)
-    data, entry = with_rest(m, dut, depth)
+    dut, data, entry = front_fifo(m, depth, own, max_skip)
     rng = random.Random(depth * 10 + max_skip)
     queue = deque()
     mismatches = []

@@ -43,9 +43,22 @@ def _find(name: str) -> str | None:
     return str(local) if local.exists() else None
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it. SymbiYosys puts each engine in a process
+    group of its own, so neither its group nor its session holds the solver: its descendants,
+    read from /proc before any dies (an orphan's parent is no longer SymbiYosys), do."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
 
 
 def tools_missing() -> list[str]:
@@ -83,8 +96,8 @@ def run_sby(
     (``cover``) of ``harness`` in ``directory`` (created; SymbiYosys writes its work there).
 
     With ``timeout`` (seconds) SymbiYosys stops the solver then and reports ``TIMEOUT``; if it
-    has not ended :data:`GRACE_SECONDS` later, its whole process group is killed and the result
-    is ``TIMEOUT`` too."""
+    has not ended :data:`GRACE_SECONDS` later, it is killed with its engines and solvers, and
+    the result is ``TIMEOUT`` unless it had already printed its verdict."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.il").write_text(rtlil.convert(harness, name="top"))
@@ -108,22 +121,17 @@ def run_sby(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its own process group: the solver goes with it
     )
     hung = False
     try:
         out, err = process.communicate(timeout=timeout + GRACE_SECONDS if timeout else None)
     except subprocess.TimeoutExpired:
         hung = True
-    except BaseException:  # Ctrl-C reaches our group only: stop SymbiYosys's too
-        _kill_group(process.pid)
-        raise
-    if hung:
-        _kill_group(process.pid)
+        _kill_tree(process.pid)
         out, err = process.communicate()
         err += f"\nzfabric: SymbiYosys still running {GRACE_SECONDS} s past its timeout: killed\n"
     log = out + err
-    status = ["TIMEOUT"] if hung else re.findall(r"DONE \((\w+), rc=\d+\)", log)
+    status = re.findall(r"DONE \((\w+), rc=\d+\)", log) or (["TIMEOUT"] if hung else [])
     reached = [int(step) for step in re.findall(r"Reached cover statement.*? in step (\d+)", log)]
     # bmc (and prove's base case) checks step N after every earlier one passed
     steps = [int(step) for step in re.findall(r"Checking assertions in step (\d+)", log)]
@@ -131,7 +139,7 @@ def run_sby(
     status = status[-1] if status else "ERROR"
     return FormalResult(
         task=mode,
-        passed=process.returncode == 0 and not hung,
+        passed=process.returncode == 0,
         status=status,
         log=log,
         reached=reached,

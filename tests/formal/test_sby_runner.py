@@ -24,7 +24,7 @@ class Idle(wiring.Component):
 
 HANGING_SBY = """#!/bin/sh
 trap '' TERM INT
-sleep 300 &
+setsid sleep 300 &  # in a group (and session) of its own, as SymbiYosys starts its engines
 echo $! > solver.pid
 echo "SBY [harness] engine_0: Checking assertions in step 3.."
 wait

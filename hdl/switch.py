@@ -185,7 +185,7 @@ class Switch(wiring.Component):
                         n_vcs=n,
                         buffer_depth=depth,
                         max_skip=self._surplus,
-                        # stages 5 closed 10 MHz lower with it (InputUnit's shared_data)
+                        # stages 5 measured lower with it (InputUnit's shared_data)
                         shared_data=self._router.stages <= 3,
                     )
                     for n in self._in_vcs

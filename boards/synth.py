@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .build import parse_fmax, tool_environment
+from .build import FLOWS, Flow, parse_fmax, tool_environment
 
 __all__ = ["DEVICES", "SynthError", "KindFigures", "area", "ecp5_fmax"]
 
@@ -54,6 +54,9 @@ DEVICES: dict[str, tuple[str, dict[str, str]]] = {
     ),
 }
 FIGURES = ("LUT4", "carry", "FF", "LUTRAM", "RAM")
+
+#: the clock out-of-context place and route aims at, MHz
+OUT_OF_CONTEXT_MHZ = 100.0
 
 
 class SynthError(Exception):
@@ -137,20 +140,28 @@ def ecp5_fmax(
     seeds: range,
     *,
     each: Callable[[float], None] | None = None,
+    flow: Flow | None = None,
+    freq_mhz: float = OUT_OF_CONTEXT_MHZ,
 ) -> list[float]:
-    """Post-route Fmax of ``module`` on an ECP5-85F out of context, one figure per seed."""
+    """Post-route Fmax of ``module`` on an ECP5-85F out of context, one figure per seed.
+
+    ``flow`` is the ECP5 one of :data:`~zfabric.boards.build.FLOWS` unless a bench compares
+    another; ``freq_mhz`` is the clock nextpnr's timing-driven placement and routing aim at.
+    """
+    flow = FLOWS["ecp5"] if flow is None else flow
     env, tools = tool_environment()
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "design.v").write_text(verilog)
         Path(tmp, "synth.ys").write_text(
-            f"read_verilog design.v\nsynth_ecp5 -top {module} -json design.json\n"
+            f"read_verilog design.v\nsynth_ecp5 {' '.join(flow.synth)} -top {module} "
+            "-json design.json\n"
         )
         _run([tools["yosys"], "-q", "-l", "synth.log", "synth.ys"], tmp, env, "synth.log")
         fmax = []
         for seed in seeds:
             pnr = [tools["nextpnr-ecp5"], "--85k", "--out-of-context", "--json", "design.json"]
-            pnr += ["--package", "CABGA381", "--freq", "100", "--timing-allow-fail"]
-            pnr += ["--log", "pnr.log", "--seed", str(seed)]
+            pnr += ["--package", "CABGA381", "--freq", f"{freq_mhz:g}", "--timing-allow-fail"]
+            pnr += [*flow.nextpnr, "--log", "pnr.log", "--seed", str(seed)]
             _run(pnr, tmp, env, "pnr.log")
             clocks = parse_fmax(Path(tmp, "pnr.log").read_text())
             if not clocks:

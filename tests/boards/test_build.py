@@ -9,7 +9,9 @@ import json
 import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 from zfabric.boards.build import (
+    FLOWS,
     BuildError,
+    Flow,
     _raise_if_slow,
     board_build,
     build,
@@ -20,8 +22,9 @@ from zfabric.boards.build import (
     yosys_cells,
 )
 from zfabric.boards.targets import TARGETS, get_target
+from zfabric.boards.top import BoardTop
 
-from zfabric import load_spec
+from zfabric import compile_plan, load_spec
 from zfabric.cli import main
 
 # -- excerpts of real tool output (nextpnr 0.11.1 / yosys 0.70, YoWASP) -----------------------
@@ -150,6 +153,25 @@ def test_plan_only_build(name, tmp_path, boards_package):
     assert (tmp_path / "build_top.json").exists()
     json.dumps(report)  # JSON-ready
     assert "tools not run" in format_report(report)
+
+
+@pytest.mark.parametrize("name", ["icebreaker", "ulx3s-85f"])
+def test_a_build_runs_the_family_flow_or_the_one_given(name, tmp_path, boards_package):
+    """The flow's options reach ``synth_<family>`` in the yosys script and nextpnr's command
+    line: the shared flow by default, a bench's own when it passes one."""
+    target = TARGETS[name]
+    options = (("-nodffe",), ("--placer", "sa", "--router", "router2"))
+    for flow, out in ((None, tmp_path / "shared"), (Flow(*options), tmp_path / "given")):
+        top = BoardTop(target, compile_plan(load_spec(target.spec_path)))
+        report = build(target, top, out_dir=out, progress=None, flow=flow)
+        shared = FLOWS[target.family]
+        synth, nextpnr = (shared.synth, shared.nextpnr) if flow is None else options
+        (line,) = [x for x in (out / "top.ys").read_text().splitlines() if "synth_" in x]
+        assert line.split()[:1] == [f"synth_{target.family}"]
+        assert line.split()[1 : 1 + len(synth)] == list(synth)
+        (command,) = [c for c in report["commands"] if c.startswith("nextpnr")]
+        assert " ".join(nextpnr) in command
+    assert "-nodffe" not in (tmp_path / "shared" / "top.ys").read_text()
 
 
 def test_orangecrab_gets_a_uart_pin(tmp_path, boards_package):

@@ -29,10 +29,9 @@ asynchronous read is therefore not counted), then how many flip-flop inputs sit 
 number of levels (:func:`flop_levels`). ``--adaptive torus`` or ``--adaptive twin`` prices
 one half only (the twin node's Fmax takes the longest).
 
-The Fmax synthesis is plain ``synth_ecp5``, which in this yosys already maps with ABC9 (its
-log runs ``abc9``; ``-noabc9`` and ``-abc2`` gave the same Fmax on the torus switch);
-``-nowidelut`` there lost ~9 MHz (68.8 vs 77.4 MHz, seeds 1-2), nextpnr ``--router router2``
-~12 and ``--placer sa`` ~5, and ``--freq`` above 100 changed nothing.
+The Fmax flow is the shared one (``FLOWS`` in zfabric/boards/build.py: plain ``synth_ecp5``,
+which in this yosys always maps with ABC9, and nextpnr's default placer and router at
+``--freq 100``); bench/flow_options.py measures the alternatives against it.
 """
 
 from __future__ import annotations

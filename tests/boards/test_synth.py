@@ -60,3 +60,5 @@ def test_fmax_per_kind_out_of_context(example, capsys, fpga_tools):
         # a 32-bit switch on ECP5 lies between a LUT-chain-bound and the fabric's ceiling
         assert 20 < fmax < 400
     assert "seeds 1-1" in report["conditions"]["fmax"]
+    # the figure names the shared flow it came from (the ECP5 one maps with ABC9 -dff)
+    assert "synth_ecp5 -dff," in report["conditions"]["fmax"]

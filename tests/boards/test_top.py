@@ -28,7 +28,7 @@ def run_core(core, cycles, *, trace=False):
             if trace:
                 for src, gen in enumerate(gens):
                     if ctx.get(gen.created):
-                        created.append((cycle, src, ctx.get(gen.o.payload.dst)))
+                        created.append((cycle, src, ctx.get(gen.created_dst)))
             samples.append(ctx.get(core.tx))
             leds.append((ctx.get(core.heartbeat), ctx.get(core.error), ctx.get(core.active)))
             await ctx.tick()

@@ -77,25 +77,31 @@ def test_settings_are_validated():
 # -- generator -------------------------------------------------------------------------------
 
 
-def collect_packets(gen, cycles, *, ready=lambda cycle: True):
-    """Run a generator alone; returns [(created cycle, dst, [data...])]."""
-    packets, current = [], None
+def collect_packets(gen, cycles, *, ready=lambda cycle: True, creations=None, tails=None):
+    """Run a generator alone; returns [(head's first cycle on ``o``, dst, [data...])], and
+    appends (``created`` cycle, ``created_dst``) to ``creations`` and the cycle each tail was
+    taken to ``tails``."""
+    packets, current, presented = [], None, False
 
     async def tb(ctx):
-        nonlocal current
+        nonlocal current, presented
         ctx.set(gen.en, 1)
         for cycle in range(cycles):
             ctx.set(gen.now, cycle & 0xFFFF)
             ctx.set(gen.o.ready, ready(cycle))
-            if ctx.get(gen.created):
-                assert ctx.get(gen.o.valid) and ctx.get(gen.o.payload.first)
-            if ctx.get(gen.o.valid) and ctx.get(gen.o.ready):
+            if ctx.get(gen.created) and creations is not None:
+                creations.append((cycle, ctx.get(gen.created_dst)))
+            if ctx.get(gen.o.valid):
                 beat = ctx.get(gen.o.payload)
-                if beat.first:
-                    current = (cycle, beat.dst, [])
-                current[2].append(beat.data)
-                if beat.last:
-                    packets.append(current)
+                if beat.first and not presented:
+                    current, presented = (cycle, beat.dst, []), True
+                if ctx.get(gen.o.ready):
+                    current[2].append(beat.data)
+                    presented = False
+                    if beat.last:
+                        packets.append(current)
+                        if tails is not None:
+                            tails.append(cycle)
             await ctx.tick()
 
     simulate(gen, tb)
@@ -115,23 +121,31 @@ def test_generator_sends_what_the_model_encodes():
     assert set(seqs) == {0, 2, 3}  # uniform over the other endpoints
 
 
-def test_generator_timestamp_is_the_first_cycle_the_head_is_presented():
-    gen = Generator(src=0, fmt=FMT, settings=TrafficSettings(rate=0.5))
-    stamps = []
-
-    async def tb(ctx):
-        ctx.set(gen.en, 1)
-        ctx.set(gen.o.ready, 1)
-        for cycle in range(300):
-            ctx.set(gen.now, cycle)
-            if ctx.get(gen.created):
-                stamps.append(cycle)
-            await ctx.tick()
-
-    packets = collect_packets(Generator(src=0, fmt=FMT, settings=TrafficSettings(rate=0.5)), 300)
-    simulate(gen, tb)
-    assert [FMT.decode(beats)["timestamp"] for _, _, beats in packets] == stamps[: len(packets)]
-    assert [created for created, _, _ in packets] == stamps[: len(packets)]
+@pytest.mark.parametrize("refused", [False, True], ids=["ready", "refused-1-in-3"])
+def test_generator_timestamp_is_the_creation_cycle(refused):
+    """Each packet's timestamp is its ``created`` cycle, with its ``created_dst``; its head is
+    presented on ``o`` in that cycle, or (the output stage holding the previous packet's beats,
+    a source queue) the cycle after that packet's tail was taken, never later: the generator
+    loses no cycle to its output registers."""
+    creations, tails = [], []
+    packets = collect_packets(
+        Generator(src=0, fmt=FMT, settings=TrafficSettings(rate=1.0 if refused else 0.5)),
+        300,
+        ready=(lambda c: c % 3 != 0) if refused else (lambda c: True),
+        creations=creations,
+        tails=tails,
+    )
+    assert len(packets) > 20
+    stamps = [FMT.decode(beats)["timestamp"] for _, _, beats in packets]
+    assert stamps == [cycle for cycle, _ in creations[: len(packets)]]
+    assert [dst for _, dst, _ in packets] == [dst for _, dst in creations[: len(packets)]]
+    queued = 0
+    for (head, _, _), stamp, tail_taken in zip(packets, stamps, [None, *tails], strict=False):
+        assert head >= stamp
+        if head > stamp:  # waited behind the previous packet only, and no longer
+            queued += 1
+            assert tail_taken is not None and head == tail_taken + 1
+    assert (queued > 0) == refused
 
 
 def test_generator_rate_and_fixed_patterns():

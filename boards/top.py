@@ -277,12 +277,17 @@ class BoardCore(wiring.Component):
         m.submodules.formatter = formatter = self.formatter
         m.submodules.uart = uart = UARTTransmitter(divisor=self._divisor)
         wiring.connect(m, formatter=formatter.o, uart=uart.i)
-        period = Signal(range(self._report_period), init=self._report_period - 1)
+        last = self._report_period - 1
+        period = Signal(range(self._report_period), init=last)
+        # ``period == 0`` as a flip-flop set from the count a cycle ahead, so the formatter's
+        # snapshot enable does not wait for a comparator on the counter
+        trigger = Signal(init=last == 0)
         with m.If(period == 0):
-            m.d.sync += period.eq(self._report_period - 1)
+            m.d.sync += period.eq(last)
         with m.Else():
             m.d.sync += period.eq(period - 1)
-        m.d.comb += [formatter.trigger.eq(period == 0), self.tx.eq(uart.tx)]
+        m.d.sync += trigger.eq(period == 1 if last > 0 else 1)
+        m.d.comb += [formatter.trigger.eq(trigger), self.tx.eq(uart.tx)]
         for name in fields:
             m.d.comb += getattr(formatter.values, name).eq(counts[name])
 

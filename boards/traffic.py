@@ -621,11 +621,13 @@ class Checker(wiring.Component):
         s = Mux(beat_in.first, FILL_SEED, state)
         mixed = Signal(32)
         tag_now = Signal(fmt.tag_width)  # tag_acc with this beat's chunk merged in
+        fill_mask = Signal(fmt.flit_width)  # the beat's fill bits (none past the packet's length)
         m.d.comb += [mixed.eq(s), tag_now.eq(Mux(beat_in.first, 0, tag_acc))]
         with m.Switch(k):
-            for index, (_usable, chunk, offset) in enumerate(fmt.beats):
-                if chunk:
-                    with m.Case(index):
+            for index, (usable, chunk, offset) in enumerate(fmt.beats):
+                with m.Case(index):
+                    m.d.comb += fill_mask.eq((1 << usable) - (1 << chunk))
+                    if chunk:
                         bits = beat_in.data[:chunk]
                         m.d.comb += mixed.eq(s ^ _hw_fold32(bits))
                         m.d.comb += tag_now[offset : offset + chunk].eq(bits)
@@ -639,7 +641,7 @@ class Checker(wiring.Component):
         c_valid, c_first, c_last, c_frame, c_stray = (
             Signal(name=f"c_{n}") for n in ("valid", "first", "last", "frame", "stray")
         )
-        c_k = Signal.like(beat)
+        c_mask = Signal.like(fill_mask)
         c_mixed = Signal(32)
         c_data = Signal(fmt.flit_width)
         c_tag = Signal(fmt.tag_width)
@@ -650,20 +652,18 @@ class Checker(wiring.Component):
             c_last.eq(beat_in.last),
             c_frame.eq(too_long | short | (beat_in.first & in_packet)),
             c_stray.eq(valid & ~beat_in.first & ~in_packet),
-            c_k.eq(k),
+            c_mask.eq(fill_mask),
             c_mixed.eq(mixed),
             c_data.eq(beat_in.data),
             c_tag.eq(tag_now),
             c_now.eq(arrived),
         ]
+        # the fill is the state's expansion in the bits the mask selects (each beat's fill
+        # bits are a prefix of one expansion at the same offsets): a balanced compare of two
+        # registers, not a comparison per beat index behind a multiplexer
         fill_ok = Signal()
-        m.d.comb += fill_ok.eq(1)  # also past the packet's length (a frame error)
-        with m.Switch(c_k):
-            for index, (usable, chunk, _offset) in enumerate(fmt.beats):
-                if usable > chunk:
-                    with m.Case(index):
-                        fill = _hw_expand(c_mixed, usable)
-                        m.d.comb += fill_ok.eq(c_data[chunk:usable] == fill[chunk:usable])
+        fill = _hw_expand(c_mixed, fmt.flit_width)
+        m.d.comb += fill_ok.eq(~((c_data ^ fill) & c_mask).any())
         kinds_now = Signal(4)
         m.d.comb += kinds_now.eq(
             Mux(c_first, 0, bad)

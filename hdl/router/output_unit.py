@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Array, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -142,7 +142,15 @@ class OutputUnit(wiring.Component):
                 m.d.comb += self.low[vc].eq(credit >= low_occupancy(self._buffer_depth))
             if self._second:
                 m.d.comb += [
-                    self.spare2[vc].eq(credit + pulse > 2),
-                    self.keep2[vc].eq(credit + pulse > 1),
+                    self.spare2[vc].eq(_sum_above(credit, pulse, 2)),
+                    self.keep2[vc].eq(_sum_above(credit, pulse, 1)),
                 ]
         return m
+
+
+def _sum_above(count: Value, pulse: Value, bound: int) -> Value:
+    """``count + pulse > bound`` as comparisons of the registered ``count`` alone, selected by
+    the incoming ``pulse``: the credit wire (combinational from an endpoint's ejection logic)
+    then reaches a multiplexer, not an adder and a comparator."""
+    above = [count > bound - p for p in range(2 ** len(pulse))]
+    return Array(above)[pulse] if len(above) > 2 else Mux(pulse, above[1], above[0])

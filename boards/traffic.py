@@ -621,12 +621,16 @@ class Checker(wiring.Component):
         s = Mux(beat_in.first, FILL_SEED, state)
         mixed = Signal(32)
         tag_now = Signal(fmt.tag_width)  # tag_acc with this beat's chunk merged in
-        fill_mask = Signal(fmt.flit_width)  # the beat's fill bits (none past the packet's length)
+        # the beat's fill bits (none past the packet's length), registered for the check stage
+        # in the same ``Switch`` (a combinational one would start as x in Icarus: its
+        # ``always @*`` waits for ``k`` to change)
+        c_mask = Signal(fmt.flit_width)
         m.d.comb += [mixed.eq(s), tag_now.eq(Mux(beat_in.first, 0, tag_acc))]
+        m.d.sync += c_mask.eq(0)
         with m.Switch(k):
             for index, (usable, chunk, offset) in enumerate(fmt.beats):
                 with m.Case(index):
-                    m.d.comb += fill_mask.eq((1 << usable) - (1 << chunk))
+                    m.d.sync += c_mask.eq((1 << usable) - (1 << chunk))
                     if chunk:
                         bits = beat_in.data[:chunk]
                         m.d.comb += mixed.eq(s ^ _hw_fold32(bits))
@@ -641,7 +645,6 @@ class Checker(wiring.Component):
         c_valid, c_first, c_last, c_frame, c_stray = (
             Signal(name=f"c_{n}") for n in ("valid", "first", "last", "frame", "stray")
         )
-        c_mask = Signal.like(fill_mask)
         c_mixed = Signal(32)
         c_data = Signal(fmt.flit_width)
         c_tag = Signal(fmt.tag_width)
@@ -652,7 +655,6 @@ class Checker(wiring.Component):
             c_last.eq(beat_in.last),
             c_frame.eq(too_long | short | (beat_in.first & in_packet)),
             c_stray.eq(valid & ~beat_in.first & ~in_packet),
-            c_mask.eq(fill_mask),
             c_mixed.eq(mixed),
             c_data.eq(beat_in.data),
             c_tag.eq(tag_now),

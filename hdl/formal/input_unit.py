@@ -8,7 +8,8 @@ Environment (assumptions):
 - the upstream sender holds ``B`` credits per VC at reset, spends one per flit and gets one back
   per credit pulse the unit puts on the link; it sends on a VC only while it holds a credit;
 - with ``order``, each flit carries its sequence number on its VC in its payload (modulo
-  ``2**payload_width``); the kind is free;
+  ``2**payload_width``) and the number's low bits in its ``head`` and ``src``; the kind is
+  free;
 - the switch pops (``o[vc].ready``) whenever it likes; with ``max_skip`` (a switch that drops
   a head's surplus head flits, docs/microarchitecture.md, *Heads longer than a flit*) a pop
   takes ``skip[vc]`` more entries with the front, any number up to ``max_skip`` the FIFO holds
@@ -23,8 +24,8 @@ Properties (assertions), per VC:
   and takes no more than the FIFO holds);
 - credit conservation: sender credits + credits on the link + ``level`` == B (so the credits
   returned are the entries freed: one per flit popped, 1 + ``skip`` for a pop with ``skip``);
-- with ``order``: the front's payload (``picked``, when the VC is picked; the head always) is
-  the sequence number of the next flit to pop, so flits leave in the order they came, each
+- with ``order``: the front's payload and source (``picked``, when the VC is picked; the head
+  always) are those of the next flit to pop, so flits leave in the order they came, each
   once, unmodified (those a ``skip`` takes out included: the front after them is the flit
   behind them); with ``max_skip``, ``last_tail`` of a pop is the tail bit of the last flit it
   takes, checked on one flit of each VC whose sequence number the solver picks freely
@@ -139,8 +140,10 @@ class InputUnitHarness(wiring.Component):
             flit.payload.vc.eq(self.send_vc),
             flit.payload.kind.eq(self.send_kind),
             flit.payload.payload.eq(self.send_payload),
-            # the head (in the FIFO's front register) carries data too, for the order check
+            # the head (in the FIFO's front register) and the source (with the payload, in the
+            # data RAM) carry data too, for the order check
             flit.payload.head.eq(self.send_payload[: layout.head_width]),
+            flit.payload.src.eq(self.send_payload[: layout.src_width]),
         ]
         m.d.comb += [
             Assume(self.send_vc < self._n_vcs),
@@ -189,6 +192,10 @@ class InputUnitHarness(wiring.Component):
                 m.d.comb += [
                     Assume(~sent | (self.send_payload == written)),
                     Assert(~(unit.o[vc].valid & self.pick[vc]) | (unit.picked.payload == popped)),
+                    Assert(
+                        ~(unit.o[vc].valid & self.pick[vc])
+                        | (unit.picked.src == popped[: layout.src_width])
+                    ),
                     Assert(
                         ~unit.o[vc].valid | (unit.o[vc].payload.head == popped[: layout.head_width])
                     ),
@@ -248,6 +255,7 @@ class InputUnitHarness(wiring.Component):
                         m.d.comb += [
                             Assert(entry.payload == tag),
                             Assert(entry.head == tag[: layout.head_width]),
+                            Assert(entry.src == tag[: layout.src_width]),
                         ]
                         if watch is not None:
                             tail = entry.kind.as_value()[1]

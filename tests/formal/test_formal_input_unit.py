@@ -85,6 +85,16 @@ def test_covers_reached(sby):
     assert len(result.reached) == 2 * 3
 
 
+class SourceFromFront(InputUnit):
+    """Planted bug: the picked flit's ``src`` is not its own (under the harness's tags, the
+    one the flit behind it carries)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.picked.src.eq(~self.picked.payload[0])
+        return m
+
+
 def test_credit_without_pop_caught(sby):
     result = sby(InputUnitHarness(unit_class=CreditWithoutPop), "prove", 4)
     assert result.status == "FAIL", result.log
@@ -101,6 +111,13 @@ def test_order_proven(sby, shared_data):
         )
         result = sby(harness, "prove", 2)
         assert result.status == "PASS", result.log
+
+
+@pytest.mark.parametrize("shared_data", [True, False])
+def test_wrong_source_caught(sby, shared_data):
+    harness = InputUnitHarness(order=True, shared_data=shared_data, unit_class=SourceFromFront)
+    result = sby(harness, "bmc", 6)
+    assert result.status == "FAIL", result.log
 
 
 def test_credit_twice_caught(sby):
@@ -126,13 +143,25 @@ def test_order_bounded_deep(sby):
     assert result.status == "PASS", result.log
 
 
-@pytest.mark.parametrize(("n_vcs", "depth", "max_skip"), [(2, 4, 2), (2, 3, 2), (1, 4, 3)])
-def test_multi_pop_proven(sby, n_vcs, depth, max_skip):
-    # a head and up to max_skip surplus head flits popped at once (sliced heads, head_bits)
-    result = sby(InputUnitHarness(n_vcs=n_vcs, buffer_depth=depth, max_skip=max_skip), "prove", 4)
+@pytest.mark.parametrize(
+    ("n_vcs", "depth", "max_skip", "shared_data"),
+    [(2, 4, 2, True), (2, 3, 2, True), (1, 4, 3, True), (2, 4, 2, False)],
+)
+def test_multi_pop_proven(sby, n_vcs, depth, max_skip, shared_data):
+    # a head and up to max_skip surplus head flits popped at once (sliced heads, head_bits),
+    # with the VCs' data in one RAM (stages 1-3) or in a RAM per VC (stages 4-5)
+    harness = InputUnitHarness(
+        n_vcs=n_vcs, buffer_depth=depth, max_skip=max_skip, shared_data=shared_data
+    )
+    result = sby(harness, "prove", 4)
     assert result.status == "PASS", result.log
     harness = InputUnitHarness(
-        n_vcs=n_vcs, buffer_depth=depth, max_skip=max_skip, order=True, state=True
+        n_vcs=n_vcs,
+        buffer_depth=depth,
+        max_skip=max_skip,
+        shared_data=shared_data,
+        order=True,
+        state=True,
     )
     result = sby(harness, "prove", 2)
     assert result.status == "PASS", result.log

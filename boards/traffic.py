@@ -26,10 +26,12 @@ corrupted bit, tag or fill, shows as a fill mismatch in its own beat or a later 
 wrong ``dst``/``seq``.
 
 - ``seq`` counts packets per (source, destination) flow, modulo ``2**seq_bits``;
-- ``timestamp`` is the global cycle count (modulo ``2**timestamp_bits``) of the cycle the
-  generator created the packet and first presented its head; the checker's latency is the
-  cycle its tail is delivered minus that, so it matches the model's creation-to-delivery
-  latency (docs/microarchitecture.md: ``2H + L + 2`` at zero load).
+- ``timestamp`` is the global cycle count (modulo ``2**timestamp_bits``) of the packet's
+  creation cycle: two cycles after the generator's decision, when its head is presented, or
+  presented right after the previous packet's tail if that still waits in the generator's
+  output stage (a source queue); the checker's latency is the cycle its tail is delivered
+  minus that, so it matches the model's creation-to-delivery latency
+  (docs/microarchitecture.md: ``2H + L + 2`` at zero load).
 
 :class:`PacketFormat` is the bit-exact Python model of this format (``encode`` / ``decode``).
 """
@@ -476,7 +478,7 @@ class Generator(wiring.Component):
         ]
         tag_bits = tag.as_value()
         mixed = Signal(32)
-        # The beat's data goes through its own signal: driving ``o.payload.data`` inside the
+        # The beat's data goes through its own signal: driving ``handed.data`` inside the
         # Switch while ``dst``/``first``/``last`` are plain assignments makes the Verilog
         # backend (Yosys write_verilog, via amaranth.back.verilog) emit the payload as a ``reg``
         # with one ``always @*`` per field, and the one-line ones lack the time-0 trigger the

@@ -102,7 +102,7 @@ class InputUnitHarness(wiring.Component):
             payload_width=payload_width,
             vc_width=max(1, (n_vcs - 1).bit_length()),
             head_width=2,
-            src_width=1,
+            src_width=2,
         )
         self._n_vcs, self._depth, self._order, self._state = n_vcs, buffer_depth, order, state
         self._unit_class, self._max_skip = unit_class, max_skip

@@ -150,7 +150,7 @@ class OutputUnit(wiring.Component):
 
 def _sum_above(count: Value, pulse: Value, bound: int) -> Value:
     """``count + pulse > bound`` as comparisons of the registered ``count`` alone, selected by
-    the incoming ``pulse``: the credit wire (combinational from an endpoint's ejection logic)
-    then reaches a multiplexer, not an adder and a comparator."""
+    the incoming ``pulse``: the credit wire (combinational where an endpoint drives it, in
+    the cycle it takes a flit) then reaches a multiplexer, not an adder and a comparator."""
     above = [count > bound - p for p in range(2 ** len(pulse))]
     return Array(above)[pulse] if len(above) > 2 else Mux(pulse, above[1], above[0])

@@ -211,7 +211,7 @@ def drive(checker, packets, *, gap=1):
             ctx.set(checker.i.valid, 0)
             for _ in range(gap):
                 await tick()
-        for _ in range(3):
+        for _ in range(5):  # the checker's four stages, and one cycle to spare
             await tick()
         events.append(("kinds", ctx.get(checker.error_kinds)))
 

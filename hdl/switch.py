@@ -339,12 +339,16 @@ class Switch(wiring.Component):
             m.d.comb += xbar.vc[port].eq(alloc.vc[port])
             m.d.comb += xbar.grant[port].eq(alloc.grant[port])
             base = sum(self._ports.vcs[:port])
-            m.d.comb += out.sent.eq(alloc.send[base : base + n_vcs])
-            if self._router.stages >= 4:  # from the staged picks' registered tail bits
-                m.d.comb += out.released.eq(alloc.release[base : base + n_vcs])
-            else:  # the crossed flit's own tail bit: shares the crossbar's kind mux
-                tail = xbar.o[port].payload.kind.as_value()[1]
-                m.d.comb += out.released.eq(alloc.send[base : base + n_vcs] & tail.replicate(n_vcs))
+            if self._router.stages >= 4:  # the allocator's one-hot VC; tails from the staged picks
+                m.d.comb += [
+                    out.sent.eq(alloc.send[base : base + n_vcs]),
+                    out.released.eq(alloc.release[base : base + n_vcs]),
+                ]
+            else:  # the crossed flit's VC field decoded and its own tail bit (the crossbar's)
+                crossed = xbar.o[port]
+                sent = Cat(*(crossed.valid & (crossed.payload.vc == vc) for vc in range(n_vcs)))
+                tail = crossed.payload.kind.as_value()[1]
+                m.d.comb += [out.sent.eq(sent), out.released.eq(sent & tail.replicate(n_vcs))]
             free.append(out.free)
             ready.append(out.ready)
             spare.append(out.spare)

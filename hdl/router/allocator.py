@@ -235,8 +235,9 @@ class Allocator(wiring.Component):
     vc : ``Out(range(max(out_vcs))).array(n_ports)``
         Per output port: the output VC of the granted flit.
     send : ``Out(n_out_vcs)``
-        Per output VC: a flit goes out on it this cycle (``vc`` one-hot, gated by the grant):
-        the output units count credits and owners on it without decoding ``vc``.
+        Only when ``split``: per output VC, a flit goes out on it this cycle (``vc`` one-hot,
+        gated by the grant): the output units count credits and owners on it without decoding
+        ``vc`` (it shortens ``stages`` 4-5's paths; at ``stages`` 1-3 the decode is cheaper).
     release : ``Out(n_out_vcs)``
         Only when ``split``: per output VC, the flit going out on it this cycle is a tail (its
         owner is cleared at the end of the cycle), from the staged picks' tail bits (registers)
@@ -300,7 +301,7 @@ class Allocator(wiring.Component):
         self._levels = levels
         members = {"acquire": Out(n_ovc)} if self._pipelined else {}
         if self._split:
-            members["release"] = Out(n_ovc)
+            members |= {"send": Out(n_ovc), "release": Out(n_ovc)}
         if self._selection == "occupancy":
             members["low"] = In(n_ovc)
         if self._split:
@@ -323,7 +324,6 @@ class Allocator(wiring.Component):
                 "pop": Out(max_in).array(n_ports),
                 "grant": Out(n_ports).array(n_ports),
                 "vc": Out(range(max(out_vcs))).array(n_ports),
-                "send": Out(n_ovc),
             }
         )
 
@@ -346,7 +346,7 @@ class Allocator(wiring.Component):
         stageds = []  # per input port: its staged pick, one-hot (``split`` only)
         vc_stageds = []  # per input port: its staged head, one-hot (``vc_split`` only)
         seconds = []  # per input VC: (port, vc, held, chosen, held_two) (``split`` only)
-        holdings = {}  # per input VC: ``held.any()``, registered
+        holdings = {}  # per input VC: ``held.any()``, registered (``split`` only)
         for port, n_vcs in enumerate(self._in_vcs):
             if self._split:
                 stageds.append(Signal(n_vcs, name=f"staged_{port}"))
@@ -360,8 +360,12 @@ class Allocator(wiring.Component):
             requests, wanted, ports, vc_requests, chosens, cand_ports = [], [], [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
-                # ``held.any()``, registered: requests read a flip-flop, not a wide OR
-                holding = holdings[port, vc] = Signal(name=f"holding_{port}_{vc}")
+                # ``held.any()``: registered where it pays (``split``), requests then read a
+                # flip-flop rather than a wide OR
+                if self._split:
+                    holding = holdings[port, vc] = Signal(name=f"holding_{port}_{vc}")
+                else:
+                    holding = _signal(m, held.any(), f"holding_{port}_{vc}")
                 # ``(held & ready).any()``, registered (see ``spare``)
                 held_ready = Signal(name=f"held_ready_{port}_{vc}")
                 routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
@@ -441,10 +445,12 @@ class Allocator(wiring.Component):
             m.d.comb += [
                 self.grant[out].eq(grant),
                 self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
-                self.send[base : base + n].eq(out_vcs[out]),
             ]
             if self._split:
-                m.d.comb += self.release[base : base + n].eq(releases[out])
+                m.d.comb += [
+                    self.send[base : base + n].eq(out_vcs[out]),
+                    self.release[base : base + n].eq(releases[out]),
+                ]
         for port in range(n_ports):
             m.d.comb += [self.pop[port].eq(pops[port]), self.pick[port].eq(picks[port])]
 
@@ -506,13 +512,13 @@ class Allocator(wiring.Component):
             m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
             with m.If(acquires[port][vc]):  # a head that acquires takes one output VC
                 spent = self.spare | self.ready if self._pipelined else self.spare
-                m.d.sync += [
-                    held.eq(wanted),
-                    holdings[port, vc].eq(1),
-                    held_ready.eq((wanted & spent).any()),
-                ]
+                m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
+                if (port, vc) in holdings:
+                    m.d.sync += holdings[port, vc].eq(1)
             with m.If(pop & self.tail[port][vc]):
-                m.d.sync += [held.eq(0), holdings[port, vc].eq(0), held_ready.eq(0)]
+                m.d.sync += [held.eq(0), held_ready.eq(0)]
+                if (port, vc) in holdings:
+                    m.d.sync += holdings[port, vc].eq(0)
         for port, vc, held, chosen, held_two in seconds:
             pop = self.pop[port][vc]
             m.d.sync += held_two.eq(Mux(pop, (held & self.spare2).any(), (held & self.keep2).any()))

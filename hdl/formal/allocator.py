@@ -20,9 +20,10 @@ Properties (assertions), every cycle:
 - a granted flit's output VC has a credit; a head takes an output VC without owner among its
   candidates; a body or tail flit goes on the output VC its packet's head took (so an output
   VC is owned by at most one input VC, and only a tail releases it).
-- with ``split`` and the ownership properties, ``send`` is exactly the output VCs the granted
-  flits go out on (what the output units count credits on) and ``release`` those of them whose
-  flit is a tail (without ``split`` the switch decodes ``vc`` itself, as this harness does).
+- with ``pipelined`` and the ownership properties, ``send`` is exactly the output VCs the
+  granted flits go out on (what the output units count credits on), and with ``split``
+  ``release`` those of them whose flit is a tail (without ``pipelined`` the switch decodes
+  ``vc`` itself, as this harness does).
 - ``pipelined`` (VC allocation in a cycle of its own): the harness follows VC allocation
   through the allocator's state (which input VC wins it, ``va_pop_*``, and the VC it chose,
   ``chosen_*``) to keep its reference owners, and asserts that only a head at the front of an
@@ -299,9 +300,10 @@ class AllocatorHarness(wiring.Component):
                             else (held.any() == in_packet[p][v])
                         ),
                         Assert(held == mine),
-                        Assert(internal[f"holding_{p}_{v}"] == held.any()),
                         Assert(internal[f"held_ready_{p}_{v}"] == (held & ready).any()),
                     ]
+                    if pipelined:  # only VC allocation reads ``holding``
+                        m.d.comb += Assert(internal[f"holding_{p}_{v}"] == held.any())
                     if split:  # a staged VC holds an output VC with a credit; two credits
                         is_staged = internal[f"staged_{p}"][v]
                         staged_targets = staged_targets | (held & is_staged.replicate(n_ovc))
@@ -330,12 +332,11 @@ class AllocatorHarness(wiring.Component):
                     m.d.comb += Assert(~staged[v] | (waits & ((target & ~self.cand[p][v]) == 0)))
         if pipelined and self._ownership:
             m.d.comb += Assert(alloc.acquire == acquired)
-        if self._ownership and split:  # one-hot only with one-hot ``held`` (ownership)
+        if self._ownership and pipelined:  # one-hot only with one-hot ``held`` (ownership)
             # the output units' one-hot views of the crossing flits: ``vc`` decoded, tails
-            m.d.comb += [
-                Assert(alloc.send == Cat(*sent)),
-                Assert(alloc.release == Cat(*released)),
-            ]
+            m.d.comb += Assert(alloc.send == Cat(*sent))
+            if split:
+                m.d.comb += Assert(alloc.release == Cat(*released))
         for flat in range(n_ovc):
             if split:
                 after = credits[flat] - sent[flat] + self.pulse[flat]

@@ -235,9 +235,9 @@ class Allocator(wiring.Component):
     vc : ``Out(range(max(out_vcs))).array(n_ports)``
         Per output port: the output VC of the granted flit.
     send : ``Out(n_out_vcs)``
-        Only when ``split``: per output VC, a flit goes out on it this cycle (``vc`` one-hot,
-        gated by the grant): the output units count credits and owners on it without decoding
-        ``vc`` (it shortens ``stages`` 4-5's paths; at ``stages`` 1-3 the decode is cheaper).
+        Only when ``pipelined``: per output VC, a flit goes out on it this cycle (``vc``
+        one-hot, gated by the grant): the output units count credits and owners on it without
+        decoding ``vc``, off the crossbar's path (at ``stages`` 1-2 the decode is cheaper).
     release : ``Out(n_out_vcs)``
         Only when ``split``: per output VC, the flit going out on it this cycle is a tail (its
         owner is cleared at the end of the cycle), from the staged picks' tail bits (registers)
@@ -299,9 +299,9 @@ class Allocator(wiring.Component):
         if len(levels) != n_ovc or any(not isinstance(x, int) or x < 0 for x in levels):
             raise ValueError(f"levels must be {n_ovc} non-negative integers, not {levels!r}")
         self._levels = levels
-        members = {"acquire": Out(n_ovc)} if self._pipelined else {}
+        members = {"acquire": Out(n_ovc), "send": Out(n_ovc)} if self._pipelined else {}
         if self._split:
-            members |= {"send": Out(n_ovc), "release": Out(n_ovc)}
+            members["release"] = Out(n_ovc)
         if self._selection == "occupancy":
             members["low"] = In(n_ovc)
         if self._split:
@@ -346,7 +346,7 @@ class Allocator(wiring.Component):
         stageds = []  # per input port: its staged pick, one-hot (``split`` only)
         vc_stageds = []  # per input port: its staged head, one-hot (``vc_split`` only)
         seconds = []  # per input VC: (port, vc, held, chosen, held_two) (``split`` only)
-        holdings = {}  # per input VC: ``held.any()``, registered (``split`` only)
+        holdings = {}  # per input VC: ``held.any()``, registered (``pipelined`` only)
         for port, n_vcs in enumerate(self._in_vcs):
             if self._split:
                 stageds.append(Signal(n_vcs, name=f"staged_{port}"))
@@ -360,12 +360,8 @@ class Allocator(wiring.Component):
             requests, wanted, ports, vc_requests, chosens, cand_ports = [], [], [], [], [], []
             for vc in range(n_vcs):
                 held = Signal(n_ovc, name=f"held_{port}_{vc}")
-                # ``held.any()``: registered where it pays (``split``), requests then read a
-                # flip-flop rather than a wide OR
-                if self._split:
+                if self._pipelined:  # ``held.any()`` for VC allocation: a flip-flop, no wide OR
                     holding = holdings[port, vc] = Signal(name=f"holding_{port}_{vc}")
-                else:
-                    holding = _signal(m, held.any(), f"holding_{port}_{vc}")
                 # ``(held & ready).any()``, registered (see ``spare``)
                 held_ready = Signal(name=f"held_ready_{port}_{vc}")
                 routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
@@ -420,10 +416,19 @@ class Allocator(wiring.Component):
                     wanted.append(held)
                     ports.append(held_port)
                 else:
-                    requests.append(self.valid[port][vc] & Mux(holding, held_ready, wants_vc))
-                    wanted.append(_signal(m, Mux(holding, held, chosen), f"want_{port}_{vc}"))
+                    # a head at its front holds nothing, and one that holds nothing has ``held``
+                    # and ``held_ready`` zero: ORs, not multiplexers on ``held.any()`` (which
+                    # synthesis then also sees never set the bits of ``held`` no head chooses)
+                    requests.append(self.valid[port][vc] & (held_ready | wants_vc))
+                    wanted.append(
+                        _signal(m, held | (chosen & wants_vc.replicate(n_ovc)), f"want_{port}_{vc}")
+                    )
                     ports.append(
-                        _signal(m, Mux(holding, held_port, cand_port), f"want_port_{port}_{vc}")
+                        _signal(
+                            m,
+                            held_port | (cand_port & wants_vc.replicate(n_ports)),
+                            f"want_port_{port}_{vc}",
+                        )
                     )
                 targets.append(
                     (port, vc, held, held_ready, wanted[-1] if not self._pipelined else chosen)
@@ -446,11 +451,10 @@ class Allocator(wiring.Component):
                 self.grant[out].eq(grant),
                 self.vc[out].eq(one_hot_index(out_vcs[out], len(self.vc[out]))),
             ]
+            if self._pipelined:
+                m.d.comb += self.send[base : base + n].eq(out_vcs[out])
             if self._split:
-                m.d.comb += [
-                    self.send[base : base + n].eq(out_vcs[out]),
-                    self.release[base : base + n].eq(releases[out]),
-                ]
+                m.d.comb += self.release[base : base + n].eq(releases[out])
         for port in range(n_ports):
             m.d.comb += [self.pop[port].eq(pops[port]), self.pick[port].eq(picks[port])]
 
@@ -513,11 +517,11 @@ class Allocator(wiring.Component):
             with m.If(acquires[port][vc]):  # a head that acquires takes one output VC
                 spent = self.spare | self.ready if self._pipelined else self.spare
                 m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
-                if (port, vc) in holdings:
+                if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(1)
             with m.If(pop & self.tail[port][vc]):
                 m.d.sync += [held.eq(0), held_ready.eq(0)]
-                if (port, vc) in holdings:
+                if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(0)
         for port, vc, held, chosen, held_two in seconds:
             pop = self.pop[port][vc]

@@ -418,15 +418,18 @@ class Allocator(wiring.Component):
                 else:
                     # a head at its front holds nothing, and one that holds nothing has ``held``
                     # and ``held_ready`` zero: ORs, not multiplexers on ``held.any()`` (which
-                    # synthesis then also sees never set the bits of ``held`` no head chooses)
+                    # synthesis then also sees never set the bits of ``held`` no head chooses).
+                    # The port's gate stays off ``usable`` (``cand_port`` may come before it);
+                    # ``~held_ready`` keeps a head bit inside a packet from adding a port
                     requests.append(self.valid[port][vc] & (held_ready | wants_vc))
                     wanted.append(
                         _signal(m, held | (chosen & wants_vc.replicate(n_ovc)), f"want_{port}_{vc}")
                     )
+                    new_head = self.head[port][vc] & ~held_ready
                     ports.append(
                         _signal(
                             m,
-                            held_port | (cand_port & wants_vc.replicate(n_ports)),
+                            held_port | (cand_port & new_head.replicate(n_ports)),
                             f"want_port_{port}_{vc}",
                         )
                     )

@@ -49,9 +49,10 @@ class OutputUnit(wiring.Component):
     i : ``In(stream.Signature(flit_layout, always_ready=True))``
         The flit the crossbar sends this cycle, with its output VC.
     sent : ``In(n_vcs)``
-        One-hot (zero if ``i`` is not valid): the VC of the flit on ``i``, as the allocator
-        decided it. Credits and owners move on it rather than on a decode of ``i``'s VC field,
-        which sits behind the crossbar and the encoding of the allocator's one-hot choice.
+        One-hot (zero if ``i`` is not valid): the VC of the flit on ``i``. Credits and owners
+        move on it. The switch drives it with the allocator's one-hot choice at ``stages`` 3-5
+        (off the crossbar's path) and with a decode of ``i``'s VC field at 1-2 (fewer LUT4,
+        where the clock gains nothing from it).
     released : ``In(n_vcs)``
         The bit of ``sent`` if the flit is a tail: the owner is cleared on it (``stages`` 4 and 5
         take it from the allocator's staged picks, off the crossbar's path).

@@ -236,6 +236,18 @@ SMALL_SPECS = {
         "topology": {"kind": "torus", "k": [4, 6]},
         "routing": {"name": "dor", "tie": "plus"},
     },
+    # balanced dateline classes: a head entering a ring may take either class (odd and even
+    # rings, one and two VCs per class)
+    "torus-5x4-balanced": {
+        "name": "torus-5x4-balanced",
+        "topology": {"kind": "torus", "k": [5, 4]},
+        "routing": {"name": "dor", "vc_classes": "balanced"},
+    },
+    "torus-3x4-vcs2-balanced": {
+        "name": "torus-3x4-vcs2-balanced",
+        "topology": {"kind": "torus", "k": [3, 4], "vcs": 2},
+        "routing": {"name": "dor", "vc_classes": "balanced"},
+    },
     "ndt-2x4x2-plus": {
         "name": "ndt-2x4x2-plus",
         "topology": {"kind": "ndt", "k": [2, 4, 2]},

@@ -349,6 +349,34 @@ def test_lockstep_router_matrix(plan_of, need_sim, cosim_dir, router, fabric, lo
     lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, stall=STALL)
 
 
+#: ``dor`` with balanced dateline classes on torus-4x4 (a head entering a ring may take either
+#: class, the switch its lowest free VC): one stages-1 case near the knee in the default run,
+#: stages 1 and 5 at every load under ``-m matrix``, with random ejection stalls
+BALANCED = [
+    pytest.param(
+        stages,
+        load,
+        id=f"s{stages}-{load}",
+        marks=() if (stages, load) == (1, "near") else [pytest.mark.matrix, pytest.mark.slow],
+    )
+    for stages in (1, 5)
+    for load in LOADS
+]
+
+
+@pytest.mark.parametrize("stages, load", BALANCED)
+def test_lockstep_balanced_dateline_classes(plan_of, need_sim, cosim_dir, stages, load):
+    """A route unit per input port's direction and input VC's class: RTL = model packet by
+    packet."""
+    routing = {"name": "dor", "vc_classes": "balanced"}
+    plan = plan_of("torus-4x4", {"stages": stages}, routing=routing)
+    trace = load_trace(plan, "torus-4x4", load)
+    seed = zlib.crc32(f"balanced/{stages}/{load}".encode())
+    sim = need_sim("icarus" if (stages, load) == (1, "near") else MATRIX_SIM)
+    report = cosim(plan, trace, sim=sim, build_dir=cosim_dir, eject_stall=STALL, eject_seed=seed)
+    check(report)
+
+
 #: ejection stalls in the default run (Icarus) and on Verilator (slow)
 STALLS = [("torus-4x4", "near"), ("znode-64", "near")]
 

@@ -104,6 +104,17 @@ def test_other_routings_keys_are_all_route_reads(example, name, routing):
     assert_key_is_all_route_reads(plan_of(example, name, routing))
 
 
+def test_balanced_dor_keys_are_all_route_reads():
+    # balanced dateline classes read the input port and its VC's class (two VCs per class:
+    # the VCs of a class share a key)
+    spec = {
+        "name": "torus-4x3-vcs2",
+        "topology": {"kind": "torus", "k": [4, 3], "vcs": 2},
+        "routing": {"name": "dor", "vc_classes": "balanced"},
+    }
+    assert_key_is_all_route_reads(compile_plan(load_spec(spec)))
+
+
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("routing", HYPERZ)
 def test_keyed_walk_gives_the_whole_state_walks_limits_on_hyperz(

@@ -126,3 +126,67 @@ def test_plans_without_a_tie_parameter_keep_ties_toward_plus():
     plan = torus((4,), tie="plus")
     del plan.routing.params["tie"]
     assert sorted(ring_link_loads(plan).values()) == [1] * 4 + [3] * 4
+
+
+def ring_offer(plan, cur: int, dst: int, came_on: int | None = None) -> tuple[int, ...]:
+    """The VCs DOR offers at node ``cur`` of a 1-D torus toward ``dst``: for a packet entering
+    the ring there (from its endpoint), or one that arrived travelling + on VC ``came_on``."""
+    from zfabric.plan import PlanView
+    from zfabric.routing import make_routing
+
+    routing = make_routing(PlanView(plan))
+    ports = {
+        (p.dim, p.sign): i for i, p in enumerate(plan.switches[cur].ports) if p.dim is not None
+    }
+    in_port, in_vc = (0, 0) if came_on is None else (ports[0, -1], came_on)
+    (hop,) = routing.route(cur, in_port, in_vc, dst).hops
+    return hop.vcs
+
+
+def test_balanced_classes_offer_both_where_neither_forbidden_link_is_on_the_way():
+    # an 8-ring (no ties below distance 4): VC 0 is the upper class, never on the wrap link
+    # 7 -> 0; VC 1 the lower class, never on 0 -> 1 (going +) nor on 7 -> 6 (going -)
+    ring = torus((8,), vc_classes="balanced")
+    assert ring_offer(ring, 1, 3) == (0, 1)  # +, no wrap, not from 0
+    assert ring_offer(ring, 0, 2) == (0,)  # + from 0: VC 1 would use 0 -> 1
+    assert ring_offer(ring, 6, 1) == (1,)  # + across the wrap: the lower class
+    assert ring_offer(ring, 5, 3) == (0, 1)  # -, no wrap, not from 7
+    assert ring_offer(ring, 7, 5) == (1,)  # - from 7: VC 0 would use 7 -> 6
+    # on the ring a packet keeps the class it took; after the wrap it is in the upper class
+    assert ring_offer(ring, 2, 3, came_on=1) == (1,)
+    assert ring_offer(ring, 2, 3, came_on=0) == (0,)
+    assert ring_offer(ring, 0, 2, came_on=1) == (0,)
+    fixed = torus((8,))
+    assert fixed.routing.params["vc_classes"] == "fixed"  # the default
+    assert [ring_offer(fixed, 1, 3), ring_offer(fixed, 5, 3)] == [(0,), (1,)]
+
+
+@pytest.mark.parametrize("k", [(6,), (5,), (8,), (4, 4), (8, 8), (3, 5), (5, 2, 3)])
+def test_balanced_classes_keep_the_rings_acyclic(k):
+    balanced = analyse_routing(torus(k, vc_classes="balanced"))
+    fixed = analyse_routing(torus(k))
+    assert balanced.deadlock_free and fixed.deadlock_free
+    assert balanced.cdg.number_of_edges() > fixed.cdg.number_of_edges()  # both classes used
+    assert balanced.average_hops == fixed.average_hops
+
+
+def test_balanced_classes_without_keeping_the_class_close_a_ring_cycle(monkeypatch):
+    # offering both classes at every hop that may take either, on the ring too, lets a packet
+    # that wrapped onto the upper class at 0 climb back to the lower class at 1: the proof
+    # must find that cycle (it is why a packet keeps its class)
+    from zfabric.routing import dor
+
+    def either_everywhere(self, switch, in_port, in_vc, dim, sign, dst):
+        cur = self.coords[switch][dim]
+        if dor.may_take_either(sign, cur, dst, self.k[dim]):
+            return self.classes[0] + self.classes[1]
+        return self.classes[dor.dateline_vc(cur, dst)]
+
+    monkeypatch.setattr(dor.DOR, "ring_vcs", either_everywhere)
+    assert analyse_routing(torus((8,), vc_classes="balanced")).cycle
+
+
+def test_plans_without_a_vc_classes_parameter_keep_fixed_classes():
+    plan = torus((8,), vc_classes="balanced")
+    del plan.routing.params["vc_classes"]
+    assert ring_offer(plan, 1, 3) == (0,)

@@ -13,6 +13,18 @@ seventh of a 4x4 torus's saturation throughput (bench/router_tradeoff.py). A tie
 the first hop in its dimension only (the next hop is no longer a tie), so either rule is a pure
 function of (switch, head), and the dateline classes keep each ring acyclic whichever way a
 packet goes.
+
+The ``vc_classes`` parameter decides how many VCs a packet may use on a ring. ``fixed``
+(default) takes each hop's class by :func:`dateline_vc`: a packet that never crosses the
+dateline then has one class (half the ring's VCs) all the way. ``balanced`` lets such a packet
+start on either class where the other class's forbidden link is not on its way, and keep the
+class it took to the end of the ring (:func:`may_take_either`): each class still never uses its
+forbidden link and a packet changes class within a ring only at the wrap-around, so the proof
+finds the rings acyclic, and the switch takes the lowest free VC of both classes. It lifts the
+saturation knee (torus 4x4 0.619 -> 0.644, 8x8 0.350 -> 0.381) but the choice between two VCs
+costs the switch a LUT level and about a tenth of its clock (docs/router-v2.md), hence not the
+default. ``route`` then reads the input port (is the packet already on this ring?) and VC
+(which class it kept).
 """
 
 from __future__ import annotations
@@ -22,10 +34,12 @@ from typing import Any
 from ..spec import Reader, boolean, choice
 from .base import Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 
-__all__ = ["DOR", "TIES", "ring_direction", "tie_sign"]
+__all__ = ["DOR", "TIES", "VC_CLASSES", "may_take_either", "ring_direction", "tie_sign"]
 
 #: the ``tie`` parameter's values, the default first
 TIES = ("alternate", "plus")
+#: the ``vc_classes`` parameter's values, the default first
+VC_CLASSES = ("fixed", "balanced")
 
 
 def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 1) -> int:
@@ -57,6 +71,20 @@ def dateline_vc(cur: int, dst: int) -> int:
     return 0 if dst > cur else 1
 
 
+def may_take_either(sign: int, cur: int, dst: int, k: int) -> bool:
+    """Whether a ring hop from ``cur`` toward ``dst`` (direction ``sign``) may take either
+    dateline class and keep it (``vc_classes: balanced``).
+
+    The rest of the way must not cross the wrap-around link, and must not use the one link the
+    other class never uses: going + the hop's class is 0 and class 1 never uses 0 -> 1, so
+    ``cur`` must not be 0; going - the class is 1 and class 0 never uses k-1 -> k-2, so ``cur``
+    must not be k-1.
+    """
+    if sign > 0:
+        return dst > cur and cur != 0
+    return dst < cur and cur != k - 1
+
+
 @routing("dor")
 class DOR(RoutingFunction):
     """Ascending dimension order, shortest direction (ties by ``tie``), one candidate."""
@@ -65,6 +93,13 @@ class DOR(RoutingFunction):
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
+        return cls.ring_params(reader) | {
+            "vc_classes": reader.get("vc_classes", choice(VC_CLASSES), VC_CLASSES[0])
+        }
+
+    @staticmethod
+    def ring_params(reader: Reader) -> dict[str, Any]:
+        """The options of the rings' dateline classes and ties (``duato``'s escape's too)."""
         return {
             "datelines": reader.get("datelines", boolean, True),
             "tie": reader.get("tie", choice(TIES), TIES[0]),
@@ -78,6 +113,8 @@ class DOR(RoutingFunction):
         self.tie = self.params.get("tie", "plus")  # plans written before the parameter: plus
         per_class = self.params.get("vcs", 1)  # plans written before per-class counts: 1
         self.classes = (class_vcs(0, per_class), class_vcs(1, per_class))
+        #: ``vc_classes: balanced`` on a torus with datelines (plans written before: fixed)
+        self.balanced = self.wrap and self.datelines and self.params.get("vc_classes") == "balanced"
         self.coords = [tuple(s.position["coords"]) for s in view.switches]
         self.port_of = [
             {(p.dim, p.sign): i for i, p in enumerate(s.ports) if p.role == "external"}
@@ -89,12 +126,34 @@ class DOR(RoutingFunction):
         attachment = self.view.plan.endpoints[src].attachments[0]
         return (Injection(attachment.switch, attachment.port, dst),)
 
+    def state_key(self, switch: int, in_port: int, in_vc: int, head: Any) -> tuple:
+        """Balanced classes read the input port and the class of the input VC."""
+        if not self.balanced:
+            return super().state_key(switch, in_port, in_vc, head)
+        return (switch, in_port, in_vc in self.classes[1], head)
+
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
         here, there = self.coords[switch], self.coords[self.home[head]]
         for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
             tie = tie_sign(self.tie, cur)
             sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap, tie=tie)
             if sign:
-                vcs = self.classes[dateline_vc(cur, dst) if self.datelines else 0]
-                return Decision((Hop(self.port_of[switch][(dim, sign)], vcs),), head)
+                port = self.port_of[switch][(dim, sign)]
+                vcs = self.ring_vcs(switch, in_port, in_vc, dim, sign, dst)
+                return Decision((Hop(port, vcs),), head)
         return Decision((self.local_hop(switch, head),), head)
+
+    def ring_vcs(self, switch: int, in_port: int, in_vc: int, dim: int, sign: int, dst: int):
+        """The VCs of a hop in dimension ``dim``, direction ``sign``, toward coordinate
+        ``dst``: its dateline class's (one class without datelines); with balanced classes,
+        both on entering the ring (from another dimension or the endpoint) where
+        :func:`may_take_either`, and then the class the packet arrived on."""
+        cur = self.coords[switch][dim]
+        if not self.datelines:
+            return self.classes[0]
+        own = dateline_vc(cur, dst)
+        if not (self.balanced and may_take_either(sign, cur, dst, self.k[dim])):
+            return self.classes[own]
+        if self.port_of[switch].get((dim, -sign)) != in_port:  # entering the ring here
+            return self.classes[0] + self.classes[1]
+        return self.classes[1 - own] if in_vc in self.classes[1 - own] else self.classes[own]

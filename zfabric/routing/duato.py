@@ -55,7 +55,7 @@ class Duato(DOR):
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
-        params = super().parse_params(reader, topology_params)
+        params = cls.ring_params(reader)  # the escape's classes stay fixed
         dateline = topology_params.wrap and params["datelines"]
         escape = (2 if dateline else 1) * topology_params.vcs
         given = reader.has("adaptive_vcs")

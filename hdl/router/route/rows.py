@@ -424,7 +424,31 @@ class RouteRows:
             return self._arithmetic_row(
                 "duato", DuatoRoute, {(): fields}, lambda p, v: (), switch, ports
             )
-        return self._arithmetic_row("dor", DORRoute, {(): fields}, lambda p, v: (), switch, ports)
+        if not self.routing.balanced:
+            return self._arithmetic_row(
+                "dor", DORRoute, {(): fields}, lambda p, v: (), switch, ports
+            )
+        # balanced classes: a unit per input port's direction of travel and input VC's class
+        travel = {p: (dim, -sign) for (dim, sign), p in fields["port_of"]}
+        upper_vcs = len(self.routing.classes[0])
+        by_input = {
+            (arrival, in_class): {
+                **fields,
+                "vc_classes": "balanced",
+                "arrival": arrival,
+                "in_class": in_class,
+            }
+            for arrival in ((), *travel.values())
+            for in_class in (0, 1)
+        }
+        return self._arithmetic_row(
+            "dor",
+            DORRoute,
+            by_input,
+            lambda p, v: (travel.get(p, ()), 0 if p not in travel else int(v >= upper_vcs)),
+            switch,
+            ports,
+        )
 
     def _dort(self, switch: int, ports: SwitchPorts) -> RouteRow:
         """DORT's unit; TSDOR's per traffic class; dort_adaptive's per escaped / not."""

@@ -118,6 +118,20 @@ def test_adaptive_route_units_proven(sby, topology, routing):
     assert result.status == "PASS", result.log
 
 
+@pytest.mark.parametrize("k", [[4, 4], pytest.param([8, 4], marks=pytest.mark.formal)])
+def test_balanced_dor_route_units_proven(sby, k):
+    # balanced dateline classes: a unit per input port's direction and input VC's class (the
+    # proof checks every head value: sizes whose endpoints fill the head's values)
+    spec = {
+        "name": "t",
+        "topology": {"kind": "torus", "k": k},
+        "routing": {"name": "dor", "vc_classes": "balanced"},
+    }
+    plan = compile_plan(load_spec(spec))
+    result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
+    assert result.status == "PASS", result.log
+
+
 def test_sliced_head_flits_proven(sby):
     plan = compile_plan(load_spec(SNODE_16))
     rows = RouteRows(plan)

@@ -243,6 +243,11 @@ SMALL_SPECS = {
         "topology": {"kind": "torus", "k": [5, 4]},
         "routing": {"name": "dor", "vc_classes": "balanced"},
     },
+    "torus-2x3x4-plus-balanced": {
+        "name": "torus-2x3x4-plus-balanced",
+        "topology": {"kind": "torus", "k": [2, 3, 4]},
+        "routing": {"name": "dor", "tie": "plus", "vc_classes": "balanced"},
+    },
     "torus-3x4-vcs2-balanced": {
         "name": "torus-3x4-vcs2-balanced",
         "topology": {"kind": "torus", "k": [3, 4], "vcs": 2},

@@ -83,6 +83,7 @@ DESTINATION = [
     ("torus-5x4-balanced", True),
     ("torus-5x4-balanced", False),
     ("torus-3x4-vcs2-balanced", True),
+    ("torus-2x3x4-plus-balanced", True),
     ("ndt-2x2x2", True),
     ("ndt-2x2x2", False),
     pytest.param("ndt-4x4x4", True, marks=pytest.mark.slow),

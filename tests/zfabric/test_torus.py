@@ -144,8 +144,9 @@ def ring_offer(plan, cur: int, dst: int, came_on: int | None = None) -> tuple[in
 
 
 def test_balanced_classes_offer_both_where_neither_forbidden_link_is_on_the_way():
-    # an 8-ring (no ties below distance 4): VC 0 is the upper class, never on the wrap link
-    # 7 -> 0; VC 1 the lower class, never on 0 -> 1 (going +) nor on 7 -> 6 (going -)
+    # an 8-ring (no ties below distance 4): VC 0 is the upper class, never on the wrap 7 -> 0
+    # (going +) nor on 7 -> 6 (going -); VC 1 the lower class, never on 0 -> 1 (going +) nor
+    # on the wrap 0 -> 7 (going -)
     ring = torus((8,), vc_classes="balanced")
     assert ring_offer(ring, 1, 3) == (0, 1)  # +, no wrap, not from 0
     assert ring_offer(ring, 0, 2) == (0,)  # + from 0: VC 1 would use 0 -> 1

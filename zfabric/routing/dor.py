@@ -22,7 +22,7 @@ class it took to the end of the ring (:func:`may_take_either`): each class still
 forbidden link and a packet changes class within a ring only at the wrap-around, so the proof
 finds the rings acyclic, and the switch takes the lowest free VC of both classes. It lifts the
 saturation knee (torus 4x4 0.619 -> 0.644, 8x8 0.350 -> 0.381) but the choice between two VCs
-costs the switch a LUT level and about a tenth of its clock (docs/router-v2.md), hence not the
+costs the switch a LUT level and about 8 % of its clock (docs/router-v2.md), hence not the
 default. ``route`` then reads the input port (is the packet already on this ring?) and VC
 (which class it kept).
 """
@@ -143,7 +143,9 @@ class DOR(RoutingFunction):
                 return Decision((Hop(port, vcs),), head)
         return Decision((self.local_hop(switch, head),), head)
 
-    def ring_vcs(self, switch: int, in_port: int, in_vc: int, dim: int, sign: int, dst: int):
+    def ring_vcs(
+        self, switch: int, in_port: int, in_vc: int, dim: int, sign: int, dst: int
+    ) -> tuple[int, ...]:
         """The VCs of a hop in dimension ``dim``, direction ``sign``, toward coordinate
         ``dst``: its dateline class's (one class without datelines); with balanced classes,
         both on entering the ring (from another dimension or the endpoint) where

@@ -100,12 +100,12 @@ class DORRoute(wiring.Component):
             return own
         # ``may_take_either``: its own class is the upper going +, the lower going -
         if sign > 0:
-            either, other, kept = upper & (cur != 0), down, self._in_class == 1
+            either, other, on_other = upper & (cur != 0), down, self._in_class == 1
         else:
-            either, other, kept = ~upper & (cur != self._k[dim] - 1), up, self._in_class == 0
+            either, other, on_other = ~upper & (cur != self._k[dim] - 1), up, self._in_class == 0
         if self._arrival != (dim, sign):  # entering the ring here
             return Mux(either, up | down, own)
-        return Mux(either, other, own) if kept else own
+        return Mux(either, other, own) if on_other else own
 
     def elaborate(self, platform):
         m = Module()

@@ -438,8 +438,7 @@ class RouteRows:
                 "arrival": arrival,
                 "in_class": in_class,
             }
-            for arrival in ((), *travel.values())
-            for in_class in (0, 1)
+            for arrival, in_class in [((), 0), *((a, c) for a in travel.values() for c in (0, 1))]
         }
         return self._arithmetic_row(
             "dor",

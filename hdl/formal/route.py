@@ -8,7 +8,9 @@ several switches that tell themselves apart by an ``identity`` input (a torus sw
 coordinates, a Znode id), a free choice of switch (``which``) drives that input. The reference
 is the routing function's decision for that switch, input port, input VC and head, computed in
 Python for every head value the ``head_width`` bits can hold and written into the harness as
-one assertion per value.
+one assertion per value, but for the values no packet carries that the routing function has no
+route for (an id >= N where the endpoints do not fill the head's values: no endpoint may send
+one, docs/rtl.md), which are left free.
 
 Properties (assertions), for every switch, input VC and head: the unit's candidates (the flat
 output-VC mask) are the decision's candidates (none where the routing function has no route);
@@ -46,17 +48,30 @@ from ..router.route import RouteRows, candidate_mask, reachable_states
 __all__ = ["RouteHarness"]
 
 
-def reference(rows: RouteRows, switch: int, port: int, vc: int) -> list[tuple[int, int | None]]:
+def carried_heads(rows: RouteRows) -> set[int]:
+    """The head values some packet carries at some switch (its destination's head, or what a
+    sliced routing leaves of it): other values are heads no endpoint may send (docs/rtl.md,
+    *Packets*: an id >= N where N is not a power of two)."""
+    return {
+        head[0] if isinstance(head, tuple) else head
+        for _s, _p, _v, head, _decision in reachable_states(rows.view, rows.routing)
+    }
+
+
+def reference(
+    rows: RouteRows, switch: int, port: int, vc: int, carried: set[int]
+) -> list[tuple[int, int | None] | None]:
     """Per head value: the routing function's candidate mask and next head value (None where
-    it has no candidate)."""
+    it has no candidate); the entry itself is None (nothing to check) where the routing
+    function has no route for a value outside ``carried`` (:func:`carried_heads`)."""
     row, routing = rows.row(switch), rows.routing
     sliced = rows.kind == "sliced"
-    table = []
-    for value in range(1 << row.head_width):  # every value: unreachable ones are checked too
+    table: list[tuple[int, int | None] | None] = []
+    for value in range(1 << row.head_width):  # unreachable values are checked too
         try:
             decision = routing.route(switch, port, vc, (value, row.head_width) if sliced else value)
         except LookupError:
-            table.append((0, None))
+            table.append((0, None) if value in carried else None)
             continue
         mask = candidate_mask(decision.hops, row.ports, ordered=rows.ordered)
         head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
@@ -103,6 +118,7 @@ class RouteHarness(wiring.Component):
         for switch in switches:
             self._groups.setdefault(self._rows.row(switch).key, []).append(switch)
         self._head_width = self._rows.head_width
+        self._carried = carried_heads(self._rows)
         # sliced heads of several flits: the units also give their head flits and surplus
         several = self._rows.kind == "sliced" and surplus_head_flits(plan)
         self._flits = head_flit_table(self._rows) if several else None
@@ -135,7 +151,7 @@ class RouteHarness(wiring.Component):
         # per switch (by position in the group, with an identity), or per distinct table
         tables: dict[tuple, object] = {}
         for i, switch in enumerate(group):
-            table = tuple(reference(self._rows, switch, port, vc))
+            table = tuple(reference(self._rows, switch, port, vc, self._carried))
             if row.identity_width:
                 tables[(i, table)] = which == i
             else:
@@ -148,7 +164,10 @@ class RouteHarness(wiring.Component):
         # an assertion per head value rather than a table lookup, which synthesis would turn
         # into a ROM that the solver handles as an array (and k-induction as free state)
         for (_i, table), this in tables.items():
-            for value, (mask, head) in enumerate(table):
+            for value, entry in enumerate(table):
+                if entry is None:
+                    continue
+                mask, head = entry
                 asked = this & (self.head == value)
                 m.d.comb += Assert(~asked | (unit.cand == mask))
                 if head is not None:

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
-from zfabric.hdl.formal.route import RouteHarness, head_flit_table
+from zfabric.hdl.formal.route import RouteHarness, carried_heads, head_flit_table, reference
 from zfabric.hdl.router.route import RouteRows
 
 from zfabric.spec import load_spec
@@ -118,18 +118,36 @@ def test_adaptive_route_units_proven(sby, topology, routing):
     assert result.status == "PASS", result.log
 
 
-@pytest.mark.parametrize("k", [[4, 4], pytest.param([8, 4], marks=pytest.mark.formal)])
-def test_balanced_dor_route_units_proven(sby, k):
-    # balanced dateline classes: a unit per input port's direction and input VC's class (the
-    # proof checks every head value: sizes whose endpoints fill the head's values)
+def balanced_torus(k: list[int]):
     spec = {
         "name": "t",
         "topology": {"kind": "torus", "k": k},
         "routing": {"name": "dor", "vc_classes": "balanced"},
     }
-    plan = compile_plan(load_spec(spec))
+    return compile_plan(load_spec(spec))
+
+
+@pytest.mark.parametrize("k", [[5, 4], pytest.param([8, 4], marks=pytest.mark.formal)])
+def test_balanced_dor_route_units_proven(sby, k):
+    # balanced dateline classes: a unit per input port's direction and input VC's class; on
+    # torus-5x4 the 20 endpoints leave 12 of the 5-bit head's values to no packet
+    plan = balanced_torus(k)
     result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
     assert result.status == "PASS", result.log
+
+
+def test_heads_no_packet_carries_are_left_free():
+    # dor's head is the destination id: torus-5x4's packets carry 0..19 of 0..31
+    rows = RouteRows(balanced_torus([5, 4]))
+    assert carried_heads(rows) == set(range(20))
+    table = reference(rows, 0, 1, 0, carried_heads(rows))
+    assert [value for value, entry in enumerate(table) if entry is None] == list(range(20, 32))
+
+
+def test_dropped_candidate_caught_where_heads_are_left_free(sby):
+    plan = balanced_torus([5, 4])
+    result = sby(DroppingHarness(plan, every_switch(plan)), "bmc", 1)
+    assert result.status == "FAIL", result.log
 
 
 def test_sliced_head_flits_proven(sby):

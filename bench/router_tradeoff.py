@@ -26,8 +26,9 @@ post-route Fmax nextpnr reports against the board's 12 MHz clock.
 
 To add a setting, append ``(label, overrides)`` to ``SETTINGS``: ``overrides`` is merged into
 each spec's top-level mapping before it is compiled (nested mappings merge key by key), e.g.
-``("stages 2", {"router": {"stages": 2}})``. Every
-figure is taken from the compiled plan, so nothing else changes.
+``("stages 2", {"router": {"stages": 2}})``; a setting that only one design's spec can take is
+listed in ``SETTING_DESIGNS``. Every figure is taken from the compiled plan, so nothing else
+changes.
 """
 
 from __future__ import annotations
@@ -76,7 +77,12 @@ SETTINGS: list[tuple[str, dict]] = [
     ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
     ("ties +", {"routing": {"tie": "plus"}}),
+    ("balanced classes", {"routing": {"name": "dor", "vc_classes": "balanced"}}),
 ]
+
+#: the designs a setting applies to, where not all: ``vc_classes`` is a key of dor's routing
+#: (the torus), which the nDT twin node's routing does not have
+SETTING_DESIGNS = {"balanced classes": {"torus"}}
 
 #: the spec overrides that give each family ``n`` VCs per switch-to-switch link, half per
 #: dateline class (a torus's ``vcs`` counts per class; the twin torus's ``external_vcs`` per link)
@@ -197,6 +203,8 @@ def main() -> None:
             continue
         for name, example, make in DESIGNS:
             if args.only and name != args.only:
+                continue
+            if name not in SETTING_DESIGNS.get(label, {name}):
                 continue
             start = time.perf_counter()
             plan = plan_of(example, design_overrides(name, overrides, args.torus_k))

@@ -15,13 +15,18 @@ stays off the wrap-around take either dateline class (``routing: {vc_classes: ba
 became the default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
-        [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [fabric ...]
+        [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [--seed 1] [--seeds 1]
+        [fabric ...]
+
+With ``--seeds N`` every figure is the median over the traffic seeds ``--seed`` to ``--seed`` +
+N - 1 (the knee moves by about +-0.015 from seed to seed), and the per-seed knees follow it.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import statistics
 from pathlib import Path
 
 import yaml
@@ -62,11 +67,11 @@ def plan_for(fabric: str, router: dict, packet_length: int):
     return compile_plan(load_spec(data))
 
 
-def run(plan, rate: float, args) -> tuple[float | None, float]:
+def run(plan, rate: float, args, seed: int) -> tuple[float | None, float]:
     """Mean latency (None if nothing was measured) and accepted throughput at ``rate``
     flits/cycle/endpoint."""
     config = TrafficConfig(rate=rate, packet_length=args.packet_length)
-    traffic = Traffic(config, len(plan.endpoints), seed=args.seed)
+    traffic = Traffic(config, len(plan.endpoints), seed=seed)
     result = simulate(
         plan, traffic, warmup=args.warmup, cycles=args.cycles, drain_limit=args.cycles
     )
@@ -90,14 +95,20 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
     parser.add_argument("--load", type=float, default=0.30)
     parser.add_argument("--packet-length", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the first traffic seed")
+    parser.add_argument("--seeds", type=int, default=1, help="how many seeds (medians)")
     args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    seeds = range(args.seed, args.seed + args.seeds)
     unknown = sorted(set(args.fabrics) - set(FABRICS))
     if unknown:
         parser.error(f"unknown fabric {unknown[0]!r}; known: {', '.join(FABRICS)}")
     print(
         f"# uniform Bernoulli traffic, {args.packet_length}-flit packets, fabric's VCs and "
-        f"buffers, warm-up {args.warmup}, window {args.cycles} cycles, seed {args.seed}; "
+        f"buffers, warm-up {args.warmup}, window {args.cycles} cycles, "
+        f"{'seed' if args.seeds == 1 else 'medians over seeds'} "
+        f"{', '.join(str(seed) for seed in seeds)}; "
         f"saturation: the sweep's knee (coarse rates 0.1..1.0, bisection to {args.tolerance}) "
         f"judged by the model's verdict (zfabric.sim.measure: drained, accepted >= 0.95 "
         f"offered within counting noise, mean latency <= 3 x zero-load, not rising, not above "
@@ -107,6 +118,7 @@ def main() -> None:
         f"{'fabric':<14} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} {'ej':>2} "
         f"{'zero-load':>9} "
         f"{'saturation':>10} {'peak':>6} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
+        + ("  knee per seed" if args.seeds > 1 else "")
     )
     settings = [
         {
@@ -127,22 +139,28 @@ def main() -> None:
             plan = plan_for(fabric, router, args.packet_length)
             hops = analyse_routing(plan).average_hops
             zero = plan.router.zero_load_latency(hops, args.packet_length)
-            knee_rate = saturation(
-                plan,
-                TrafficConfig(packet_length=args.packet_length),
-                seed=args.seed,
-                warmup=args.warmup,
-                cycles=args.cycles,
-                tolerance=args.tolerance,
-            )
-            mean, _ = run(plan, args.load, args)
-            _, peak = run(plan, 1.0, args)
+            knees = [
+                saturation(
+                    plan,
+                    TrafficConfig(packet_length=args.packet_length),
+                    seed=seed,
+                    warmup=args.warmup,
+                    cycles=args.cycles,
+                    tolerance=args.tolerance,
+                )
+                for seed in seeds
+            ]
+            knee_rate = statistics.median(knees)
+            means = [run(plan, args.load, args, seed)[0] for seed in seeds]
+            peak = statistics.median(run(plan, 1.0, args, seed)[1] for seed in seeds)
+            mean = statistics.median(means) if None not in means else None
             latency = f"{mean:9.2f} {mean / zero:6.2f}" if mean else f"{'n/a':>9} {'':>6}"
+            per_seed = "  " + " ".join(f"{knee:.3f}" for knee in knees) if args.seeds > 1 else ""
             print(
                 f"{fabric:<14} {router['stages']:>6} {router['allocator']:<12} "
                 f"{router['selection']:<12} {plan.router.injection_vcs:>3} "
                 f"{plan.router.ejection_vcs:>2} {zero:9.2f} "
-                f"{knee_rate:10.3f} {peak:6.3f} {latency}",
+                f"{knee_rate:10.3f} {peak:6.3f} {latency}{per_seed}",
                 flush=True,
             )
 

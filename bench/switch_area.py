@@ -29,7 +29,7 @@ asynchronous read is therefore not counted), then how many flip-flop inputs sit 
 number of levels (:func:`flop_levels`). ``--adaptive torus`` or ``--adaptive twin`` prices
 one half only (the twin node's Fmax takes the longest).
 
-The Fmax flow is the shared one (``FLOWS`` in zfabric/boards/build.py: plain ``synth_ecp5``,
+The Fmax flow is the shared one (``FLOWS`` in zfabric/boards/build.py: ``synth_ecp5 -dff``,
 which in this yosys always maps with ABC9, and nextpnr's default placer and router at
 ``--freq 100``); bench/flow_options.py measures the alternatives against it.
 """

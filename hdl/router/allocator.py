@@ -20,6 +20,7 @@ from zfabric.router_settings import SELECTIONS
 
 __all__ = [
     "Allocator",
+    "Precedence",
     "lowest_one",
     "round_robin",
     "after",
@@ -96,37 +97,47 @@ def round_robin(m: Module, request, mask, name: str = "rr") -> Signal:
     return _signal(m, Cat(*grants), name)
 
 
-def matrix_round_robin(m: Module, request, name: str = "mrr") -> Signal:
-    """:func:`round_robin`'s grant with the pointer held as precedence pairs, and moved.
+class Precedence:
+    """A round-robin pointer over ``n`` requesters held as precedence pairs.
 
     Bit ``(j, i)`` (``j < i``) is set when requester ``j`` goes before ``i``: the pointer is
     not in ``j + 1 .. i``. A grant is then its request and no request ahead of it, an AND over
-    register bits (two LUT4 levels for four requesters) where the thermometer mask's wrap
-    needs a third. When any requester asks, the pairs move to the pointer just after the
-    grant, as :func:`after` moves a mask; initially the pointer is 0.
+    register bits (two LUT4 levels for four requesters, one for two) where :func:`round_robin`'s
+    thermometer mask needs a wrap on top. Initially the pointer is 0.
     """
-    request = _signal(m, request, f"{name}_request")
-    n = len(request)
-    ahead = {
-        (j, i): Signal(name=f"{name}_ahead_{j}_{i}", init=1) for i in range(n) for j in range(i)
-    }
 
-    def before(j: int, i: int) -> Value:
-        return ahead[j, i] if j < i else ~ahead[i, j]
+    def __init__(self, n: int, name: str):
+        self._name = name
+        self._ahead = {
+            (j, i): Signal(name=f"{name}_ahead_{j}_{i}", init=1) for i in range(n) for j in range(i)
+        }
 
-    grant = _signal(
-        m,
-        Cat(
-            *(
-                request[i] & ~Cat(*(request[j] & before(j, i) for j in range(n) if j != i)).any()
-                for i in range(n)
-            )
-        ),
-        name,
-    )
-    with m.If(request.any()):
-        # after a grant to g the pointer is g + 1: j goes before i unless j <= g < i
-        m.d.sync += [bit.eq(~grant[j:i].any()) for (j, i), bit in ahead.items()]
+    def _before(self, j: int, i: int) -> Value:
+        return self._ahead[j, i] if j < i else ~self._ahead[i, j]
+
+    def grant(self, m: Module, request, name: str) -> Signal:
+        """One-hot: the first of ``request`` at or after the pointer, cyclically."""
+        request = _signal(m, request, f"{name}_request")
+        n = len(request)
+        ahead = [
+            request[i] & ~Cat(*(request[j] & self._before(j, i) for j in range(n) if j != i)).any()
+            for i in range(n)
+        ]
+        return _signal(m, Cat(*ahead), name)
+
+    def move(self, m: Module, grant: Value, when: Value) -> None:
+        """In a cycle ``when`` holds, move the pointer just past the one-hot ``grant``."""
+        with m.If(when):
+            # after a grant to g the pointer is g + 1: j goes before i unless j <= g < i
+            m.d.sync += [bit.eq(~grant[j:i].any()) for (j, i), bit in self._ahead.items()]
+
+
+def matrix_round_robin(m: Module, request, name: str = "mrr") -> Signal:
+    """:class:`Precedence`'s grant among ``request``, the pointer moved past it whenever any
+    requester asks."""
+    order = Precedence(len(Value.cast(request)), name)
+    grant = order.grant(m, request, name)
+    order.move(m, grant, Value.cast(request).any())
     return grant
 
 
@@ -644,17 +655,12 @@ class Allocator(wiring.Component):
         (``pop``) and the picked one (``pick``), and per output port the granted input and
         the granted output VC (one-hot each; a dict by output port, only the reachable ones)."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
-        in_pointers = [
-            Signal(n, name=f"{prefix}in_pointer_{port}", init=(1 << n) - 1)
-            for port, n in enumerate(self._in_vcs)
-        ]
-        out_pointers = {}
+        in_orders = [Precedence(n, f"{prefix}in_rr_{port}") for port, n in enumerate(self._in_vcs)]
+        out_orders = {}
         for out in range(n_ports):
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
             if inputs:
-                out_pointers[out] = Signal(
-                    len(inputs), name=f"{prefix}out_pointer_{out}", init=(1 << len(inputs)) - 1
-                )
+                out_orders[out] = Precedence(len(inputs), f"{prefix}out_rr_{out}")
         matched_in = [Const(0, 1)] * n_ports  # input ports granted by an earlier iteration
         matched_out = [Const(0, 1)] * n_ports  # output ports that granted in an earlier one
         picks = [[] for _ in range(n_ports)]  # per input port, per iteration: (pick, granted)
@@ -670,10 +676,7 @@ class Allocator(wiring.Component):
                     open_requests = Cat(
                         *(requests[vc] & ~(ports[vc] & taken).any() for vc in range(len(wanted)))
                     ) & ~matched_in[port].replicate(len(wanted))
-                pick = Signal(len(wanted), name=f"{prefix}pick_{port}_{it}")
-                m.d.comb += pick.eq(
-                    round_robin(m, open_requests, in_pointers[port], f"{prefix}in_rr_{port}_{it}")
-                )
+                pick = in_orders[port].grant(m, open_requests, f"{prefix}pick_{port}_{it}")
                 target, target_port = 0, 0
                 for vc in range(len(wanted)):
                     target = target | (wanted[vc] & pick[vc].replicate(n_ovc))
@@ -682,12 +685,11 @@ class Allocator(wiring.Component):
                 picked_ports.append(_signal(m, target_port, f"{prefix}picked_port_{port}_{it}"))
                 picks[port].append(pick)
             granted = [Const(0, 1)] * n_ports
-            for out, pointer in out_pointers.items():
+            for out, order in out_orders.items():
                 base, n_vcs = self._base[out], self._out_vcs[out]
                 inputs = [p for p in range(n_ports) if (p, out) in self._turns]
                 wants = Cat(*(picked_ports[p][out] for p in inputs))
-                grant = Signal(len(inputs), name=f"{prefix}grant_{out}_{it}")
-                m.d.comb += grant.eq(round_robin(m, wants, pointer, f"{prefix}out_rr_{out}_{it}"))
+                grant = order.grant(m, wants, f"{prefix}grant_{out}_{it}")
                 for i, port in enumerate(inputs):
                     out_vcs[out] = out_vcs[out] | (
                         picked[port][base : base + n_vcs] & grant[i].replicate(n_vcs)
@@ -703,11 +705,11 @@ class Allocator(wiring.Component):
                 matched_in[port] = matched_in[port] | granted[port]
 
         grant_signals = {}  # only the output ports some input can reach
-        for out, pointer in out_pointers.items():
+        for out, order in out_orders.items():
             grant = grant_signals[out] = _signal(m, grants[out], f"{prefix}grant_{out}")
             inputs = [p for p in range(n_ports) if (p, out) in self._turns]
-            with m.If(matched_out[out]):  # some input wanted it: it granted one
-                m.d.sync += pointer.eq(after(Cat(*(grant[p] for p in inputs))))
+            # some input wanted it: it granted one
+            order.move(m, Cat(*(grant[p] for p in inputs)), matched_out[out])
 
         pops, pick_signals = [], []
         for port, iterations in enumerate(picks):
@@ -718,6 +720,5 @@ class Allocator(wiring.Component):
                 pick = Mux(it_granted, it_pick, pick)
             pops.append(_signal(m, pop, f"{prefix}pop_{port}"))
             pick_signals.append(pick)
-            with m.If(matched_in[port]):
-                m.d.sync += in_pointers[port].eq(after(pick))
+            in_orders[port].move(m, pick, matched_in[port])
         return pops, pick_signals, grant_signals, out_vcs

@@ -464,11 +464,9 @@ def test_stress_drains_exactly(plan_of, need_sim, cosim_dir, fabric):
     assert report["cycles"] > 20_000
 
 
-def frozen_pointer(one_hot):
-    """A round-robin pointer that never moves: a fixed-priority arbiter."""
-    from amaranth.hdl import Const
-
-    return Const(0, len(one_hot))
+def frozen_pointer(order, m, grant, when):
+    """A round-robin pointer that never moves (``Precedence.move`` doing nothing): a
+    fixed-priority arbiter."""
 
 
 def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
@@ -480,7 +478,7 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
 
     def broken_emit(plan):
         with monkeypatch.context() as patch:
-            patch.setattr(zfabric.hdl.router.allocator, "after", frozen_pointer)
+            patch.setattr(zfabric.hdl.router.allocator.Precedence, "move", frozen_pointer)
             return emit(plan)
 
     report = cosim(
@@ -489,7 +487,7 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
         sim=need_sim("icarus"),
         build_dir=cosim_dir,
         emit=broken_emit,
-        variant="fixed-priority",
+        variant="frozen-precedence-pairs",
     )
     assert not report["passed"]
     first = report["first_mismatch"]

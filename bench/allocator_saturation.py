@@ -9,10 +9,11 @@ rising over the window, offered load not above the channel-load bound). Then the
 at a fixed load (default 0.30) is printed next to the zero-load latency, and the *peak*: the
 accepted throughput at full offered load (1 flit/cycle/endpoint), where latency grows without
 bound (the plateau a sweep approaches when only accepted-vs-offered is judged). Uniform
-Bernoulli traffic; the fabric's own VCs and buffers. The ``-balanced`` tori let a packet that
-stays off the wrap-around take either dateline class (``routing: {vc_classes: balanced}``); the
-``-plus`` ones send ring ties toward + (``tie: plus``, zfabric's rule before alternate ties
-became the default).
+Bernoulli traffic; the fabric's own VCs and buffers. The tori let a packet that stays off
+the wrap-around take either dateline class (``vc_classes: balanced``, the default), the
+``-fixed`` ones give each hop its class (``routing: {vc_classes: fixed}``); the ``-plus`` ones
+send ring ties toward + (``tie: plus``, zfabric's rule before alternate ties became the
+default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
         [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [--seed 1] [--seeds 1]
@@ -43,10 +44,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: znode-64 is the 4-ary 3-tree (kary_ntree), with 1 VC per link as the example or 2
 FABRICS = {
     "torus-4x4": ("torus-4x4", {}, None),
-    "torus-4x4-balanced": ("torus-4x4", {}, {"name": "dor", "vc_classes": "balanced"}),
+    "torus-4x4-fixed": ("torus-4x4", {}, {"name": "dor", "vc_classes": "fixed"}),
     "torus-4x4-plus": ("torus-4x4", {}, {"name": "dor", "tie": "plus"}),
     "torus-8x8": ("torus-4x4", {"k": [8, 8]}, None),
-    "torus-8x8-balanced": ("torus-4x4", {"k": [8, 8]}, {"name": "dor", "vc_classes": "balanced"}),
+    "torus-8x8-fixed": ("torus-4x4", {"k": [8, 8]}, {"name": "dor", "vc_classes": "fixed"}),
     "torus-8x8-plus": ("torus-4x4", {"k": [8, 8]}, {"name": "dor", "tie": "plus"}),
     "mesh-4x4": ("mesh-4x4", {}, None),
     "znode-64": ("znode-64", {}, None),

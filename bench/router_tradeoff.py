@@ -77,12 +77,12 @@ SETTINGS: list[tuple[str, dict]] = [
     ("1 injection VC", {"router": {"injection_vcs": 1}}),
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
     ("ties +", {"routing": {"tie": "plus"}}),
-    ("balanced classes", {"routing": {"name": "dor", "vc_classes": "balanced"}}),
+    ("fixed classes", {"routing": {"name": "dor", "vc_classes": "fixed"}}),
 ]
 
 #: the designs a setting applies to, where not all: ``vc_classes`` is a key of dor's routing
 #: (the torus), which the nDT twin node's routing does not have
-SETTING_DESIGNS = {"balanced classes": {"torus"}}
+SETTING_DESIGNS = {"fixed classes": {"torus"}}
 
 #: the spec overrides that give each family ``n`` VCs per switch-to-switch link, half per
 #: dateline class (a torus's ``vcs`` counts per class; the twin torus's ``external_vcs`` per link)

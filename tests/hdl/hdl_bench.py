@@ -231,13 +231,14 @@ SMALL_SPECS = {
         "topology": {"kind": "torus", "k": [4, 4]},
         "router": {"ejection_vcs": 1},
     },
+    # fixed dateline classes (the default before balanced ones), with ties toward +
     "torus-4x6-plus": {
         "name": "torus-4x6-plus",
         "topology": {"kind": "torus", "k": [4, 6]},
-        "routing": {"name": "dor", "tie": "plus"},
+        "routing": {"name": "dor", "tie": "plus", "vc_classes": "fixed"},
     },
-    # balanced dateline classes: a head entering a ring may take either class (odd and even
-    # rings, one and two VCs per class)
+    # balanced dateline classes (the default, named): a head entering a ring may take either
+    # class (odd and even rings, one and two VCs per class)
     "torus-5x4-balanced": {
         "name": "torus-5x4-balanced",
         "topology": {"kind": "torus", "k": [5, 4]},
@@ -282,7 +283,7 @@ SMALL_SPECS = {
         "routing": "sliced",
     },
     # several VCs per class (the head takes the first free VC of its class): a 2-VC mesh, 2 VCs
-    # per dateline class on a torus, an nDT with 4 external VCs and 2 per internal class, a
+    # per fixed dateline class on a torus, an nDT with 4 external VCs and 2 per internal class, a
     # deterministic up/down tree with 2 VCs per link
     "mesh-3x4-vcs2": {
         "name": "mesh-3x4-vcs2",
@@ -291,6 +292,7 @@ SMALL_SPECS = {
     "torus-3x4-vcs2": {
         "name": "torus-3x4-vcs2",
         "topology": {"kind": "torus", "k": [3, 4], "vcs": 2},
+        "routing": {"name": "dor", "vc_classes": "fixed"},
     },
     "ndt-3x2x3-vcs2": {
         "name": "ndt-3x2x3-vcs2",

@@ -21,7 +21,7 @@ HYPERZ = ("deter", "odim", "cliod", "aliod")
 PATTERNS = ("uniform", "transpose", "bit-complement", "hotspot")
 
 
-def plan_of(example, name: str, routing: str | None = None, **router):
+def plan_of(example, name: str, routing: str | dict | None = None, **router):
     data = yaml.safe_load(example(name).read_text())
     if routing:
         data["routing"] = routing
@@ -98,7 +98,14 @@ def test_hyperz_routes_read_only_switch_and_destination(example, name, routing):
 
 @pytest.mark.parametrize(
     "name, routing",
-    [("znode-64", "sliced"), ("znode-64", "updown"), ("ndt-2x2x2", None), ("torus-4x4", None)],
+    [
+        ("znode-64", "sliced"),
+        ("znode-64", "updown"),
+        ("ndt-2x2x2", None),
+        # fixed classes key on (switch, head) alone; the balanced default's keys, which read the
+        # input port and VC class, merge states only with several VCs per class (below)
+        ("torus-4x4", {"name": "dor", "vc_classes": "fixed"}),
+    ],
 )
 def test_other_routings_keys_are_all_route_reads(example, name, routing):
     assert_key_is_all_route_reads(plan_of(example, name, routing))

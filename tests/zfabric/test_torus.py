@@ -157,15 +157,18 @@ def test_balanced_classes_offer_both_where_neither_forbidden_link_is_on_the_way(
     assert ring_offer(ring, 2, 3, came_on=1) == (1,)
     assert ring_offer(ring, 2, 3, came_on=0) == (0,)
     assert ring_offer(ring, 0, 2, came_on=1) == (0,)
-    fixed = torus((8,))
-    assert fixed.routing.params["vc_classes"] == "fixed"  # the default
+    assert torus((8,)).routing.params["vc_classes"] == "balanced"  # the default
+    fixed = torus((8,), vc_classes="fixed")
     assert [ring_offer(fixed, 1, 3), ring_offer(fixed, 5, 3)] == [(0,), (1,)]
+    legacy = torus((8,))
+    del legacy.routing.params["vc_classes"]  # a plan written before the parameter: fixed
+    assert [ring_offer(legacy, 1, 3), ring_offer(legacy, 5, 3)] == [(0,), (1,)]
 
 
 @pytest.mark.parametrize("k", [(6,), (5,), (8,), (4, 4), (8, 8), (3, 5), (5, 2, 3)])
 def test_balanced_classes_keep_the_rings_acyclic(k):
     balanced = analyse_routing(torus(k, vc_classes="balanced"))
-    fixed = analyse_routing(torus(k))
+    fixed = analyse_routing(torus(k, vc_classes="fixed"))
     assert balanced.deadlock_free and fixed.deadlock_free
     assert balanced.cdg.number_of_edges() > fixed.cdg.number_of_edges()  # both classes used
     assert balanced.average_hops == fixed.average_hops

@@ -23,7 +23,10 @@ from zfabric.routing import make_routing
 
 def ring(k):
     def spec(v):
-        return {"topology": {"kind": "torus", "k": [k], "vcs": v}}, 2  # 2 dateline classes
+        # 2 dateline classes, fixed: each hop offers its class's block of v VCs (balanced
+        # classes offer both blocks on entering a ring: tests/zfabric/test_torus.py)
+        routing = {"name": "dor", "vc_classes": "fixed"}
+        return {"topology": {"kind": "torus", "k": [k], "vcs": v}, "routing": routing}, 2
 
     return spec
 

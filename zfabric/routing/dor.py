@@ -14,17 +14,18 @@ the first hop in its dimension only (the next hop is no longer a tie), so either
 function of (switch, head), and the dateline classes keep each ring acyclic whichever way a
 packet goes.
 
-The ``vc_classes`` parameter decides how many VCs a packet may use on a ring. ``fixed``
-(default) takes each hop's class by :func:`dateline_vc`: a packet that never crosses the
-dateline then has one class (half the ring's VCs) all the way. ``balanced`` lets such a packet
-start on either class where the other class's forbidden link is not on its way, and keep the
-class it took to the end of the ring (:func:`may_take_either`): each class still never uses its
-forbidden link and a packet changes class within a ring only at the wrap-around, so the proof
-finds the rings acyclic, and the switch takes the lowest free VC of both classes. It lifts the
-saturation knee (torus 4x4 0.619 -> 0.644, 8x8 0.350 -> 0.381) but the choice between two VCs
-costs the switch a LUT level and about 8 % of its clock (docs/router-v2.md), hence not the
-default. ``route`` then reads the input port (is the packet already on this ring?) and VC
-(which class it kept).
+The ``vc_classes`` parameter decides how many VCs a packet may use on a ring. ``balanced``
+(default) lets a packet that never crosses the dateline start on either class where the other
+class's forbidden link is not on its way, and keep the class it took to the end of the ring
+(:func:`may_take_either`): each class still never uses its forbidden link and a packet changes
+class within a ring only at the wrap-around, so the proof finds the rings acyclic, and the
+switch takes the lowest free VC of both classes. ``route`` then reads the input port (is the
+packet already on this ring?) and VC (which class it kept). ``fixed`` takes each hop's class by
+:func:`dateline_vc`: a packet that never crosses the dateline then has one class (half the
+ring's VCs) all the way. Balanced classes lift the saturation knee (torus 4x4 0.619 -> 0.644,
+8x8 0.350 -> 0.381) at the fixed classes' clock since the allocator's arbiters hold their
+pointers as precedence pairs (docs/router-v2.md), hence the default; plans written before the
+parameter mean ``fixed``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = ["DOR", "TIES", "VC_CLASSES", "may_take_either", "ring_direction", "ti
 #: the ``tie`` parameter's values, the default first
 TIES = ("alternate", "plus")
 #: the ``vc_classes`` parameter's values, the default first
-VC_CLASSES = ("fixed", "balanced")
+VC_CLASSES = ("balanced", "fixed")
 
 
 def ring_direction(cur: int, dst: int, k: int, *, wrap: bool = True, tie: int = 1) -> int:

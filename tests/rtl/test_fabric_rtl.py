@@ -349,10 +349,10 @@ def test_lockstep_router_matrix(plan_of, need_sim, cosim_dir, router, fabric, lo
     lockstep_router(plan_of, sim, cosim_dir, router, fabric, load, stall=STALL)
 
 
-#: ``dor`` with balanced dateline classes on torus-4x4 (a head entering a ring may take either
-#: class, the switch its lowest free VC): one stages-1 case near the knee in the default run,
-#: stages 1 and 5 at every load under ``-m matrix``, with random ejection stalls
-BALANCED = [
+#: ``dor`` with fixed dateline classes on torus-4x4 (each hop its class's one VC; balanced
+#: classes, the default, run in every other torus-4x4 case): one stages-1 case near the knee in
+#: the default run, stages 1 and 5 at every load under ``-m matrix``, with random ejection stalls
+FIXED = [
     pytest.param(
         stages,
         load,
@@ -364,14 +364,14 @@ BALANCED = [
 ]
 
 
-@pytest.mark.parametrize("stages, load", BALANCED)
-def test_lockstep_balanced_dateline_classes(plan_of, need_sim, cosim_dir, stages, load):
-    """A route unit per input port's direction and input VC's class: RTL = model packet by
+@pytest.mark.parametrize("stages, load", FIXED)
+def test_lockstep_fixed_dateline_classes(plan_of, need_sim, cosim_dir, stages, load):
+    """Fixed dateline classes (each hop offers its class's VCs): RTL = model packet by
     packet."""
-    routing = {"name": "dor", "vc_classes": "balanced"}
+    routing = {"name": "dor", "vc_classes": "fixed"}
     plan = plan_of("torus-4x4", {"stages": stages}, routing=routing)
     trace = load_trace(plan, "torus-4x4", load)
-    seed = zlib.crc32(f"balanced/{stages}/{load}".encode())
+    seed = zlib.crc32(f"fixed/{stages}/{load}".encode())
     sim = need_sim("icarus" if (stages, load) == (1, "near") else MATRIX_SIM)
     report = cosim(plan, trace, sim=sim, build_dir=cosim_dir, eject_stall=STALL, eject_seed=seed)
     check(report)

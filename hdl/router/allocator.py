@@ -107,7 +107,6 @@ class Precedence:
     """
 
     def __init__(self, n: int, name: str):
-        self._name = name
         self._ahead = {
             (j, i): Signal(name=f"{name}_ahead_{j}_{i}", init=1) for i in range(n) for j in range(i)
         }
@@ -653,7 +652,8 @@ class Allocator(wiring.Component):
         named with ``prefix``: input pointers over VCs, output pointers over input ports, each
         moved past its grant at the end of the cycle. Returns, per input port, the granted VC
         (``pop``) and the picked one (``pick``), and per output port the granted input and
-        the granted output VC (one-hot each; a dict by output port, only the reachable ones)."""
+        the granted output VC (one-hot each; a dict by output port, only the reachable ones).
+        The pointers are :class:`Precedence` pairs, read by every iteration alike."""
         n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
         in_orders = [Precedence(n, f"{prefix}in_rr_{port}") for port, n in enumerate(self._in_vcs)]
         out_orders = {}

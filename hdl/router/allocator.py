@@ -134,9 +134,10 @@ class Precedence:
 def matrix_round_robin(m: Module, request, name: str = "mrr") -> Signal:
     """:class:`Precedence`'s grant among ``request``, the pointer moved past it whenever any
     requester asks."""
-    order = Precedence(len(Value.cast(request)), name)
+    request = Value.cast(request)
+    order = Precedence(len(request), name)
     grant = order.grant(m, request, name)
-    order.move(m, grant, Value.cast(request).any())
+    order.move(m, grant, request.any())
     return grant
 
 

@@ -103,6 +103,35 @@ def test_verilog_never_overwrites_a_file_it_did_not_write(tmp_path, capsys):
     assert (out / "other.v").read_text() == "// unrelated\n"
 
 
+SINGLE_FILE_OUTPUTS = [
+    ("check", "--plan-out", "plan.json", []),
+    ("simulate", "--records", "records.json", ["--cycles", "100"]),
+    ("sweep", "--plot", "curve.png", ["--rates", "0.1", "--cycles", "100"]),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "name", "extra"), SINGLE_FILE_OUTPUTS)
+def test_a_single_output_file_never_replaces_a_file_zfabric_did_not_write(
+    example, tmp_path, capsys, command, option, name, extra
+):
+    spec = tmp_path / "torus.yaml"
+    spec.write_bytes(example("torus-4x4").read_bytes())
+    mine = tmp_path / name
+    mine.write_bytes(b"the user's own file\n")
+    for target in (spec, mine):  # the spec being read, or any file of the user's
+        before = _snapshot(tmp_path)
+        assert main(["-q", command, str(spec), option, str(target), *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        assert option in err and "not written by zfabric" in err
+        assert _snapshot(tmp_path) == before
+    mine.unlink()
+    for _ in range(2):  # a new name, then the file zfabric wrote there: replaced on a rerun
+        assert main(["-q", command, str(spec), option, str(mine), *extra]) == 0
+        assert (tmp_path / ".zfabric-manifest").read_text() == f"{name}\n"
+        assert mine.stat().st_size > 0
+
+
 def test_outputs_get_the_users_umask(example, tmp_path, capsys):
     previous = os.umask(0o027)
     try:

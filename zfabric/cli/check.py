@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     plan, graph = build_fabric(spec)
     with progress(args, "routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
-    if args.plan_out:
-        write_atomically(args.plan_out, plan.to_json(indent=1) + "\n")
     metrics = fabric_metrics(plan, analysis, graph)
+    if args.plan_out:
+        write_atomically(args.plan_out, plan.to_json(indent=1) + "\n", argument="--plan-out")
     if args.json:
         print(json.dumps(check_report(spec, metrics, analysis, plan.router), indent=1))
     else:

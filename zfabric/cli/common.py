@@ -31,6 +31,7 @@ __all__ = [
     "OutputFolder",
     "add_command",
     "check_output_file",
+    "claim_output_file",
     "check_output_dir",
     "integer",
     "fraction",
@@ -172,14 +173,24 @@ def _check_ancestors(folder: Path, argument: str, shown: Path) -> None:
 
 
 def check_output_file(path: str | Path, argument: str) -> Path:
-    """Refuse, before any work, an output file that cannot be written."""
+    """Refuse, before any work, an output file that cannot be written, or that exists and
+    was not written by zfabric: its folder's manifest lists the single files zfabric wrote
+    there (:func:`atomic_file` with ``argument``), as it does an output folder's."""
     path = Path(path)
     if path.is_dir():
         raise SpecError(argument, f"{str(path)!r} is a folder, expected a file name")
     if path.exists() and not os.access(path, os.W_OK):
         raise SpecError(argument, f"cannot write {str(path)!r}: the file is read-only")
     _check_ancestors(path.parent, argument, path)
+    OutputFolder(path.parent, argument, exclusive=False).check([path.name])
     return path
+
+
+def claim_output_file(path: str | Path, argument: str) -> None:
+    """List a single output file that a library writes itself (a plot, a waveform) in its
+    folder's manifest just before it does (:func:`check_output_file` checked it up front)."""
+    path = Path(path)
+    OutputFolder(path.parent, argument, exclusive=False).claim(path.name)
 
 
 def check_output_dir(path: str | Path, argument: str) -> Path:
@@ -201,17 +212,29 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+def atomic_file(
+    path: str | Path, mode: str = "w", *, argument: str | None = None
+) -> Iterator[IO[Any]]:
     """A handle on a temporary file beside ``path`` that becomes ``path`` when the block ends
     (so output can stream to disk, never held in memory, and a failure leaves no partial file:
     the temporary file is removed); the file gets the user's umask (``mkstemp`` alone would
-    make it 0600)."""
+    make it 0600). With ``argument`` it is the user's single output file (``--plot``,
+    ``--records``..., checked by :func:`check_output_file`): listed in its folder's manifest
+    before it takes its name, so a rerun may replace it, and a folder refusing the temporary
+    file is an error naming ``argument``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        if argument is None:
+            raise
+        raise SpecError(argument, f"cannot write {str(path)!r}: {error.strerror}") from None
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
+        if argument is not None:
+            OutputFolder(path.parent, argument, exclusive=False).claim(path.name)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
@@ -219,9 +242,9 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         raise
 
 
-def write_atomically(path: Path, data: str | bytes) -> None:
+def write_atomically(path: Path, data: str | bytes, *, argument: str | None = None) -> None:
     """Write ``path`` whole or not at all (:func:`atomic_file`)."""
-    with atomic_file(path, "wb" if isinstance(data, bytes) else "w") as handle:
+    with atomic_file(path, "wb" if isinstance(data, bytes) else "w", argument=argument) as handle:
         handle.write(data)
 
 
@@ -289,6 +312,14 @@ class OutputFolder:
                     f"{str(target)!r} exists and was not written by zfabric; refusing to"
                     " overwrite it",
                 )
+
+    def claim(self, name: str) -> None:
+        """List ``name`` (checked as :meth:`check` does) in the manifest before zfabric writes
+        it, as :meth:`commit` lists first: the folder's single output file."""
+        self.check([name])
+        if name not in self.owned:
+            self.owned = self.owned | {name}
+            write_atomically(self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned)))
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:

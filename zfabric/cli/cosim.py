@@ -15,6 +15,7 @@ from .common import (
     add_command,
     check_output_dir,
     check_output_file,
+    claim_output_file,
     fraction,
     phase,
     status,
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfabric: the co-simulation could not run: {error}", file=sys.stderr)
         return 3
     if vcd is not None and report["vcd"]:
-        vcd.parent.mkdir(parents=True, exist_ok=True)
+        claim_output_file(vcd, "--vcd")
         shutil.move(report["vcd"], vcd)
         report["vcd"] = str(vcd)
     report["inputs"] = {**inputs, "eject_stall": args.eject_stall}

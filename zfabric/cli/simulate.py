@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     experiment = resolve(args, spec)
     trace = read_checked_trace(args.trace, plan) if args.trace else []
     # the records stream, as packets complete, into a temporary file that becomes --records
-    with atomic_file(args.records) if args.records else contextlib.nullcontext() as stream:
+    records = atomic_file(args.records, argument="--records") if args.records else None
+    with records or contextlib.nullcontext() as stream:
         writer = None
         if stream is not None:
             writer = RecordWriter(

@@ -13,7 +13,7 @@ from typing import Any
 from zfabric.errors import SpecError
 
 from .check import checked_plan
-from .common import add_command, check_output_file, progress, status
+from .common import add_command, check_output_file, claim_output_file, progress, status
 from .experiment import Experiment, add_traffic_arguments, resolve
 from .study import add_executor_arguments, executor
 
@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         patterns = {e.pattern for e in experiments.values()}
         lengths = ", ".join(sorted({e.lengths() for e in experiments.values()}))
         title = f"{'/'.join(sorted(patterns))} traffic, packets of {lengths}"
+        claim_output_file(args.plot, "--plot")
         plot_curves(curves, Path(args.plot), title=title, plans=plans)
     if args.json:
         report = {

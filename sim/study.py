@@ -38,7 +38,7 @@ from zfabric.spec import load_spec, short
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
 from .sweep import knee
-from .traffic import PATTERNS
+from .traffic import PATTERNS, PERMUTATIONS, sends_anything
 
 __all__ = [
     "Point",
@@ -342,6 +342,14 @@ def study_from_dict(
     patterns = _list(traffic.get("patterns", "uniform"), "traffic.patterns")
     for i, pattern in enumerate(patterns):
         _require(pattern in PATTERNS, f"traffic.patterns[{i}]", f"one of {PATTERNS}", pattern)
+        for spec_name, (spec_json, _varied) in specs.items() if pattern in PERMUTATIONS else ():
+            n = len(_plan(spec_json).endpoints)
+            if not sends_anything(pattern, n):
+                raise SpecError(
+                    f"traffic.patterns[{i}]",
+                    f"{pattern!r} sends nothing on the {n} endpoints of {spec_name}: each one is"
+                    " its own destination",
+                )
     rates = sorted(
         {
             _rate(r, f"traffic.rates[{i}]")

@@ -25,12 +25,14 @@ from zfabric.traffic_spec import TRAFFIC_PATTERNS as PATTERNS
 
 __all__ = [
     "PATTERNS",
+    "PERMUTATIONS",
     "TrafficConfig",
     "TraceEntry",
     "Traffic",
     "read_trace",
     "write_trace",
     "destination_function",
+    "sends_anything",
     "pattern_flows",
     "flows_by_destination",
     "by_destination",
@@ -62,6 +64,9 @@ class TrafficConfig:
         return sum(self.packet_length) / 2
 
 
+PERMUTATIONS = ("transpose", "bit-reversal", "bit-complement", "shuffle")
+
+
 def _permutation(pattern: str, bits: int) -> Callable[[int], int]:
     mask = (1 << bits) - 1
     half = bits // 2
@@ -74,6 +79,15 @@ def _permutation(pattern: str, bits: int) -> Callable[[int], int]:
     if pattern == "shuffle":
         return lambda x: ((x << 1) | (x >> (bits - 1))) & mask if bits else 0
     raise ValueError(pattern)
+
+
+def sends_anything(pattern: str, endpoints: int) -> bool:
+    """Whether some source has a destination: a permutation pattern on few endpoints may map
+    every one onto itself (transpose, bit-reversal and shuffle on 2), and then sends nothing."""
+    if pattern not in PERMUTATIONS:
+        return endpoints >= 2
+    permute = _permutation(pattern, max(1, math.ceil(math.log2(endpoints))))
+    return any(permute(src) % endpoints != src for src in range(endpoints))
 
 
 def destination_function(
@@ -89,7 +103,7 @@ def destination_function(
             return dst + (dst >= src)
 
         return uniform
-    if pattern in ("transpose", "bit-reversal", "bit-complement", "shuffle"):
+    if pattern in PERMUTATIONS:
         permute = _permutation(pattern, max(1, math.ceil(math.log2(n))))
         table = [permute(src) % n for src in range(n)]
         return lambda src: None if table[src] == src else table[src]

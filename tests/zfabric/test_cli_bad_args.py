@@ -94,6 +94,14 @@ CASES = [
     (["optimise", "-P", "512", "--psi", "2", "--connectivity", "full"], "--psi", "got 2"),
     (["optimise", "-P", "8192", "--connectivity", "full"], "--processors", "8192"),
     (["optimise", "-P", "36", "--write-specs", "{file}"], "--write-specs", "{file}"),
+    # a permutation that maps each of ring-2's two endpoints onto itself sends nothing
+    (["simulate", RING, "--traffic", "transpose"], "--traffic", "'transpose' sends nothing"),
+    (["sweep", RING, "--traffic", "bit-reversal", "--rates", "0.1"], "--traffic", "'bit-rev"),
+    (["run", RING, "--traffic", "shuffle", "--cosim-cycles", "0"], "--traffic", "'shuffle'"),
+    # single output files: a file zfabric did not write is never replaced
+    (["simulate", TORUS, "--records", "{file}"], "--records", "{file}"),
+    (["check", TORUS, "--plan-out", "{file}"], "--plan-out", "{file}"),
+    (["simulate", TORUS, "--records", "/proc/x.csv"], "--records", "/proc/x.csv"),
 ]
 
 #: more bad traces in the working folder, by name
@@ -181,4 +189,21 @@ def test_bad_command_line_in_a_subprocess(workdir, index):
     assert result.stderr.count("\n") == 1, result.stderr
     assert argument in result.stderr and value in result.stderr
     assert "Traceback" not in result.stderr
+    assert _tree(workdir) == before
+
+
+def test_a_silent_pattern_from_the_spec_or_a_study_names_its_key(workdir, capsys):
+    ring = Path(RING).read_text()
+    (workdir / "ring.yaml").write_text(ring + "traffic: {pattern: transpose}\n")
+    (workdir / "study.yaml").write_text(
+        f"specs: [{RING}]\ntraffic: {{patterns: [uniform, shuffle], rates: [0.1]}}\n"
+    )
+    before = _tree(workdir)
+    for argv, key in (
+        (["simulate", "ring.yaml"], "traffic.pattern: 'transpose'"),
+        (["study", "study.yaml", "-o", "out"], "traffic.patterns[1]: 'shuffle'"),
+    ):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and key in err, err
     assert _tree(workdir) == before

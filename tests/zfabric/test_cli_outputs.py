@@ -194,18 +194,24 @@ def test_precedence_flag_then_spec_traffic_then_spec_then_default():
     traffic = SimpleNamespace(rate=0.3, packet_length=6, seed=None, pattern="transpose")
     spec = SimpleNamespace(packet_length=8, traffic=traffic)
     args = build_parser().parse_args(["simulate", "x.yaml", "--seed", "7"])
-    experiment = resolve(args, spec)
+    plan = SimpleNamespace(name="x", endpoints=range(16))
+    experiment = resolve(args, spec, plan)
     assert (experiment.rate, experiment.sources["rate"]) == (0.3, "spec")
     assert experiment.packet_length == 6 and experiment.pattern == "transpose"
     assert (experiment.seed, experiment.sources["seed"]) == (7, "--seed")
     assert (experiment.cycles, experiment.sources["cycles"]) == (10000, "default")
-    bare = resolve(args, SimpleNamespace(packet_length=8))  # a spec without traffic:
+    bare = resolve(args, SimpleNamespace(packet_length=8), plan)  # a spec without traffic:
     assert (bare.packet_length, bare.rate) == (8, 0.1)
     cosim_args = build_parser().parse_args(["cosim", "x.yaml"])
     long = SimpleNamespace(packet_length=8, traffic=SimpleNamespace(cycles=50_000))
-    assert resolve(cosim_args, long).cycles == 1000  # a model window, not RTL injection cycles
+    assert (
+        resolve(cosim_args, long, plan).cycles == 1000
+    )  # a model window, not RTL injection cycles
     run_args = build_parser().parse_args(["run", "x.yaml"])
-    assert (resolve(run_args, spec).warmup, resolve(run_args, spec).cycles) == (500, 2000)
+    assert (resolve(run_args, spec, plan).warmup, resolve(run_args, spec, plan).cycles) == (
+        500,
+        2000,
+    )
 
 
 # ---- defect 4: output paths checked before the work -------------------------------------------

@@ -172,17 +172,20 @@ def _check_ancestors(folder: Path, argument: str, shown: Path) -> None:
             raise SpecError(argument, f"cannot write {str(shown)!r}: {ancestor} is not a folder")
 
 
-def check_output_file(path: str | Path, argument: str) -> Path:
+def check_output_file(path: str | Path, argument: str, *, recognised: bool = False) -> Path:
     """Refuse, before any work, an output file that cannot be written, or that exists and
     was not written by zfabric: its folder's manifest lists the single files zfabric wrote
-    there (:func:`atomic_file` with ``argument``), as it does an output folder's."""
+    there (:func:`atomic_file` with ``argument``), as it does an output folder's.
+    ``recognised``: the caller has read the existing file and found it zfabric's own (a
+    points file a sweep appends to), whatever the manifest says."""
     path = Path(path)
     if path.is_dir():
         raise SpecError(argument, f"{str(path)!r} is a folder, expected a file name")
     if path.exists() and not os.access(path, os.W_OK):
         raise SpecError(argument, f"cannot write {str(path)!r}: the file is read-only")
     _check_ancestors(path.parent, argument, path)
-    OutputFolder(path.parent, argument, exclusive=False).check([path.name])
+    if not recognised:
+        OutputFolder(path.parent, argument, exclusive=False).check([path.name])
     return path
 
 

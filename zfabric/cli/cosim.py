@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     spec, plan, _analysis, ok = checked_plan(args, args.spec, rtl="cosim")
     if not ok:
         return 1
-    experiment = resolve(args, spec)
+    experiment = resolve(args, spec, plan)
     if args.trace:
         trace = read_checked_trace(args.trace, plan)
         inputs = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}

@@ -185,8 +185,11 @@ class Experiment:
         return data
 
 
-def resolve(args: argparse.Namespace, spec) -> Experiment:
-    """The options ``args`` has, each from the flag, the spec or the built-in default."""
+def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
+    """The options ``args`` has, each from the flag, the spec or the built-in default; a
+    pattern that sends nothing on ``plan``'s endpoints is an error naming where it came from."""
+    from zfabric.sim.traffic import sends_anything
+
     traffic = getattr(spec, "traffic", None)
     builtin = getattr(args, "builtin_defaults", {})
     ignores = getattr(args, "spec_ignores", ())
@@ -210,6 +213,14 @@ def resolve(args: argparse.Namespace, spec) -> Experiment:
             values[name] = tuple(values[name])
     if "rates" in values:
         values["rates"] = tuple(sorted(values["rates"]))
+    pattern, n = values["pattern"], len(plan.endpoints)
+    if not sends_anything(pattern, n):
+        where = "traffic.pattern" if sources["pattern"] == "spec" else "--traffic"
+        raise SpecError(
+            where,
+            f"{pattern!r} sends nothing on the {n} endpoints of {plan.name}: each one is its own"
+            " destination",
+        )
     return Experiment(**values, sources=sources)
 
 

@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
     require_route_unit(spec, "run")
     out = OutputFolder(args.output or f"out/{spec.name}", "--output", exclusive=True)
     out.check(FILES)
-    experiment = resolve(args, spec)
     plan, graph = build_fabric(spec)
+    experiment = resolve(args, spec, plan)
     with progress(args, "routes", "destinations") as update:
         analysis = analyse_routing(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     spec, plan, analysis, ok = checked_plan(args, args.spec)
     if not ok:
         return 1
-    experiment = resolve(args, spec)
+    experiment = resolve(args, spec, plan)
     trace = read_checked_trace(args.trace, plan) if args.trace else []
     # the records stream, as packets complete, into a temporary file that becomes --records
     records = atomic_file(args.records, argument="--records") if args.records else None

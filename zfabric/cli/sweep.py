@@ -61,16 +61,16 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
             )
     if args.cache:
-        check_output_file(args.cache, "--cache")
-        why = PointCache.check(args.cache)
+        why = None if Path(args.cache).is_dir() else PointCache.check(args.cache)
         if why:
             raise SpecError("--cache", f"{args.cache!r} is not a zfabric points file: {why}")
+        check_output_file(args.cache, "--cache", recognised=True)
     points, plans, experiments = [], {}, {}
     for path in args.spec:
         spec, plan, _analysis, ok = checked_plan(args, path)
         if not ok:
             return 1
-        experiment = resolve(args, spec)
+        experiment = resolve(args, spec, plan)
         config = experiment.config(experiment.rates[0])
         points += spec_points(path, spec.name, config, experiment.rates, seed=experiment.seed,
                               warmup=experiment.warmup, cycles=experiment.cycles)  # fmt: skip

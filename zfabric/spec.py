@@ -382,8 +382,16 @@ def _parse_topology(topology: Any, reader: Reader) -> Any:
     return params
 
 
-def _check_size(topology: Any, params: Any) -> None:
+def _check_size(topology: Any, params: Any, data: Any) -> None:
+    """Refuse a fabric too large to build, or one with fewer than two endpoints (``data``: the
+    topology section, quoted in the error), which no traffic or switch can use."""
     switches, endpoints = topology.size(params)
+    if endpoints < 2:
+        raise SpecError(
+            "topology",
+            f"gives {endpoints} endpoint{'' if endpoints == 1 else 's'}, a fabric needs at"
+            f" least 2: {short(dict(data))}",
+        )
     for what, count, limit in (
         ("switches", switches, MAX_SWITCHES),
         ("endpoints", endpoints, MAX_ENDPOINTS),
@@ -425,7 +433,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
         topology = TOPOLOGIES[kind]
         clean, params = errors.attempt(_parse_topology, topology, topo)
         if clean:
-            clean, _ = errors.attempt(_check_size, topology, params)
+            clean, _ = errors.attempt(_check_size, topology, params, topo.data)
 
     routing, routing_params = None, None
     if topology is None:

@@ -121,6 +121,17 @@ CASES = [
         torus(topology="k: [64, 64, 16]"),
         ("topology", "gives 65536 switches, over the limit of 32768"),
     ),
+    # a fabric of one endpoint has nothing to route (every command used to end in a traceback)
+    case(
+        "one-endpoint-znode",
+        "name: z\ntopology: {kind: znode, z: [1, 1], R: [1, 1]}\n",
+        ("topology", "gives 1 endpoint, a fabric needs at least 2"),
+    ),
+    case(
+        "one-endpoint-xgft",
+        "name: x\ntopology: {kind: xgft, h: 1, m: [1], w: [1]}\n",
+        ("topology", "gives 1 endpoint, a fabric needs at least 2"),
+    ),
     case(
         "too-many-errors",
         torus("".join(f"extra{i}: {i}\n" for i in range(40))),

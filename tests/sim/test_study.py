@@ -350,6 +350,10 @@ def test_sweep_caches_its_points_and_refuses_a_users_file(example, tmp_path, cap
     first = json.loads(capsys.readouterr().out)
     lines = cache.read_text().count("\n")
     assert lines == len(first["ring-2"]["points"]) > 2  # the knee was refined
+    # the knee reported: a stable rate with a saturated one less than 0.01 above it
+    knee, points = first["ring-2"]["knee"], first["ring-2"]["points"]
+    assert any(p["rate"] == knee and not p["saturated"] for p in points)
+    assert any(p["saturated"] and knee < p["rate"] <= knee + 0.01 + 1e-9 for p in points)
     assert main([*args, "--cache", str(cache)]) == 0
     assert json.loads(capsys.readouterr().out) == first and cache.read_text().count("\n") == lines
     assert main(args) == 0  # and without the cache, the same curve

@@ -35,7 +35,8 @@ def test_json_report_and_plan_out(example, tmp_path, capsys):
     assert report["cycle"] is None and report["deadlock_free"] is True
     plan = plan_from_json(plan_path.read_text())
     assert plan.name == report["name"] == "torus-4x4"
-    assert [p.name for p in plan_path.parent.iterdir()] == ["plan.json"]  # no temporary left
+    # no temporary left; the manifest lists the plan as zfabric's
+    assert sorted(p.name for p in plan_path.parent.iterdir()) == [".zfabric-manifest", "plan.json"]
 
 
 def test_deadlock_exits_1_and_prints_the_cycle(tmp_path):

@@ -102,6 +102,8 @@ CASES = [
     (["simulate", TORUS, "--records", "{file}"], "--records", "{file}"),
     (["check", TORUS, "--plan-out", "{file}"], "--plan-out", "{file}"),
     (["simulate", TORUS, "--records", "/proc/x.csv"], "--records", "/proc/x.csv"),
+    # sweep's curves are keyed by the spec's name: two specs of one name would merge
+    (["sweep", TORUS, TORUS, "--rates", "0.1"], "spec", "is named 'torus-4x4', as"),
 ]
 
 #: more bad traces in the working folder, by name

@@ -30,7 +30,7 @@ from .common import (
     write_atomically,
 )
 from .experiment import Experiment, add_traffic_arguments, resolve
-from .sweep import plot_curves, sweep_curve
+from .sweep import describe_knee, plot_curves, sweep_curve
 
 __all__ = ["register", "run"]
 
@@ -85,6 +85,7 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree."""
     from zfabric.sim.analytic import pattern_limits
+    from zfabric.sim.sweep import knee
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(staging / "plan.json", plan.to_json(indent=1) + "\n")
         report = check_report(spec, metrics, analysis, plan.router)
         write_atomically(staging / "check.json", json.dumps(report, indent=1) + "\n")
-        sweep = {"inputs": experiment.inputs(spec.name), "points": points}
+        sweep = {"inputs": experiment.inputs(spec.name), "knee": knee(points), "points": points}
         write_atomically(staging / "sweep.json", json.dumps(sweep, indent=1) + "\n")
         plot_curves(
             {spec.name: points},
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
                     "files": files,
                     "check": report,
                     "zero_load_latency": zero,
+                    "knee": knee(points),
                     "sweep": points,
                     "cosim": cosim,
                     "passed": passed,
@@ -228,14 +230,7 @@ def _report_markdown(
         + f" | {'yes' if p['saturated'] else 'no'} |"
         for p in points
     )
-    from zfabric.sim.sweep import knee
-
-    stable = knee(points)
-    knee_text = (
-        f"{stable:.3f} flits/cycle/endpoint"
-        if stable is not None
-        else "none (no swept rate was stable)"
-    )
+    knee_text = describe_knee(points)
     pattern = experiment.pattern
     stages = plan.router.stages
     bound_text = (
@@ -263,7 +258,7 @@ delivery, in cycles.
 
 - Zero-load latency (analytic, {pattern} flows, {stages + 1}·(hops + 1) + L): {zero:.2f} cycles
 - {bound_text}
-- Knee (the highest stable rate below the first saturated one): {knee_text}
+- Knee: {knee_text}
 
 ![latency-throughput curve](curve.png)
 

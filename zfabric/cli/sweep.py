@@ -24,7 +24,7 @@ PLOT_FORMATS = (
     "webp",
 )  # fmt: skip
 
-__all__ = ["register", "run", "sweep_curve", "plot_curves"]
+__all__ = ["register", "run", "sweep_curve", "plot_curves", "describe_knee"]
 
 
 def register(commands) -> None:
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     """A one-spec study per spec (:mod:`zfabric.sim.study`): every rate, then each curve's
     knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``."""
     from zfabric.sim.study import PointCache, Study, failure_summary, run_study, spec_points
+    from zfabric.sim.sweep import knee
 
     if args.plot:
         check_output_file(args.plot, "--plot")
@@ -65,11 +66,18 @@ def run(args: argparse.Namespace) -> int:
         if why:
             raise SpecError("--cache", f"{args.cache!r} is not a zfabric points file: {why}")
         check_output_file(args.cache, "--cache", recognised=True)
-    points, plans, experiments = [], {}, {}
+    points, plans, experiments, paths = [], {}, {}, {}
     for path in args.spec:
         spec, plan, _analysis, ok = checked_plan(args, path)
         if not ok:
             return 1
+        if spec.name in paths:  # curves, the plot's legend and --json are keyed by name
+            raise SpecError(
+                "spec",
+                f"{path!r} is named {spec.name!r}, as {paths[spec.name]!r} is: give each curve"
+                " a spec of its own name",
+            )
+        paths[spec.name] = path
         experiment = resolve(args, spec, plan)
         config = experiment.config(experiment.rates[0])
         points += spec_points(path, spec.name, config, experiment.rates, seed=experiment.seed,
@@ -97,23 +105,44 @@ def run(args: argparse.Namespace) -> int:
         plot_curves(curves, Path(args.plot), title=title, plans=plans)
     if args.json:
         report = {
-            name: {"inputs": experiments[name].inputs(name), "points": points}
+            name: {
+                "inputs": experiments[name].inputs(name),
+                "knee": knee(points),
+                "points": points,
+            }
             for name, points in curves.items()
         }
         print(json.dumps(report, indent=1))
     else:
         for name, points in curves.items():
             print(f"{name}: packets of {experiments[name].lengths()}")
-            print("  offered -> accepted, mean latency")
+            print(f"  knee: {describe_knee(points)}")
+            print("  rate: offered -> accepted, mean latency")
             for point in points:
                 mean = point["latency"]["mean"]
                 shown = "n/a" if mean is None else f"{mean:.2f}"
                 flag = "  saturated" if point["saturated"] else ""
-                print(f"  {point['offered']:.3f} -> {point['accepted']:.3f}, {shown}{flag}")
+                print(
+                    f"  {point['rate']:.4g}: {point['offered']:.3f} -> {point['accepted']:.3f},"
+                    f" {shown}{flag}"
+                )
     failed = failure_summary(records)
     for line in failed:
         print(f"zfabric: failed: {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def describe_knee(points: list[dict[str, Any]]) -> str:
+    """The curve's knee (:func:`zfabric.sim.sweep.knee`) in words, with the case it cannot
+    name: no stable rate, or none saturated (then the knee lies above the highest rate)."""
+    from zfabric.sim.sweep import knee
+
+    stable = knee(points)
+    if stable is None:
+        return "none (no swept rate was stable)"
+    if not any(point["saturated"] for point in points):
+        return f"above {stable:g} flits/cycle/endpoint (no swept rate saturated)"
+    return f"{stable:.3f} flits/cycle/endpoint (the highest stable rate below the first saturated)"
 
 
 def sweep_curve(

@@ -132,6 +132,23 @@ def test_a_single_output_file_never_replaces_a_file_zfabric_did_not_write(
         assert mine.stat().st_size > 0
 
 
+def test_verilog_without_split_drops_its_earlier_split_files_only(example, tmp_path, capsys):
+    out = tmp_path / "rtl"
+    ring = _ring(tmp_path, 3)
+    assert main(["-q", "verilog", str(ring), "-o", str(out), "--split"]) == 0
+    assert main(["-q", "verilog", str(example("torus-4x4")), "-o", str(out), "--split"]) == 0
+    split = set(os.listdir(out))
+    (out / "torus_4x4_notes.v").write_text("// the user's\n")
+    assert main(["-q", "verilog", str(example("torus-4x4")), "-o", str(out)]) == 0
+    names = set(os.listdir(out))
+    assert {"torus_4x4.f", "torus_4x4_ep.v", "torus_4x4_sw_p5_v2.v"} <= split - names
+    assert "torus_4x4.v" in names and "torus_4x4_notes.v" in names
+    assert {n for n in split if n.startswith("ring_3")} <= names  # the other fabric's stay
+    listed = set((out / ".zfabric-manifest").read_text().split())
+    assert listed == names - {".zfabric-manifest", "torus_4x4_notes.v"}
+    capsys.readouterr()
+
+
 def test_outputs_get_the_users_umask(example, tmp_path, capsys):
     previous = os.umask(0o027)
     try:

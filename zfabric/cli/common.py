@@ -338,13 +338,15 @@ class OutputFolder:
             if created and not any(self.path.iterdir()):
                 self.path.rmdir()
 
-    def commit(self, staging: Path) -> list[str]:
-        """Move every file of ``staging`` into the folder; returns their relative paths."""
+    def commit(self, staging: Path, replaces: Iterable[str] = ()) -> list[str]:
+        """Move every file of ``staging`` into the folder; returns their relative paths.
+        ``replaces``: files of an earlier result that this one supersedes in a shared folder
+        (an earlier emission of the same fabric), removed if listed and not written again."""
         new = sorted(
             path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file()
         )
         self.check(new)
-        listed = set(new) if self.exclusive else self.owned | set(new)
+        listed = set(new) if self.exclusive else (self.owned - set(replaces)) | set(new)
         # list old and new first: an interruption leaves nothing unlisted that zfabric wrote
         write_atomically(
             self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned | set(new)))

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         except EmissionError as error:  # nothing is moved into the output folder
             print(f"zfabric: error: {spec.name}: {error}", file=sys.stderr)
             return 1
-        out.commit(staging)
+        out.commit(staging, replaces=_earlier_split(out, top))
     lines = emission.text.count("\n")
     print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
     for module, count in emission.kinds.items():
@@ -87,6 +87,18 @@ def run(args: argparse.Namespace) -> int:
         f" {', '.join(others)}"
     )
     return 0
+
+
+def _earlier_split(out: OutputFolder, top: str) -> list[str]:
+    """The files of an earlier ``--split`` emission of ``top`` into ``out``: its file list
+    ``TOP.f`` and the module files it names, those zfabric wrote (the manifest lists them).
+    An emission of ``top`` supersedes them: without ``--split`` (or with other modules) the
+    list and the module files it no longer writes would be stale."""
+    file_list = f"{top}.f"
+    if file_list not in out.owned or not (out.path / file_list).is_file():
+        return []
+    named = (line.strip() for line in (out.path / file_list).read_text().splitlines())
+    return [file_list, *(name for name in named if name in out.owned)]
 
 
 def _figures(path: str, top: str) -> dict:

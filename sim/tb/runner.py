@@ -173,6 +173,20 @@ def _locked(directory: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: in a build folder, the lock every co-simulation using it holds shared for its whole run
+IN_USE = ".in-use"
+
+
+@contextlib.contextmanager
+def _in_use(directory: Path):
+    """Hold ``directory/.in-use`` shared while a co-simulation emits, builds and runs there:
+    ``zfabric cache clean`` removes a build folder only if it can take this lock alone."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / IN_USE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        yield
+
+
 def _emit(plan: FabricPlan, root: Path, emit: Callable | None) -> tuple[list[Path], float]:
     with _locked(root):
         sources, seconds = _emit_unlocked(plan, root, emit)
@@ -470,93 +484,98 @@ def cosim(
     key = build_key(plan, variant)
     root = Path(build_dir) if build_dir else default_cache()
     root = root / f"{plan.name}{'-' + variant if variant else ''}-{key}"
-    sources, emit_seconds = _emit(plan, root, emit)
-    os.utime(root)  # in use: see _prune
+    with _in_use(root):  # `zfabric cache clean` leaves the folder alone meanwhile
+        sources, emit_seconds = _emit(plan, root, emit)
+        os.utime(root)  # in use: see _prune
 
-    trace_text = "".join(f"{e.cycle} {e.src} {e.dst} {e.length}\n" for e in entries)
-    run_id = hashlib.sha256(f"{trace_text}{stalls!r}".encode()).hexdigest()[:12]
-    (root / "runs").mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"{sim}-{run_id}-", dir=root / "runs"))
-    write_trace(run_dir / "trace.txt", entries)
-    save_expectations(run_dir / "expected.json", expected)
-    (run_dir / "plan.json").write_text(plan.to_json())
-    env = {
-        "NOC_PLAN": str(run_dir / "plan.json"),
-        "NOC_TRACE": str(run_dir / "trace.txt"),
-        "NOC_EXPECT": str(run_dir / "expected.json"),
-        "NOC_WINDOW": str(window),
-        "NOC_DRAIN": str(drain),
-        "NOC_EJECT_STALL": repr(float(eject_stall)),
-        "NOC_EJECT_SEED": str(eject_seed),
-    }
-
-    build, build_seconds = _build(root, sources, sim, waves=vcd)
-    vcd_path = None
-    if vcd:
-        vcd_path = run_dir / "cosim.vcd"
-        result, sim_seconds = _run(build, run_dir, sim, {**env, "NOC_VCD_FROM": "0"}, vcd=vcd_path)
-    else:
-        result, sim_seconds = _run(build, run_dir, sim, env)
-
-    mismatches = result["mismatches"]
-    first = mismatches[0] if mismatches else None
-    if first is not None and not vcd:
-        cycles = [first[k] for k in ("cycle", "model_cycle", "rtl_cycle") if first[k] is not None]
-        vcd_path = run_dir / "mismatch.vcd"
-        window_env = {
-            **env,
-            "NOC_VCD_FROM": str(max(0, min(cycles) - window)),
-            "NOC_STOP_AT": str(max(cycles) + window),
+        trace_text = "".join(f"{e.cycle} {e.src} {e.dst} {e.length}\n" for e in entries)
+        run_id = hashlib.sha256(f"{trace_text}{stalls!r}".encode()).hexdigest()[:12]
+        (root / "runs").mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{sim}-{run_id}-", dir=root / "runs"))
+        write_trace(run_dir / "trace.txt", entries)
+        save_expectations(run_dir / "expected.json", expected)
+        (run_dir / "plan.json").write_text(plan.to_json())
+        env = {
+            "NOC_PLAN": str(run_dir / "plan.json"),
+            "NOC_TRACE": str(run_dir / "trace.txt"),
+            "NOC_EXPECT": str(run_dir / "expected.json"),
+            "NOC_WINDOW": str(window),
+            "NOC_DRAIN": str(drain),
+            "NOC_EJECT_STALL": repr(float(eject_stall)),
+            "NOC_EJECT_SEED": str(eject_seed),
         }
-        vcd_build, seconds = _build(root, sources, sim, waves=True)
-        build_seconds += seconds
-        _run(vcd_build, run_dir, sim, window_env, vcd=vcd_path)
-        if not vcd_path.exists():
-            vcd_path = None
 
-    rtl = {(s, q): c for s, q, c in result["rtl_delivered"]}
-    delivered_rtl = len(rtl)
-    drained = (
-        not mismatches
-        and result["sources_idle"]
-        and delivered_rtl == len(expected)
-        and result["last_flit"] <= result["model_last"]
-    )
-    if not mismatches and not vcd and not keep:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir = None
+        build, build_seconds = _build(root, sources, sim, waves=vcd)
+        vcd_path = None
+        if vcd:
+            vcd_path = run_dir / "cosim.vcd"
+            result, sim_seconds = _run(
+                build, run_dir, sim, {**env, "NOC_VCD_FROM": "0"}, vcd=vcd_path
+            )
+        else:
+            result, sim_seconds = _run(build, run_dir, sim, env)
 
-    return {
-        "passed": not mismatches,
-        "fabric": plan.name,
-        "sim": sim,
-        "packets": {"trace": len(entries), "model": len(expected), "rtl": delivered_rtl},
-        "flits": sum(e.length for e in entries),
-        "mismatches": len(mismatches),
-        "first_mismatch": first,
-        "first_mismatch_text": Mismatch(**first).describe() if first else None,
-        "mismatch_list": mismatches[:20],
-        "latency": {
-            "model": _latency([e.delivered - e.created for e in expected]),
-            "rtl": _latency([rtl[e.key] - e.created for e in expected if e.key in rtl]),
-        },
-        "drained": drained,
-        "cycles": result["cycles"],
-        "model_cycles": model_cycles,
-        "cycles_per_second": round(result["cycles"] / result["seconds"], 1)
-        if result["seconds"]
-        else None,
-        "seconds": {
-            "emit": round(emit_seconds, 2),
-            "build": round(build_seconds, 2),
-            "model": round(model_seconds, 2),
-            "sim": round(sim_seconds, 2),
-            "sim_loop": round(result["seconds"], 2),
-        },
-        "vcd": str(vcd_path) if vcd_path else None,
-        "build_dir": str(root),
-        "run_dir": str(run_dir) if run_dir else None,
-    }
+        mismatches = result["mismatches"]
+        first = mismatches[0] if mismatches else None
+        if first is not None and not vcd:
+            cycles = [
+                first[k] for k in ("cycle", "model_cycle", "rtl_cycle") if first[k] is not None
+            ]
+            vcd_path = run_dir / "mismatch.vcd"
+            window_env = {
+                **env,
+                "NOC_VCD_FROM": str(max(0, min(cycles) - window)),
+                "NOC_STOP_AT": str(max(cycles) + window),
+            }
+            vcd_build, seconds = _build(root, sources, sim, waves=True)
+            build_seconds += seconds
+            _run(vcd_build, run_dir, sim, window_env, vcd=vcd_path)
+            if not vcd_path.exists():
+                vcd_path = None
+
+        rtl = {(s, q): c for s, q, c in result["rtl_delivered"]}
+        delivered_rtl = len(rtl)
+        drained = (
+            not mismatches
+            and result["sources_idle"]
+            and delivered_rtl == len(expected)
+            and result["last_flit"] <= result["model_last"]
+        )
+        if not mismatches and not vcd and not keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run_dir = None
+
+        return {
+            "passed": not mismatches,
+            "fabric": plan.name,
+            "sim": sim,
+            "packets": {"trace": len(entries), "model": len(expected), "rtl": delivered_rtl},
+            "flits": sum(e.length for e in entries),
+            "mismatches": len(mismatches),
+            "first_mismatch": first,
+            "first_mismatch_text": Mismatch(**first).describe() if first else None,
+            "mismatch_list": mismatches[:20],
+            "latency": {
+                "model": _latency([e.delivered - e.created for e in expected]),
+                "rtl": _latency([rtl[e.key] - e.created for e in expected if e.key in rtl]),
+            },
+            "drained": drained,
+            "cycles": result["cycles"],
+            "model_cycles": model_cycles,
+            "cycles_per_second": round(result["cycles"] / result["seconds"], 1)
+            if result["seconds"]
+            else None,
+            "seconds": {
+                "emit": round(emit_seconds, 2),
+                "build": round(build_seconds, 2),
+                "model": round(model_seconds, 2),
+                "sim": round(sim_seconds, 2),
+                "sim_loop": round(result["seconds"], 2),
+            },
+            "vcd": str(vcd_path) if vcd_path else None,
+            "build_dir": str(root),
+            "run_dir": str(run_dir) if run_dir else None,
+        }
 
 
 def traffic_trace(

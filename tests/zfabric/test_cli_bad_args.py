@@ -101,6 +101,7 @@ CASES = [
     # single output files: a file zfabric did not write is never replaced
     (["simulate", TORUS, "--records", "{file}"], "--records", "{file}"),
     (["check", TORUS, "--plan-out", "{file}"], "--plan-out", "{file}"),
+    (["cosim", TORUS, "--vcd", "{file}"], "--vcd", "{file}"),
     (["simulate", TORUS, "--records", "/proc/x.csv"], "--records", "/proc/x.csv"),
     # sweep's curves are keyed by the spec's name: two specs of one name would merge
     (["sweep", TORUS, TORUS, "--rates", "0.1"], "spec", "is named 'torus-4x4', as"),

@@ -378,7 +378,7 @@ def test_cache_info_and_clean_touch_only_zfabrics_folders(tmp_path, monkeypatch,
     info = json.loads(capsys.readouterr().out)
     assert info["cosim"] == {"path": str(cosim), "exists": True, "bytes": 1000, "files": 2}
     assert main(["cache", "clean"]) == 0
-    assert f"removed cosim cache {cosim}: 1 builds" in capsys.readouterr().out
+    assert f"removed cosim cache {cosim}: 1 build (1000 B)" in capsys.readouterr().out
     assert not cosim.exists() and (tmp_path / "other-app" / "keep").read_text() == "keep"
     monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(tmp_path / "elsewhere"))
     assert main(["cache", "info", "--json"]) == 0
@@ -403,7 +403,22 @@ def test_cache_clean_leaves_the_users_files_in_zfabric_cosim_dir(tmp_path, monke
     assert (mine / "thesis.tex").read_text() == "my thesis\n"
     assert (mine / "photos-0123456789abcdef" / "a.jpg").read_bytes() == b"jpeg"
     assert main(["cache", "clean"]) == 0
-    assert "nothing to remove" in capsys.readouterr().out and mine.is_dir()
+    out = capsys.readouterr().out
+    assert "nothing to remove; left 2 items zfabric did not make" in out and mine.is_dir()
+
+
+def test_cache_clean_leaves_a_build_a_cosimulation_holds(tmp_path, monkeypatch, capsys):
+    import fcntl
+
+    monkeypatch.setenv("ZFABRIC_COSIM_DIR", str(tmp_path / "cosim"))
+    busy = _build_folder(tmp_path / "cosim", "ring-2-0123456789abcdef", 10)
+    idle = _build_folder(tmp_path / "cosim", "ring-3-fedcba9876543210", 10)
+    with open(busy / ".in-use", "w") as lock:  # as a co-simulation holds it while it runs
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        assert main(["cache", "clean"]) == 0
+    out = capsys.readouterr().out
+    assert ": 1 build (10 B); 1 build in use left alone" in out
+    assert (busy / "sim.vvp").is_file() and not idle.exists()
 
 
 @pytest.mark.parametrize(

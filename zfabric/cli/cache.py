@@ -12,6 +12,7 @@ anything else in it (``$ZFABRIC_COSIM_DIR`` may name a folder of the user's) is 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -101,18 +102,37 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remove_unless_in_use(build: Path) -> bool:
+    """Remove a build folder unless a co-simulation uses it (holds its ``.in-use`` lock, or
+    the ``.lock`` it emits under): True if removed."""
+    from zfabric.sim.tb.runner import IN_USE
+
+    with open(build / IN_USE, "a") as in_use, open(build / ".lock", "a") as lock:
+        try:
+            fcntl.flock(in_use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        shutil.rmtree(build)  # a build folder the runner made, held against a new run
+    return True
+
+
 def run_clean(args: argparse.Namespace) -> int:
     for name, path in caches().items():
         builds = zfabric_builds(path)
-        if not builds:
-            print(f"{name} cache {path}: nothing to remove")
-            continue
-        size = sum(_size(build)[0] for build in builds)
-        for build in builds:
-            shutil.rmtree(build)  # a build folder the runner made
-        left = len(list(path.iterdir()))
-        if not left:
+        sizes = {build: _size(build)[0] for build in builds}
+        removed = [build for build in builds if _remove_unless_in_use(build)]
+        in_use = len(builds) - len(removed)
+        left = len(list(path.iterdir())) - in_use if path.is_dir() else 0
+        if path.is_dir() and not left and not in_use:
             path.rmdir()
-        kept = f"; left {left} items zfabric did not make" if left else ""
-        print(f"removed {name} cache {path}: {len(builds)} builds ({_human(size)}){kept}")
+        notes = [f"{in_use} build{'s' * (in_use != 1)} in use left alone"] if in_use else []
+        notes += [f"left {left} item{'s' * (left != 1)} zfabric did not make"] if left else []
+        kept = f"; {'; '.join(notes)}" if notes else ""
+        if removed:
+            size = _human(sum(sizes[build] for build in removed))
+            count = f"{len(removed)} build{'s' * (len(removed) != 1)}"
+            print(f"removed {name} cache {path}: {count} ({size}){kept}")
+        else:
+            print(f"{name} cache {path}: nothing to remove{kept}")
     return 0

@@ -443,7 +443,8 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[
 
 
 def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Emission:
-    """Verilog of ``plan``'s fabric. ``share``: one module per kind (else one per instance)."""
+    """Verilog of ``plan``'s fabric. ``share``: one module per kind, instantiated per switch
+    (else one flat top module, every switch and endpoint inlined)."""
     start = time.perf_counter()
     top = identifier(name) if name else top_module_name(plan)
     counts: dict[str, int] = {}

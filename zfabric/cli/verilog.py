@@ -27,7 +27,11 @@ def register(commands) -> None:
         default="build",
         help="output folder; files zfabric did not write there are never overwritten",
     )
-    parser.add_argument("--flat", action="store_true", help="one module per switch instance")
+    parser.add_argument(
+        "--flat",
+        action="store_true",
+        help="one flat top module: every switch and endpoint inlined, no module per kind",
+    )
     parser.add_argument(
         "--split", action="store_true", help="one Verilog file per module (NAME.f lists them)"
     )

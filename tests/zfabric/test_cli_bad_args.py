@@ -103,6 +103,10 @@ CASES = [
     (["check", TORUS, "--plan-out", "{file}"], "--plan-out", "{file}"),
     (["cosim", TORUS, "--vcd", "{file}"], "--vcd", "{file}"),
     (["simulate", TORUS, "--records", "/proc/x.csv"], "--records", "/proc/x.csv"),
+    (["simulate", TORUS, "--trace", "{dir}"], "--trace", "{dir}: cannot read: Is a directory"),
+    (["simulate", TORUS, "--trace", "{binary}"], "--trace", "{binary}: not UTF-8 text (byte 0xff"),
+    (["verilog", TORUS, "-o", "/proc/rtl"], "--output", "/proc/rtl"),
+    (["sweep", TORUS, "{bad_spec}", "--rates", "0.1"], "{bad_spec}: topology.k[1]", "got 1"),
     # sweep's curves are keyed by the spec's name: two specs of one name would merge
     (["sweep", TORUS, TORUS, "--rates", "0.1"], "spec", "is named 'torus-4x4', as"),
 ]
@@ -140,6 +144,8 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "syntax.trace").write_text("0 zero 5 4\n")
     for name, text in TRACES.items():
         (tmp_path / f"{name}.trace").write_text(text)
+    (tmp_path / "binary.trace").write_bytes(b"\xff\xfe 0 1 4\n")
+    (tmp_path / "k1.yaml").write_text("name: k1\ntopology: {kind: torus, k: [4, 1]}\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -150,6 +156,8 @@ def _fill(argv, argument, value):
         "dir": "results",
         "bad_endpoint": "endpoint.trace",
         "bad_syntax": "syntax.trace",
+        "binary": "binary.trace",
+        "bad_spec": "k1.yaml",
         **{name: f"{name}.trace" for name in TRACES},
     }
     argv = [arg.format(**names) for arg in argv]

@@ -329,8 +329,13 @@ class OutputFolder:
         """A temporary folder inside the output folder (same file system, so moves are atomic),
         removed afterwards; the output folder is removed again if it was made for nothing."""
         created = not self.path.exists()
-        self.path.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=self.path, prefix=".zfabric-staging-"))
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=self.path, prefix=".zfabric-staging-"))
+        except OSError as error:
+            raise SpecError(
+                self.argument, f"cannot write into {str(self.path)!r}: {error.strerror}"
+            ) from None
         try:
             yield staging
         finally:

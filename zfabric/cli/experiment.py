@@ -231,7 +231,15 @@ def read_checked_trace(path: str, plan) -> list:
 
     try:
         trace = read_trace(path)
-    except (OSError, ValueError) as error:
+    except OSError as error:
+        raise SpecError("--trace", f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise SpecError(
+            "--trace",
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset"
+            f" {error.start})",
+        ) from None
+    except ValueError as error:
         text = str(error)
         raise SpecError("--trace", text if len(text) <= 200 else text[:197] + "...") from None
     if not trace:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from zfabric.errors import SpecError
+from zfabric.spec import load_spec
 
 from .check import checked_plan
 from .common import add_command, check_output_file, claim_output_file, progress, status
@@ -66,6 +67,16 @@ def run(args: argparse.Namespace) -> int:
         if why:
             raise SpecError("--cache", f"{args.cache!r} is not a zfabric points file: {why}")
         check_output_file(args.cache, "--cache", recognised=True)
+    if len(args.spec) > 1:  # every spec's errors up front, each naming its file
+        for path in args.spec:
+            try:
+                load_spec(path)
+            except SpecError as error:
+                named = [
+                    e if not e.path or e.path == path else SpecError(f"{path}: {e.path}", e.message)
+                    for e in error.errors
+                ]
+                raise SpecError.combine(named) from None
     points, plans, experiments, paths = [], {}, {}, {}
     for path in args.spec:
         spec, plan, _analysis, ok = checked_plan(args, path)

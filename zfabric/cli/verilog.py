@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     # the module files of --split are known after emission: the commit checks them, before
     # moving any file in
     out.check([f"{top}{suffix}" for suffix in SUFFIXES] + ([f"{top}.f"] if args.split else []))
-    status(args, f"{spec.name}: emitting Verilog")
     with out.staging() as staging:
+        status(args, f"{spec.name}: emitting Verilog")
         try:
             with phase(args, "Verilog"):
                 emission = write(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from functools import partial
 from pathlib import Path
 
 from zfabric.errors import SpecError
@@ -82,7 +81,8 @@ def run_build(args: argparse.Namespace) -> int:
                     args.spec,
                     staging,
                     plan_only=args.plan_only,
-                    progress=partial(status, args),
+                    # the staging folder's files end up in the output folder: say that one
+                    progress=lambda text: status(args, text.replace(str(staging), str(out.path))),
                 )
         except BuildError as error:
             if any(staging.iterdir()):  # a failed step's logs: kept (a refused spec has none)

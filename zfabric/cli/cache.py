@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .common import add_command
+from .common import add_command, plural
 
 __all__ = ["register", "run_info", "run_clean", "cosim_cache", "zfabric_builds"]
 
@@ -97,7 +97,11 @@ def run_info(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
     else:
         for name, row in rows.items():
-            shown = f"{_human(row['bytes'])} in {row['files']} files" if row["exists"] else "empty"
+            shown = (
+                f"{_human(row['bytes'])} in {plural(row['files'], 'file')}"
+                if row["exists"]
+                else "empty"
+            )
             print(f"{name:6} {row['path']}  {shown}")
     return 0
 
@@ -126,13 +130,12 @@ def run_clean(args: argparse.Namespace) -> int:
         left = len(list(path.iterdir())) - in_use if path.is_dir() else 0
         if path.is_dir() and not left and not in_use:
             path.rmdir()
-        notes = [f"{in_use} build{'s' * (in_use != 1)} in use left alone"] if in_use else []
-        notes += [f"left {left} item{'s' * (left != 1)} zfabric did not make"] if left else []
+        notes = [f"{plural(in_use, 'build')} in use left alone"] if in_use else []
+        notes += [f"left {plural(left, 'item')} zfabric did not make"] if left else []
         kept = f"; {'; '.join(notes)}" if notes else ""
         if removed:
             size = _human(sum(sizes[build] for build in removed))
-            count = f"{len(removed)} build{'s' * (len(removed) != 1)}"
-            print(f"removed {name} cache {path}: {count} ({size}){kept}")
+            print(f"removed {name} cache {path}: {plural(len(removed), 'build')} ({size}){kept}")
         else:
             print(f"{name} cache {path}: nothing to remove{kept}")
     return 0

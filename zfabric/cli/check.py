@@ -20,7 +20,7 @@ from zfabric.routing import ROUTINGS
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
 
-from .common import add_command, check_output_file, progress, write_atomically
+from .common import add_command, check_output_file, plural, progress, write_atomically
 
 __all__ = [
     "register",
@@ -141,7 +141,9 @@ def summary(
     radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
     vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
     bisection = (
-        f"{metrics.bisection} links" if metrics.bisection is not None else "skipped (too large)"
+        plural(metrics.bisection, "link")
+        if metrics.bisection is not None
+        else "skipped (too large)"
     )
     lines = [
         f"{spec.name}: {_describe_topology(spec)}, routing {spec.routing}",

@@ -38,6 +38,7 @@ __all__ = [
     "rate",
     "rates",
     "packet_length",
+    "plural",
     "atomic_file",
     "write_atomically",
     "phase",
@@ -156,6 +157,11 @@ def packet_length(text: str) -> int | tuple[int, int]:
     if not 1 <= ends[0] <= ends[1] <= MAX_PACKET_LENGTH:
         raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}")
     return value
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 packet``, ``2 packets``: a count and its noun, for status and report lines."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 # ---- output paths -------------------------------------------------------------------------------

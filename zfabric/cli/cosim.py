@@ -18,6 +18,7 @@ from .common import (
     claim_output_file,
     fraction,
     phase,
+    plural,
     status,
 )
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         trace = read_checked_trace(args.trace, plan)
         inputs = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
-        heading = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
+        heading = f"{spec.name}: trace {args.trace} ({plural(len(trace), 'packet')})"
     else:
         trace = traffic_trace(plan, experiment.config(), experiment.cycles, seed=experiment.seed)
         inputs = experiment.inputs(spec.name)

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .check import checked_plan
-from .common import add_command, atomic_file, check_output_file, progress
+from .common import add_command, atomic_file, check_output_file, plural, progress
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
 
 __all__ = ["register", "run", "latency_text"]
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         inputs: dict[str, Any] = {"spec": spec.name, "trace": args.trace, "packets": len(trace)}
         mean_length = sum(e.length for e in trace) / len(trace)
-        title = f"{spec.name}: trace {args.trace} ({len(trace)} packets)"
+        title = f"{spec.name}: trace {args.trace} ({plural(len(trace), 'packet')})"
     else:
         inputs = experiment.inputs(spec.name)
         mean_length = config.mean_length
@@ -123,7 +123,12 @@ def run(args: argparse.Namespace) -> int:
 def latency_text(report: dict[str, Any]) -> str:
     """Packet latency (and network latency, from head injection, when the model gives it)."""
     latency = report["latency"]
-    mean = "n/a" if latency["mean"] is None else f"{latency['mean']:.2f}"
+    if latency["mean"] is None:
+        return (
+            "latency: n/a, no measured packet was delivered"
+            f" (zero-load {report['zero_load_latency']:.2f})"
+        )
+    mean = f"{latency['mean']:.2f}"
     ci = "" if latency.get("ci95") is None else f" ±{latency['ci95']:.2f}"
     text = (
         f"latency: mean {mean}{ci}, p50 {latency['p50']}, p99 {latency['p99']},"

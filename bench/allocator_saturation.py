@@ -139,7 +139,9 @@ def main() -> None:
         for router in settings:
             plan = plan_for(fabric, router, args.packet_length)
             hops = analyse_routing(plan).average_hops
-            zero = plan.router.zero_load_latency(hops, args.packet_length)
+            zero = plan.router.zero_load_latency(
+                hops, args.packet_length, buffer_depth=plan.buffer_depth
+            )
             knees = [
                 saturation(
                     plan,

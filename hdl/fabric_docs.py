@@ -144,21 +144,31 @@ def readme(
         "(docs/microarchitecture.md, Consequences: one cycle to inject, stages + 1 cycles per "
         "switch for H + 1 switches, L − 1 cycles of serialisation).",
     ]
-    if stages >= 4 and plan.buffer_depth < 6:
+    depth, period = plan.buffer_depth, plan.router.credit_period
+    if depth < period:
         lines[-1] += (
-            f" With `stages: {stages}` that holds for L ≤ {plan.buffer_depth} (the buffer depth): a"
-            f" longer packet streams at {plan.buffer_depth}/6 flits per cycle, since a credit"
-            " comes back five cycles after it is spent (docs/microarchitecture.md, Streaming)."
+            f" That holds for L ≤ {depth} (the buffer depth): a longer packet streams at"
+            f" {depth}/{period} flits per cycle, as a credit lets the next flit follow {period}"
+            f" cycles after it was spent, and takes ⌊(L − 1)/{depth}⌋·{period - depth} cycles"
+            " more (docs/microarchitecture.md, Streaming)."
+        )
+    if plan.router.head_bits is not None:
+        lines[-1] += (
+            f" With `router.head_bits: {plan.router.head_bits}` a routing head of h bits"
+            f" travels as H_f = ⌈h/{plan.router.head_bits}⌉ head flits, which add H_f − 1 cycles"
+            " at each of the H + 1 switches (H_f at that switch's input) and H_f − 1 on the"
+            " ejection link (docs/microarchitecture.md, Heads longer than a flit)."
         )
     if hops is not None:
         worst = plan.router.zero_load_latency(hops.diameter, 1)
         mean = plan.router.zero_load_latency(hops.average, 1)
+        heads = ", head flits not counted" if plan.router.head_bits is not None else ""
         lines += [
             "",
             f"This fabric's routes cross at most {hops.diameter} link"
             f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on "
             f"average over ordered pairs of endpoints): a one-flit packet takes {worst:g} cycles "
-            f"at most, {mean:.2f} on average.",
+            f"at most, {mean:.2f} on average{heads}.",
         ]
     lines += ["", "## Resources and Fmax", ""]
     if figures is None:

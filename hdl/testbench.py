@@ -87,7 +87,8 @@ def testbench(plan: FabricPlan, top: str, ports: Ports, *, beats: int = 3, stall
     conns, widths = _connections(plan, ports, attachments)
     # no beat for this long means a deadlock or a lost packet: twice a lone packet's latency
     # over every link of the fabric, and the stalls
-    idle_limit = 2 * int(plan.router.zero_load_latency(len(plan.links), beats)) + 8 * stall + 64
+    lone = plan.router.zero_load_latency(len(plan.links), beats, buffer_depth=plan.buffer_depth)
+    idle_limit = 2 * int(lone) + 8 * stall + 64
     every = [*CLOCK_PORTS, *(name for _, _, name in ports)]
     pad = max(map(len, every))
     instance = ",\n".join(

@@ -428,7 +428,9 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[
         f"{len(plan.endpoints)} endpoints",
         f"routing: {plan.routing.name} {json.dumps(plan.routing.params, sort_keys=True)}",
         f"router: stages {router.stages}, allocator {router.allocator}, "
-        f"selection {router.selection}",
+        f"selection {router.selection}, injection VCs {router.injection_vcs}, "
+        f"ejection VCs {router.ejection_vcs}"
+        + (f", head_bits {router.head_bits}" if router.head_bits is not None else ""),
         f"flit: {layout.size} bits (kind 2, vc {layout.vc_width}, head {layout.head_width}, "
         f"src {layout.src_width}, payload {layout.payload_width}); "
         f"VCs per link: {', '.join(map(str, vcs))}",

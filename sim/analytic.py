@@ -198,7 +198,7 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
     flits included (``router.head_bits``: their cycles as the contract's sum, exact while the
     buffers cover the credit loop the head's waits stretch, short of the model below it)."""
     _, hops, heads = _walk(plan, by_destination(flows), packet_length)
-    return plan.router.zero_load_latency(hops, packet_length, heads)
+    return plan.router.zero_load_latency(hops, packet_length, heads, plan.buffer_depth)
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,8 @@ def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> Pa
     """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
     flows = flows_by_destination(config, len(plan.endpoints), seed)
     load, hops, heads = _walk(plan, flows, config.mean_length)
-    return PatternLimits(plan.router.zero_load_latency(hops, config.mean_length, heads), load)
+    zero = plan.router.zero_load_latency(hops, config.mean_length, heads, plan.buffer_depth)
+    return PatternLimits(zero, load)
 
 
 class _Node(NamedTuple):

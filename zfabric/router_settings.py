@@ -9,6 +9,7 @@ so older figures stay reproducible.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,15 +106,42 @@ class RouterSettings:
         if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):
             raise ValueError(f"router head_bits must be a positive integer or None, not {bits!r}")
 
-    def zero_load_latency(self, hops: float, packet_length: float, head_cycles: float = 0) -> float:
+    @property
+    def credit_period(self) -> int:
+        """Cycles between a stream's flit and the one its credit lets follow on a
+        switch-to-switch link (docs/microarchitecture.md, Streaming): 4 at ``stages`` 1-3, 6 at
+        4-5 (5 on a path with no switch-to-switch link). Buffers of at least this many flits
+        let a stream move one flit per cycle; B fewer move B per period."""
+        return 4 if self.stages <= 3 else 6
+
+    def streaming_cycles(self, packet_length: float, buffer_depth: int) -> float:
+        """What a lone packet of ``packet_length`` flits adds to the zero-load latency when
+        ``buffer_depth`` B does not cover :attr:`credit_period` P: B flits per period, so
+        floor((L - 1) / B) * (P - B) cycles (0 while L <= B); of a mean length, the mean
+        packet's."""
+        period = self.credit_period
+        if buffer_depth >= period:
+            return 0
+        return math.floor((packet_length - 1) / buffer_depth) * (period - buffer_depth)
+
+    def zero_load_latency(
+        self,
+        hops: float,
+        packet_length: float,
+        head_cycles: float = 0,
+        buffer_depth: int | None = None,
+    ) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
-        per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation. With
-        ``stages`` 4 or 5 and buffers under 6 flits it holds for ``packet_length`` up to the buffer
-        depth only: a longer packet streams at B/6 flits per cycle (Streaming). ``head_cycles``
-        is what heads longer than a flit add (``head_bits``): H_f - 1 per switch for the head
-        flits it waits for, and H_f - 1 on the ejection link (:func:`head_cycles`)."""
-        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles
+        per switch for ``hops`` + 1 switches, and ``packet_length`` - 1 of serialisation, plus
+        :meth:`streaming_cycles` when ``buffer_depth`` is given (None: buffers that cover the
+        packet). ``head_cycles`` is what heads longer than a flit add (``head_bits``): H_f - 1
+        per switch for the head flits it waits for, and H_f - 1 on the ejection link
+        (:func:`head_cycles`; with short buffers the model may take longer still)."""
+        streaming = (
+            0 if buffer_depth is None else self.streaming_cycles(packet_length, buffer_depth)
+        )
+        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles + streaming
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:

@@ -113,7 +113,8 @@ def test_header_says_what_was_generated(example):
         '"k": [4, 4]',
         "16 switches, 64 links, 16 endpoints",  # 4x4 torus: 4 directions x 16 switches
         "routing: dor",
-        "router: stages 1, allocator separable, selection round-robin",
+        "router: stages 1, allocator separable, selection round-robin, injection VCs 2, "
+        "ejection VCs 2",
         # 2 VCs: a 1-bit VC field; 16 endpoints: a 4-bit head and a 4-bit source
         f"flit: {2 + 1 + 4 + 4 + 32} bits (kind 2, vc 1, head 4, src 4, payload 32)",
         "buffer depth: 4 flits per input VC",

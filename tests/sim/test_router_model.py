@@ -116,6 +116,28 @@ def test_four_stages_stream_needs_six_credits(example, stages):
         assert packet.latency >= formula
 
 
+@pytest.mark.parametrize("stages", [1, 3, 4, 5])
+def test_zero_load_latency_with_buffers_under_the_credit_period(stages):
+    """Buffers of B flits under the credit period P (4 at stages 1-3, 6 at 4-5; Streaming):
+    the first B flits of a stream go back to back, flit i leaves P * (i div B) + i mod B
+    cycles after the first, so the tail is floor((L - 1) / B) * (P - B) cycles later than
+    at one flit per cycle. The model on a 6-ring, every hop count and length 1 to 9."""
+    period = 4 if stages <= 3 else 6
+    for depth in range(2, 7):
+        spec = {"name": "r", "topology": {"kind": "torus", "k": [6]}, "buffer_depth": depth}
+        plan = compile_plan(load_spec({**spec, "router": {"stages": stages}}))
+        for length in range(1, 10):
+            for dst in (1, 2, 3):
+                model = FabricModel(plan)
+                packet = model.offer(0, dst, length)
+                model.run(200)
+                late = (length - 1) // depth * (period - depth) if depth < period else 0
+                formula = (stages + 1) * (packet.hops + 1) + length + late
+                assert packet.latency == formula, (depth, length, packet.hops)
+                predicted = plan.router.zero_load_latency(packet.hops, length, 0, depth)
+                assert predicted == formula
+
+
 def test_occupancy_passes_a_busy_up_port(example):
     """znode-64's up pool, selection pointer at 0: an up port whose output VC has 1 credit of 4
     left (the previous packet still in the next switch's buffer) is what round-robin takes;

@@ -46,20 +46,31 @@ def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
         assert f"`{name}`" in text
 
 
-def test_readme_bounds_the_stages_4_formula_by_the_buffer_depth(ring, tmp_path, capsys):
-    """With ``stages: 4`` and B < 6 a packet longer than B streams below one flit per cycle
-    (docs/microarchitecture.md, Streaming): the README says for which L its formula holds."""
+@pytest.mark.parametrize(
+    ("router", "depth", "formula", "late"),
+    [
+        ({"stages": 4}, 4, "**5·H + L + 5 cycles**", "⌊(L − 1)/4⌋·2 cycles more"),
+        ({"stages": 1}, 2, "**2·H + L + 2 cycles**", "⌊(L − 1)/2⌋·2 cycles more"),
+        ({"stages": 1, "head_bits": 2}, 4, "**2·H + L + 2 cycles**", "H_f − 1 cycles"),
+    ],
+)
+def test_readme_states_what_its_formula_leaves_out(
+    ring, tmp_path, capsys, router, depth, formula, late
+):
+    """Buffers under the credit period (4 flits at stages 1-3, 6 at 4-5) stream a packet longer
+    than B below one flit per cycle (docs/microarchitecture.md, Streaming), and head flits
+    add cycles at every switch: the README says so, with the figures of this fabric."""
     import yaml
 
     spec = yaml.safe_load(ring.read_text())
-    spec["router"] = {**spec.get("router", {}), "stages": 4}
-    path = tmp_path / "ring-s4.yaml"
+    spec["router"], spec["buffer_depth"] = router, depth
+    path = tmp_path / "ring-x.yaml"
     path.write_text(yaml.safe_dump(spec))
     out = tmp_path / "rtl"
     assert main(["verilog", str(path), "-o", str(out)]) == 0
     text = next(out.glob("*_README.md")).read_text()
-    depth = spec.get("buffer_depth", 4)
-    assert "**5·H + L + 5 cycles**" in text and f"holds for L ≤ {depth} " in text
+    assert formula in text and late in text
+    assert (f"holds for L ≤ {depth} " in text) is (depth < (4 if router["stages"] <= 3 else 6))
 
 
 def test_figures_go_into_the_readme(ring, tmp_path, capsys):

@@ -37,7 +37,7 @@ def register(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zfabric.sim.analytic import flow_zero_load_latency, zero_load_latency
+    from zfabric.sim.analytic import flow_zero_load_latency
     from zfabric.sim.measure import RecordWriter, replay, simulate
     from zfabric.sim.traffic import Traffic
 
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         flows = collections.Counter((e.src, e.dst) for e in trace)
         report["zero_load_latency"] = flow_zero_load_latency(plan, flows, mean_length)
     else:
-        report["zero_load_latency"] = zero_load_latency(
-            analysis.average_hops, mean_length, plan.router
+        report["zero_load_latency"] = plan.router.zero_load_latency(
+            analysis.average_hops, mean_length, buffer_depth=plan.buffer_depth
         )
     if args.json:
         print(json.dumps({"name": spec.name, "inputs": inputs, **report}, indent=1))

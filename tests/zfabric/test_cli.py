@@ -147,3 +147,21 @@ def test_the_readmes_quick_start_shows_what_check_prints(capsys):
     shown = block.split("```", 1)[0]
     assert main(["check", str(root / "examples" / "torus-4x4.yaml")]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_ndt_configs_of_a_spec_naming_its_internal_vcs(tmp_path, capsys):
+    """The spec's internal_vcs name its own configuration's internal classes; the other
+    configurations are counted with their default classes (they used to raise KeyError)."""
+    spec = tmp_path / "ndt.yaml"
+    spec.write_text(
+        "name: n\ntopology: {kind: ndt, k: [4, 4]}\n"
+        "routing: {name: dort, internal_vcs: {ch: 0, pe: 1}}\n"
+    )
+    assert main(["ndt-configs", str(spec), "--json", "--proof"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 3 and sum(r["this_spec"] for r in rows) == 1  # ½·C(4, 2)
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: n\ntopology: {kind: ndt, k: [4, 4]}\nrouting: dort\n")
+    assert main(["ndt-configs", str(plain), "--json", "--proof"]) == 0
+    defaults = json.loads(capsys.readouterr().out)
+    assert [r for r in rows if not r["this_spec"]] == [r for r in defaults if not r["this_spec"]]

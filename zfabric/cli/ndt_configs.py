@@ -48,7 +48,12 @@ def run(args: argparse.Namespace) -> int:
     with progress(args, "configurations") as update:
         for index, card0 in enumerate(configurations):
             params = dataclasses.replace(spec.params, card0=card0)
-            plan = build_fabric(dataclasses.replace(spec, params=params))[0]
+            routing = spec.routing_params
+            if card0 != spec.params.card0:  # its internal link has classes of its own:
+                # the spec's internal_vcs name this configuration's, the others get the defaults
+                routing = {k: v for k, v in routing.items() if k != "internal_vcs"}
+            variant = dataclasses.replace(spec, params=params, routing_params=routing)
+            plan = build_fabric(variant)[0]
             row: dict[str, Any] = {
                 "card0": [port_name(p) for p in card0],
                 "this_spec": card0 == spec.params.card0,

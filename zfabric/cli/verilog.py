@@ -9,7 +9,7 @@ import sys
 
 from zfabric.errors import SpecError
 
-from .check import checked_plan
+from .check import checked_plan, router_text
 from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run"]
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from zfabric.hdl.verilog import SUFFIXES, EmissionError, top_module_name, write
 
     top = top_module_name(plan)
-    figures = _figures(args.figures, top) if args.figures else None
+    figures = _figures(args.figures, top, plan) if args.figures else None
     # the module files of --split are known after emission: the commit checks them, before
     # moving any file in
     out.check([f"{top}{suffix}" for suffix in SUFFIXES] + ([f"{top}.f"] if args.split else []))
@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         except EmissionError as error:  # nothing is moved into the output folder
             print(f"zfabric: error: {spec.name}: {error}", file=sys.stderr)
             return 1
+        if figures is not None:  # before the commit: a mismatch moves nothing in
+            _check_figure_modules(args.figures, figures, emission.kinds)
         out.commit(staging, replaces=_earlier_split(out, top))
     lines = emission.text.count("\n")
     print(f"{spec.name}: {len(plan.switches)} switches, {len(plan.endpoints)} endpoints")
@@ -105,24 +107,69 @@ def _earlier_split(out: OutputFolder, top: str) -> list[str]:
     return [file_list, *(name for name in named if name in out.owned)]
 
 
-def _figures(path: str, top: str) -> dict:
-    """The report of ``zfabric synth --json`` in ``path``, which must be for the fabric ``top``."""
+def _figures(path: str, top: str, plan) -> dict:
+    """The report of ``zfabric synth --json`` in ``path``, which must be for this fabric: its
+    top, flit width, buffer depth and router (the module kinds are compared after emission,
+    :func:`_check_figure_modules`); every field the README reads must have its type."""
+
+    def bad(what: str) -> SpecError:
+        return SpecError(
+            "--figures", f"{path!r} is not the output of `zfabric synth --json`: {what}"
+        )
+
     try:
         with open(path) as handle:
             report = json.load(handle)
     except (OSError, ValueError) as error:
         raise SpecError("--figures", f"cannot read {path!r}: {error}") from None
-    kinds = report.get("kinds") if isinstance(report, dict) else None
-    if (
-        not isinstance(kinds, list)
-        or not isinstance(report.get("total"), dict)
-        or not all(
-            isinstance(k, dict) and {"module", "instances", "cells"} <= set(k) for k in kinds
-        )
-    ):
-        raise SpecError("--figures", f"{path!r} is not the output of `zfabric synth --json`")
+    if not isinstance(report, dict):
+        raise bad("not a JSON object")
+    for key, kind in (("top", str), ("kinds", list), ("total", dict), ("conditions", dict)):
+        if not isinstance(report.get(key), kind):
+            raise bad(f"{key!r} missing or not a {kind.__name__}")
+
+    def counts(value, where: str) -> None:
+        if not isinstance(value, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value.values()
+        ):
+            raise bad(f"{where} must map cell names to counts")
+
+    counts(report["total"], "total")
+    for index, kind in enumerate(report["kinds"]):
+        where = f"kinds[{index}]"
+        if not isinstance(kind, dict) or not isinstance(kind.get("module"), str):
+            raise bad(f"{where} has no module name")
+        if not isinstance(kind.get("instances"), int) or isinstance(kind["instances"], bool):
+            raise bad(f"{where}.instances must be an integer")
+        counts(kind.get("cells"), f"{where}.cells")
+        if set(kind["cells"]) != set(report["total"]):
+            raise bad(f"{where}.cells names other cells than total")
+        fmax = kind.get("fmax_median_mhz")
+        if fmax is not None and (isinstance(fmax, bool) or not isinstance(fmax, (int, float))):
+            raise bad(f"{where}.fmax_median_mhz must be a number or null")
     if report["top"] != top:
         raise SpecError(
             "--figures", f"{path!r} has the figures of {report['top']!r}, not of {top!r}"
         )
+    conditions = report["conditions"]
+    for key, ours in (
+        ("flit_width", plan.flit_width),
+        ("buffer_depth", plan.buffer_depth),
+        ("router", router_text(plan.router)),
+    ):
+        if conditions.get(key) != ours:
+            raise SpecError(
+                "--figures",
+                f"{path!r} is for {key} {conditions.get(key)!r}, this fabric has {ours!r}",
+            )
     return report
+
+
+def _check_figure_modules(path: str, figures: dict, kinds: dict[str, int]) -> None:
+    """The report's module kinds and their instances must be the ones this emission wrote."""
+    theirs = {kind["module"]: kind["instances"] for kind in figures["kinds"]}
+    if theirs != kinds:
+        raise SpecError(
+            "--figures",
+            f"{path!r} has figures of the module kinds {theirs}, this fabric's are {kinds}",
+        )

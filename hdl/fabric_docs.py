@@ -1,5 +1,5 @@
 """The files beside a fabric's Verilog that a designer reads or copies: ``NAME_README.md`` and
-the instantiation template ``NAME_inst.v``.
+the instantiation template ``NAME_inst.vh``.
 
 Both are written from the :class:`~zfabric.hdl.verilog.Emission` (its header comment and the
 top's port list), so they name the ports the top really has; the latency formula is
@@ -60,7 +60,7 @@ def _describe(top: str, name: str) -> str:
         f"{top}.vlt": "Verilator waivers for `-Wall`, each with its reason",
         f"{top}.plan.json": "the compiled plan the Verilog was generated from",
         f"{top}.ports": "direction, width and name of every port of the top, in port order",
-        f"{top}_inst.v": "an instantiation template",
+        f"{top}_inst.vh": "an instantiation template to `include inside a module",
         f"{top}_tb.v": "the self-checking testbench",
         f"{top}_README.md": "this file",
     }
@@ -129,11 +129,12 @@ def readme(
         "",
         "## Ports",
         "",
-        f"In port order: `{CLOCK_PORTS[0]}` (input, 1 bit), `{CLOCK_PORTS[1]}` (input, 1 bit, "
-        "synchronous, active high), then endpoint by endpoint in id order:",
+        f"In port order: `{CLOCK_PORTS[0]}`, `{CLOCK_PORTS[1]}` (synchronous, active high), "
+        "then endpoint by endpoint in id order (as in `" + top + ".ports`):",
         "",
         "| port | direction | width |",
         "|---|---|---|",
+        *(f"| `{name}` | input | 1 |" for name in CLOCK_PORTS),
         *(f"| `{name}` | {direction} | {width} |" for direction, width, name in ports),
         "",
         "## Latency",
@@ -202,17 +203,21 @@ def readme(
 
 
 def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> str:
-    """``NAME_inst.v``: a declaration of a net per port and an instance of ``top`` connecting
-    them, to paste into a design (or ```include`` inside a module) and rename."""
+    """``NAME_inst.vh``: a net per endpoint port and an instance of ``top`` connecting them and
+    the enclosing module's ``clk`` and ``rst``, to ```include`` inside a module (or paste and
+    rename). A ``.vh``, not a ``.v``: it is no module, so ``*.v`` globs leave it out."""
     every = [("input", 1, name) for name in CLOCK_PORTS] + list(ports)
     pad = max(len(name) for _, _, name in every)
     lines = [
-        f"// {top}_inst.v: an instance of {top}, with one net per port named like the port.",
-        f"// Paste it into your module (or `include it there) and connect the nets; {top}.v",
-        "// (its header comment) and the README say what each port carries.",
+        f"// {top}_inst.vh: an instance of {top}, with one net per port named like the port.",
+        f"// `include it inside your module, whose {' and '.join(CLOCK_PORTS)} it connects (or"
+        " paste it and",
+        f"// rename), and connect the nets; {top}.v (its header comment) and the README say"
+        " what each",
+        "// port carries.",
         "",
     ]
-    for _, width, name in every:
+    for _, width, name in ports:
         bits = f"[{width - 1}:0]" if width > 1 else ""
         lines.append(f"wire {bits:8} {name};")
     lines += ["", f"{top} u_{top} ("]

@@ -509,7 +509,7 @@ WAIVERS = {
 
 #: the files :func:`write` writes, after the top's name (``--split`` adds one per module and
 #: ``NAME.f``, the list of them)
-SUFFIXES = (".v", ".vlt", ".plan.json", ".ports", "_README.md", "_inst.v", "_tb.v")
+SUFFIXES = (".v", ".vlt", ".plan.json", ".ports", "_README.md", "_inst.vh", "_tb.v")
 
 
 def waivers(top: str, files: Sequence[str] | None = None) -> str:
@@ -561,7 +561,7 @@ def write(
     order), its Verilator waivers ``<name>.vlt``, ``<name>.plan.json``, ``<name>.ports``
     (``direction width name`` per top port, in port order), ``<name>_README.md``
     (:func:`~zfabric.hdl.fabric_docs.readme`; ``hops`` and ``figures`` go into it),
-    ``<name>_inst.v`` (an instantiation template) and ``<name>_tb.v`` (a self-checking
+    ``<name>_inst.vh`` (an instantiation template) and ``<name>_tb.v`` (a self-checking
     testbench, :func:`~zfabric.hdl.testbench.testbench`). ``Emission.files`` lists them."""
     emission = emit(plan, share=share)
     top = emission.top
@@ -574,8 +574,9 @@ def write(
     verilog = [name for name in texts if name.endswith(".v")]
     texts[f"{top}.vlt"] = waivers(top, verilog)
     texts[f"{top}.plan.json"] = plan.to_json(indent=1)
-    texts[f"{top}.ports"] = "".join(f"{d} {w} {n}\n" for d, w, n in emission.ports)
-    texts[f"{top}_inst.v"] = instantiation_template(top, emission.ports)
+    every = [("input", 1, name) for name in CLOCK_PORTS] + list(emission.ports)
+    texts[f"{top}.ports"] = "".join(f"{d} {w} {n}\n" for d, w, n in every)
+    texts[f"{top}_inst.vh"] = instantiation_template(top, emission.ports)
     texts[f"{top}_tb.v"] = testbench(plan, top, emission.ports)
     files = [*texts, f"{top}_README.md"]
     texts[f"{top}_README.md"] = readme(

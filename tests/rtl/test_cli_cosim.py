@@ -66,7 +66,7 @@ def test_main_job_writes_verilog_and_a_passing_cosim(example, need_sim, tmp_path
         "torus_4x4.v",
         "torus_4x4.vlt",  # Verilator's -Wall waivers, with their reasons
         "torus_4x4_README.md",  # the fabric's ports, packet format and latency
-        "torus_4x4_inst.v",  # an instantiation template
+        "torus_4x4_inst.vh",  # an instantiation template
         "torus_4x4_tb.v",  # the self-checking testbench
     ]
     cosim = json.loads((out / "cosim.json").read_text())

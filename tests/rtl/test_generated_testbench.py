@@ -136,7 +136,9 @@ def test_split_output_runs_the_same(icarus, plan_of, tmp_path):
 def test_instantiation_template_elaborates_against_the_fabric(icarus, plan_of, tmp_path):
     emission = write(plan_of("ndt-2x2x2"), tmp_path)
     top = emission.top
-    (tmp_path / "user.v").write_text(f'module user;\n`include "{top}_inst.v"\nendmodule\n')
+    (tmp_path / "user.v").write_text(
+        f'module user(input wire clk, input wire rst);\n`include "{top}_inst.vh"\nendmodule\n'
+    )
     result = subprocess.run(
         ["iverilog", "-g2012", "-s", "user", "-o", "user.vvp", "user.v", f"{top}.v"],
         cwd=tmp_path,

@@ -111,7 +111,7 @@ def test_verilog_writes_module_waivers_plan_and_ports(tmp_path, capsys):
     out = tmp_path / "rtl"
     assert main(["verilog", str(spec), "-o", str(out)]) == 0
     written = ["ring_3.plan.json", "ring_3.ports", "ring_3.v", "ring_3.vlt"]
-    written += ["ring_3_README.md", "ring_3_inst.v", "ring_3_tb.v"]
+    written += ["ring_3_README.md", "ring_3_inst.vh", "ring_3_tb.v"]
     assert sorted(p.name for p in out.iterdir()) == [".zfabric-manifest", *written]
     assert (out / ".zfabric-manifest").read_text().split() == written
     assert "module ring_3(" in (out / "ring_3.v").read_text()
@@ -121,7 +121,8 @@ def test_verilog_writes_module_waivers_plan_and_ports(tmp_path, capsys):
         line.split()[2]: line.split()[:2]
         for line in (out / "ring_3.ports").read_text().splitlines()
     }
-    for e in range(3):  # an AXI4-Stream in and out per endpoint (plus clk and rst)
+    assert list(ports)[:2] == ["clk", "rst"] and ports["rst"] == ["input", "1"]
+    for e in range(3):  # an AXI4-Stream in and out per endpoint
         assert ports[f"s{e}_axis_tvalid"] == ["input", "1"]
         assert ports[f"s{e}_axis_tready"] == ["output", "1"]
         assert ports[f"s{e}_axis_tdata"] == ["input", "16"]

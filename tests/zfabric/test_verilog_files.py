@@ -39,12 +39,13 @@ def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
     text = (out / "ring_3_README.md").read_text()
     ports = [line.split()[2] for line in (out / "ring_3.ports").read_text().splitlines()]
     positions = [text.index(f"| `{port}` |") for port in ports]
-    assert positions == sorted(positions) and len(ports) == 3 * 10
+    assert positions == sorted(positions) and len(ports) == 2 + 3 * 10
+    assert ports[:2] == ["clk", "rst"]
     assert "**2·H + L + 2 cycles**" in text
     # ring-3 under DOR: 1 hop to either neighbour, so diameter 1 and average 1
     assert "at most 1 link (1.000 on average" in text and "takes 5 cycles at most" in text
     assert "Not measured here" in text
-    for name in ("ring_3_inst.v", "ring_3_tb.v", "ring_3.v"):
+    for name in ("ring_3_inst.vh", "ring_3_tb.v", "ring_3.v"):
         assert f"`{name}`" in text
 
 

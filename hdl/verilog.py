@@ -507,18 +507,27 @@ WAIVERS = {
     "overflow flag, which the top leaves unconnected",
 }
 
+#: what the one flat module of ``share=False`` (``zfabric verilog --flat``) carries besides:
+#: Verilator reports these with its default warnings too
+FLAT_WAIVERS = {
+    "CMPCONST": "inlined, each switch's identity (its id, its ports' roles) is a constant, and "
+    "comparisons of a constant with a value's whole range are constant",
+    "UNSIGNED": "comparisons of an unsigned value with a constant zero, of those identities",
+}
+
 #: the files :func:`write` writes, after the top's name (``--split`` adds one per module and
 #: ``NAME.f``, the list of them)
 SUFFIXES = (".v", ".vlt", ".plan.json", ".ports", "_README.md", "_inst.vh", "_tb.v")
 
 
-def waivers(top: str, files: Sequence[str] | None = None) -> str:
+def waivers(top: str, files: Sequence[str] | None = None, *, flat: bool = False) -> str:
     """``<top>.vlt``: a Verilator configuration file waiving :data:`WAIVERS` in ``<top>.v``
     (``verilator --lint-only -Wall <top>.vlt <top>.v``), or in each of the module ``files`` of a
-    split emission (there each file is named after its module: no DECLFILENAME)."""
+    split emission (there each file is named after its module: no DECLFILENAME); ``flat``
+    (one inlined module) adds :data:`FLAT_WAIVERS`."""
     files = list(files) if files is not None else [f"{top}.v"]
     lines = ["`verilator_config", f"// {top}.vlt: warnings of -Wall that {top}'s Verilog carries"]
-    for rule, reason in WAIVERS.items():
+    for rule, reason in (WAIVERS | (FLAT_WAIVERS if flat else {})).items():
         if rule == "DECLFILENAME" and files != [f"{top}.v"]:
             continue
         lines.append(f"// {rule}: {reason}")
@@ -572,7 +581,7 @@ def write(
         texts = {f"{module}.v": text for module, text in split_modules(emission).items()}
         texts[f"{top}.f"] = "".join(f"{name}\n" for name in texts)
     verilog = [name for name in texts if name.endswith(".v")]
-    texts[f"{top}.vlt"] = waivers(top, verilog)
+    texts[f"{top}.vlt"] = waivers(top, verilog, flat=not share)
     texts[f"{top}.plan.json"] = plan.to_json(indent=1)
     every = [("input", 1, name) for name in CLOCK_PORTS] + list(emission.ports)
     texts[f"{top}.ports"] = "".join(f"{d} {w} {n}\n" for d, w, n in every)

@@ -159,6 +159,17 @@ def test_split_output_lints_clean_under_its_waivers(plan_of, tmp_path):
     assert lint(tmp_path, "-Wall", f"{emission.top}.vlt", *files) == (0, set())
 
 
+def test_flat_output_lints_clean_under_its_waivers(plan_of, tmp_path):
+    """One inlined module (``--flat``): each switch's identity is a constant, so Verilator's
+    default CMPCONST and UNSIGNED fire; ``NAME.vlt`` waives them (and -Wall's three)."""
+    from test_lint import lint
+
+    emission = write(plan_of("ring-2"), tmp_path, share=False)
+    top = emission.top
+    assert lint(tmp_path, f"{top}.vlt", f"{top}.v") == (0, set())
+    assert lint(tmp_path, "-Wall", f"{top}.vlt", f"{top}.v") == (0, set())
+
+
 def test_a_submodule_kept_out_of_its_kind_runs_the_same(icarus, plan_of, tmp_path, monkeypatch):
     """A kind's submodule too big to flatten (znode-512's 64-port allocator) stays a module of
     its own: here, with the bound lowered, torus-4x4's allocator. The fabric behaves the same,

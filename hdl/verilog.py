@@ -435,7 +435,9 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[
         f"src {layout.src_width}, payload {layout.payload_width}); "
         f"VCs per link: {', '.join(map(str, vcs))}",
         f"buffer depth: {plan.buffer_depth} flits per input VC",
-        f"top: {top}, the only module marked (* top *); modules (instances):",
+        f"top: {top}, the only module marked (* top *); modules (instances):"
+        if kinds
+        else f"top: {top}, one flat module (every switch and endpoint inlined)",
         *(f"  {module} ({count})" for module, count in kinds.items()),
         *(f"  {module} (one in each {kind})" for module, kind in submodules.items()),
         "",

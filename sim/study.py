@@ -420,6 +420,10 @@ def _plots(
     _require(isinstance(plots, Mapping), "plots", "a mapping of file names", plots)
     plots = dict(plots)
     if data.get("plot") is not None:
+        if data["plot"] in plots:  # one file cannot hold both plots
+            raise SpecError(
+                f"plots.{data['plot']}", "names the file of plot: already every curve's"
+            )
         plots = {data["plot"]: {}, **plots}
     chosen: dict[str, dict[str, list]] = {}
     for file, selection in plots.items():

@@ -323,6 +323,7 @@ def test_a_failed_point_is_in_the_table_and_the_exit_status(tmp_path, capsys, mo
         ({"traffic": {"rates": [0.1, 2]}}, "traffic.rates[1]"),
         ({"plot": "p.txt"}, "zfabric: error: plot: must be a file name ending in one of .eps"),
         ({"plots": {"p.txt": {}}}, "zfabric: error: plots.p.txt: must be"),
+        ({"plot": "b.png", "plots": {"b.png": {}}}, "zfabric: error: plots.b.png: names the file"),
     ],
 )
 def test_a_bad_study_is_refused_before_any_output(tmp_path, capsys, changes, argument):

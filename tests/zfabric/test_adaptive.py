@@ -370,7 +370,8 @@ def test_rtl_commands_refuse_adaptive_routings_under_first_free(tmp_path, capsys
     assert rtl_command(tmp_path, command, text) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"zfabric: error: router.selection: 'first-free' with the adaptive routing {routing!r}:"
-        f" zfabric {command} builds it with 'round-robin' only (check and simulate can)"
+        f" zfabric {command} builds it with 'round-robin' or 'occupancy' only (check and simulate"
+        " can)"
     ]
     assert not (tmp_path / "out").exists()
 

@@ -164,7 +164,7 @@ def test_adaptive_vcs_over_the_link_limit_is_refused(tmp_path, capsys):
         "routing: {name: aliod, adaptive_vcs: 9}\n"
     )
     assert main(["check", str(file)]) == 2
-    assert "routing.adaptive_vcs: 9 adaptive VCs after 8 escape VCs make 17" in (
+    assert "routing.adaptive_vcs: 9 adaptive VCs after 8 escape VCs (topology vcs) make 17" in (
         capsys.readouterr().err
     )
 

@@ -70,7 +70,7 @@ def require_route_unit(spec: FabricSpec, command: str) -> None:
         raise SpecError(
             "router.selection",
             f"'first-free' with the adaptive routing {spec.routing!r}: zfabric {command}"
-            " builds it with 'round-robin' only (check and simulate can)",
+            " builds it with 'round-robin' or 'occupancy' only (check and simulate can)",
         )
 
 

@@ -117,11 +117,13 @@ class HyperzRouting(RoutingFunction):
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         if not cls.adaptive:
             return {}
+        given = reader.has("adaptive_vcs")
         value = reader.get("adaptive_vcs", integer(0, MAX_VCS), DEFAULT_ADAPTIVE_VCS)
         if topology_params.vcs + value > MAX_VCS:
+            what = f"{value} adaptive VCs" if given else f"the default {value} adaptive VC"
             raise SpecError(
                 reader.key("adaptive_vcs"),
-                f"{value} adaptive VCs after {topology_params.vcs} escape VCs make"
+                f"{what} after {topology_params.vcs} escape VCs (topology vcs) make"
                 f" {topology_params.vcs + value} VCs per link, at most {MAX_VCS}",
             )
         return {"adaptive_vcs": value}

@@ -40,6 +40,12 @@ __all__ = [
 ]
 
 
+def _unsigned(value) -> int:
+    """A port's value as an unsigned integer: a one-bit port (``tid`` of a two-endpoint fabric)
+    reads as a cocotb ``Logic``, which has no ``to_unsigned``, wider ones as a ``LogicArray``."""
+    return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
+
+
 class CycleLoop:
     """Steps a bench one clock cycle at a time.
 
@@ -291,14 +297,14 @@ class EndpointMonitor:
         if not (self._ready_shown and self.bus.tvalid.value):
             return
         self.last_valid = cycle
-        tid = self.bus.tid.value.to_unsigned()
+        tid = _unsigned(self.bus.tid.value)
         if not self._words:
             self._first, self._tid = cycle, tid
         elif tid != self._tid:
             self._faults.append(
                 f"cycle {cycle}: tid {tid} on beat {len(self._words)}, {self._tid} on the first"
             )
-        self._words.append(self.bus.tdata.value.to_unsigned())
+        self._words.append(_unsigned(self.bus.tdata.value))
         if self.bus.tlast.value:
             delivery = Delivery(
                 self.endpoint,

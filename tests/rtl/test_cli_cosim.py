@@ -25,6 +25,17 @@ def test_cosim_command_reports_lockstep_equality(example, need_sim, capsys):
     assert report["latency"]["rtl"] == report["latency"]["model"]
 
 
+def test_cosim_of_a_two_endpoint_fabric(example, need_sim, capsys):
+    """ring-2 (the iCEBreaker's fabric): one-bit tid and tdest ports, which cocotb reads as a
+    Logic, not a LogicArray (the bench crashed on them)."""
+    need_sim("icarus")
+    args = ["cosim", str(example("ring-2")), "--rate", "0.3", "--cycles", "100", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["drained"]
+    assert report["packets"]["trace"] == report["packets"]["rtl"] > 0
+
+
 def test_cosim_replays_a_trace_file_and_rejects_a_bad_one(example, need_sim, tmp_path, capsys):
     need_sim("icarus")
     trace = tmp_path / "trace.txt"

@@ -55,6 +55,21 @@ def test_cosim_without_its_simulator_exits_3(example, monkeypatch, capsys):
     assert "icarus is not available" in capsys.readouterr().err
 
 
+def test_main_job_without_its_simulator_writes_the_report_and_exits_3(
+    example, monkeypatch, tmp_path, capsys
+):
+    """The co-simulation could not run (README: exit 3), as for `zfabric cosim`; the rest of
+    the report is written, and says why, and no cosim.json is listed that was not written."""
+    monkeypatch.setattr(zfabric.sim.tb.runner, "simulator_available", lambda name: False)
+    out = tmp_path / "r"
+    quick = ["--cosim-cycles", "20", "--warmup", "50", "--cycles", "200", "--rates", "0.1"]
+    assert main(["-q", "run", str(example("ring-2")), "-o", str(out), *quick]) == 3
+    assert "cosim: could not run: icarus not found" in capsys.readouterr().err
+    report = (out / "report.md").read_text()
+    assert "**Could not run**:\n\n```\nicarus not found" in report
+    assert json.loads((out / "cosim.json").read_text())["passed"] is False
+
+
 def test_cosim_without_its_simulator_still_refuses_a_bad_spec(tmp_path, monkeypatch, capsys):
     """The spec is the user's to fix: exit 2 naming its key, whether or not the tool is there."""
     monkeypatch.setattr(zfabric.sim.tb.runner, "simulator_available", lambda name: False)

@@ -232,7 +232,7 @@ def test_run_writes_the_report_folder(example, tmp_path, capsys):
         "verilog",
     ]
     report = (out / "report.md").read_text()
-    assert "Skipped (no simulator, or `--cosim-cycles 0`)." in report
+    assert "Skipped (`--cosim-cycles 0`)." in report
     assert "![latency-throughput curve](curve.png)" in report
     assert "(analytic, uniform flows, 2·(hops + 1) + L): 10.27 cycles" in report  # 2·47/15+4
     assert json.loads((out / "check.json").read_text())["deadlock_free"] is True

@@ -522,8 +522,21 @@ def test_run_report_knee_is_sweep_knee_not_a_stable_point_past_saturation(
     report = (out / "report.md").read_text()
     assert "Knee: 0.100 flits/cycle/endpoint (the highest stable rate below the first" in report
     assert json.loads((out / "sweep.json").read_text())["knee"] == 0.1
+    assert "| 0.1 | " in report and "| 0.3 | " in report  # each row names its rate
+
+
+def test_run_without_a_saturated_rate_reports_no_knee(example, tmp_path, capsys):
+    out = tmp_path / "report"
+    quick = ["--cosim-cycles", "0", "--warmup", "50", "--cycles", "200", "--rates", "0.1,0.2"]
+    assert main(["-q", "run", str(example("ring-2")), "-o", str(out), *quick]) == 0
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert (sweep["knee"], sweep["highest_stable"]) == (None, 0.2)
+    report = (out / "report.md").read_text()
+    assert "Knee: above 0.2 flits/cycle/endpoint (no swept rate saturated)" in report
+    assert "cosim.json" not in report and not (out / "cosim.json").exists()
+    # ring-2's 2-flit buffers under the credit period: the formula shown has their term
+    assert "2·(hops + 1) + L + ⌊(L − 1)/2⌋·2 (buffers under 4 flits)" in report
     assert "router: 1 pipeline stage, separable allocator, round-robin output selection" in report
-    assert "uniform flows, 2·(hops + 1) + L):" in report  # stages + 1 cycles per switch
 
 
 def test_check_shows_the_router_settings(tmp_path, capsys):

@@ -30,7 +30,7 @@ from .common import (
     write_atomically,
 )
 from .experiment import Experiment, add_traffic_arguments, resolve
-from .sweep import describe_knee, plot_curves, sweep_curve
+from .sweep import describe_knee, knee_fields, plot_curves, sweep_curve
 
 __all__ = ["register", "run"]
 
@@ -85,7 +85,6 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree."""
     from zfabric.sim.analytic import pattern_limits
-    from zfabric.sim.sweep import knee
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -124,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(staging / "plan.json", plan.to_json(indent=1) + "\n")
         report = check_report(spec, metrics, analysis, plan.router)
         write_atomically(staging / "check.json", json.dumps(report, indent=1) + "\n")
-        sweep = {"inputs": experiment.inputs(spec.name), "knee": knee(points), "points": points}
+        sweep = {"inputs": experiment.inputs(spec.name), **knee_fields(points), "points": points}
         write_atomically(staging / "sweep.json", json.dumps(sweep, indent=1) + "\n")
         plot_curves(
             {spec.name: points},
@@ -140,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         )
         files = out.commit(staging)
     passed = cosim is None or cosim["passed"]
+    could_not_run = cosim is not None and "error" in cosim
     if args.json:
         print(
             json.dumps(
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                     "files": files,
                     "check": report,
                     "zero_load_latency": zero,
-                    "knee": knee(points),
+                    **knee_fields(points),
                     "sweep": points,
                     "cosim": cosim,
                     "passed": passed,
@@ -160,12 +160,12 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"report: {out.path / 'report.md'}")
-    return 0 if passed else 1
+    return 3 if could_not_run else 0 if passed else 1
 
 
 def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> dict | None:
-    """The short lock-step co-simulation, or None when skipped (no simulator, or
-    ``--cosim-cycles 0``); a simulator that cannot build counts as a failure, not a skip."""
+    """The short lock-step co-simulation's report (``error`` when it could not run: a
+    simulator that cannot build, a missing simulator), or None with ``--cosim-cycles 0``."""
     from zfabric.sim.tb.runner import (
         CosimError,
         cosim,
@@ -177,8 +177,9 @@ def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> d
     if args.cosim_cycles <= 0:
         return None
     if not simulator_available(args.sim):
-        say(f"cosim: skipped, {args.sim} not found (scripts/setup.sh installs iverilog)")
-        return None
+        error = f"{args.sim} not found (scripts/setup.sh installs iverilog)"
+        print(f"cosim: could not run: {error}", file=sys.stderr)
+        return {"passed": False, "error": error}
     config = experiment.config(COSIM_RATE)
     trace = traffic_trace(plan, config, args.cosim_cycles, seed=experiment.seed)
     status(args, f"cosim: {len(trace)} packets on {args.sim} (the first run builds the simulation)")
@@ -195,9 +196,9 @@ def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> d
 
 def _cosim_markdown(report: dict[str, Any] | None, experiment: Experiment, args) -> str:
     if report is None:
-        return "Skipped (no simulator, or `--cosim-cycles 0`)."
+        return "Skipped (`--cosim-cycles 0`)."
     if "error" in report:
-        return f"**FAILED to run**: {report['error']}"
+        return f"**Could not run**:\n\n```\n{report['error']}\n```"
     packets, latency = report["packets"], report["latency"]
     verdict = (
         "**PASS**: every packet delivered by the RTL intact, once, in the model's cycle."
@@ -221,7 +222,7 @@ def _report_markdown(
     spec, plan, text, bound, zero, points, experiment: Experiment, args, emission, cosim
 ) -> str:
     rows = "\n".join(
-        f"| {p['offered']:.3f} | {p['accepted']:.3f} | "
+        f"| {p['rate']:.4g} | {p['offered']:.3f} | {p['accepted']:.3f} | "
         + (
             "n/a | n/a"
             if p["latency"]["mean"] is None
@@ -232,7 +233,6 @@ def _report_markdown(
     )
     knee_text = describe_knee(points)
     pattern = experiment.pattern
-    stages = plan.router.stages
     bound_text = (
         f"Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint"
         f"\n  (set by {bound.limited_by})"
@@ -256,14 +256,15 @@ def _report_markdown(
 {experiment.cycles} cycles, seed {experiment.seed}. Latency is from packet creation to tail
 delivery, in cycles.
 
-- Zero-load latency (analytic, {pattern} flows, {stages + 1}·(hops + 1) + L): {zero:.2f} cycles
+- Zero-load latency (analytic, {pattern} flows, {_zero_load_terms(plan, experiment)}): {
+        zero:.2f} cycles
 - {bound_text}
 - Knee: {knee_text}
 
 ![latency-throughput curve](curve.png)
 
-| offered | accepted | mean latency | p99 latency | saturated |
-| --- | --- | --- | --- | --- |
+| rate | offered | accepted | mean latency | p99 latency | saturated |
+| --- | --- | --- | --- | --- | --- |
 {rows}
 
 ## RTL
@@ -277,6 +278,20 @@ modules, emitted in {emission.seconds:.1f} s (with `{emission.top}.plan.json`, t
 {_cosim_markdown(cosim, experiment, args)}
 
 Files: `plan.json` (the compiled plan), `check.json` (`zfabric check --json`),
-`sweep.json` (the inputs and every measured point), `verilog/`, `cosim.json` (the
-co-simulation report), `.zfabric-manifest` (the files zfabric wrote here).
+`sweep.json` (the inputs, the knee and every measured point), `verilog/`,{
+        " `cosim.json` (the co-simulation report)," if cosim is not None else ""
+    } `.zfabric-manifest` (the files zfabric wrote here).
 """
+
+
+def _zero_load_terms(plan, experiment: Experiment) -> str:
+    """The zero-load formula the figure is of: (stages + 1)·(hops + 1) + L, and the terms
+    short buffers and head flits add when this fabric has them (RouterSettings)."""
+    router, depth = plan.router, plan.buffer_depth
+    terms = f"{router.stages + 1}·(hops + 1) + L"
+    if depth < router.credit_period and experiment.packet_length != 1:
+        period = router.credit_period
+        terms += f" + ⌊(L − 1)/{depth}⌋·{period - depth} (buffers under {period} flits)"
+    if router.head_bits is not None:
+        terms += " + the head flits' cycles"
+    return terms

@@ -25,7 +25,7 @@ PLOT_FORMATS = (
     "webp",
 )  # fmt: skip
 
-__all__ = ["register", "run", "sweep_curve", "plot_curves", "describe_knee"]
+__all__ = ["register", "run", "sweep_curve", "plot_curves", "describe_knee", "knee_fields"]
 
 
 def register(commands) -> None:
@@ -52,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
     """A one-spec study per spec (:mod:`zfabric.sim.study`): every rate, then each curve's
     knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``."""
     from zfabric.sim.study import PointCache, Study, failure_summary, run_study, spec_points
-    from zfabric.sim.sweep import knee
 
     if args.plot:
         check_output_file(args.plot, "--plot")
@@ -118,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         report = {
             name: {
                 "inputs": experiments[name].inputs(name),
-                "knee": knee(points),
+                **knee_fields(points),
                 "points": points,
             }
             for name, points in curves.items()
@@ -141,6 +140,17 @@ def run(args: argparse.Namespace) -> int:
     for line in failed:
         print(f"zfabric: failed: {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def knee_fields(points: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The JSON's ``knee`` (None unless some swept rate saturated above a stable one) and
+    ``highest_stable`` (:func:`zfabric.sim.sweep.knee`: the highest stable rate below the
+    first saturated one, or of all when none saturated)."""
+    from zfabric.sim.sweep import knee
+
+    stable = knee(points)
+    found = stable is not None and any(point["saturated"] for point in points)
+    return {"knee": stable if found else None, "highest_stable": stable}
 
 
 def describe_knee(points: list[dict[str, Any]]) -> str:

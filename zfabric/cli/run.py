@@ -83,7 +83,8 @@ def register(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree."""
+    """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree, 3 if the
+    co-simulation could not run."""
     from zfabric.sim.analytic import pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
@@ -233,6 +234,7 @@ def _report_markdown(
     )
     knee_text = describe_knee(points)
     pattern = experiment.pattern
+    zero_terms = _zero_load_terms(plan, experiment)
     bound_text = (
         f"Channel-load bound under {pattern} traffic: {bound.bound:.3f} flits/cycle/endpoint"
         f"\n  (set by {bound.limited_by})"
@@ -256,8 +258,7 @@ def _report_markdown(
 {experiment.cycles} cycles, seed {experiment.seed}. Latency is from packet creation to tail
 delivery, in cycles.
 
-- Zero-load latency (analytic, {pattern} flows, {_zero_load_terms(plan, experiment)}): {
-        zero:.2f} cycles
+- Zero-load latency (analytic, {pattern} flows, {zero_terms}): {zero:.2f} cycles
 - {bound_text}
 - Knee: {knee_text}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .naming import CLOCK_PORTS
+from .naming import CLOCK_PORTS, with_clock_ports
 
 __all__ = ["Hops", "instantiation_template", "latency_formula", "readme"]
 
@@ -134,8 +134,10 @@ def readme(
         "",
         "| port | direction | width |",
         "|---|---|---|",
-        *(f"| `{name}` | input | 1 |" for name in CLOCK_PORTS),
-        *(f"| `{name}` | {direction} | {width} |" for direction, width, name in ports),
+        *(
+            f"| `{name}` | {direction} | {width} |"
+            for direction, width, name in with_clock_ports(ports)
+        ),
         "",
         "## Latency",
         "",
@@ -206,7 +208,7 @@ def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> s
     """``NAME_inst.vh``: a net per endpoint port and an instance of ``top`` connecting them and
     the enclosing module's ``clk`` and ``rst``, to ```include`` inside a module (or paste and
     rename). A ``.vh``, not a ``.v``: it is no module, so ``*.v`` globs leave it out."""
-    every = [("input", 1, name) for name in CLOCK_PORTS] + list(ports)
+    every = with_clock_ports(ports)
     pad = max(len(name) for _, _, name in every)
     lines = [
         f"// {top}_inst.vh: an instance of {top}, with one net per port named like the port.",

@@ -31,6 +31,7 @@ __all__ = [
     "AXIS_IN",
     "AXIS_OUT",
     "CLOCK_PORTS",
+    "with_clock_ports",
     "axis_name",
     "axis_ports",
     "identifier",
@@ -41,6 +42,12 @@ __all__ = [
 
 #: the ports Amaranth gives a module that uses the ``sync`` domain, first on the top
 CLOCK_PORTS = ("clk", "rst")
+
+
+def with_clock_ports(ports: Sequence[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """Every port of the top, ``(direction, width, name)`` in port order: the clock and reset,
+    then ``ports`` (an :class:`~zfabric.hdl.verilog.Emission`'s, which leaves them out)."""
+    return [("input", 1, name) for name in CLOCK_PORTS] + list(ports)
 
 
 def identifier(name: str) -> str:

@@ -48,7 +48,14 @@ from zfabric.plan import FabricPlan
 from .fabric import Fabric
 from .fabric_docs import Hops, instantiation_template, readme
 from .flit import FlitLayout
-from .naming import CLOCK_PORTS, identifier, kind_names, port_legend, top_port_order
+from .naming import (
+    CLOCK_PORTS,
+    identifier,
+    kind_names,
+    port_legend,
+    top_port_order,
+    with_clock_ports,
+)
 from .testbench import testbench
 
 __all__ = [
@@ -585,8 +592,9 @@ def write(
     verilog = [name for name in texts if name.endswith(".v")]
     texts[f"{top}.vlt"] = waivers(top, verilog, flat=not share)
     texts[f"{top}.plan.json"] = plan.to_json(indent=1)
-    every = [("input", 1, name) for name in CLOCK_PORTS] + list(emission.ports)
-    texts[f"{top}.ports"] = "".join(f"{d} {w} {n}\n" for d, w, n in every)
+    texts[f"{top}.ports"] = "".join(
+        f"{d} {w} {n}\n" for d, w, n in with_clock_ports(emission.ports)
+    )
     texts[f"{top}_inst.vh"] = instantiation_template(top, emission.ports)
     texts[f"{top}_tb.v"] = testbench(plan, top, emission.ports)
     files = [*texts, f"{top}_README.md"]

@@ -38,7 +38,7 @@ from zfabric.spec import load_spec, short
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
 from .sweep import knee
-from .traffic import PATTERNS, PERMUTATIONS, sends_anything
+from .traffic import PATTERNS, PERMUTATIONS, silent_pattern
 
 __all__ = [
     "Point",
@@ -343,13 +343,9 @@ def study_from_dict(
     for i, pattern in enumerate(patterns):
         _require(pattern in PATTERNS, f"traffic.patterns[{i}]", f"one of {PATTERNS}", pattern)
         for spec_name, (spec_json, _varied) in specs.items() if pattern in PERMUTATIONS else ():
-            n = len(_plan(spec_json).endpoints)
-            if not sends_anything(pattern, n):
-                raise SpecError(
-                    f"traffic.patterns[{i}]",
-                    f"{pattern!r} sends nothing on the {n} endpoints of {spec_name}: each one is"
-                    " its own destination",
-                )
+            why = silent_pattern(pattern, len(_plan(spec_json).endpoints), spec_name)
+            if why:
+                raise SpecError(f"traffic.patterns[{i}]", why)
     rates = sorted(
         {
             _rate(r, f"traffic.rates[{i}]")

@@ -32,7 +32,7 @@ __all__ = [
     "read_trace",
     "write_trace",
     "destination_function",
-    "sends_anything",
+    "silent_pattern",
     "pattern_flows",
     "flows_by_destination",
     "by_destination",
@@ -81,13 +81,25 @@ def _permutation(pattern: str, bits: int) -> Callable[[int], int]:
     raise ValueError(pattern)
 
 
-def sends_anything(pattern: str, endpoints: int) -> bool:
-    """Whether some source has a destination: a permutation pattern on few endpoints may map
-    every one onto itself (transpose, bit-reversal and shuffle on 2), and then sends nothing."""
-    if pattern not in PERMUTATIONS:
-        return endpoints >= 2
-    permute = _permutation(pattern, max(1, math.ceil(math.log2(endpoints))))
-    return any(permute(src) % endpoints != src for src in range(endpoints))
+def _permutation_table(pattern: str, n: int) -> list[int]:
+    """Each source's destination under a permutation pattern on ``n`` endpoints (folded mod n;
+    a source mapped onto itself sends nothing)."""
+    permute = _permutation(pattern, max(1, math.ceil(math.log2(n))))
+    return [permute(src) % n for src in range(n)]
+
+
+def silent_pattern(pattern: str, endpoints: int, fabric: str) -> str | None:
+    """Why ``pattern`` sends nothing on ``fabric``'s ``endpoints``, or None if some source
+    sends: a permutation on few endpoints may map every one onto itself (transpose,
+    bit-reversal and shuffle on 2)."""
+    if pattern in PERMUTATIONS and all(
+        dst == src for src, dst in enumerate(_permutation_table(pattern, endpoints))
+    ):
+        return (
+            f"{pattern!r} sends nothing on the {endpoints} endpoints of {fabric}: each one is its"
+            " own destination"
+        )
+    return None
 
 
 def destination_function(
@@ -104,8 +116,7 @@ def destination_function(
 
         return uniform
     if pattern in PERMUTATIONS:
-        permute = _permutation(pattern, max(1, math.ceil(math.log2(n))))
-        table = [permute(src) % n for src in range(n)]
+        table = _permutation_table(pattern, n)
         return lambda src: None if table[src] == src else table[src]
     if pattern == "tornado":
         shift = math.ceil(n / 2) - 1 or 1

@@ -188,7 +188,7 @@ class Experiment:
 def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
     """The options ``args`` has, each from the flag, the spec or the built-in default; a
     pattern that sends nothing on ``plan``'s endpoints is an error naming where it came from."""
-    from zfabric.sim.traffic import sends_anything
+    from zfabric.sim.traffic import silent_pattern
 
     traffic = getattr(spec, "traffic", None)
     builtin = getattr(args, "builtin_defaults", {})
@@ -213,14 +213,9 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
             values[name] = tuple(values[name])
     if "rates" in values:
         values["rates"] = tuple(sorted(values["rates"]))
-    pattern, n = values["pattern"], len(plan.endpoints)
-    if not sends_anything(pattern, n):
-        where = "traffic.pattern" if sources["pattern"] == "spec" else "--traffic"
-        raise SpecError(
-            where,
-            f"{pattern!r} sends nothing on the {n} endpoints of {plan.name}: each one is its own"
-            " destination",
-        )
+    why = silent_pattern(values["pattern"], len(plan.endpoints), plan.name)
+    if why:
+        raise SpecError("traffic.pattern" if sources["pattern"] == "spec" else "--traffic", why)
     return Experiment(**values, sources=sources)
 
 

@@ -156,14 +156,15 @@ def knee_fields(points: list[dict[str, Any]]) -> dict[str, float | None]:
 def describe_knee(points: list[dict[str, Any]]) -> str:
     """The curve's knee (:func:`zfabric.sim.sweep.knee`) in words, with the case it cannot
     name: no stable rate, or none saturated (then the knee lies above the highest rate)."""
-    from zfabric.sim.sweep import knee
-
-    stable = knee(points)
-    if stable is None:
+    fields = knee_fields(points)
+    if fields["highest_stable"] is None:
         return "none (no swept rate was stable)"
-    if not any(point["saturated"] for point in points):
-        return f"above {stable:g} flits/cycle/endpoint (no swept rate saturated)"
-    return f"{stable:.3f} flits/cycle/endpoint (the highest stable rate below the first saturated)"
+    if fields["knee"] is None:
+        return f"above {fields['highest_stable']:g} flits/cycle/endpoint (no swept rate saturated)"
+    return (
+        f"{fields['knee']:.3f} flits/cycle/endpoint (the highest stable rate below the first"
+        " saturated)"
+    )
 
 
 def sweep_curve(

@@ -58,9 +58,9 @@ __all__ = [
 ]
 
 CONNECTIVITIES = ("forward", "backward", "full")
-#: the thesis's technology limit on links per switch in every reported run (digest §1.2)
+#: the thesis's technology limit on links per switch in every reported run
 DEFAULT_THETA = 64
-#: levels searched when none are given: the issue's interactive target (8192 processors)
+#: levels searched when none are given: an interactive search up to 8192 processors
 DEFAULT_MAX_LEVELS = 9
 
 

@@ -97,6 +97,7 @@ def test_console_example_prints_what_the_page_shows(block, tmp_path):
         (tmp_path / folder).symlink_to(ROOT / folder)
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # stdout and stderr in the order printed
+    env["LC_COLLATE"] = "C"  # `ls` sorts as the pages show
     env["ZFABRIC_COSIM_DIR"] = str(tmp_path / ".cosim-cache")  # every block builds afresh
     for command, shown in block.commands:
         run = subprocess.run(

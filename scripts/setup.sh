@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian machine with Python 3.11: a virtualenv in .venv built from
-# pyproject.toml with the dev, rtl, fpga, formal and study extras (reinstalled only when
+# pyproject.toml with the dev, rtl, fpga, formal, study and docs extras (reinstalled only when
 # pyproject.toml changes), and Icarus Verilog where missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     echo "setup: building .venv from pyproject.toml" >&2
     "$python" -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal,study]'
+    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal,study,docs]'
     echo "$want" > "$stamp"
 fi

@@ -20,7 +20,7 @@ endpoint's ejection links take at most one flit per cycle each, and a source inj
 so the bound is min(1, 1 / link load, attachments / ejection load). It is a true bound for a
 routing with one candidate per decision; with several, the equal split is one way to route, and
 an adaptive routing may balance better (HyperZ's ALIOD on 1024 processors accepts 0.302 under
-uniform where the split gives 0.259: docs/studies.md, *HyperZ's routings*). Where some flow is
+uniform where the split gives 0.259: docs/research/hyperz.md). Where some flow is
 spread over several links (``ChannelLoad.spread``: adaptive candidates, or injection at several
 switches) only the endpoints' limits are proven, min(1, attachments / ejection load):
 ``ChannelLoad.proven``, what the model's saturation verdict reads.

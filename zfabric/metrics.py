@@ -64,7 +64,7 @@ def fabric_metrics(
     if plan.topology == "ndt" and not analysis.adaptive:  # a route per pair: no choices
         # §1.4's figure: the routes from PE0 to PE0 of every node. Under tsdor these are its
         # traffic class 0 alone (dimensions ascending); class 1, PE1 to PE1 in descending
-        # order, is not counted (README, ``zfabric check``)
+        # order, is not counted (docs/commands.md, ``zfabric check``)
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)

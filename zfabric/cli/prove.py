@@ -1,5 +1,5 @@
 """``zfabric prove``: the formal proofs of the switch's units, at each switch kind's
-configuration (docs/verification.md)."""
+configuration (docs/design/verification.md)."""
 
 from __future__ import annotations
 

@@ -39,6 +39,8 @@ __all__ = [
     "rates",
     "packet_length",
     "plural",
+    "deadlock_text",
+    "report_deadlocks",
     "atomic_file",
     "write_atomically",
     "phase",
@@ -162,6 +164,26 @@ def packet_length(text: str) -> int | tuple[int, int]:
 def plural(count: int, noun: str) -> str:
     """``1 packet``, ``2 packets``: a count and its noun, for status and report lines."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def deadlock_text(deadlock: dict[str, Any]) -> str:
+    """A model deadlock as every command prints it: the cycle, and the knot of waiting
+    channels one a line, back to the first."""
+    channels = deadlock["channels"]
+    kind = "partial deadlock" if deadlock.get("partial") else "deadlock"
+    return f"{kind} at cycle {deadlock['cycle']}; waiting channels:\n  " + " ->\n  ".join(
+        [*channels, channels[0]] if channels else ["(none found)"]
+    )
+
+
+def report_deadlocks(name: str, points: Iterable[dict[str, Any]]) -> bool:
+    """Print on stderr each point of a curve (``rate``, ``deadlock``) at which the model
+    deadlocked, with its knot: a deadlock is an error, never a mere saturation. True if any."""
+    deadlocked = [point for point in points if point["deadlock"]]
+    for point in deadlocked:
+        where = f"{name} rate {point['rate']:g}"
+        print(f"zfabric: {where}: {deadlock_text(point['deadlock'])}", file=sys.stderr)
+    return bool(deadlocked)
 
 
 # ---- output paths -------------------------------------------------------------------------------

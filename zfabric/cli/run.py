@@ -23,9 +23,11 @@ from .check import check_report, require_route_unit, summary
 from .common import (
     OutputFolder,
     add_command,
+    deadlock_text,
     integer,
     phase,
     progress,
+    report_deadlocks,
     status,
     write_atomically,
 )
@@ -83,8 +85,10 @@ def register(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree, 3 if the
-    co-simulation could not run."""
+    """Exit 1 if the fabric is not deadlock-free (refused before the sweep unless
+    ``--allow-deadlock``; with it, if the model deadlocked at any swept rate: the report is
+    written, the knot printed) or the RTL and the model disagree, else 3 if the co-simulation
+    could not run."""
     from zfabric.sim.analytic import pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
@@ -101,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
     say = (lambda line: status(args, line)) if args.json else print
     say(text)
-    if not analysis.deadlock_free:
+    if not analysis.deadlock_free and not args.allow_deadlock:
         if args.json:
             print(
                 json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
+    deadlocked = report_deadlocks(spec.name, points)
 
     with out.staging() as staging:
         from zfabric.hdl.verilog import write
@@ -161,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"report: {out.path / 'report.md'}")
-    return 3 if could_not_run else 0 if passed else 1
+    if deadlocked or not passed and not could_not_run:
+        return 1
+    return 3 if could_not_run else 0
 
 
 def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> dict | None:
@@ -229,10 +236,15 @@ def _report_markdown(
             if p["latency"]["mean"] is None
             else f"{p['latency']['mean']:.2f} | {p['latency']['p99']:.0f}"
         )
-        + f" | {'yes' if p['saturated'] else 'no'} |"
+        + f" | {'deadlock' if p['deadlock'] else 'yes' if p['saturated'] else 'no'} |"
         for p in points
     )
     knee_text = describe_knee(points)
+    knots = "".join(
+        f"\n\n```\nrate {p['rate']:g}: {deadlock_text(p['deadlock'])}\n```"
+        for p in points
+        if p["deadlock"]
+    )
     pattern = experiment.pattern
     zero_terms = _zero_load_terms(plan, experiment)
     bound_text = (
@@ -260,7 +272,7 @@ delivery, in cycles.
 
 - Zero-load latency (analytic, {pattern} flows, {zero_terms}): {zero:.2f} cycles
 - {bound_text}
-- Knee: {knee_text}
+- Knee: {knee_text}{knots}
 
 ![latency-throughput curve](curve.png)
 

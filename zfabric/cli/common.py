@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import os
 import shutil
 import sys
@@ -284,11 +285,13 @@ class OutputFolder:
 
     The folder's ``.zfabric-manifest`` lists (one relative path a line) the files zfabric wrote
     there. A commit writes the new files and refuses a name that exists without being listed: a
-    file zfabric did not write is never deleted or overwritten. With ``exclusive`` the folder
-    holds one result (``zfabric run``: a report goes to a folder of its own), so a commit also
-    removes the listed files it did not write again, and a non-empty folder without a manifest
-    is refused as a whole; without it the folder is shared (``zfabric verilog`` of several
-    fabrics into ``build``) and every listed file is kept.
+    file zfabric did not write is never deleted or overwritten. A commit removes only the listed
+    files its caller names as superseded (``replaces``: files of the command's own earlier
+    result that this one does not write again, such as a co-simulation report of a run that
+    now skips it); every other listed file is kept, whatever command wrote it. With
+    ``exclusive`` the folder holds one result (``zfabric run``: a report goes to a folder of its
+    own), so a non-empty folder without a manifest is refused as a whole; without it the
+    folder is shared (``zfabric verilog`` of several fabrics into ``build``).
 
     A manifest entry must name a file inside the folder (relative, no ``..``, not through a
     symbolic link leading out): a manifest naming anything else is refused, as it could
@@ -298,7 +301,6 @@ class OutputFolder:
     def __init__(self, path: str | Path, argument: str, *, exclusive: bool):
         self.path = check_output_dir(path, argument)
         self.argument = argument
-        self.exclusive = exclusive
         manifest = self.path / MANIFEST
         self.owned: set[str] = set()
         if manifest.is_file():
@@ -371,15 +373,21 @@ class OutputFolder:
             if created and not any(self.path.iterdir()):
                 self.path.rmdir()
 
+    def listed(self, *patterns: str) -> list[str]:
+        """The listed files whose names match any of ``patterns`` (``fnmatch``, ``*`` crossing
+        folders): a command's own earlier result, for :meth:`commit`'s ``replaces``."""
+        return sorted(n for n in self.owned if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+
     def commit(self, staging: Path, replaces: Iterable[str] = ()) -> list[str]:
         """Move every file of ``staging`` into the folder; returns their relative paths.
-        ``replaces``: files of an earlier result that this one supersedes in a shared folder
-        (an earlier emission of the same fabric), removed if listed and not written again."""
+        ``replaces``: files of an earlier result that this one supersedes (an earlier emission
+        of the same fabric, the report a run wrote before), removed if listed and not written
+        again; no other file is removed."""
         new = sorted(
             path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file()
         )
         self.check(new)
-        listed = set(new) if self.exclusive else (self.owned - set(replaces)) | set(new)
+        listed = (self.owned - set(replaces)) | set(new)
         # list old and new first: an interruption leaves nothing unlisted that zfabric wrote
         write_atomically(
             self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned | set(new)))

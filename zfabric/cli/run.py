@@ -2,7 +2,8 @@
 latency-throughput curve with plot, and a Markdown report, written into one folder.
 
 The folder rule: a new or empty folder, or one zfabric wrote before (it holds the manifest
-``.zfabric-manifest``). zfabric then replaces only the files that manifest lists; a non-empty
+``.zfabric-manifest``). zfabric then replaces only the files of its own result (the report's
+files and ``verilog/``) that the manifest lists, keeping any other listed file; a non-empty
 folder without one is refused, and no file zfabric did not write is ever touched.
 """
 
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 spec, plan, text, bound, zero, points, experiment, args, emission, cosim
             ),
         )
-        files = out.commit(staging)
+        files = out.commit(staging, replaces=out.listed(*FILES, "verilog/*"))
     passed = cosim is None or cosim["passed"]
     could_not_run = cosim is not None and "error" in cosim
     if args.json:

@@ -4,6 +4,8 @@ the folders it would go into."""
 
 from __future__ import annotations
 
+import pytest
+
 from zfabric.cli import main
 
 #: cheap runs: no co-simulation, short windows, one rate
@@ -37,3 +39,28 @@ def test_run_drops_its_own_earlier_files_it_does_not_write_again(example, tmp_pa
     assert not (out / "cosim.json").exists() and "cosim.json" not in listed
     assert not (out / "verilog" / "other_fabric.v").exists()
     assert (out / "verilog" / "ring_2.v").is_file() and "verilog/ring_2.v" in listed
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "extra"),
+    [
+        ("check", "--plan-out", []),
+        ("simulate", "--records", ["--cycles", "100"]),
+        ("sweep", "--plot", ["--rates", "0.1", "--cycles", "100"]),
+        ("sweep", "--cache", ["--rates", "0.1", "--cycles", "100"]),
+        ("cosim", "--vcd", ["--cycles", "20"]),
+    ],
+)
+def test_a_single_output_file_never_makes_its_folder(
+    example, tmp_path, capsys, command, option, extra
+):
+    target = tmp_path / "missing" / "deeper" / "out.png"
+    args = [command, str(example("ring-2")), option, str(target), *extra]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err == (
+        f"zfabric: error: {option}: cannot write {str(target)!r}: the folder"
+        f" {str(target.parent)!r} does not exist\n"
+    )
+    assert list(tmp_path.iterdir()) == []

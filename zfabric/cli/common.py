@@ -202,9 +202,10 @@ def _check_ancestors(folder: Path, argument: str, shown: Path) -> None:
 
 
 def check_output_file(path: str | Path, argument: str, *, recognised: bool = False) -> Path:
-    """Refuse, before any work, an output file that cannot be written, or that exists and
-    was not written by zfabric: its folder's manifest lists the single files zfabric wrote
-    there (:func:`atomic_file` with ``argument``), as it does an output folder's.
+    """Refuse, before any work, an output file that cannot be written (its folder missing
+    too: a single file never makes folders, so a mistyped path is not taken for new ones), or
+    that exists and was not written by zfabric: its folder's manifest lists the single files
+    zfabric wrote there (:func:`atomic_file` with ``argument``), as it does an output folder's.
     ``recognised``: the caller has read the existing file and found it zfabric's own (a
     points file a sweep appends to), whatever the manifest says."""
     path = Path(path)
@@ -212,6 +213,10 @@ def check_output_file(path: str | Path, argument: str, *, recognised: bool = Fal
         raise SpecError(argument, f"{str(path)!r} is a folder, expected a file name")
     if path.exists() and not os.access(path, os.W_OK):
         raise SpecError(argument, f"cannot write {str(path)!r}: the file is read-only")
+    if not path.parent.exists() and not path.parent.is_symlink():
+        raise SpecError(
+            argument, f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+        )
     _check_ancestors(path.parent, argument, path)
     if not recognised:
         OutputFolder(path.parent, argument, exclusive=False).check([path.name])
@@ -256,7 +261,6 @@ def atomic_file(
     file is an error naming ``argument``."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:
         if argument is None:

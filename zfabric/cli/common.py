@@ -40,6 +40,7 @@ __all__ = [
     "rates",
     "packet_length",
     "plural",
+    "rate_text",
     "deadlock_text",
     "report_deadlocks",
     "atomic_file",
@@ -167,6 +168,13 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def rate_text(rate: float) -> str:
+    """A swept rate or knee as every text shows it (tables, knee lines, status): the rate run,
+    to twelve decimals with trailing zeros dropped, so a bisected 0.64375 reads 0.64375
+    everywhere and never as a rounding that was not measured (the JSON keeps the float)."""
+    return f"{rate:.12f}".rstrip("0").rstrip(".")
+
+
 def deadlock_text(deadlock: dict[str, Any]) -> str:
     """A model deadlock as every command prints it: the cycle, and the knot of waiting
     channels one a line, back to the first."""
@@ -182,7 +190,7 @@ def report_deadlocks(name: str, points: Iterable[dict[str, Any]]) -> bool:
     deadlocked, with its knot: a deadlock is an error, never a mere saturation. True if any."""
     deadlocked = [point for point in points if point["deadlock"]]
     for point in deadlocked:
-        where = f"{name} rate {point['rate']:g}"
+        where = f"{name} rate {rate_text(point['rate'])}"
         print(f"zfabric: {where}: {deadlock_text(point['deadlock'])}", file=sys.stderr)
     return bool(deadlocked)
 

@@ -28,6 +28,7 @@ from .common import (
     integer,
     phase,
     progress,
+    rate_text,
     report_deadlocks,
     status,
     write_atomically,
@@ -231,7 +232,7 @@ def _report_markdown(
     spec, plan, text, bound, zero, points, experiment: Experiment, args, emission, cosim
 ) -> str:
     rows = "\n".join(
-        f"| {p['rate']:.4g} | {p['offered']:.3f} | {p['accepted']:.3f} | "
+        f"| {rate_text(p['rate'])} | {p['offered']:.3f} | {p['accepted']:.3f} | "
         + (
             "n/a | n/a"
             if p["latency"]["mean"] is None
@@ -242,7 +243,7 @@ def _report_markdown(
     )
     knee_text = describe_knee(points)
     knots = "".join(
-        f"\n\n```\nrate {p['rate']:g}: {deadlock_text(p['deadlock'])}\n```"
+        f"\n\n```\nrate {rate_text(p['rate'])}: {deadlock_text(p['deadlock'])}\n```"
         for p in points
         if p["deadlock"]
     )

@@ -19,6 +19,7 @@ from .common import (
     check_output_file,
     claim_output_file,
     progress,
+    rate_text,
     report_deadlocks,
     status,
 )
@@ -148,10 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 shown = "n/a" if mean is None else f"{mean:.2f}"
                 flag = "  deadlocked" if point["deadlock"] else ""
                 flag = flag or ("  saturated" if point["saturated"] else "")
-                print(
-                    f"  {point['rate']:.4g}: {point['offered']:.3f} -> {point['accepted']:.3f},"
-                    f" {shown}{flag}"
-                )
+                measured = f"{point['offered']:.3f} -> {point['accepted']:.3f}"
+                print(f"  {rate_text(point['rate'])}: {measured}, {shown}{flag}")
     failed = failure_summary(records)
     for line in failed:
         print(f"zfabric: failed: {line}", file=sys.stderr)
@@ -182,13 +181,14 @@ def describe_knee(points: list[dict[str, Any]]) -> str:
     name: no stable rate, or none saturated (then the knee lies above the highest rate)."""
     fields = knee_fields(points)
     if fields["deadlocked"]:
-        return f"not bisected: the model deadlocked at rate {fields['deadlocked'][0]:g}"
+        return f"not bisected: the model deadlocked at rate {rate_text(fields['deadlocked'][0])}"
     if fields["highest_stable"] is None:
         return "none (no swept rate was stable)"
     if fields["knee"] is None:
-        return f"above {fields['highest_stable']:g} flits/cycle/endpoint (no swept rate saturated)"
+        above = rate_text(fields["highest_stable"])
+        return f"above {above} flits/cycle/endpoint (no swept rate saturated)"
     return (
-        f"{fields['knee']:.3f} flits/cycle/endpoint (the highest stable rate below the first"
+        f"{rate_text(fields['knee'])} flits/cycle/endpoint (the highest stable rate below the first"
         " saturated)"
     )
 
@@ -224,7 +224,7 @@ def point_status(args: argparse.Namespace, name: str, points: list[dict[str, Any
         mean = point["latency"]["mean"]
         status(
             args,
-            f"[{index + 1}/{len(points)}] {name} rate {point['rate']}: accepted"
+            f"[{index + 1}/{len(points)}] {name} rate {rate_text(point['rate'])}: accepted"
             f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
             + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
         )

@@ -23,10 +23,14 @@ __all__ = ["Hops", "instantiation_template", "latency_formula", "readme"]
 
 @dataclass(frozen=True)
 class Hops:
-    """Switch-to-switch links of the fabric's routes (``zfabric check``'s figures)."""
+    """The fabric's routes: their switch-to-switch links (``zfabric check``'s figures) and the
+    zero-load latency of a lone one-flit packet along the first choices it takes, head flits
+    included (``zfabric.sim.analytic.lone_packet_latency``, held equal to the model)."""
 
     diameter: int
     average: float
+    longest_latency: float
+    mean_latency: float
 
 
 def latency_formula(router: RouterSettings) -> tuple[int, int]:
@@ -163,15 +167,14 @@ def readme(
             " ejection link (docs/microarchitecture.md, Heads longer than a flit)."
         )
     if hops is not None:
-        worst = plan.router.zero_load_latency(hops.diameter, 1)
-        mean = plan.router.zero_load_latency(hops.average, 1)
-        heads = ", head flits not counted" if plan.router.head_bits is not None else ""
+        heads = ", its head flits included" if plan.router.head_bits is not None else ""
         lines += [
             "",
             f"This fabric's routes cross at most {hops.diameter} link"
-            f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on "
-            f"average over ordered pairs of endpoints): a one-flit packet takes {worst:g} cycles "
-            f"at most, {mean:.2f} on average{heads}.",
+            f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on average over ordered pairs of"
+            " endpoints): a lone one-flit packet, taking its routing's first choices, is"
+            f" delivered in {hops.longest_latency:g} cycles at most, {hops.mean_latency:.2f} on"
+            f" average{heads}.",
         ]
     lines += ["", "## Resources and Fmax", ""]
     if figures is None:

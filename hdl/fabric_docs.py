@@ -10,7 +10,7 @@ out a second time. Resource and Fmax figures appear only when the caller has the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from zfabric.plan import FabricPlan
@@ -23,14 +23,31 @@ __all__ = ["Hops", "instantiation_template", "latency_formula", "readme"]
 
 @dataclass(frozen=True)
 class Hops:
-    """The fabric's routes: their switch-to-switch links (``zfabric check``'s figures) and the
-    zero-load latency of a lone one-flit packet along the first choices it takes, head flits
-    included (``zfabric.sim.analytic.lone_packet_latency``, held equal to the model)."""
+    """The fabric's routes: their switch-to-switch links (``zfabric check``'s figures:
+    ``FabricMetrics.routes``, diameter and average over the pairs' shortest and over their
+    longest routes) and the zero-load latency of a lone one-flit packet along the first choices
+    it takes, head flits included (``zfabric.sim.analytic.lone_packet_latency``, held equal to
+    the model)."""
 
-    diameter: int
-    average: float
+    routes: Mapping[str, Mapping[str, float]]
     longest_latency: float
     mean_latency: float
+
+    def text(self) -> str:
+        """The routes' lengths in words; both kinds, labelled, when routing choices differ."""
+        shortest, longest = self.routes["shortest"], self.routes["longest"]
+        if shortest == longest:
+            diameter = int(longest["diameter"])
+            return (
+                f"This fabric's routes cross at most {diameter} link{'s' * (diameter != 1)}"
+                f" ({longest['average']:.3f} on average over ordered pairs of endpoints)"
+            )
+        return (
+            "This fabric's routing chooses among routes of different lengths: each pair's"
+            f" shortest route crosses at most {int(shortest['diameter'])} links"
+            f" ({shortest['average']:.3f} on average over ordered pairs of endpoints), its"
+            f" longest at most {int(longest['diameter'])} ({longest['average']:.3f} on average)"
+        )
 
 
 def latency_formula(router: RouterSettings) -> tuple[int, int]:
@@ -170,9 +187,7 @@ def readme(
         heads = ", its head flits included" if plan.router.head_bits is not None else ""
         lines += [
             "",
-            f"This fabric's routes cross at most {hops.diameter} link"
-            f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on average over ordered pairs of"
-            " endpoints): a lone one-flit packet, taking its routing's first choices, is"
+            f"{hops.text()}: a lone one-flit packet, taking its routing's first choices, is"
             f" delivered in {hops.longest_latency:g} cycles at most, {hops.mean_latency:.2f} on"
             f" average{heads}.",
         ]

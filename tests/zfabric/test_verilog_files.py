@@ -242,3 +242,17 @@ def test_a_yosys_failure_is_one_line_and_writes_nothing(ring, tmp_path, capsys, 
     assert error.startswith("zfabric: error: ring-3: Yosys failed on module ring_3 (")
     assert error.endswith("out of memory (terminate called after throwing 'std::bad_alloc')")
     assert not out.exists()
+
+
+def test_readme_labels_shortest_and_longest_routes_when_choices_differ():
+    from zfabric.hdl.fabric_docs import Hops
+
+    same = {"diameter": 4, "average": 2.5}
+    assert Hops({"shortest": same, "longest": same}, 9, 7.5).text() == (
+        "This fabric's routes cross at most 4 links (2.500 on average over ordered pairs of"
+        " endpoints)"
+    )
+    longer = {"diameter": 5, "average": 2.75}
+    text = Hops({"shortest": same, "longest": longer}, 9, 7.5).text()
+    assert "each pair's shortest route crosses at most 4 links (2.500 on average" in text
+    assert "its longest at most 5 (2.750 on average)" in text

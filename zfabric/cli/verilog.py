@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     from zfabric.hdl.fabric_docs import Hops
     from zfabric.hdl.verilog import SUFFIXES, EmissionError, top_module_name, write
+    from zfabric.metrics import fabric_metrics
     from zfabric.sim.analytic import lone_packet_latency
 
     top = top_module_name(plan)
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                     staging,
                     share=not args.flat,
                     split=args.split,
-                    hops=Hops(analysis.diameter, analysis.average_hops, *lone_packet_latency(plan)),
+                    hops=Hops(fabric_metrics(plan, analysis).routes(), *lone_packet_latency(plan)),
                     figures=figures,
                 )
         except EmissionError as error:  # nothing is moved into the output folder

@@ -15,7 +15,9 @@ endpoint kind (``_a<n>`` with ``n`` > 1 attachments). Kinds that would share a n
 apart by what differs: a switch's port roles in port order (``d0p`` / ``d0m``: dimension 0,
 plus / minus direction; ``local``; ``up``, ``down``, ``side``, ``internal`` with their count), and
 when that is equal too (routing tables differ), ``_k<i>``, ``i`` counting the kinds of that name
-by their first instance's id.
+by their first instance's id. Endpoints share one kind unless their head tables differ: under
+``source_destination`` every head carries its source's address, so each endpoint is a kind of
+its own, ``<top>_ep_k<e>``.
 """
 
 from __future__ import annotations

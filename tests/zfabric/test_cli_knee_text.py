@@ -1,5 +1,6 @@
 """The knee and the swept rates read the same in every text (sweep's table and knee line,
-run's report and its table) as in the JSON: the rate that was run, never a rounding of it."""
+run's report, its table and its summary on stdout) as in the JSON: the rate that was run,
+never a rounding of it."""
 
 from __future__ import annotations
 
@@ -39,10 +40,13 @@ def test_run_report_shows_the_json_rates_and_knee(tmp_path, capsys):
     out = tmp_path / "report"
     args = ["-q", "run", str(spec), "-o", str(out), "--cosim-cycles", "0", *SWEEP, *WINDOW]
     assert main(args) == 0
+    printed = capsys.readouterr().out  # the summary on stdout names the knee too
     sweep = json.loads((out / "sweep.json").read_text())
     report = (out / "report.md").read_text()
     (knee,) = KNEE.findall(report)
     assert float(knee) == sweep["knee"]
+    assert KNEE.findall(printed) == [knee]
+    assert f"sweep: {len(sweep['points'])} rates, 0.2 to " in printed
     rows = re.findall(r"^\| ([0-9.]+) \| ", report, re.MULTILINE)
     assert [float(row) for row in rows] == [p["rate"] for p in sweep["points"]]
     assert knee in rows

@@ -256,3 +256,17 @@ def test_readme_labels_shortest_and_longest_routes_when_choices_differ():
     text = Hops({"shortest": same, "longest": longer}, 9, 7.5).text()
     assert "each pair's shortest route crosses at most 4 links (2.500 on average" in text
     assert "its longest at most 5 (2.750 on average)" in text
+
+
+def test_source_destination_endpoints_are_a_module_each_as_documented():
+    """Under ``source_destination`` each head carries its source's address, so each endpoint
+    is a kind of its own, ``NAME_ep_k<e>`` (README, *One module per kind*); the switches are
+    still shared."""
+    from zfabric.hdl.verilog import emit
+
+    spec = {"name": "sd", "topology": {"kind": "kary_ntree", "k": 2, "n": 2}}
+    plan = compile_plan(load_spec({**spec, "routing": "source_destination"}))
+    kinds = emit(plan).kinds
+    endpoints = {name: count for name, count in kinds.items() if "_ep" in name}
+    assert endpoints == {f"sd_ep_k{e}": 1 for e in range(4)}
+    assert sum(count for name, count in kinds.items() if "_sw_" in name) == 4 > len(kinds) - 4

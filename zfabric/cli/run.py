@@ -117,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
     bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
     deadlocked = report_deadlocks(spec.name, points)
+    rates = [point["rate"] for point in points]
+    say(
+        f"sweep: {len(points)} rates, {rate_text(min(rates))} to {rate_text(max(rates))}"
+        f" flits/cycle/endpoint ({experiment.pattern}, packets of {experiment.lengths()});"
+        f" zero-load latency {zero:.2f} cycles\n  knee: {describe_knee(points)}"
+    )
 
     with out.staging() as staging:
         from zfabric.hdl.verilog import write

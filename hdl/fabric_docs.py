@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .naming import CLOCK_PORTS, with_clock_ports
+from .naming import RESETS, clock_ports, with_clock_ports
 
 __all__ = ["Hops", "instantiation_template", "latency_formula", "readme"]
 
@@ -126,12 +126,15 @@ def readme(
     hops: Hops | None = None,
     figures: dict | None = None,
     files: Sequence[str] = (),
+    reset: str = "rst",
 ) -> str:
     """``NAME_README.md``: what the fabric is, its ports in order, its zero-load latency, its
     figures when known, and how to run its testbench.
 
     ``text`` is the emitted Verilog (its header comment is quoted), ``ports`` the top's ports
-    (``Emission.ports``), ``files`` the files written beside it."""
+    (``Emission.ports``), ``files`` the files written beside it, ``reset`` the top's reset
+    port."""
+    clock, reset_port = clock_ports(reset)
     per_hop, constant = latency_formula(plan.router)
     stages = plan.router.stages
     lines = [
@@ -150,14 +153,14 @@ def readme(
         "",
         "## Ports",
         "",
-        f"In port order: `{CLOCK_PORTS[0]}`, `{CLOCK_PORTS[1]}` (synchronous, active high), "
+        f"In port order: `{clock}`, `{reset_port}` (reset, {RESETS[reset]}), "
         "then endpoint by endpoint in id order (as in `" + top + ".ports`):",
         "",
         "| port | direction | width |",
         "|---|---|---|",
         *(
             f"| `{name}` | {direction} | {width} |"
-            for direction, width, name in with_clock_ports(ports)
+            for direction, width, name in with_clock_ports(ports, reset)
         ),
         "",
         "## Latency",
@@ -222,16 +225,19 @@ def readme(
     return "\n".join(lines)
 
 
-def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> str:
+def instantiation_template(
+    top: str, ports: Sequence[tuple[str, int, str]], *, reset: str = "rst"
+) -> str:
     """``NAME_inst.vh``: a net per endpoint port and an instance of ``top`` connecting them and
-    the enclosing module's ``clk`` and ``rst``, to ```include`` inside a module (or paste and
-    rename). A ``.vh``, not a ``.v``: it is no module, so ``*.v`` globs leave it out."""
-    every = with_clock_ports(ports)
+    the enclosing module's ``clk`` and reset (``rst``, or ``aresetn`` with that ``reset``), to
+    ```include`` inside a module (or paste and rename). A ``.vh``, not a ``.v``: it is no
+    module, so ``*.v`` globs leave it out."""
+    every = with_clock_ports(ports, reset)
     pad = max(len(name) for _, _, name in every)
     lines = [
         f"// {top}_inst.vh: an instance of {top}, with one net per port named like the port.",
-        f"// `include it inside your module, whose {' and '.join(CLOCK_PORTS)} it connects (or"
-        " paste it and",
+        f"// `include it inside your module, whose {' and '.join(clock_ports(reset))} it"
+        " connects (or paste it and",
         f"// rename), and connect the nets; {top}.v (its header comment) and the README say"
         " what each",
         "// port carries.",

@@ -42,6 +42,14 @@ def register(commands) -> None:
         " figures go into NAME_README.md",
     )
     parser.add_argument(
+        "--reset",
+        choices=["rst", "aresetn"],
+        default="rst",
+        help="the top's reset port: rst (synchronous, active high) or aresetn (synchronous,"
+        " active low, as AXI's ARESETn), in the Verilog, the port list, the instantiation"
+        " template and the testbench",
+    )
+    parser.add_argument(
         "--allow-deadlock", action="store_true", help="emit even if the CDG is cyclic"
     )
     parser.set_defaults(run=run)
@@ -74,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     split=args.split,
                     hops=Hops(fabric_metrics(plan, analysis).routes(), *lone_packet_latency(plan)),
                     figures=figures,
+                    reset=args.reset,
                 )
         except EmissionError as error:  # nothing is moved into the output folder
             print(f"zfabric: error: {spec.name}: {error}", file=sys.stderr)

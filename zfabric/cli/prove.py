@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         report = _report(spec.name, depth, args.timeout, results, traces)
         shutil.rmtree(work)
         (staging / REPORT).write_text(json.dumps(report, indent=1) + "\n")
-        out.commit(staging)
+        out.commit(staging, replaces=out.listed(REPORT, "kind*.vcd"))
     if args.json:
         print(json.dumps(report, indent=1))
     else:

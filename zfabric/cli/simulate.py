@@ -10,7 +10,14 @@ import sys
 from typing import Any
 
 from .check import checked_plan
-from .common import add_command, atomic_file, check_output_file, plural, progress
+from .common import (
+    add_command,
+    atomic_file,
+    check_output_file,
+    deadlock_text,
+    plural,
+    progress,
+)
 from .experiment import add_traffic_arguments, read_checked_trace, resolve
 
 __all__ = ["register", "run", "latency_text"]
@@ -110,12 +117,7 @@ def run(args: argparse.Namespace) -> int:
         if result.saturated:
             print(f"  SATURATED: {result.saturation_reason}")
     if result.deadlock:
-        channels = result.deadlock["channels"]
-        print(
-            f"zfabric: deadlock at cycle {result.deadlock['cycle']}; waiting channels:\n  "
-            + " ->\n  ".join([*channels, channels[0]] if channels else ["(none found)"]),
-            file=sys.stderr,
-        )
+        print(f"zfabric: {deadlock_text(result.deadlock)}", file=sys.stderr)
         return 1
     return 0
 

@@ -28,8 +28,10 @@ equal, as the thesis has it; with unequal radices each dimension has its own
 Errata and choices (digest §6): the hop counts (4.6) and combination count (4.8) are wrong as
 printed, so both are enumerated (§6.9); the combinations of an ``h`` weigh equally as in (4.13)
 (``weighting="thesis"``) or by their destinations (``"destinations"``); the multiplexing
-``V_h`` takes ``P_v`` at the mean channel rate (one rate in the thesis). Saturation: some
-``λ_c T >= 1`` (L1330), ``λ_s T_0 >= 1`` or ``λ_c S_h >= 1`` (the ``P_v`` of (4.36)).
+``V_h`` takes ``P_v`` at the mean channel rate (one rate in the thesis) and at the part of
+``S_h`` that holds VCs (:meth:`~zfabric.sim.wormhole_finite.Timing.occupancy`: all of it in the
+thesis's timing). Saturation: some ``λ_c T >= 1`` (L1330), ``λ_s T_0 >= 1`` or ``λ_c S_h >= 1``
+(the ``P_v`` of (4.36)).
 """
 
 from __future__ import annotations
@@ -135,11 +137,13 @@ def dor_latency(
         entry[2] += weight * source
         entry[3] += probability
     network_latency = source_wait = multiplexing = 0.0
-    for entry in sums.values():
+    for h, entry in sums.items():
         weight, s_h, w_h, p_h = entry[0], entry[1] / entry[0], entry[2] / entry[0], entry[3]
-        if mean_rate * s_h >= 1.0:
+        # the multiplexing service: S_h in the thesis, the VCs' part of it in general
+        busy = s_h - timing.zero_load(message_length, h) + timing.occupancy(message_length, h)
+        if mean_rate * busy >= 1.0:
             return None
-        probabilities = vc_probabilities(mean_rate, s_h, vcs, minimum, method)
+        probabilities = vc_probabilities(mean_rate, busy, vcs, minimum, method)
         network_latency += p_h * s_h  # (4.4)
         source_wait += p_h * w_h  # (4.35)
         multiplexing += p_h * multiplexing_factor(probabilities)  # (4.36), (4.37)

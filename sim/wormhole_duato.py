@@ -29,9 +29,11 @@ per-``x`` weighting of (5.16)-(5.17); odd-k hops are ``min(d, k-d)`` (§6.10); `
 printed with ``pd_escape_factor=2`` (§6.8; 1 counts the one usable escape VC once, which is
 :func:`~zfabric.sim.wormhole_analytic.all_busy`); ``d̄`` of (5.8)-(5.10) includes the source
 as printed (``mean_hops="thesis"``) or not (``"exact"``), while ``R`` (5.7) is always the mean
-over the ``N - 1`` destinations. Destinations that are permutations of one another's hops give
-the same latency (L1656) and are solved once. Saturation: some ``λ_c T >= 1``, ``λ_s T_0 >= 1``
-or ``λ_c S^<s,d> >= 1`` (the ``P_v`` of (5.26)).
+over the ``N - 1`` destinations; ``V^<s,d>`` takes ``P_v`` at the part of ``S^<s,d>`` that holds
+VCs (:meth:`~zfabric.sim.wormhole_finite.Timing.occupancy`: all of it in the thesis's timing).
+Destinations that are permutations of one another's hops give the same latency (L1656) and are
+solved once. Saturation: some ``λ_c T >= 1``, ``λ_s T_0 >= 1`` or ``λ_c S^<s,d> >= 1`` (the
+``P_v`` of (5.26)).
 """
 
 from __future__ import annotations
@@ -172,12 +174,13 @@ def duato_latency(
         if path is None or source_rate * path.holding[0] >= 1.0:
             return None
         s_sd = timing.zero_load(message_length, h) + path.total_blocking  # (5.25)
-        if lam_c * s_sd >= 1.0:
+        occupied = timing.occupancy(message_length, h) + path.total_blocking  # S^<s,d>, VC part
+        if lam_c * occupied >= 1.0:
             return None
         network += share * s_sd  # (5.2), (5.6), (5.7)
         route += share * h  # (5.7)
         source += share * waiting_time(source_rate, path.holding[0], minimum)  # (5.24), (5.5)
-        mux = multiplexing_factor(vc_probabilities(lam_c, s_sd, vcs, minimum, method))
+        mux = multiplexing_factor(vc_probabilities(lam_c, occupied, vcs, minimum, method))
         multiplexing += share * mux  # (5.26), (5.27)
         iterations = max(iterations, path.iterations)
     return DuatoPrediction(

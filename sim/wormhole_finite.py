@@ -147,18 +147,20 @@ class Cube:
 class Timing:
     """Cycles of the thesis's unit steps in some router (digest §6.19, §6.20). The thesis
     (``Timing()``) moves a flit over a channel in one cycle and routes a header in one cycle
-    per router, so a lone ``h``-hop message takes ``M + h`` (4.11), (5.25), and a channel is
-    held ``M + A`` cycles, ``A`` its effective channels (4.28), (5.15).
+    per router, so a lone ``h``-hop message takes ``M + h`` (4.11), (5.25), a channel is held
+    ``M + A`` cycles, ``A`` its effective channels (4.28), (5.15), and a message keeps its VCs
+    busy ``M + h`` cycles, the service of the multiplexing degree (4.36), (5.26).
 
     * ``flit``: cycles per flit on a channel (``t_c``, §6.4.1): a message's transmission is
-      ``M · flit``, its minimum holding time too;
+      ``M · flit``, its least holding time too;
     * ``hop``: a header's cycles per hop at zero load (the thesis's routing cycle; chapter 6
       here ``t_r + t_s + t_c``; zfabric ``stages + 1``);
-    * ``hold``: what each effective channel adds to a channel's holding time (the thesis's
-      routing cycle, L1543: ``hop``, the default; zfabric: the cycles a header lags the flits
-      behind it per hop);
+    * ``hold``: the cycles each hop holds a message's channels beyond its flits: each effective
+      channel adds it to a holding time, each hop to the multiplexing service. The thesis's
+      routing cycle (L1543, L1614): ``hop``, the default. zfabric's switch streams a worm one
+      flit per cycle behind its head, so its channels are held ``M`` cycles: 0;
     * ``extra``: cycles of a lone message outside its hops (0 in the thesis; zfabric's
-      injection, last switch and ejection link).
+      injection, last switch and ejection link), holding no channel of the path.
     """
 
     flit: float = 1.0
@@ -181,6 +183,11 @@ class Timing:
     def zero_load(self, message_length: float, hops: float) -> float:
         """A lone message's network latency: ``M + h`` in the thesis (4.11), (5.25)."""
         return self.transmission(message_length) + hops * self.hop + self.extra
+
+    def occupancy(self, message_length: float, hops: float) -> float:
+        """A lone message's time on its VCs, the multiplexing service without blocking:
+        ``M + h`` in the thesis (``S_h`` of (4.36), ``S^<s,d>`` of (5.26))."""
+        return self.transmission(message_length) + hops * self.holding_per_channel
 
 
 THESIS_TIMING = Timing()

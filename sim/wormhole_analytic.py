@@ -71,8 +71,8 @@ __all__ = [
 ]
 
 #: below this squared coefficient of variation the service time is taken as deterministic
-#: (digest §6.1 recommends 1e-3; the mixed-Erlang terms are computed in log space, so a large
-#: Erlang order is not a numerical problem)
+#: (digest §6.1 recommends 1e-3; the mixed-Erlang terms come by their ratio from a first term
+#: that cannot underflow, so a large Erlang order is not a numerical problem)
 DETERMINISTIC_SCV = 1e-3
 #: the tail sums ``a_i = P(L > i)`` of the App. A2 recursion are summed from terms (``1 -
 #: cumulative`` cancels at light load): terms are added until the last one is below this
@@ -193,7 +193,7 @@ def arrivals_per_service(
     * ``exponential=True``: exact exponential service, ``α`` geometric (ignores ``scv``).
 
     With ``q = λ/(λ+μ)``, Geom(μ) is ``(1-q) q^j`` and Erlang(r, μ) gives
-    ``C(j+r-1, j) q^j (1-q)^r``; terms are computed in log space.
+    ``C(j+r-1, j) q^j (1-q)^r``, each term from the one before.
     """
     if count < 1:
         return []
@@ -221,17 +221,19 @@ def arrivals_per_service(
     k = math.ceil(1.0 / scv)
     p = (k * scv - math.sqrt(k * (1.0 + scv) - k * k * scv)) / (1.0 + scv)
     mu = (k - p) / mean
-    log_q = math.log(rate / (rate + mu))
-    log_1q = math.log(mu / (rate + mu))
+    q = rate / (rate + mu)
 
-    def negative_binomial(r: int, j: int) -> float:
-        return math.exp(
-            math.lgamma(j + r) - math.lgamma(r) - math.lgamma(j + 1) + j * log_q + r * log_1q
-        )
+    def negative_binomial(r: int) -> list[float]:
+        # C(j+r-1, j) q^j (1-q)^r term by term, the ratio of two being (j+r-1) q / j. The first,
+        # (1-q)^r, is above e^{-3/2}: r q <= k ρ / (k-1) with k >= 3 and ρ < 1, so nothing
+        # underflows before the terms decay, however large the Erlang order
+        terms = [math.exp(r * math.log1p(-q))]
+        for j in range(1, count):
+            terms.append(terms[-1] * (j + r - 1) * q / j)
+        return terms
 
-    return [
-        p * negative_binomial(k - 1, j) + (1 - p) * negative_binomial(k, j) for j in range(count)
-    ]
+    shorter, longer = negative_binomial(k - 1), negative_binomial(k)
+    return [p * a + (1 - p) * b for a, b in zip(shorter, longer, strict=True)]
 
 
 def mg1_number_in_system(

@@ -36,6 +36,7 @@ thesis's timing). Saturation: some ``λ_c T >= 1`` (L1330), ``λ_s T_0 >= 1`` or
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -99,12 +100,12 @@ def dor_latency(
     minimum = timing.transmission(message_length)
     vectors = cube.hop_vectors()
 
-    def contention(step_rates: tuple[float, ...]):
-        def theta(i: int, holding: float) -> float:  # (4.29) / (4.47)
-            probabilities = vc_probabilities(step_rates[i - 1], holding, vcs, minimum, method)
-            return all_busy(probabilities, usable)
+    @functools.cache  # paths share holding times, the first iteration's all of them
+    def blocked(rate: float, holding: float) -> float:  # (4.29) / (4.47)
+        return all_busy(vc_probabilities(rate, holding, vcs, minimum, method), usable)
 
-        return theta
+    def contention(step_rates: tuple[float, ...]):
+        return lambda i, holding: blocked(step_rates[i - 1], holding)
 
     # per h: Σ weight, Σ weight·S, Σ weight·W_s over its combinations, and P_h (4.5)
     sums: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])

@@ -38,6 +38,7 @@ solved once. Saturation: some ``λ_c T >= 1``, ``λ_s T_0 >= 1`` or ``λ_c S^<s,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -140,6 +141,7 @@ def duato_latency(
     minimum = timing.transmission(message_length)
     escape = adaptive + escape_usable  # VCs busy for P_d: every adaptive one and the escape
 
+    @functools.cache  # paths share holding times, the first iteration's all of them
     def busy(holding: float) -> tuple[float, float, list[float]]:
         probabilities = vc_probabilities(lam_c, holding, vcs, minimum, method)
         p_a = all_busy(probabilities, adaptive)  # (5.21), (5.32)

@@ -2,10 +2,10 @@
 
 For each torus (8x8, 16x16), routing (``dor`` with 1 or 2 VCs per dateline class, ``duato`` with
 1 or 2 adaptive VCs), packet length and buffer depth: a sweep of the cycle model
-(:func:`zfabric.sim.sweep.sweep`: rates from ``--step`` up in steps of ``--step`` until the
-first saturated one, then the knee bisected to ``--tolerance``; uniform Poisson traffic, the
-models' assumption), and at each rate the prediction of the model under two mappings of the
-switch contract (:mod:`zfabric.sim.wormhole_fabric`):
+(:func:`zfabric.sim.sweep.sweep`: rates from ``--step`` up in steps of ``--step``, halved on
+16x16, until the first saturated one, then the knee bisected to ``--tolerance``; uniform
+Poisson traffic, the models' assumption), and at each rate the prediction of the model under
+two mappings of the switch contract (:mod:`zfabric.sim.wormhole_fabric`):
 
 - ``zfabric``: the mapping ``zfabric analytic`` uses (docs/analytic.md);
 - ``literal``: the thesis's equations with only the zero-load cycles substituted (a header's
@@ -19,7 +19,7 @@ at each point above it, and both saturation rates. Last line: the largest |error
 ``zfabric`` mapping at or below 70 % of the knee over every configuration.
 
     .venv/bin/python bench/analytic_vs_model.py [--tori 8 16] [--lengths 4 16 32]
-        [--warmup 1000] [--cycles 3000] [--workers 2]
+        [--step 0.06] [--warmup 1000] [--cycles 2000] [--workers 2]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from zfabric.sim.sweep import knee, sweep
 from zfabric.sim.traffic import TrafficConfig
@@ -109,25 +109,39 @@ def main() -> None:
     parser.add_argument("--depths", type=int, nargs="+", default=[4])
     parser.add_argument("--routings", nargs="+", choices=list(ROUTINGS), default=list(ROUTINGS))
     parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--cycles", type=int, default=3000)
+    parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--tolerance", type=float, default=0.02, help="knee bisection bracket")
+    parser.add_argument(
+        "--step", type=float, default=0.06, help="rate step on 8x8 (halved on 16x16)"
+    )
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     print(
         "# uniform Poisson traffic; cycle model (sim/model) swept from STEP in steps of STEP"
-        f" (0.04 on 8x8, 0.02 on 16x16) to the first saturated rate, knee bisected to"
+        f" ({args.step:g} on 8x8, {args.step / 2:g} on 16x16) to the first saturated rate,"
+        " knee bisected to"
         f" {args.tolerance}; warm-up {args.warmup}, window {args.cycles} cycles, seed 1;"
         " router: stages 1, separable allocator, round-robin selection, 2 injection and 2"
-        " ejection VCs, balanced dateline classes, tie alternate; models: new VC method"
+        " ejection VCs, balanced dateline classes, tie alternate; models: new VC method",
+        flush=True,
     )
     tasks = [
-        (k, label, length, depth, 0.04 if k <= 8 else 0.02, args.tolerance, args.warmup,
-         args.cycles)
+        (k, label, length, depth, args.step * 8 / k, args.tolerance, args.warmup, args.cycles)
         for k in args.tori for length in args.lengths for depth in args.depths
         for label in args.routings
     ]  # fmt: skip
+    results = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        results = list(pool.map(run_config, tasks))
+        for done in as_completed([pool.submit(run_config, task) for task in tasks]):
+            r = done.result()
+            results.append(r)
+            print(
+                f"# done {len(results)}/{len(tasks)}: {r['k']}x{r['k']} {r['label']}"
+                f" L={r['length']} B={r['depth']}, knee {r['knee']}, {r['seconds']:.0f} s",
+                flush=True,
+            )
+    order = {task[:4]: i for i, task in enumerate(tasks)}
+    results.sort(key=lambda r: order[r["k"], r["label"], r["length"], r["depth"]])
     print(
         f"\n{'torus':<6} {'routing':<10} {'L':>3} {'B':>2} {'rate':>6} {'/knee':>6}"
         f" {'cycle model':>14} {'zfabric':>8} {'err %':>7} {'literal':>8} {'err %':>7}"

@@ -84,7 +84,7 @@ def test_saturated_points_are_null_and_default_rates_follow_the_model(example, c
     report = json.loads(capsys.readouterr().out)
     saturation = report["saturation"]["model"]
     rates = [p["rate"] for p in report["points"]]
-    assert rates == [round(f * saturation, 4) for f in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    assert rates == [float(f"{f * saturation:.4g}") for f in (0.1, 0.3, 0.5, 0.7, 0.9)]
     assert report["inputs"]["sources"]["rates"] == "fractions of the model's saturation"
 
 

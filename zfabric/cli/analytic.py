@@ -143,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
     )
     saturation = model.saturation()
     given = args.rates if args.rates is not None else getattr(spec.traffic, "rates", None)
-    if given is None:
-        wanted = tuple(round(f * saturation, 4) for f in DEFAULT_FRACTIONS if f * saturation > 0)
+    if given is None and saturation > 0:  # (a model saturated at every rate keeps the default)
+        wanted = tuple(float(f"{f * saturation:.4g}") for f in DEFAULT_FRACTIONS)
         experiment = dataclasses.replace(
             experiment,
             rates=wanted,

@@ -102,6 +102,27 @@ def error(row: dict, name: str) -> float | None:
     return (row[name] - row["sim"]) / row["sim"]
 
 
+def print_rows(r: dict) -> None:
+    """One configuration's points, each model's latency and error."""
+    found = r["knee"] or 0.0
+    for row in r["rows"]:
+        share = row["rate"] / found if found else float("inf")
+        sim = "n/a" if row["sim"] is None else f"{row['sim']:.2f}"
+        ci = "" if row["ci"] is None else f"±{row['ci']:.2f}"
+        cells = []
+        for name in ("zfabric", "literal"):
+            value, err = row[name], error(row, name)
+            cells.append("sat" if value is None else f"{value:.2f}")
+            cells.append("-" if err is None else f"{100 * err:+.1f}")
+        flag = "  saturated" if row["saturated"] else ""
+        print(
+            f"{r['k']}x{r['k']:<4} {r['label']:<10} {r['length']:>3} {r['depth']:>2}"
+            f" {row['rate']:>6.3f} {share:>6.2f} {sim + ci:>14} {cells[0]:>8} {cells[1]:>7}"
+            f" {cells[2]:>8} {cells[3]:>7}{flag}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tori", type=int, nargs="+", default=[8, 16])
@@ -127,8 +148,8 @@ def main() -> None:
     )
     tasks = [
         (k, label, length, depth, args.step * 8 / k, args.tolerance, args.warmup, args.cycles)
-        for k in args.tori for length in args.lengths for depth in args.depths
-        for label in args.routings
+        for k in args.tori for label in args.routings for length in args.lengths
+        for depth in args.depths
     ]  # fmt: skip
     results = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -136,35 +157,17 @@ def main() -> None:
             r = done.result()
             results.append(r)
             print(
-                f"# done {len(results)}/{len(tasks)}: {r['k']}x{r['k']} {r['label']}"
-                f" L={r['length']} B={r['depth']}, knee {r['knee']}, {r['seconds']:.0f} s",
-                flush=True,
+                f"# done {len(results)}/{len(tasks)} ({r['seconds']:.0f} s):\n"
+                f"{'torus':<6} {'routing':<10} {'L':>3} {'B':>2} {'rate':>6} {'/knee':>6}"
+                f" {'cycle model':>14} {'zfabric':>8} {'err %':>7} {'literal':>8} {'err %':>7}"
             )
+            print_rows(r)
     order = {task[:4]: i for i, task in enumerate(tasks)}
     results.sort(key=lambda r: order[r["k"], r["label"], r["length"], r["depth"]])
-    print(
-        f"\n{'torus':<6} {'routing':<10} {'L':>3} {'B':>2} {'rate':>6} {'/knee':>6}"
-        f" {'cycle model':>14} {'zfabric':>8} {'err %':>7} {'literal':>8} {'err %':>7}"
-    )
     worst = (0.0, None)
     summary = []
     for r in results:
         found = r["knee"] or 0.0
-        for row in r["rows"]:
-            share = row["rate"] / found if found else float("inf")
-            sim = "n/a" if row["sim"] is None else f"{row['sim']:.2f}"
-            ci = "" if row["ci"] is None else f"±{row['ci']:.2f}"
-            cells = []
-            for name in ("zfabric", "literal"):
-                value, err = row[name], error(row, name)
-                cells.append("sat" if value is None else f"{value:.2f}")
-                cells.append("-" if err is None else f"{100 * err:+.1f}")
-            flag = "  saturated" if row["saturated"] else ""
-            print(
-                f"{r['k']}x{r['k']:<4} {r['label']:<10} {r['length']:>3} {r['depth']:>2}"
-                f" {row['rate']:>6.3f} {share:>6.2f} {sim + ci:>14} {cells[0]:>8} {cells[1]:>7}"
-                f" {cells[2]:>8} {cells[3]:>7}{flag}"
-            )
         below = [
             (abs(e), row["rate"])
             for row in r["rows"]

@@ -36,7 +36,7 @@ from typing import Any, TextIO
 
 from zfabric.plan import FabricPlan
 
-from .analytic import PatternLimits, pattern_limits
+from .analytic import PatternLimits, cached_pattern_limits
 from .model import DeadlockWatch, FabricModel, ModelDeadlock, Packet
 from .traffic import TraceEntry, Traffic
 
@@ -312,14 +312,14 @@ def simulate(
 
     ``records`` receives one dict per measured packet (id, src, dst, length, created,
     injected, delivered, hops) as it is delivered, then those never delivered (delivered
-    None). ``limits`` (from :func:`zfabric.sim.analytic.pattern_limits`, computed when not
-    given) sets the verdict's bound and zero-load latency. A deadlock, whole or partial,
+    None). ``limits`` (from :func:`zfabric.sim.analytic.pattern_limits`, from the set-up cache
+    when not given) sets the verdict's bound and zero-load latency. A deadlock, whole or partial,
     stops the run and is reported in ``deadlock``.
     """
     if warmup < 0 or cycles < 1:
         raise ValueError(f"need warmup >= 0 and cycles >= 1, got {warmup!r} and {cycles!r}")
     if limits is None:
-        limits = pattern_limits(plan, traffic.config, traffic.seed)
+        limits = cached_pattern_limits(plan, traffic.config, traffic.seed)
     window = (warmup, warmup + cycles)
     meter = _Meter(window, records)
     model = FabricModel(plan, on_deliver=meter)

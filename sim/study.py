@@ -496,9 +496,9 @@ def _plan(spec_json: str):
 
 @functools.lru_cache(maxsize=64)
 def _limits(spec_json: str, config, seed: int):
-    from .analytic import pattern_limits
+    from .analytic import cached_pattern_limits
 
-    return pattern_limits(_plan(spec_json), config, seed)
+    return cached_pattern_limits(_plan(spec_json), config, seed)
 
 
 def run_point(point: Point) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from zfabric.plan import FabricPlan
 
-from .analytic import pattern_limits
+from .analytic import cached_pattern_limits
 from .measure import simulate
 from .traffic import Traffic, TrafficConfig
 
@@ -51,7 +51,7 @@ def sweep(
         raise ValueError("a sweep needs at least one rate")
     if not tolerance > 0:
         raise ValueError(f"tolerance must be positive, got {tolerance!r}")
-    limits = pattern_limits(plan, config, seed)
+    limits = cached_pattern_limits(plan, config, seed)
     points: list[Point] = []
 
     def run(rate: float) -> Point:

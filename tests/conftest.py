@@ -1,7 +1,8 @@
-"""Shared fixtures: specs by name from examples/."""
+"""Shared fixtures: specs by name from examples/; the set-up cache in a folder of the run's."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,13 @@ def example() -> callable:
         return EXAMPLES / f"{name}.yaml"
 
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _setup_cache(tmp_path_factory):
+    """Every test, and every command a test starts, caches routing verdicts and pattern limits
+    in a fresh folder of this run (zfabric.setup_cache), never in the user's cache."""
+    os.environ["ZFABRIC_SETUP_DIR"] = str(tmp_path_factory.mktemp("setup-cache"))
 
 
 def pytest_collection_modifyitems(config, items):

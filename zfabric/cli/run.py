@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import routing_summary
 from zfabric.metrics import fabric_metrics
 from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
@@ -85,7 +85,7 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree, 3 if the
     co-simulation could not run."""
-    from zfabric.sim.analytic import pattern_limits
+    from zfabric.sim.analytic import cached_pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     plan, graph = build_fabric(spec)
     experiment = resolve(args, spec, plan)
     with progress(args, "routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
     text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
     say = (lambda line: status(args, line)) if args.json else print
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
             )
         return 1
-    limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
+    limits = cached_pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
 

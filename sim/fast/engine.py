@@ -21,7 +21,7 @@ from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.router_settings import low_occupancy
 from zfabric.routing import Decision, head_flits, make_routing
 
-from ..model import EjectStalls, InvariantError, Packet
+from ..model import EjectStalls, InvariantError, ModelDeadlock, Packet
 from ..model.fabric_model import input_vc_name
 from . import kernel as k
 
@@ -96,6 +96,7 @@ class FastModel:
         self._pairs: dict[tuple[int, int], int] = {}
         self._decisions: dict[Hashable, int] = {}
         self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0}
+        self._widest: list[int] = []  # per pair: the most head flits of its choices
         self._arrays = self._build(check_invariants, paths, eject_ready, watch_every)
         self._st = k.State(**self._arrays)
 
@@ -104,74 +105,77 @@ class FastModel:
     def _build(self, checks: bool, paths: bool, eject_ready, watch_every: int) -> dict:
         plan, view, rf, router = self.plan, self.view, self.routing, self.plan.router
         n_inj, n_ej, depth = router.injection_vcs, router.ejection_vcs, self.depth
-        ga_of = {
-            (a.switch, a.port): (e.id, i, index)
-            for index, (e, i, a) in enumerate(
-                (e, i, a) for e in plan.endpoints for i, a in enumerate(e.attachments)
-            )
-        }
-        sw_port0, sw_nports, port_iv0, port_niv, port_ov0, port_nov = [], [], [], [], [], []
-        iv_sw, iv_gp, ov_gp, ov_local, ov_vc = [], [], [], [], []
+        attachments = [(e.id, i, a) for e in plan.endpoints for i, a in enumerate(e.attachments)]
+        ga_of = {(a.switch, a.port): ga for ga, (_, _, a) in enumerate(attachments)}
+        n_ga = len(attachments)
+        sw, gp_rows, gp_switch, iv_rows, ov_rows = [], [], [], [], []
         #: (switch, port, vc) of every input VC, for the misses and the reports
         self._iv_spv: list[tuple[int, int, int]] = []
         for s in plan.switches:
-            sw_port0.append(len(port_iv0))
-            sw_nports.append(s.radix)
+            sw.append((len(gp_rows), s.radix))
             for p in range(s.radix):
-                gp = len(port_iv0)
                 in_link, out_link = view.in_link[s.id][p], view.out_link[s.id][p]
-                port_iv0.append(len(iv_sw))
-                port_niv.append(in_link.vcs if in_link else n_inj)
-                for v in range(port_niv[-1]):
-                    iv_sw.append(s.id)
-                    iv_gp.append(gp)
+                n_in = in_link.vcs if in_link else n_inj
+                n_out = out_link.vcs if out_link else n_ej
+                gp_rows.append((len(iv_rows), n_in, len(ov_rows), n_out))
+                gp_switch.append(s.id)
+                for v in range(n_in):
+                    iv_rows.append((s.id, len(gp_rows) - 1))
                     self._iv_spv.append((s.id, p, v))
-                port_ov0.append(len(ov_gp))
-                port_nov.append(out_link.vcs if out_link else n_ej)
-                for w in range(port_nov[-1]):
-                    ov_gp.append(gp)
-                    ov_local.append(p)
-                    ov_vc.append(w)
-        n_iv, n_ov, n_gp = len(iv_sw), len(ov_gp), len(port_iv0)
-        n_ga = len(ga_of)
+                for w in range(n_out):
+                    ov_rows.append((len(gp_rows) - 1, p, w))
+        n_iv, n_ov, n_gp = len(iv_rows), len(ov_rows), len(gp_rows)
+
+        def table(rows: int, fields: int, value: int = -1) -> np.ndarray:
+            return np.full((rows, fields), value, np.int64)
+
+        t_sw = table(len(sw), k.SW_FIELDS, 0)
+        t_sw[:, [k.SW_PORT0, k.SW_NPORTS]] = sw
+        t_gp = table(n_gp, k.GP_FIELDS)
+        t_gp[:, [k.GP_IV0, k.GP_NIV, k.GP_OV0, k.GP_NOV]] = gp_rows
+        t_gp[:, [k.RR_IN, k.RR_OUT, k.VA_IN, k.VA_OUT, k.RR_SEL]] = 0
 
         def iv_of(switch: int, port: int, vc: int) -> int:
-            return port_iv0[sw_port0[switch] + port] + vc
+            return int(t_gp[sw[switch][0] + port, k.GP_IV0]) + vc
 
         def ov_of(switch: int, port: int, vc: int) -> int:
-            return port_ov0[sw_port0[switch] + port] + vc
+            return int(t_gp[sw[switch][0] + port, k.GP_OV0]) + vc
 
-        iv_credit = np.zeros(n_iv, np.int64)
+        t_iv = table(n_iv, k.IV_FIELDS)
+        t_iv[:, [k.IV_SW, k.IV_GP]] = iv_rows
+        t_iv[:, [k.IV_HEAD, k.IV_CNT]] = 0
         for iv, (s, p, v) in enumerate(self._iv_spv):
             link = view.in_link[s][p]
             if link is not None:
-                iv_credit[iv] = ov_of(link.src.switch, link.src.port, v)
+                t_iv[iv, k.IV_CREDIT_TO] = ov_of(link.src.switch, link.src.port, v)
             elif (s, p) in ga_of:
-                iv_credit[iv] = -1 - (ga_of[(s, p)][2] * n_inj + v)
+                t_iv[iv, k.IV_CREDIT_TO] = -1 - (ga_of[(s, p)] * n_inj + v)
+        t_ov = table(n_ov, k.OV_FIELDS)
+        t_ov[:, [k.OV_GP, k.OV_PORT, k.OV_VC]] = ov_rows
+        t_ov[:, k.CREDIT] = depth
         # a local port no endpoint is attached to ejects into no receive buffer (never used)
-        ov_dst = np.full(n_ov, -1 - n_ga * n_ej, np.int64)
-        ov_level = np.zeros(n_ov, np.int64)
-        ov_adaptive = np.zeros(n_ov, np.int64)
-        for ov in range(n_ov):
-            s, p, w = iv_sw[port_iv0[ov_gp[ov]]], ov_local[ov], ov_vc[ov]
+        t_ov[:, k.OV_DST] = -1 - n_ga * n_ej
+        for ov, (gp, p, w) in enumerate(ov_rows):
+            s = gp_switch[gp]
             link = view.out_link[s][p]
             if link is not None:
-                ov_dst[ov] = iv_of(link.dst.switch, link.dst.port, w)
-                ov_adaptive[ov] = rf.adaptive and not rf.is_escape(link.id, w)
-            elif (s, p) in ga_of:
-                ov_dst[ov] = -1 - (ga_of[(s, p)][2] * n_ej + w)
-            ov_level[ov] = rf.priority(s, p, w)
-        ga_ep, ga_which, ga_iv0, ga_ov0 = (np.zeros(n_ga, np.int64) for _ in range(4))
-        for (s, p), (e, i, ga) in ga_of.items():
-            ga_ep[ga], ga_which[ga] = e, i
-            ga_iv0[ga], ga_ov0[ga] = iv_of(s, p, 0), ov_of(s, p, 0)
-        ep_att0 = np.zeros(len(plan.endpoints), np.int64)
-        first = 0
-        for e in plan.endpoints:
-            ep_att0[e.id] = first
-            first += len(e.attachments)
-        radix = max(sw_nports)
+                t_ov[ov, k.OV_DST] = iv_of(link.dst.switch, link.dst.port, w)
+                t_ov[ov, k.OV_ADAPTIVE] = rf.adaptive and not rf.is_escape(link.id, w)
+            else:
+                t_ov[ov, k.OV_ADAPTIVE] = 0
+                if (s, p) in ga_of:
+                    t_ov[ov, k.OV_DST] = -1 - (ga_of[(s, p)] * n_ej + w)
+            t_ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
+        t_ga = table(n_ga, k.GA_FIELDS, 0)
+        t_ga[:, k.PRESENTING] = -1
+        for ga, (e, i, a) in enumerate(attachments):
+            t_ga[ga, [k.GA_EP, k.GA_WHICH]] = e, i
+            t_ga[ga, [k.GA_IV0, k.GA_OV0]] = iv_of(a.switch, a.port, 0), ov_of(a.switch, a.port, 0)
         n_ep = len(plan.endpoints)
+        t_ep = table(n_ep, k.EP_FIELDS, 0)
+        t_ep[:, [k.EP_SLOT, k.EP_QHEAD, k.EP_QTAIL]] = -1
+        t_ep[:, k.EP_ATT0] = np.cumsum([0] + [len(e.attachments) for e in plan.endpoints[:-1]])
+        radix = max(radix for _, radix in sw)
         stalls = isinstance(eject_ready, EjectStalls)
         cfg = np.zeros(k.CFG_SIZE, np.int64)
         cfg[k.DEPTH], cfg[k.INJ_VCS], cfg[k.EJ_VCS] = depth, n_inj, n_ej
@@ -188,124 +192,51 @@ class FastModel:
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
-
-        def full(n: int, value: int = -1) -> np.ndarray:
-            return np.full(n, value, np.int64)
-
-        wire_flits = n_gp + n_ep
-        wire_credits = n_gp * depth
-        packets = 256
+        deliveries, hops = max(4096, 4 * n_ga), max(16384, 4 * n_ov)
         return {
-            "sw_port0": np.array(sw_port0, np.int64),
-            "sw_nports": np.array(sw_nports, np.int64),
-            "port_iv0": np.array(port_iv0, np.int64),
-            "port_niv": np.array(port_niv, np.int64),
-            "port_ov0": np.array(port_ov0, np.int64),
-            "port_nov": np.array(port_nov, np.int64),
-            "iv_sw": np.array(iv_sw, np.int64),
-            "iv_gp": np.array(iv_gp, np.int64),
-            "iv_credit": iv_credit,
-            "ov_gp": np.array(ov_gp, np.int64),
-            "ov_local": np.array(ov_local, np.int64),
-            "ov_vc": np.array(ov_vc, np.int64),
-            "ov_dst": ov_dst,
-            "ov_level": ov_level,
-            "ov_adaptive": ov_adaptive,
-            "ep_att0": ep_att0,
-            "ga_ep": ga_ep,
-            "ga_which": ga_which,
-            "ga_iv0": ga_iv0,
-            "ga_ov0": ga_ov0,
-            "buf": full(n_iv * depth),
-            "buf_head": full(n_iv, 0),
-            "buf_cnt": full(n_iv, 0),
-            "assign": full(n_iv),
-            "decision": full(n_iv),
-            "pending": full(n_iv),
-            "owner": full(n_ov),
-            "credit": full(n_ov, depth),
-            "rr_in": full(n_gp, 0),
-            "rr_out": full(n_gp, 0),
-            "va_in": full(n_gp, 0),
-            "va_out": full(n_gp, 0),
-            "rr_sel": full(n_gp, 0),
-            "staged_v": full(n_gp),
-            "staged_ov": full(n_gp),
-            "vstaged_v": full(n_gp),
-            "vstaged_ov": full(n_gp),
-            "sw_cnt": full(len(sw_port0), 0),
-            "req": full(n_iv),
-            "vreq": full(n_iv),
-            "matched_in": full(radix, 0),
-            "matched_out": full(radix, 0),
-            "pick_v": full(radix),
-            "pick_o": full(radix),
-            "best": full(radix),
-            "best_d": full(radix, 0),
-            "g_gp": full(2 * radix, 0),
-            "g_v": full(2 * radix, 0),
-            "g_ov": full(2 * radix, 0),
-            "a_gp": full(2 * radix, 0),
-            "a_v": full(2 * radix, 0),
-            "a_ov": full(2 * radix, 0),
-            "ep_slot": full(n_ep),
-            "ep_next": full(n_ep, 0),
-            "ep_which": full(n_ep, 0),
-            "ep_vc": full(n_ep, 0),
-            "ep_ptr": full(n_ep, 0),
-            "ep_qhead": full(n_ep),
-            "ep_qtail": full(n_ep),
-            "inj_credit": full(n_ga * n_inj, depth),
-            "rb": full(n_ga * n_ej * depth),
-            "rb_head": full(n_ga * n_ej, 0),
-            "rb_cnt": full(n_ga * n_ej, 0),
-            "ga_cnt": full(n_ga, 0),
-            "presenting": full(n_ga),
-            "eject_ptr": full(n_ga, 0),
-            **{name: full(packets, 0) for name in k.State._fields if name.startswith("pk_")},
-            "wf_kind": np.zeros((2, wire_flits), np.int64),
-            "wf_target": np.zeros((2, wire_flits), np.int64),
-            "wf_flit": np.zeros((2, wire_flits), np.int64),
-            "wf_n": full(2, 0),
-            "wc_target": np.zeros((2, wire_credits), np.int64),
-            "wc_n": full(2, 0),
-            "dl_slot": full(max(4096, 4 * n_ga), 0),
-            "pl_slot": full(max(16384, 4 * n_ov), 0),
-            "pl_sw": full(max(16384, 4 * n_ov), 0),
-            "pl_port": full(max(16384, 4 * n_ov), 0),
-            "ms_iv": full(n_iv, 0),
-            "ms_head": full(n_iv, 0),
-            "dec_start": full(256, 0),
-            "dec_n": full(256, 0),
-            "cand_ov": full(1024, 0),
-            "cand_port": full(1024, 0),
-            "cand_vc": full(1024, 0),
-            "dec_next_head": full(256, 0),
-            "dec_next_hf": full(256, 0),
-            "hash_keys": full(1024),
-            "hash_vals": full(1024, 0),
-            "inj_start": full(256, 0),
-            "inj_n": full(256, 0),
-            "inj_which": full(256, 0),
-            "inj_head": full(256, 0),
-            "inj_hf": full(256, 0),
+            "sw": t_sw,
+            "gp": t_gp,
+            "iv": t_iv,
+            "ov": t_ov,
+            "ep": t_ep,
+            "ga": t_ga,
+            "rbs": table(n_ga * n_ej, k.RB_FIELDS, 0),
+            "pk": table(256, k.PK_FIELDS, 0),
+            "buf": np.full(n_iv * depth, -1, np.int64),
+            "rb": np.full(n_ga * n_ej * depth, -1, np.int64),
+            "inj_credit": np.full(n_ga * n_inj, depth, np.int64),
+            "scratch": table(radix, k.SCRATCH_FIELDS, 0),
+            "grants": table(2 * radix, k.GRANT_FIELDS, 0),
+            "wf": np.zeros((2, n_gp + n_ep, k.WF_FIELDS), np.int64),
+            "wf_n": np.zeros(2, np.int64),
+            # a port sends at most a flit and its surplus head flits (< B) per cycle
+            "wc": np.zeros((2, n_gp * depth), np.int64),
+            "wc_n": np.zeros(2, np.int64),
+            "dl": np.zeros(deliveries, np.int64),
+            "pl": table(hops, k.PL_FIELDS, 0),
+            "ms": table(n_iv, k.MS_FIELDS, 0),
+            "dec": table(256, k.DEC_FIELDS, 0),
+            "cand": table(1024, k.CAND_FIELDS, 0),
+            "hash_keys": np.full(1024, -1, np.int64),
+            "hash_vals": np.zeros(1024, np.int64),
+            "pair": table(256, k.PAIR_FIELDS, 0),
+            "inj": table(256, k.INJ_FIELDS, 0),
             "cfg": cfg,
-            "sc": full(k.SC_SIZE, 0),
+            "sc": np.zeros(k.SC_SIZE, np.int64),
             "stall": stall,
         }
 
-    def _grow(self, names: tuple[str, ...], needed: int) -> None:
-        """Make the arrays ``names`` (of one length) hold at least ``needed`` entries."""
-        size = len(self._arrays[names[0]])
+    def _grow(self, name: str, needed: int) -> None:
+        """Make table ``name`` hold at least ``needed`` rows (doubling it)."""
+        old = self._arrays[name]
+        size = len(old)
         if needed <= size:
             return
         while size < needed:
             size *= 2
-        for name in names:
-            old = self._arrays[name]
-            new = np.zeros(size, old.dtype)
-            new[: len(old)] = old
-            self._arrays[name] = new
+        new = np.zeros((size, *old.shape[1:]), old.dtype)
+        new[: len(old)] = old
+        self._arrays[name] = new
         self._st = k.State(**self._arrays)
 
     # ---- traffic in ----------------------------------------------------------------------
@@ -325,8 +256,7 @@ class FastModel:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
         pair = self._pair(src, dst)
-        start, n = self._arrays["inj_start"][pair], self._arrays["inj_n"][pair]
-        if length + max(self._arrays["inj_hf"][start : start + n]) > MAX_FLITS:
+        if length + self._widest[pair] > MAX_FLITS:
             raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
@@ -336,9 +266,8 @@ class FastModel:
         self._next_id += 1
         if not self._free:
             start = len(self._packets)
-            names = tuple(name for name in k.State._fields if name.startswith("pk_"))
-            self._grow(names, start + 1)
-            size = len(self._arrays["pk_id"])
+            self._grow("pk", start + 1)
+            size = len(self._arrays["pk"])
             self._packets.extend([None] * (size - start))
             self._free.extend(range(size - 1, start - 1, -1))
         slot = self._free.pop()
@@ -353,18 +282,19 @@ class FastModel:
             return pair
         attachments = self.plan.endpoints[src].attachments
         choices = self.routing.injections(src, dst)
-        pair = len(self._pairs)
-        first = self._counts["inj"]
-        self._grow(("inj_start", "inj_n"), pair + 1)
-        self._grow(("inj_which", "inj_head", "inj_hf"), first + len(choices))
-        a = self._arrays
-        a["inj_start"][pair], a["inj_n"][pair] = first, len(choices)
+        pair, first = len(self._pairs), self._counts["inj"]
+        self._grow("pair", pair + 1)
+        self._grow("inj", first + len(choices))
+        self._arrays["pair"][pair] = first, len(choices)
         for i, choice in enumerate(choices):
-            a["inj_which"][first + i] = attachments.index(PortRef(choice.switch, choice.port))
-            a["inj_head"][first + i] = self._head_id(choice.head)
-            a["inj_hf"][first + i] = self._head_flits(choice.head)
+            self._arrays["inj"][first + i] = (
+                attachments.index(PortRef(choice.switch, choice.port)),
+                self._head_id(choice.head),
+                self._head_flits(choice.head),
+            )
         self._counts["inj"] = first + len(choices)
         self._pairs[(src, dst)] = pair
+        self._widest.append(max(self._head_flits(choice.head) for choice in choices))
         return pair
 
     def _head_id(self, head: Any) -> int:
@@ -379,11 +309,10 @@ class FastModel:
         return 1 if bits is None else head_flits(self.routing.head_length(head), bits)
 
     def _flush_offers(self) -> None:
-        if not self._offers:
-            return
-        columns = [np.array(column, np.int64) for column in zip(*self._offers, strict=True)]
-        self._offers = []
-        k.push_packets(self._st, *columns)
+        if self._offers:
+            offers = np.array(self._offers, np.int64)
+            self._offers = []
+            k.push_packets(self._arrays["pk"], self._arrays["ep"], self._arrays["sc"], offers)
 
     # ---- routing decisions -----------------------------------------------------------------
 
@@ -391,12 +320,7 @@ class FastModel:
         """Route the heads the table missed: one routing call per routing state."""
         sc = self._arrays["sc"]
         n_iv = len(self._iv_spv)
-        misses = zip(
-            self._arrays["ms_iv"][: sc[k.N_MISS]].tolist(),
-            self._arrays["ms_head"][: sc[k.N_MISS]].tolist(),
-            strict=True,
-        )
-        for iv, head_id in misses:
+        for iv, head_id in self._arrays["ms"][: sc[k.N_MISS]].tolist():
             s, p, v = self._iv_spv[iv]
             head = self._head_list[head_id]
             state = self.routing.state_key(s, p, v, head)
@@ -410,17 +334,14 @@ class FastModel:
     def _add_decision(self, s: int, decision: Decision) -> int:
         number, first = self._counts["dec"], self._counts["cand"]
         candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
-        self._grow(("dec_start", "dec_n", "dec_next_head", "dec_next_hf"), number + 1)
-        self._grow(("cand_ov", "cand_port", "cand_vc"), first + len(candidates))
+        self._grow("dec", number + 1)
+        self._grow("cand", first + len(candidates))
         a = self._arrays
-        base = a["sw_port0"][s]
+        base = a["sw"][s, k.SW_PORT0]
         for i, (port, w) in enumerate(candidates):
-            a["cand_ov"][first + i] = a["port_ov0"][base + port] + w
-            a["cand_port"][first + i] = port
-            a["cand_vc"][first + i] = w
-        a["dec_start"][number], a["dec_n"][number] = first, len(candidates)
-        a["dec_next_head"][number] = self._head_id(decision.head)
-        a["dec_next_hf"][number] = self._head_flits(decision.head)
+            a["cand"][first + i] = a["gp"][base + port, k.GP_OV0] + w, port, w
+        next_head = self._head_id(decision.head), self._head_flits(decision.head)
+        a["dec"][number] = first, len(candidates), *next_head
         self._counts["dec"], self._counts["cand"] = number + 1, first + len(candidates)
         return number
 
@@ -488,29 +409,17 @@ class FastModel:
         packets = self._packets
         n = int(sc[k.N_PATH_LOG])
         if n:
-            rows = zip(
-                a["pl_slot"][:n].tolist(),
-                a["pl_sw"][:n].tolist(),
-                a["pl_port"][:n].tolist(),
-                strict=True,
-            )
-            for slot, switch, port in rows:
+            for slot, switch, port in a["pl"][:n].tolist():
                 packets[slot].path.append((switch, port))
             sc[k.N_PATH_LOG] = 0
         n = int(sc[k.N_DELIVERED_LOG])
         if not n:
             return
-        slots = a["dl_slot"][:n]
-        rows = zip(
-            slots.tolist(),
-            a["pk_injected"][slots].tolist(),
-            a["pk_delivered"][slots].tolist(),
-            a["pk_hops"][slots].tolist(),
-            a["pk_done"][slots].tolist(),
-            strict=True,
-        )
+        slots = a["dl"][:n]
+        columns = [k.PK_INJECTED, k.PK_DELIVERED, k.PK_HOPS, k.PK_DONE]
+        rows = a["pk"][slots][:, columns].tolist()
         sc[k.N_DELIVERED_LOG] = 0
-        for slot, injected, delivered, hops, done in rows:
+        for slot, (injected, delivered, hops, done) in zip(slots.tolist(), rows, strict=True):
             packet = packets[slot]
             packets[slot] = None
             self._free.append(slot)
@@ -521,22 +430,26 @@ class FastModel:
     def finish(self) -> None:
         """Bring the packets still in the fabric up to date (injection cycle, hops, flits
         delivered), as the reference's are at every cycle."""
-        a = self._arrays
+        pk = self._arrays["pk"]
         for slot, packet in enumerate(self._packets):
             if packet is not None:
-                injected = int(a["pk_injected"][slot])
+                injected = int(pk[slot, k.PK_INJECTED])
                 packet.injected = None if injected < 0 else injected
-                packet.hops = int(a["pk_hops"][slot])
-                packet.flits_delivered = int(a["pk_done"][slot])
+                packet.hops = int(pk[slot, k.PK_HOPS])
+                packet.flits_delivered = int(pk[slot, k.PK_DONE])
 
     # ---- deadlock report ---------------------------------------------------------------------
+
+    def _front(self, iv: int) -> int:
+        row = self._arrays["iv"][iv]
+        return int(self._arrays["buf"][iv * self.depth + row[k.IV_HEAD]])
 
     def fronts(self) -> dict[int, int]:
         """The front flit of every non-empty input VC (by input VC index), for :meth:`knot`."""
         a = self._arrays
-        ivs = np.flatnonzero(a["buf_cnt"])
-        codes = a["buf"][ivs * self.depth + a["buf_head"][ivs]]
-        flits = a["pk_id"][codes >> 16] * MAX_FLITS + (codes & (MAX_FLITS - 1))
+        ivs = np.flatnonzero(a["iv"][:, k.IV_CNT])
+        codes = a["buf"][ivs * self.depth + a["iv"][ivs, k.IV_HEAD]]
+        flits = a["pk"][codes >> 16, k.PK_ID] * MAX_FLITS + (codes & (MAX_FLITS - 1))
         return dict(zip(ivs.tolist(), flits.tolist(), strict=True))
 
     def knot(self, earlier: dict[int, int]) -> list[str]:
@@ -545,7 +458,7 @@ class FastModel:
         a = self._arrays
         returning = set()
         for phase in (0, 1):
-            targets = a["wc_target"][phase, : a["wc_n"][phase]]
+            targets = a["wc"][phase, : a["wc_n"][phase]]
             returning.update(targets[targets >= 0].tolist())
         waits = {
             iv: self._wait_targets(iv, returning)
@@ -565,24 +478,22 @@ class FastModel:
     def waiting_cycle(self) -> list[str]:
         """The cycle of input VCs that wait on each other, as channel names (empty if none)."""
         a = self._arrays
-        owner, counts = a["owner"], a["buf_cnt"]
+        owner, counts = a["ov"][:, k.OWNER], a["iv"][:, k.IV_CNT]
         waits: dict[int, set[int]] = {}
         for ov in np.flatnonzero(owner >= 0).tolist():
             holder = int(owner[ov])
-            upstream_ov = int(a["iv_credit"][holder])
-            if counts[holder] or upstream_ov < 0:
+            upstream = int(a["iv"][holder, k.IV_CREDIT_TO])
+            if counts[holder] or upstream < 0:
                 continue
             # the holder's buffer is empty: its packet is still coming from upstream
-            if owner[upstream_ov] >= 0:
-                waits[holder] = {int(owner[upstream_ov])}
+            if owner[upstream] >= 0:
+                waits[holder] = {int(owner[upstream])}
         for iv in np.flatnonzero(counts).tolist():
             waits[iv] = self._wait_targets(iv, set())
         return [self._name(iv) for iv in find_wait_cycle(waits)]
 
     def check_deadlock(self) -> None:
         """Raise :class:`~zfabric.sim.model.ModelDeadlock` if the fabric can never move again."""
-        from ..model import ModelDeadlock
-
         if self.stuck:
             raise ModelDeadlock(self.cycle, self.waiting_cycle())
 
@@ -590,26 +501,25 @@ class FastModel:
         """The input VCs the front flit of ``iv`` waits on; empty if it could move.
         ``returning``: the output VCs with a credit on its way back."""
         a = self._arrays
-        if a["assign"][iv] >= 0:
-            wanted = [int(a["assign"][iv])]
-        elif a["decision"][iv] >= 0:
-            d = int(a["decision"][iv])
-            start = int(a["dec_start"][d])
-            wanted = a["cand_ov"][start : start + a["dec_n"][d]].tolist()
+        row = a["iv"][iv]
+        if row[k.ASSIGN] >= 0:
+            wanted = [int(row[k.ASSIGN])]
+        elif row[k.DECISION] >= 0:
+            start, n = a["dec"][row[k.DECISION], [k.DEC_START, k.DEC_N]]
+            wanted = a["cand"][start : start + n, k.CAND_OV].tolist()
         else:
             s, p, v = self._iv_spv[iv]
-            front = int(a["buf"][iv * self.depth + a["buf_head"][iv]])
-            head = self._head_list[int(a["pk_head"][front >> 16])]
-            base = a["port_ov0"][a["sw_port0"][s] :]
+            head = self._head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
+            ov0 = a["gp"][a["sw"][s, k.SW_PORT0] :, k.GP_OV0]
             decision = self.routing.route(s, p, v, head)
-            wanted = [int(base[hop.port]) + w for hop in decision.hops for w in hop.vcs]
+            wanted = [int(ov0[hop.port]) + w for hop in decision.hops for w in hop.vcs]
         targets = set()
         for ov in wanted:
-            holder = int(a["owner"][ov])
+            holder = int(a["ov"][ov, k.OWNER])
             if holder >= 0 and holder != iv:
                 targets.add(holder)
-            elif a["credit"][ov] == 0 and ov not in returning:
-                downstream = int(a["ov_dst"][ov])
+            elif a["ov"][ov, k.CREDIT] == 0 and ov not in returning:
+                downstream = int(a["ov"][ov, k.OV_DST])
                 if downstream < 0:
                     return set()  # a local output waits for the user to take flits, no VC
                 targets.add(downstream)
@@ -626,48 +536,39 @@ class FastModel:
         """Credits + buffered + in-flight flits + returning credits = depth, per link VC, per
         ejection VC (with its receive buffer) and per injection VC."""
         a = self._arrays
-        n_iv, n_ov = len(a["buf_cnt"]), len(a["credit"])
-        flits_to_iv = np.zeros(n_iv, np.int64)
-        flits_to_rb = np.zeros(len(a["rb_cnt"]), np.int64)
-        credits_to_ov = np.zeros(n_ov, np.int64)
+        credit, dst, counts = a["ov"][:, k.CREDIT], a["ov"][:, k.OV_DST], a["iv"][:, k.IV_CNT]
+        flits_to_iv = np.zeros(len(counts), np.int64)
+        flits_to_rb = np.zeros(len(a["rbs"]), np.int64)
+        credits_to_ov = np.zeros(len(credit), np.int64)
         credits_to_inj = np.zeros(len(a["inj_credit"]), np.int64)
         for phase in (0, 1):
-            n = a["wf_n"][phase]
-            kinds, targets = a["wf_kind"][phase, :n], a["wf_target"][phase, :n]
+            wires = a["wf"][phase, : a["wf_n"][phase]]
+            kinds, targets = wires[:, k.WF_KIND], wires[:, k.WF_TARGET]
             np.add.at(flits_to_iv, targets[kinds != 2], 1)
             np.add.at(flits_to_rb, targets[kinds == 2], 1)
-            credits = a["wc_target"][phase, : a["wc_n"][phase]]
+            credits = a["wc"][phase, : a["wc_n"][phase]]
             np.add.at(credits_to_ov, credits[credits >= 0], 1)
             np.add.at(credits_to_inj, -1 - credits[credits < 0], 1)
-        ov_dst = a["ov_dst"]
-        links = np.flatnonzero(ov_dst >= 0)
-        total = (
-            a["credit"][links]
-            + a["buf_cnt"][ov_dst[links]]
-            + flits_to_iv[ov_dst[links]]
-            + credits_to_ov[links]
-        )
+        links = np.flatnonzero(dst >= 0)
+        total = credit[links] + counts[dst[links]] + flits_to_iv[dst[links]] + credits_to_ov[links]
         bad = total != self.depth
         if bad.any():
-            iv = int(ov_dst[links[bad][0]])
-            raise InvariantError(f"credits not conserved on {self._name(iv)}: {total[bad][0]}")
-        ejections = np.flatnonzero(ov_dst < 0)
-        rbs = -1 - ov_dst[ejections]
-        attached = rbs < len(a["rb_cnt"])  # a local port no endpoint is attached to has none
-        ejections, rbs = ejections[attached], rbs[attached]
-        total = a["credit"][ejections] + a["rb_cnt"][rbs] + flits_to_rb[rbs]
+            name = self._name(int(dst[links[bad][0]]))
+            raise InvariantError(f"credits not conserved on {name}: {total[bad][0]}")
+        ejections = np.flatnonzero((dst < 0) & (-1 - dst < len(a["rbs"])))
+        rbs = -1 - dst[ejections]
+        total = credit[ejections] + a["rbs"][rbs, k.RB_CNT] + flits_to_rb[rbs]
         bad = total != self.depth
         if bad.any():
             ov = int(ejections[bad][0])
-            s = int(a["iv_sw"][a["port_iv0"][a["ov_gp"][ov]]])
-            name = f"{self.view.switches[s].name}.p{a['ov_local'][ov]}/vc{a['ov_vc'][ov]}"
+            s = self._iv_spv[int(a["gp"][a["ov"][ov, k.OV_GP], k.GP_IV0])][0]
+            name = f"{self.view.switches[s].name}.p{a['ov'][ov, k.OV_PORT]}"
+            name += f"/vc{a['ov'][ov, k.OV_VC]}"
             raise InvariantError(f"credits not conserved on ejection {name}: {total[bad][0]}")
         n_inj = self.plan.router.injection_vcs
-        ivs = a["ga_iv0"].repeat(n_inj) + np.tile(np.arange(n_inj), len(a["ga_iv0"]))
-        total = a["inj_credit"] + a["buf_cnt"][ivs] + flits_to_iv[ivs] + credits_to_inj
+        ivs = (a["ga"][:, k.GA_IV0, None] + np.arange(n_inj)).ravel()
+        total = a["inj_credit"] + counts[ivs] + flits_to_iv[ivs] + credits_to_inj
         bad = np.flatnonzero(total != self.depth)
         if len(bad):
-            raise InvariantError(
-                f"credits not conserved on injection {self._name(int(ivs[bad[0]]))}:"
-                f" {int(total[bad[0]])}"
-            )
+            name = self._name(int(ivs[bad[0]]))
+            raise InvariantError(f"credits not conserved on injection {name}: {total[bad[0]]}")

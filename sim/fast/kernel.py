@@ -1,17 +1,19 @@
 """The compiled cycle of :class:`~zfabric.sim.fast.FastModel`: docs/microarchitecture.md on flat
-integer arrays, one function per step of the contract, compiled by numba (and plain Python with
-``NUMBA_DISABLE_JIT=1``, for debugging).
+integer arrays, one function per step of the contract, compiled by numba (and run as plain
+Python with ``NUMBA_DISABLE_JIT=1``, for debugging).
 
 Indices: a switch's ports are numbered globally (``gp``), each input VC (``iv``) and output VC
 (``ov``) too; an endpoint attachment (``ga``) has ``N`` injection credits and ``E`` receive
-buffers (``rb = ga * E + w``). A FIFO is a ring of ``B`` flit codes, ``slot << 16 | index``:
-the packet's slot in the ``pk_*`` arrays and the flit's index in its packet. Wires hold two
-phases: what is sent in this cycle, and what was sent in the previous one and lands at its end.
+buffers (``rb = ga * E + w``). Each index space has one table, a row per index and a column per
+field (``st.iv[iv, ASSIGN]``), so the compiled functions take a handful of arrays, not a
+hundred. A FIFO is a ring of ``B`` flit codes, ``slot << 16 | index``: the packet's row in
+``st.pk`` and the flit's index in its packet. The wires hold two phases: what is sent in this
+cycle, and what was sent in the previous one and lands at its end.
 
 :func:`run` advances whole cycles until it must hand back to Python: a routing decision
 missing from the table (looked up before the cycle starts, so nothing of the cycle is done
-yet), a cycle the caller must see (``until``, a deadlock check, the measured packets all
-delivered), a full log, or a broken invariant.
+yet), a cycle the caller must see (``until``, a deadlock check, the watched packets all
+delivered), a log that could fill, or a broken invariant.
 """
 
 from __future__ import annotations
@@ -67,132 +69,90 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
     SC_SIZE,
 ) = range(13)
 
-#: every array of the engine's state, in one tuple the compiled functions take whole
+# ``sw``: per switch
+SW_PORT0, SW_NPORTS, SW_CNT, SW_FIELDS = range(4)
+# ``gp``: per port (input and output of one index), with its pointers and staged picks
+(
+    GP_IV0,
+    GP_NIV,
+    GP_OV0,
+    GP_NOV,
+    RR_IN,
+    RR_OUT,
+    VA_IN,
+    VA_OUT,
+    RR_SEL,
+    STAGED_V,
+    STAGED_OV,
+    VSTAGED_V,
+    VSTAGED_OV,
+    GP_FIELDS,
+) = range(14)
+# ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests
+(
+    IV_SW,
+    IV_GP,
+    IV_CREDIT_TO,
+    IV_HEAD,
+    IV_CNT,
+    ASSIGN,
+    DECISION,
+    PENDING,
+    REQ,
+    VREQ,
+    IV_FIELDS,
+) = range(11)
+# ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection
+OV_GP, OV_PORT, OV_VC, OV_DST, OV_LEVEL, OV_ADAPTIVE, OWNER, CREDIT, OV_FIELDS = range(9)
+# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
+EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
+# ``ga``: per endpoint attachment; its ejection side
+GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_FIELDS = range(8)
+# ``rbs``: per receive buffer (its ring in ``rb``)
+RB_HEAD, RB_CNT, RB_FIELDS = range(3)
+# ``pk``: per packet slot
+(
+    PK_ID,
+    PK_SRC,
+    PK_DST,
+    PK_LEN,
+    PK_CREATED,
+    PK_INJECTED,
+    PK_DELIVERED,
+    PK_HOPS,
+    PK_DONE,
+    PK_PAIR,
+    PK_WATCHED,
+    PK_QNEXT,
+    PK_COUNT,
+    PK_HF0,
+    PK_HF,
+    PK_HEAD,
+    PK_HTAIL,
+    PK_FIELDS,
+) = range(18)
+# ``scratch``: per port of the switch at hand (the allocator's matching)
+MATCHED_IN, MATCHED_OUT, PICK_V, BEST, BEST_D, SCRATCH_FIELDS = range(6)
+# ``grants``: per grant of the switch at hand, switch (G_) and VC (A_) allocation
+G_GP, G_V, G_OV, A_GP, A_V, A_OV, GRANT_FIELDS = range(7)
+# ``wf``: [phase, entry, field] flits on the wires; kind 0 a link, 1 an injection, 2 an ejection
+WF_KIND, WF_TARGET, WF_FLIT, WF_FIELDS = range(4)
+# ``pl``: the path log
+PL_SLOT, PL_SW, PL_PORT, PL_FIELDS = range(4)
+# ``ms``: the miss log
+MS_IV, MS_HEAD, MS_FIELDS = range(3)
+# ``dec``: per decision: its candidates in ``cand``, the next head and its head flits
+DEC_START, DEC_N, DEC_NEXT_HEAD, DEC_NEXT_HF, DEC_FIELDS = range(5)
+CAND_OV, CAND_PORT, CAND_VC, CAND_FIELDS = range(4)
+# ``pair``: per (source, destination) its injection choices in ``inj``
+PAIR_START, PAIR_N, PAIR_FIELDS = range(3)
+INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
+
+#: every table of the engine's state, in one tuple the compiled functions take whole
 State = namedtuple(
     "State",
-    [
-        # the fabric: switches, ports, input and output VCs, attachments
-        "sw_port0",
-        "sw_nports",
-        "port_iv0",
-        "port_niv",
-        "port_ov0",
-        "port_nov",
-        "iv_sw",
-        "iv_gp",
-        "iv_credit",
-        "ov_gp",
-        "ov_local",
-        "ov_vc",
-        "ov_dst",
-        "ov_level",
-        "ov_adaptive",
-        "ep_att0",
-        "ga_ep",
-        "ga_which",
-        "ga_iv0",
-        "ga_ov0",
-        # switch state
-        "buf",
-        "buf_head",
-        "buf_cnt",
-        "assign",
-        "decision",
-        "pending",
-        "owner",
-        "credit",
-        "rr_in",
-        "rr_out",
-        "va_in",
-        "va_out",
-        "rr_sel",
-        "staged_v",
-        "staged_ov",
-        "vstaged_v",
-        "vstaged_ov",
-        "sw_cnt",
-        # per-switch scratch: requests per input VC, allocation per port, grants
-        "req",
-        "vreq",
-        "matched_in",
-        "matched_out",
-        "pick_v",
-        "pick_o",
-        "best",
-        "best_d",
-        "g_gp",
-        "g_v",
-        "g_ov",
-        "a_gp",
-        "a_v",
-        "a_ov",
-        # endpoints
-        "ep_slot",
-        "ep_next",
-        "ep_which",
-        "ep_vc",
-        "ep_ptr",
-        "ep_qhead",
-        "ep_qtail",
-        "inj_credit",
-        "rb",
-        "rb_head",
-        "rb_cnt",
-        "ga_cnt",
-        "presenting",
-        "eject_ptr",
-        # packets, by slot
-        "pk_id",
-        "pk_src",
-        "pk_dst",
-        "pk_len",
-        "pk_created",
-        "pk_injected",
-        "pk_delivered",
-        "pk_hops",
-        "pk_done",
-        "pk_pair",
-        "pk_watched",
-        "pk_qnext",
-        "pk_count",
-        "pk_hf0",
-        "pk_hf",
-        "pk_head",
-        "pk_htail",
-        # wires: [phase, entry]; kind 0 a link into an input VC, 1 an injection, 2 an ejection
-        "wf_kind",
-        "wf_target",
-        "wf_flit",
-        "wf_n",
-        "wc_target",
-        "wc_n",
-        # logs Python reads back
-        "dl_slot",
-        "pl_slot",
-        "pl_sw",
-        "pl_port",
-        "ms_iv",
-        "ms_head",
-        # the routing tables: decisions, raw state -> decision hash, injections
-        "dec_start",
-        "dec_n",
-        "cand_ov",
-        "cand_port",
-        "cand_vc",
-        "dec_next_head",
-        "dec_next_hf",
-        "hash_keys",
-        "hash_vals",
-        "inj_start",
-        "inj_n",
-        "inj_which",
-        "inj_head",
-        "inj_hf",
-        # settings and scalars; the ejection stalls' hash base and threshold
-        "cfg",
-        "sc",
-        "stall",
-    ],
+    "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
+    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -224,70 +184,63 @@ def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_va
 
 
 @njit(cache=True)
-def push_packets(st, slots, ids, srcs, dsts, lengths, created, pairs, watched) -> None:
-    """Queue offered packets at their sources, in order."""
-    for k in range(slots.shape[0]):
-        slot = slots[k]
-        st.pk_id[slot] = ids[k]
-        st.pk_src[slot] = srcs[k]
-        st.pk_dst[slot] = dsts[k]
-        st.pk_len[slot] = lengths[k]
-        st.pk_created[slot] = created[k]
-        st.pk_injected[slot] = -1
-        st.pk_delivered[slot] = -1
-        st.pk_hops[slot] = 0
-        st.pk_done[slot] = 0
-        st.pk_pair[slot] = pairs[k]
-        st.pk_watched[slot] = watched[k]
-        st.pk_qnext[slot] = -1
-        st.pk_htail[slot] = 0
-        if watched[k]:
-            st.sc[WATCHED] += 1
-        src = srcs[k]
-        if st.ep_qtail[src] < 0:
-            st.ep_qhead[src] = slot
+def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndarray) -> None:
+    """Queue offered packets at their sources, in order; ``offers`` rows are (slot, id, src,
+    dst, length, created, pair, watched)."""
+    for k in range(offers.shape[0]):
+        slot, src = offers[k, 0], offers[k, 2]
+        pk[slot, :] = 0
+        pk[slot, PK_ID] = offers[k, 1]
+        pk[slot, PK_SRC] = src
+        pk[slot, PK_DST] = offers[k, 3]
+        pk[slot, PK_LEN] = offers[k, 4]
+        pk[slot, PK_CREATED] = offers[k, 5]
+        pk[slot, PK_INJECTED] = -1
+        pk[slot, PK_DELIVERED] = -1
+        pk[slot, PK_PAIR] = offers[k, 6]
+        pk[slot, PK_WATCHED] = offers[k, 7]
+        pk[slot, PK_QNEXT] = -1
+        sc[WATCHED] += offers[k, 7]
+        if ep[src, EP_QTAIL] < 0:
+            ep[src, EP_QHEAD] = slot
         else:
-            st.pk_qnext[st.ep_qtail[src]] = slot
-        st.ep_qtail[src] = slot
+            pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
+        ep[src, EP_QTAIL] = slot
 
 
-# ---- flits ---------------------------------------------------------------------------------
+# ---- flits and FIFOs -------------------------------------------------------------------------
 
 
 @njit(cache=True)
-def _is_tail(st, flit: int) -> bool:
+def _is_tail(pk: np.ndarray, flit: int) -> bool:
     slot, index = flit >> 16, flit & 0xFFFF
-    return index == st.pk_count[slot] - 1 or (index == 0 and st.pk_htail[slot] != 0)
+    return index == pk[slot, PK_COUNT] - 1 or (index == 0 and pk[slot, PK_HTAIL] != 0)
 
 
 @njit(cache=True)
-def _hidden(st, flit: int) -> bool:
+def _hidden(pk: np.ndarray, flit: int) -> bool:
     """Taken by the endpoint whatever ``ready``: the first flit while it heads several, every
     head flit behind it but the last."""
     slot, index = flit >> 16, flit & 0xFFFF
     if index == 0:
-        return st.pk_hf[slot] > 1
-    return index < st.pk_hf0[slot] - 1
+        return pk[slot, PK_HF] > 1
+    return index < pk[slot, PK_HF0] - 1
 
 
 @njit(cache=True)
-def _front(st, iv: int) -> int:
-    return st.buf[iv * st.cfg[DEPTH] + st.buf_head[iv]]
-
-
-@njit(cache=True)
-def _at(st, iv: int, k: int) -> int:
-    depth = st.cfg[DEPTH]
-    return st.buf[iv * depth + (st.buf_head[iv] + k) % depth]
+def _at(buf: np.ndarray, iv_row: np.ndarray, iv: int, k: int, depth: int) -> int:
+    """The ``k``-th flit of input VC ``iv``'s FIFO (0: its front)."""
+    return buf[iv * depth + (iv_row[IV_HEAD] + k) % depth]
 
 
 @njit(cache=True)
 def _pop(st, iv: int) -> int:
     depth = st.cfg[DEPTH]
-    flit = st.buf[iv * depth + st.buf_head[iv]]
-    st.buf_head[iv] = (st.buf_head[iv] + 1) % depth
-    st.buf_cnt[iv] -= 1
-    st.sw_cnt[st.iv_sw[iv]] -= 1
+    row = st.iv[iv]
+    flit = st.buf[iv * depth + row[IV_HEAD]]
+    row[IV_HEAD] = (row[IV_HEAD] + 1) % depth
+    row[IV_CNT] -= 1
+    st.sw[row[IV_SW], SW_CNT] -= 1
     st.sc[BUSY] -= 1
     return flit
 
@@ -295,7 +248,7 @@ def _pop(st, iv: int) -> int:
 @njit(cache=True)
 def _send_credit(st, iv: int) -> None:
     sent = 1 - st.sc[PHASE]
-    st.wc_target[sent, st.wc_n[sent]] = st.iv_credit[iv]
+    st.wc[sent, st.wc_n[sent]] = st.iv[iv, IV_CREDIT_TO]
     st.wc_n[sent] += 1
 
 
@@ -303,53 +256,53 @@ def _send_credit(st, iv: int) -> None:
 def _send_flit(st, kind: int, target: int, flit: int) -> None:
     sent = 1 - st.sc[PHASE]
     n = st.wf_n[sent]
-    st.wf_kind[sent, n] = kind
-    st.wf_target[sent, n] = target
-    st.wf_flit[sent, n] = flit
+    st.wf[sent, n, WF_KIND] = kind
+    st.wf[sent, n, WF_TARGET] = target
+    st.wf[sent, n, WF_FLIT] = flit
     st.wf_n[sent] = n + 1
 
 
 @njit(cache=True)
-def _fail(st, error: int, at: int) -> None:
-    if st.sc[ERROR] == 0:
-        st.sc[ERROR] = error
-        st.sc[ERROR_AT] = at
+def _fail(sc: np.ndarray, error: int, at: int) -> None:
+    if sc[ERROR] == 0:
+        sc[ERROR] = error
+        sc[ERROR_AT] = at
 
 
-# ---- routing table ------------------------------------------------------------------------
+# ---- routing table ---------------------------------------------------------------------------
 
 
 @njit(cache=True)
 def _lookups(st) -> int:
-    """Before a cycle: the decision of every head that step 1 may route in it, into
-    ``pending``; the misses into the miss log. Returns the misses."""
+    """Before a cycle: the decision of every head step 1 may route in it, into PENDING; the
+    misses into the miss log. Returns the misses."""
     misses = 0
-    n_iv = st.cfg[N_IV]
-    for s in range(st.sw_port0.shape[0]):
-        if st.sw_cnt[s] == 0:
+    n_iv, depth = st.cfg[N_IV], st.cfg[DEPTH]
+    for s in range(st.sw.shape[0]):
+        if st.sw[s, SW_CNT] == 0:
             continue
-        first = st.port_iv0[st.sw_port0[s]]
-        last_gp = st.sw_port0[s] + st.sw_nports[s] - 1
-        end = st.port_iv0[last_gp] + st.port_niv[last_gp]
-        for iv in range(first, end):
-            if st.buf_cnt[iv] == 0 or st.assign[iv] >= 0 or st.decision[iv] >= 0:
+        first = st.gp[st.sw[s, SW_PORT0], GP_IV0]
+        last = st.sw[s, SW_PORT0] + st.sw[s, SW_NPORTS] - 1
+        for iv in range(first, st.gp[last, GP_IV0] + st.gp[last, GP_NIV]):
+            row = st.iv[iv]
+            if row[IV_CNT] == 0 or row[ASSIGN] >= 0 or row[DECISION] >= 0:
                 continue
-            slot = _front(st, iv) >> 16
-            if st.buf_cnt[iv] < st.pk_hf[slot]:
+            slot = _at(st.buf, row, iv, 0, depth) >> 16
+            if row[IV_CNT] < st.pk[slot, PK_HF]:
                 continue
-            key = st.pk_head[slot] * n_iv + iv
+            key = st.pk[slot, PK_HEAD] * n_iv + iv
             h = hash_slot(st.hash_keys, key)
             if st.hash_keys[h] == key:
-                st.pending[iv] = st.hash_vals[h]
+                row[PENDING] = st.hash_vals[h]
             else:
-                st.ms_iv[misses] = iv
-                st.ms_head[misses] = st.pk_head[slot]
+                st.ms[misses, MS_IV] = iv
+                st.ms[misses, MS_HEAD] = st.pk[slot, PK_HEAD]
                 misses += 1
     st.sc[N_MISS] = misses
     return misses
 
 
-# ---- endpoints: injection ------------------------------------------------------------------
+# ---- endpoints: injection --------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -357,50 +310,54 @@ def _start(st, e: int, slot: int) -> bool:
     """A head's (attachment, VC): the first with a credit, the injection choices in order and
     the VCs from the injection pointer."""
     n = st.cfg[INJ_VCS]
-    pair = st.pk_pair[slot]
-    for c in range(st.inj_start[pair], st.inj_start[pair] + st.inj_n[pair]):
-        ga = st.ep_att0[e] + st.inj_which[c]
+    ep, pk = st.ep[e], st.pk[slot]
+    pair = pk[PK_PAIR]
+    for c in range(st.pair[pair, PAIR_START], st.pair[pair, PAIR_START] + st.pair[pair, PAIR_N]):
+        ga = ep[EP_ATT0] + st.inj[c, INJ_WHICH]
         for k in range(n):
-            vc = (st.ep_ptr[e] + k) % n
+            vc = (ep[EP_PTR] + k) % n
             if st.inj_credit[ga * n + vc] > 0:
-                st.ep_qhead[e] = st.pk_qnext[slot]
-                if st.ep_qhead[e] < 0:
-                    st.ep_qtail[e] = -1
-                st.ep_which[e] = st.inj_which[c]
-                st.ep_vc[e] = vc
-                st.ep_ptr[e] = (vc + 1) % n
-                heads = st.inj_hf[c]
-                st.pk_hf0[slot] = heads
-                st.pk_hf[slot] = heads
-                st.pk_count[slot] = st.pk_len[slot] + heads - 1
-                st.pk_head[slot] = st.inj_head[c]
-                st.pk_injected[slot] = st.sc[CYCLE]
-                st.ep_slot[e] = slot
-                st.ep_next[e] = 0
+                ep[EP_QHEAD] = pk[PK_QNEXT]
+                if ep[EP_QHEAD] < 0:
+                    ep[EP_QTAIL] = -1
+                ep[EP_WHICH] = st.inj[c, INJ_WHICH]
+                ep[EP_VC] = vc
+                ep[EP_PTR] = (vc + 1) % n
+                heads = st.inj[c, INJ_HF]
+                pk[PK_HF0] = heads
+                pk[PK_HF] = heads
+                pk[PK_COUNT] = pk[PK_LEN] + heads - 1
+                pk[PK_HEAD] = st.inj[c, INJ_HEAD]
+                pk[PK_INJECTED] = st.sc[CYCLE]
+                ep[EP_SLOT] = slot
+                ep[EP_NEXT] = 0
                 return True
     return False
 
 
 @njit(cache=True)
 def _inject(st) -> bool:
+    """Each endpoint sends at most one flit: the next of the packet it injects, or the head of
+    the next packet in its source queue, when its attachment's VC has a credit."""
     moved = False
     n = st.cfg[INJ_VCS]
-    for e in range(st.ep_slot.shape[0]):
-        slot = st.ep_slot[e]
+    for e in range(st.ep.shape[0]):
+        ep = st.ep[e]
+        slot = ep[EP_SLOT]
         if slot < 0:
-            slot = st.ep_qhead[e]
-            if slot < 0 or st.pk_created[slot] > st.sc[CYCLE] or not _start(st, e, slot):
+            slot = ep[EP_QHEAD]
+            if slot < 0 or st.pk[slot, PK_CREATED] > st.sc[CYCLE] or not _start(st, e, slot):
                 continue
-        ga = st.ep_att0[e] + st.ep_which[e]
-        vc = st.ep_vc[e]
-        if st.inj_credit[ga * n + vc] == 0:
+        ga = ep[EP_ATT0] + ep[EP_WHICH]
+        credit = ga * n + ep[EP_VC]
+        if st.inj_credit[credit] == 0:
             continue
-        st.inj_credit[ga * n + vc] -= 1
-        index = st.ep_next[e]
-        st.ep_next[e] = index + 1
-        if index + 1 == st.pk_count[slot]:
-            st.ep_slot[e] = -1
-        _send_flit(st, 1, st.ga_iv0[ga] + vc, slot << 16 | index)
+        st.inj_credit[credit] -= 1
+        index = ep[EP_NEXT]
+        ep[EP_NEXT] = index + 1
+        if index + 1 == st.pk[slot, PK_COUNT]:
+            ep[EP_SLOT] = -1
+        _send_flit(st, 1, st.ga[ga, GA_IV0] + ep[EP_VC], slot << 16 | index)
         st.sc[IN_NETWORK] += 1
         moved = True
     return moved
@@ -414,36 +371,39 @@ def _select(st, s: int, gp: int, iv: int) -> int:
     """Step 2 for a head: the output VC it requests among its free candidates (with a credit
     unless VC allocation is a stage of its own), or -1. Routes it first (step 1) if it has no
     decision yet; with a route stage of its own that is all it does this cycle (-2)."""
-    if st.decision[iv] < 0:
-        st.decision[iv] = st.pending[iv]
+    row = st.iv[iv]
+    if row[DECISION] < 0:
+        row[DECISION] = row[PENDING]
         if st.cfg[ROUTE_STAGE]:
             return -2
-    d = st.decision[iv]
+    d = row[DECISION]
     vc_stage = st.cfg[VC_STAGE] != 0
     selection = st.cfg[SELECTION]
     depth = st.cfg[DEPTH]
-    n_ports = st.sw_nports[s]
-    pointer = st.rr_sel[gp]
+    n_ports = st.sw[s, SW_NPORTS]
+    pointer = st.gp[gp, RR_SEL]
     best = -1
     best_key = 0
-    for c in range(st.dec_start[d], st.dec_start[d] + st.dec_n[d]):
-        ov = st.cand_ov[c]
-        if st.owner[ov] >= 0:
+    for c in range(st.dec[d, DEC_START], st.dec[d, DEC_START] + st.dec[d, DEC_N]):
+        ov = st.cand[c, CAND_OV]
+        out = st.ov[ov]
+        if out[OWNER] >= 0:
             continue
-        credit = st.credit[ov]
+        credit = out[CREDIT]
         if not vc_stage and credit <= 0:
             continue
-        if st.cfg[EMPTY_ADAPTIVE] and st.ov_adaptive[ov] and credit != depth:
+        if st.cfg[EMPTY_ADAPTIVE] and out[OV_ADAPTIVE] and credit != depth:
             continue
         if selection == FIRST_FREE:
             return ov
-        distance = st.cand_port[c] - pointer
+        distance = st.cand[c, CAND_PORT] - pointer
         if distance < 0:
             distance += n_ports
-        key = distance * 64 + st.cand_vc[c]
-        if selection == OCCUPANCY:
+        # round-robin: the first port at or after the pointer, the lowest VC within it
+        key = distance * 64 + st.cand[c, CAND_VC]
+        if selection == OCCUPANCY:  # the lowest level first, low occupancy first within it
             high = 1 if credit < st.cfg[LOW] else 0
-            key += (st.ov_level[ov] * 2 + high) * n_ports * 64
+            key += (out[OV_LEVEL] * 2 + high) * n_ports * 64
         if best < 0 or key < best_key:
             best = ov
             best_key = key
@@ -451,57 +411,57 @@ def _select(st, s: int, gp: int, iv: int) -> int:
 
 
 @njit(cache=True)
-def _allocate(st, s: int, req: np.ndarray, rr_in: np.ndarray, rr_out: np.ndarray, g_gp, g_v, g_ov):
-    """Steps 3 and 4 on the requests ``req`` (an output VC or -1 per input VC) and the pointers
-    ``rr_in`` and ``rr_out``, once per iteration: the grants into ``g_*``, their count back."""
-    base = st.sw_port0[s]
-    n_ports = st.sw_nports[s]
+def _allocate(st, s: int, req: int, rr_in: int, rr_out: int, grant: int) -> int:
+    """Steps 3 and 4 on the requests in column ``req`` of ``st.iv`` (an output VC or -1) and the
+    pointers in columns ``rr_in`` and ``rr_out`` of ``st.gp``, once per iteration: the grants
+    into columns ``grant`` to ``grant + 2`` of ``st.grants``, their count back."""
+    base = st.sw[s, SW_PORT0]
+    n_ports = st.sw[s, SW_NPORTS]
+    scratch = st.scratch
     for p in range(n_ports):
-        st.matched_in[p] = 0
-        st.matched_out[p] = 0
+        scratch[p, MATCHED_IN] = 0
+        scratch[p, MATCHED_OUT] = 0
     granted = 0
     for _ in range(st.cfg[ITERATIONS]):
         for o in range(n_ports):
-            st.best[o] = -1
+            scratch[o, BEST] = -1
         picked = False
         for p in range(n_ports):
-            st.pick_v[p] = -1
-            if st.matched_in[p]:
+            scratch[p, PICK_V] = -1
+            if scratch[p, MATCHED_IN]:
                 continue
-            gp = base + p
-            n = st.port_niv[gp]
-            iv0 = st.port_iv0[gp]
+            port = st.gp[base + p]
+            n = port[GP_NIV]
             for k in range(n):
-                v = (rr_in[gp] + k) % n
-                target = req[iv0 + v]
+                v = (port[rr_in] + k) % n
+                target = st.iv[port[GP_IV0] + v, req]
                 if target < 0:
                     continue
-                o = st.ov_local[target]
-                if st.matched_out[o]:
+                o = st.ov[target, OV_PORT]
+                if scratch[o, MATCHED_OUT]:
                     continue
-                st.pick_v[p] = v
-                st.pick_o[p] = o
-                distance = p - rr_out[base + o]
+                scratch[p, PICK_V] = v
+                distance = p - st.gp[base + o, rr_out]
                 if distance < 0:
                     distance += n_ports
-                if st.best[o] < 0 or distance < st.best_d[o]:
-                    st.best[o] = p
-                    st.best_d[o] = distance
+                if scratch[o, BEST] < 0 or distance < scratch[o, BEST_D]:
+                    scratch[o, BEST] = p
+                    scratch[o, BEST_D] = distance
                 picked = True
                 break
         if not picked:
             break
         for o in range(n_ports):
-            p = st.best[o]
+            p = scratch[o, BEST]
             if p < 0:
                 continue
-            v = st.pick_v[p]
-            g_gp[granted] = base + p
-            g_v[granted] = v
-            g_ov[granted] = req[st.port_iv0[base + p] + v]
+            v = scratch[p, PICK_V]
+            st.grants[granted, grant] = base + p
+            st.grants[granted, grant + 1] = v
+            st.grants[granted, grant + 2] = st.iv[st.gp[base + p, GP_IV0] + v, req]
             granted += 1
-            st.matched_in[p] = 1
-            st.matched_out[o] = 1
+            scratch[p, MATCHED_IN] = 1
+            scratch[o, MATCHED_OUT] = 1
     return granted
 
 
@@ -509,14 +469,16 @@ def _allocate(st, s: int, req: np.ndarray, rr_in: np.ndarray, rr_out: np.ndarray
 def _leaving(st, iv: int):
     """Flits the front of input VC ``iv`` takes out of its FIFO when it crosses (a routed head:
     itself and the surplus head flits behind it), and whether they end the packet."""
-    front = _front(st, iv)
+    depth = st.cfg[DEPTH]
+    row = st.iv[iv]
+    front = _at(st.buf, row, iv, 0, depth)
     slot, index = front >> 16, front & 0xFFFF
-    if index != 0 or st.pk_hf[slot] == 1:
-        return 1, _is_tail(st, front)
-    leaving = 1 + st.pk_hf[slot] - st.dec_next_hf[st.decision[iv]]
+    if index != 0 or st.pk[slot, PK_HF] == 1:
+        return 1, _is_tail(st.pk, front)
+    leaving = 1 + st.pk[slot, PK_HF] - st.dec[row[DECISION], DEC_NEXT_HF]
     tail = False
     for k in range(leaving):
-        tail = tail or _is_tail(st, _at(st, iv, k))
+        tail = tail or _is_tail(st.pk, _at(st.buf, row, iv, k, depth))
     return leaving, tail
 
 
@@ -527,32 +489,33 @@ def _stage_picks(st, s: int) -> bool:
     becomes the staged pick and the pointer moves past it. The requests become last cycle's
     staged picks, which the output stage grants or drops. Whether some port picked."""
     any_pick = False
-    for gp in range(st.sw_port0[s], st.sw_port0[s] + st.sw_nports[s]):
-        n = st.port_niv[gp]
-        iv0 = st.port_iv0[gp]
-        staged = st.staged_v[gp]
+    for gp in range(st.sw[s, SW_PORT0], st.sw[s, SW_PORT0] + st.sw[s, SW_NPORTS]):
+        port = st.gp[gp]
+        n, iv0 = port[GP_NIV], port[GP_IV0]
+        staged = port[STAGED_V]
         excluded = -1
         if staged >= 0:
             leaving, tail = _leaving(st, iv0 + staged)
-            if st.buf_cnt[iv0 + staged] <= leaving or st.credit[st.staged_ov[gp]] < 2 or tail:
+            credit = st.ov[port[STAGED_OV], CREDIT]
+            if st.iv[iv0 + staged, IV_CNT] <= leaving or credit < 2 or tail:
                 excluded = staged
         pick = -1
         for k in range(n):
-            v = (st.rr_in[gp] + k) % n
-            if v != excluded and st.req[iv0 + v] >= 0:
+            v = (port[RR_IN] + k) % n
+            if v != excluded and st.iv[iv0 + v, REQ] >= 0:
                 pick = v
                 break
         pick_ov = -1
         if pick >= 0:
-            st.rr_in[gp] = (pick + 1) % n
-            pick_ov = st.req[iv0 + pick]
+            port[RR_IN] = (pick + 1) % n
+            pick_ov = st.iv[iv0 + pick, REQ]
             any_pick = True
         for v in range(n):
-            st.req[iv0 + v] = -1
+            st.iv[iv0 + v, REQ] = -1
         if staged >= 0:
-            st.req[iv0 + staged] = st.staged_ov[gp]
-        st.staged_v[gp] = pick
-        st.staged_ov[gp] = pick_ov
+            st.iv[iv0 + staged, REQ] = port[STAGED_OV]
+        port[STAGED_V] = pick
+        port[STAGED_OV] = pick_ov
     return any_pick
 
 
@@ -562,28 +525,28 @@ def _vc_stage_picks(st, s: int) -> bool:
     output VC at or after its VC-allocation pointer, other than last cycle's staged head; the
     requests become last cycle's staged heads. Whether some port picked or had one staged."""
     any_pick = False
-    for gp in range(st.sw_port0[s], st.sw_port0[s] + st.sw_nports[s]):
-        n = st.port_niv[gp]
-        iv0 = st.port_iv0[gp]
-        staged = st.vstaged_v[gp]
+    for gp in range(st.sw[s, SW_PORT0], st.sw[s, SW_PORT0] + st.sw[s, SW_NPORTS]):
+        port = st.gp[gp]
+        n, iv0 = port[GP_NIV], port[GP_IV0]
+        staged = port[VSTAGED_V]
         pick = -1
         for k in range(n):
-            v = (st.va_in[gp] + k) % n
-            if v != staged and st.vreq[iv0 + v] >= 0:
+            v = (port[VA_IN] + k) % n
+            if v != staged and st.iv[iv0 + v, VREQ] >= 0:
                 pick = v
                 break
         pick_ov = -1
         if pick >= 0:
-            st.va_in[gp] = (pick + 1) % n
-            pick_ov = st.vreq[iv0 + pick]
+            port[VA_IN] = (pick + 1) % n
+            pick_ov = st.iv[iv0 + pick, VREQ]
             any_pick = True
         for v in range(n):
-            st.vreq[iv0 + v] = -1
+            st.iv[iv0 + v, VREQ] = -1
         if staged >= 0:
-            st.vreq[iv0 + staged] = st.vstaged_ov[gp]
+            st.iv[iv0 + staged, VREQ] = port[VSTAGED_OV]
             any_pick = True
-        st.vstaged_v[gp] = pick
-        st.vstaged_ov[gp] = pick_ov
+        port[VSTAGED_V] = pick
+        port[VSTAGED_OV] = pick_ov
     return any_pick
 
 
@@ -591,115 +554,145 @@ def _vc_stage_picks(st, s: int) -> bool:
 def _drop_surplus(st, iv: int, slot: int) -> None:
     """A crossing head takes out of its FIFO the head flits its next head no longer needs,
     returning their credits with its own; if they held the tail, the head ends the packet."""
-    heads = st.pk_hf[slot]
+    pk = st.pk[slot]
+    heads = pk[PK_HF]
     if heads == 1:
         return
-    keep = st.dec_next_hf[st.decision[iv]]
+    keep = st.dec[st.iv[iv, DECISION], DEC_NEXT_HF]
     for _ in range(heads - keep):
         dropped = _pop(st, iv)
         index = dropped & 0xFFFF
-        if st.cfg[CHECKS] and ((dropped >> 16) != slot or not 0 < index < st.pk_hf0[slot]):
-            _fail(st, np.int64(SURPLUS), slot)
-        if _is_tail(st, dropped):
-            st.pk_htail[slot] = 1
+        if st.cfg[CHECKS] and ((dropped >> 16) != slot or not 0 < index < pk[PK_HF0]):
+            _fail(st.sc, SURPLUS, slot)
+        if _is_tail(st.pk, dropped):
+            pk[PK_HTAIL] = 1
         _send_credit(st, iv)
         st.sc[IN_NETWORK] -= 1
-    st.pk_hf[slot] = keep
+    pk[PK_HF] = keep
 
 
 @njit(cache=True)
-def _switch_cycle(st, s: int) -> bool:
-    """Steps 1 to 5 at switch ``s`` (with the VC allocation and split stages of ``stages`` 3
-    to 5); whether anything happened (a flit moved, a head was routed, acquired or staged)."""
-    cfg = st.cfg
-    vc_stage = cfg[VC_STAGE] != 0
-    base = st.sw_port0[s]
-    n_ports = st.sw_nports[s]
+def _requests(st, s: int) -> bool:
+    """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
+    vc_stage = st.cfg[VC_STAGE] != 0
+    depth = st.cfg[DEPTH]
     routed = False
-    for gp in range(base, base + n_ports):
-        iv0 = st.port_iv0[gp]
-        for iv in range(iv0, iv0 + st.port_niv[gp]):
-            st.req[iv] = -1
-            st.vreq[iv] = -1
-            if st.buf_cnt[iv] == 0:
+    base = st.sw[s, SW_PORT0]
+    for gp in range(base, base + st.sw[s, SW_NPORTS]):
+        iv0 = st.gp[gp, GP_IV0]
+        for iv in range(iv0, iv0 + st.gp[gp, GP_NIV]):
+            row = st.iv[iv]
+            row[REQ] = -1
+            row[VREQ] = -1
+            if row[IV_CNT] == 0:
                 continue
-            target = st.assign[iv]
+            target = row[ASSIGN]
             if target < 0:
-                slot = _front(st, iv) >> 16
-                if st.decision[iv] >= 0 or st.buf_cnt[iv] >= st.pk_hf[slot]:
+                slot = _at(st.buf, row, iv, 0, depth) >> 16
+                if row[DECISION] >= 0 or row[IV_CNT] >= st.pk[slot, PK_HF]:
                     target = _select(st, s, gp, iv)
                     if target == -2:
                         routed = True
                         target = -1
                 if vc_stage:
-                    st.vreq[iv] = target
+                    row[VREQ] = target
                     continue
-            elif st.credit[target] == 0:
+            elif st.ov[target, CREDIT] == 0:
                 target = -1
-            st.req[iv] = target
-    staged = False
-    if cfg[SPLIT]:
-        staged = _stage_picks(st, s)
-    granted = _allocate(st, s, st.req, st.rr_in, st.rr_out, st.g_gp, st.g_v, st.g_ov)
+            row[REQ] = target
+    return routed
+
+
+@njit(cache=True)
+def _acquire(st, s: int) -> int:
+    """VC allocation (stages 3 to 5): the heads that won an output VC take it; with stage 5's
+    re-check only if it is still free. Returns how many took one."""
+    cfg = st.cfg
+    base = st.sw[s, SW_PORT0]
+    n_ports = st.sw[s, SW_NPORTS]
+    won = _allocate(st, s, VREQ, VA_IN, VA_OUT, A_GP)
     acquired = 0
-    if cfg[VC_SPLIT]:
-        staged = _vc_stage_picks(st, s) or staged
-    if vc_stage:
-        won = _allocate(st, s, st.vreq, st.va_in, st.va_out, st.a_gp, st.a_v, st.a_ov)
-        for k in range(won):
-            gp, v, ov = st.a_gp[k], st.a_v[k], st.a_ov[k]
-            p, o = gp - base, st.ov_local[ov]
-            if cfg[VC_SPLIT]:
-                # the VC output stage's grant moves its pointer, but takes the output VC only
-                # if it is still free: another head may have acquired it last cycle
-                st.va_out[base + o] = (p + 1) % n_ports
-                if st.owner[ov] >= 0:
-                    continue
-                if cfg[EMPTY_ADAPTIVE] and st.ov_adaptive[ov] and st.credit[ov] != cfg[DEPTH]:
-                    continue
-            iv = st.port_iv0[gp] + v
-            st.assign[iv] = ov
-            st.owner[ov] = iv
-            st.rr_sel[gp] = (o + 1) % n_ports
-            if not cfg[VC_SPLIT]:
-                st.va_in[gp] = (v + 1) % st.port_niv[gp]
-            st.va_out[base + o] = (p + 1) % n_ports
-            acquired += 1
-    if granted == 0:
-        return routed or acquired > 0 or staged
+    for k in range(won):
+        gp, v, ov = st.grants[k, A_GP], st.grants[k, A_V], st.grants[k, A_OV]
+        p, o = gp - base, st.ov[ov, OV_PORT]
+        if cfg[VC_SPLIT]:
+            # the VC output stage's grant moves its pointer, but takes the output VC only if
+            # it is still free: another head may have acquired it last cycle
+            st.gp[base + o, VA_OUT] = (p + 1) % n_ports
+            if st.ov[ov, OWNER] >= 0:
+                continue
+            if cfg[EMPTY_ADAPTIVE] and st.ov[ov, OV_ADAPTIVE] and st.ov[ov, CREDIT] != cfg[DEPTH]:
+                continue
+        iv = st.gp[gp, GP_IV0] + v
+        st.iv[iv, ASSIGN] = ov
+        st.ov[ov, OWNER] = iv
+        st.gp[gp, RR_SEL] = (o + 1) % n_ports
+        if not cfg[VC_SPLIT]:  # else it moved when the VC input stage picked
+            st.gp[gp, VA_IN] = (v + 1) % st.gp[gp, GP_NIV]
+        st.gp[base + o, VA_OUT] = (p + 1) % n_ports
+        acquired += 1
+    return acquired
+
+
+@njit(cache=True)
+def _traverse(st, s: int, granted: int) -> None:
+    """Step 5: every granted flit leaves its FIFO and crosses; credits go upstream."""
+    cfg = st.cfg
+    vc_stage = cfg[VC_STAGE] != 0
+    base = st.sw[s, SW_PORT0]
+    n_ports = st.sw[s, SW_NPORTS]
     for k in range(granted):
-        gp, v, ov = st.g_gp[k], st.g_v[k], st.g_ov[k]
-        p, o = gp - base, st.ov_local[ov]
-        iv = st.port_iv0[gp] + v
+        gp, v, ov = st.grants[k, G_GP], st.grants[k, G_V], st.grants[k, G_OV]
+        p, o = gp - base, st.ov[ov, OV_PORT]
+        iv = st.gp[gp, GP_IV0] + v
         flit = _pop(st, iv)
         slot = flit >> 16
-        st.credit[ov] -= 1
-        if flit & 0xFFFF == 0:
+        st.ov[ov, CREDIT] -= 1
+        if flit & 0xFFFF == 0:  # a head
             _drop_surplus(st, iv, slot)
             if not vc_stage:
-                st.assign[iv] = ov
-                st.owner[ov] = iv
-                st.rr_sel[gp] = (o + 1) % n_ports
-            st.pk_head[slot] = st.dec_next_head[st.decision[iv]]
-            st.decision[iv] = -1
+                st.iv[iv, ASSIGN] = ov
+                st.ov[ov, OWNER] = iv
+                st.gp[gp, RR_SEL] = (o + 1) % n_ports
+            st.pk[slot, PK_HEAD] = st.dec[st.iv[iv, DECISION], DEC_NEXT_HEAD]
+            st.iv[iv, DECISION] = -1
             if cfg[PATHS]:
                 n = st.sc[N_PATH_LOG]
-                st.pl_slot[n] = slot
-                st.pl_sw[n] = s
-                st.pl_port[n] = o
+                st.pl[n, PL_SLOT] = slot
+                st.pl[n, PL_SW] = s
+                st.pl[n, PL_PORT] = o
                 st.sc[N_PATH_LOG] = n + 1
-        if _is_tail(st, flit):
-            st.assign[iv] = -1
-            st.owner[ov] = -1
-        if not cfg[SPLIT]:
-            st.rr_in[gp] = (v + 1) % st.port_niv[gp]
-        st.rr_out[base + o] = (p + 1) % n_ports
-        target = st.ov_dst[ov]
+        if _is_tail(st.pk, flit):
+            st.iv[iv, ASSIGN] = -1
+            st.ov[ov, OWNER] = -1
+        if not cfg[SPLIT]:  # else it moved when the input stage picked
+            st.gp[gp, RR_IN] = (v + 1) % st.gp[gp, GP_NIV]
+        st.gp[base + o, RR_OUT] = (p + 1) % n_ports
+        target = st.ov[ov, OV_DST]
         if target >= 0:
             _send_flit(st, 0, target, flit)
         else:
             _send_flit(st, 2, -1 - target, flit)
         _send_credit(st, iv)
+
+
+@njit(cache=True)
+def _switch_cycle(st, s: int) -> bool:
+    """Steps 1 to 5 at switch ``s``, with the VC allocation and split stages of ``stages`` 3 to
+    5; whether anything happened (a flit moved, a head was routed, acquired or staged)."""
+    cfg = st.cfg
+    routed = _requests(st, s)
+    staged = False
+    if cfg[SPLIT]:
+        staged = _stage_picks(st, s)
+    granted = _allocate(st, s, REQ, RR_IN, RR_OUT, G_GP)
+    if cfg[VC_SPLIT]:
+        staged = _vc_stage_picks(st, s) or staged
+    acquired = _acquire(st, s) if cfg[VC_STAGE] else 0
+    if granted == 0:
+        return routed or acquired > 0 or staged
+    _traverse(st, s, granted)
     return True
 
 
@@ -715,33 +708,33 @@ def _mix64(x):
 
 
 @njit(cache=True)
-def _ready(st, endpoint: int, which: int, cycle: int) -> bool:
-    x = st.stall[0]
-    x ^= np.uint64(endpoint) << np.uint64(40)
+def _ready(stall: np.ndarray, endpoint: int, which: int, cycle: int) -> bool:
+    """:class:`~zfabric.sim.model.EjectStalls`' draw: ``stall`` holds its base and threshold."""
+    x = stall[0] ^ (np.uint64(endpoint) << np.uint64(40))
     x ^= np.uint64(which) << np.uint64(32)
     x ^= np.uint64(cycle)
-    return (_mix64(x) >> np.uint64(32)) >= st.stall[1]
+    return (_mix64(x) >> np.uint64(32)) >= stall[1]
 
 
 @njit(cache=True)
 def _deliver(st, endpoint: int, flit: int) -> None:
     slot, index = flit >> 16, flit & 0xFFFF
-    carries = index == 0 or index >= st.pk_hf0[slot]  # a head flit behind the first: stripped
+    pk = st.pk[slot]
+    carries = index == 0 or index >= pk[PK_HF0]  # a head flit behind the first: stripped
     if st.cfg[CHECKS]:
-        if endpoint != st.pk_dst[slot]:
-            _fail(st, np.int64(WRONG_ENDPOINT), slot)
-        if carries and max(0, index - st.pk_hf0[slot] + 1) != st.pk_done[slot]:
-            _fail(st, np.int64(OUT_OF_ORDER), slot)
+        if endpoint != pk[PK_DST]:
+            _fail(st.sc, WRONG_ENDPOINT, slot)
+        if carries and max(0, index - pk[PK_HF0] + 1) != pk[PK_DONE]:
+            _fail(st.sc, OUT_OF_ORDER, slot)
     if carries:
-        st.pk_done[slot] += 1
+        pk[PK_DONE] += 1
     st.sc[IN_NETWORK] -= 1
-    if _is_tail(st, flit):
-        st.pk_delivered[slot] = st.sc[CYCLE]
+    if _is_tail(st.pk, flit):
+        pk[PK_DELIVERED] = st.sc[CYCLE]
         st.sc[DELIVERED] += 1
-        st.dl_slot[st.sc[N_DELIVERED_LOG]] = slot
+        st.dl[st.sc[N_DELIVERED_LOG]] = slot
         st.sc[N_DELIVERED_LOG] += 1
-        if st.pk_watched[slot]:
-            st.sc[WATCHED] -= 1
+        st.sc[WATCHED] -= pk[PK_WATCHED]
 
 
 @njit(cache=True)
@@ -753,92 +746,92 @@ def _take(st) -> bool:
     depth = st.cfg[DEPTH]
     n = st.cfg[EJ_VCS]
     active = False
-    for ga in range(st.ga_cnt.shape[0]):
-        if st.ga_cnt[ga] == 0:
+    for g in range(st.ga.shape[0]):
+        ga = st.ga[g]
+        if ga[GA_CNT] == 0:
             continue
-        vc = st.presenting[ga]
+        vc = ga[PRESENTING]
         if vc < 0:
             for k in range(n):
-                vc = (st.eject_ptr[ga] + k) % n
-                if st.rb_cnt[ga * n + vc] > 0:
+                vc = (ga[EJECT_PTR] + k) % n
+                if st.rbs[g * n + vc, RB_CNT] > 0:
                     break
-            st.presenting[ga] = vc
-            st.eject_ptr[ga] = (vc + 1) % n
-        rb = ga * n + vc
-        if st.rb_cnt[rb] == 0:
+            ga[PRESENTING] = vc
+            ga[EJECT_PTR] = (vc + 1) % n
+        rb = st.rbs[g * n + vc]
+        if rb[RB_CNT] == 0:
             continue  # the presented packet's next flit is still on its way
         active = True
-        flit = st.rb[rb * depth + st.rb_head[rb]]
-        endpoint = st.ga_ep[ga]
-        if st.cfg[STALLS] and not _hidden(st, flit):
-            if not _ready(st, endpoint, st.ga_which[ga], st.sc[CYCLE]):
+        flit = st.rb[(g * n + vc) * depth + rb[RB_HEAD]]
+        endpoint = ga[GA_EP]
+        if st.cfg[STALLS] and not _hidden(st.pk, flit):
+            if not _ready(st.stall, endpoint, ga[GA_WHICH], st.sc[CYCLE]):
                 continue
-        st.rb_head[rb] = (st.rb_head[rb] + 1) % depth
-        st.rb_cnt[rb] -= 1
-        st.ga_cnt[ga] -= 1
-        if _is_tail(st, flit):
-            st.presenting[ga] = -1
-        st.credit[st.ga_ov0[ga] + vc] += 1
+        rb[RB_HEAD] = (rb[RB_HEAD] + 1) % depth
+        rb[RB_CNT] -= 1
+        ga[GA_CNT] -= 1
+        if _is_tail(st.pk, flit):
+            ga[PRESENTING] = -1
+        st.ov[ga[GA_OV0] + vc, CREDIT] += 1
         _deliver(st, endpoint, flit)
     return active
 
 
 @njit(cache=True)
 def _end_of_cycle(st) -> bool:
-    """Flits on the wires land, users take flits, credits land; the wires' phases swap."""
+    """Flits on the wires land, users take flits, credits land; the wires' phases swap.
+    Whether a user took a flit or held a presented one back."""
     depth = st.cfg[DEPTH]
     n_ej = st.cfg[EJ_VCS]
     landing = st.sc[PHASE]
     checks = st.cfg[CHECKS]
     for k in range(st.wf_n[landing]):
-        kind, target, flit = (
-            st.wf_kind[landing, k],
-            st.wf_target[landing, k],
-            st.wf_flit[landing, k],
-        )
+        kind = st.wf[landing, k, WF_KIND]
+        target = st.wf[landing, k, WF_TARGET]
+        flit = st.wf[landing, k, WF_FLIT]
         if kind == 2:
-            rb = target
-            if checks and st.rb_cnt[rb] >= depth:
-                _fail(st, np.int64(RECEIVE_OVER), rb)
+            rb = st.rbs[target]
+            if checks and rb[RB_CNT] >= depth:
+                _fail(st.sc, RECEIVE_OVER, target)
                 continue
-            st.rb[rb * depth + (st.rb_head[rb] + st.rb_cnt[rb]) % depth] = flit
-            st.rb_cnt[rb] += 1
-            st.ga_cnt[rb // n_ej] += 1
+            st.rb[target * depth + (rb[RB_HEAD] + rb[RB_CNT]) % depth] = flit
+            rb[RB_CNT] += 1
+            st.ga[target // n_ej, GA_CNT] += 1
             continue
         if kind == 0 and flit & 0xFFFF == 0:
-            st.pk_hops[flit >> 16] += 1
-        iv = target
-        if checks and st.buf_cnt[iv] >= depth:
-            _fail(st, np.int64(FIFO_OVER), iv)
+            st.pk[flit >> 16, PK_HOPS] += 1
+        row = st.iv[target]
+        if checks and row[IV_CNT] >= depth:
+            _fail(st.sc, FIFO_OVER, target)
             continue
-        st.buf[iv * depth + (st.buf_head[iv] + st.buf_cnt[iv]) % depth] = flit
-        st.buf_cnt[iv] += 1
-        st.sw_cnt[st.iv_sw[iv]] += 1
+        st.buf[target * depth + (row[IV_HEAD] + row[IV_CNT]) % depth] = flit
+        row[IV_CNT] += 1
+        st.sw[row[IV_SW], SW_CNT] += 1
         st.sc[BUSY] += 1
     user = _take(st)
     for k in range(st.wc_n[landing]):
-        target = st.wc_target[landing, k]
+        target = st.wc[landing, k]
         if target < 0:
             st.inj_credit[-1 - target] += 1
             continue
-        st.credit[target] += 1
-        if checks and st.credit[target] > depth:
-            _fail(st, np.int64(CREDIT_OVER), target)
+        st.ov[target, CREDIT] += 1
+        if checks and st.ov[target, CREDIT] > depth:
+            _fail(st.sc, CREDIT_OVER, target)
     st.wf_n[landing] = 0
     st.wc_n[landing] = 0
     st.sc[PHASE] = 1 - landing
     return user
 
 
-# ---- whole cycles --------------------------------------------------------------------------
+# ---- whole cycles ----------------------------------------------------------------------------
 
 
 @njit(cache=True)
-def step(st) -> None:
+def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
     moved = _inject(st)
-    for s in range(st.sw_port0.shape[0]):
-        if st.sw_cnt[s] > 0 and _switch_cycle(st, s):
+    for s in range(st.sw.shape[0]):
+        if st.sw[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
     landing = st.sc[PHASE]
     # flits or credits on the wires this cycle land at its end: that is activity too
@@ -858,14 +851,14 @@ def run(st, until: int, settle_after: int) -> int:
     watched packet delivered from ``settle_after`` on (-1: never), logs that could overflow in
     one more cycle, a broken invariant."""
     every = st.cfg[WATCH_EVERY]
-    room_deliveries = st.dl_slot.shape[0] - st.ga_cnt.shape[0]
-    room_paths = st.pl_slot.shape[0] - st.owner.shape[0]
+    room_deliveries = st.dl.shape[0] - st.ga.shape[0]
+    room_paths = st.pl.shape[0] - st.ov.shape[0]
     while st.sc[CYCLE] < until:
         if st.sc[N_DELIVERED_LOG] > room_deliveries or st.sc[N_PATH_LOG] > room_paths:
             return LOGS
         if _lookups(st) > 0:
             return MISS
-        step(st)
+        _step(st)
         if st.sc[ERROR] != 0:
             return INVARIANT
         cycle = st.sc[CYCLE]

@@ -175,6 +175,14 @@ class Switch(wiring.Component):
         per flit, a switch input a head's surplus with it."""
         return 1 if self._ports.local[port] else (1 + self._surplus).bit_length()
 
+    def _atomic(self, port: int) -> tuple[bool, ...]:
+        """Per VC of output ``port``: taken only when empty (the route row's ``atomic``)."""
+        atomic = self._routes.atomic
+        if not atomic:
+            return ()
+        base = sum(self._ports.vcs[:port])
+        return atomic[base : base + self._ports.vcs[port]]
+
     def _build_parts(self):
         if self._parts is None:
             layout, ports, depth = self._flit_layout, self._ports, self._buffer_depth
@@ -199,6 +207,7 @@ class Switch(wiring.Component):
                         second=self._router.stages >= 4,
                         low=self._router.selection == "occupancy",
                         credit_width=self._credit_width(port),
+                        atomic=self._atomic(port),
                     )
                     for port, n in enumerate(ports.vcs)
                 ],

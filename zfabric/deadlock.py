@@ -28,6 +28,13 @@ gave it, and the 1995 paper's cross dependencies cannot arise), R is deadlock-fr
   (cj ∈ R1(ci, d)) or *indirectly*, after adaptive channels ck1 .. ckm ∉ C1 with ck1 ∈ R(ci, d),
   ck(l+1) ∈ R(ckl, d) and cj ∈ R1(ckm, d) (a wormhole packet still holds ci there).
 
+The theorem assumes that a buffer holds flits of one packet at a time, so that a packet on an
+adaptive channel reaches that buffer's front, where R1 is offered; the switch keeps it by giving
+a head an adaptive VC only when that VC's downstream buffer is empty
+(:meth:`~zfabric.routing.base.RoutingFunction.atomic`, docs/microarchitecture.md step 2). Escape
+channels need no such care: a packet queued behind another in an escape buffer waits on a
+packet whose own requests are edges of the same graph.
+
 The walk computes both at once: a state's "outs" are the escape channels it may request next,
 directly or through adaptive channels, so with every channel escape the extended CDG is the
 CDG and the deterministic proof is unchanged.

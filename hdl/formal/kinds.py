@@ -88,6 +88,8 @@ class ProofKind:
     #: output port the bits of the credit count it receives (1: a pulse)
     max_skip: int = 0
     out_credit: tuple[int, ...] = ()
+    #: per output port, per VC: taken only when empty (an adaptive VC; empty: none is)
+    out_atomic: tuple[tuple[bool, ...], ...] = ()
     #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
     shared_data: bool = True
     switches: tuple[str, ...] = field(compare=False, default=())
@@ -169,6 +171,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             max_skip=switch.input_units[0]._max_skip,
             shared_data=switch.input_units[0]._shared_data,
             out_credit=tuple(unit.link.signature.credit_width for unit in switch.output_units),
+            out_atomic=tuple(unit._atomic for unit in switch.output_units),
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -337,27 +340,34 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             ),
         ]
     widths = kind.out_credit or (1,) * len(kind.out_vcs)
-    for n, width in sorted(set(zip(kind.out_vcs, widths, strict=True))):
-        unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b}" + (
-            f", credit counts of {width} bits)" if width > 1 else ")"
-        )
+    atomics = kind.out_atomic or ((),) * len(kind.out_vcs)
+    for n, width, atomic in sorted(set(zip(kind.out_vcs, widths, atomics, strict=True))):
+        unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b}"
+        if width > 1:
+            unit += f", credit counts of {width} bits"
+        if atomic:
+            adaptive = ",".join(str(vc) for vc, a in enumerate(atomic) if a)
+            unit += f", VC {adaptive} free only when empty"
+        unit += ")"
         found.append(
             Property(
                 unit,
                 "credits and owners",
                 "per VC: receiver holds <= B, credits + link + held = B, ready = credit != 0, "
                 + ("spare2 and keep2 = two credits next cycle, " if kind.split else "")
-                + "owner set by a head (or acquire), released by the tail",
+                + "owner set by a head (or acquire), released by the tail"
+                + (", an adaptive VC free only with every credit home" if atomic else ""),
                 "output credits",
-                lambda n=n, width=width: OutputUnitHarness(
+                lambda n=n, width=width, atomic=atomic: OutputUnitHarness(
                     n_vcs=n,
                     buffer_depth=b,
                     acquire=kind.pipelined,
                     second=kind.split,
                     credit_width=width,
+                    atomic=atomic,
                     state=True,
                 ),
-                ("output", n, b, kind.pipelined, kind.split, width),
+                ("output", n, b, kind.pipelined, kind.split, width, atomic),
             )
         )
     settings = {

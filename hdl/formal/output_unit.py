@@ -30,7 +30,8 @@ Properties (assertions), per output VC:
   count is two or more if this one spends a credit (in a cycle with a credit to spend: the
   allocator reads it only when a flit goes), and if it does not;
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
-  tail; a single flit leaves it free).
+  tail; a single flit leaves it free); for an ``atomic`` VC (an adaptive one) also while any
+  credit is out: free means no owner and nothing in the receiver, on the link or coming back.
 
 With ``state`` the harness also reads the unit's counters, credit-nonzero flags and owner bits
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts they equal the reference ones: that
@@ -64,6 +65,7 @@ class OutputUnitHarness(wiring.Component):
         second: bool = False,
         state: bool = False,
         credit_width: int = 1,
+        atomic: tuple[bool, ...] = (),
         unit_class: type = OutputUnit,
     ):
         self._layout = FlitLayout(
@@ -72,6 +74,7 @@ class OutputUnitHarness(wiring.Component):
         self._n_vcs, self._depth, self._unit_class = n_vcs, buffer_depth, unit_class
         self._acquire, self._second, self._state = acquire, second, state
         self._credit_width = credit_width
+        self._atomic = atomic
         super().__init__(
             {
                 "send": In(1),
@@ -93,6 +96,7 @@ class OutputUnitHarness(wiring.Component):
             acquire=self._acquire,
             second=self._second,
             credit_width=self._credit_width,
+            atomic=self._atomic,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -151,7 +155,9 @@ class OutputUnitHarness(wiring.Component):
                 Assert(unit.ready[vc] == (credits != 0)),
                 # the next count if this cycle spends a credit whenever it has one
                 Assert(unit.spare[vc] == (credits + pulse - (credits != 0) != 0)),
-                Assert(unit.free[vc] == ~owned),
+                Assert(unit.free[vc] == (~owned & (held == 0) & ~arrives))
+                if self._atomic and self._atomic[vc]
+                else Assert(unit.free[vc] == ~owned),
                 *(
                     [
                         # read only in a cycle that sends, so with a credit (a count of two

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Mux, Signal, Value
+from collections.abc import Sequence
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -43,6 +45,10 @@ class OutputUnit(wiring.Component):
         Bits of the link's credit count per VC (:class:`~zfabric.hdl.flit.LinkSignature`):
         wider than 1 where the downstream input returns a head's surplus head flits' credits
         with its own.
+    atomic : sequence of bool
+        Per VC, whether it is free only when empty too (an adaptive VC of an adaptive routing,
+        docs/microarchitecture.md step 2): no owner and its credit counter at
+        ``buffer_depth``. Empty: no VC waits for that.
 
     Members
     -------
@@ -58,7 +64,7 @@ class OutputUnit(wiring.Component):
         take it from the allocator's staged picks, off the crossbar's path).
     link : ``Out(LinkSignature(flit_layout, n_vcs))``
     free : ``Out(n_vcs)``
-        Bit ``w``: output VC ``w`` has no owner.
+        Bit ``w``: output VC ``w`` has no owner (and, if it is ``atomic``, every credit).
     ready : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has a credit.
     spare : ``Out(n_vcs)``
@@ -87,12 +93,17 @@ class OutputUnit(wiring.Component):
         second: bool = False,
         low: bool = False,
         credit_width: int = 1,
+        atomic: Sequence[bool] = (),
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
         if not isinstance(buffer_depth, int) or buffer_depth < 1:
             raise TypeError(f"buffer_depth must be a positive integer, not {buffer_depth!r}")
         self._n_vcs = n_vcs
+        atomic = tuple(bool(a) for a in atomic)
+        if atomic and len(atomic) != n_vcs:
+            raise ValueError(f"atomic must have {n_vcs} entries, not {len(atomic)}")
+        self._atomic = atomic if any(atomic) else ()
         self._buffer_depth = buffer_depth
         self._acquire = bool(acquire)
         self._second = bool(second)
@@ -121,7 +132,7 @@ class OutputUnit(wiring.Component):
         ]
         kind = flit.kind.as_value()
         owned = Signal(self._n_vcs)
-        m.d.comb += self.free.eq(~owned)
+        empty = []  # per VC: no condition beyond the owner, or every credit home
         for vc in range(self._n_vcs):
             sent = self.sent[vc]
             with m.If(self.acquire[vc] if self._acquire else sent & kind[0]):
@@ -133,6 +144,8 @@ class OutputUnit(wiring.Component):
             )
             pulse = self.link.credit[vc]
             m.d.sync += credit.eq(credit - sent + pulse)
+            atomic = bool(self._atomic) and self._atomic[vc]
+            empty.append(credit == self._buffer_depth if atomic else Const(1, 1))
             # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
             # a register rather than a comparison at the start of its long path
             nonzero = Signal(name=f"nonzero{vc}", init=1)
@@ -146,6 +159,7 @@ class OutputUnit(wiring.Component):
                     self.spare2[vc].eq(_sum_above(credit, pulse, 2)),
                     self.keep2[vc].eq(_sum_above(credit, pulse, 1)),
                 ]
+        m.d.comb += self.free.eq(~owned & Cat(*empty))
         return m
 
 

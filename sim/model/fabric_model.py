@@ -258,6 +258,12 @@ class FabricModel:
             for s, ports in enumerate(self._out_vcs)
         ]
         self._low = low_occupancy(self.depth)
+        # the adaptive output VCs, taken only when empty (step 2, atomic allocation): per
+        # switch, the (port, VC)s
+        self._atomic = [
+            {(o, w) for o, n in enumerate(ports) for w in range(n) if self.routing.atomic(s, o, w)}
+            for s, ports in enumerate(self._out_vcs)
+        ]
         self._iterations = 2 if plan.router.allocator == "separable-2" else 1
         # stages 2 and 3: a head's route is computed in its first cycle at the front, used from
         # the next; stages 3: a head then acquires its output VC in a VC-allocation cycle of its
@@ -447,7 +453,7 @@ class FabricModel:
             # it is still free: another head may have acquired it last cycle
             for p, _v, o, _w in acquired:
                 self._va_out[s][o] = (p + 1) % len(bufs)
-            acquired = [(p, v, o, w) for p, v, o, w in acquired if owner[o][w] is None]
+            acquired = [(p, v, o, w) for p, v, o, w in acquired if self._free(s, o, w)]
         for p, v, o, w in acquired:
             assign[p][v] = (o, w)
             owner[o][w] = (p, v)
@@ -575,7 +581,7 @@ class FabricModel:
             (hop.port, w)
             for hop in flit.decision.hops
             for w in hop.vcs
-            if owner[hop.port][w] is None and (self._vc_stage or credit[hop.port][w] > 0)
+            if self._free(s, hop.port, w) and (self._vc_stage or credit[hop.port][w] > 0)
         ]
         if not usable:
             return None
@@ -594,6 +600,13 @@ class FabricModel:
                 c[1],
             ),
         )
+
+    def _free(self, s: int, o: int, w: int) -> bool:
+        """Output VC (o, w) can be taken by a head: it has no owner and, if it is an adaptive
+        VC, its downstream buffer is empty (every credit home)."""
+        if self._owner[s][o][w] is not None:
+            return False
+        return (o, w) not in self._atomic[s] or self._credit[s][o][w] == self.depth
 
     def _allocate(
         self,

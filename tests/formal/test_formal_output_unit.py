@@ -145,3 +145,27 @@ def test_count_as_one_caught(sby):
     # induction step fails (UNKNOWN) and `zfabric prove` falls back to bmc, which fails
     harness = OutputUnitHarness(buffer_depth=4, credit_width=2, state=True, unit_class=CountAsOne)
     assert sby(harness, "prove", 2).status in ("FAIL", "UNKNOWN")
+
+
+class TakenBeforeEmpty(OutputUnit):
+    """Planted bug: the adaptive VCs are free as soon as their owner leaves, credits out or not
+    (the switch that froze a proven HyperX)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._atomic = ()
+
+
+@pytest.mark.parametrize("acquire", [False, True])
+def test_adaptive_vc_free_only_when_empty_proven(sby, acquire):
+    harness = OutputUnitHarness(
+        n_vcs=2, buffer_depth=3, acquire=acquire, atomic=(False, True), state=True
+    )
+    result = sby(harness, "prove", 2)
+    assert result.status == "PASS", result.log
+
+
+def test_adaptive_vc_taken_before_empty_caught(sby):
+    harness = OutputUnitHarness(n_vcs=2, atomic=(False, True), unit_class=TakenBeforeEmpty)
+    result = sby(harness, "bmc", 8)
+    assert result.status == "FAIL", result.log

@@ -52,3 +52,37 @@ def test_lockstep_icarus(need_sim, cosim_dir, fabric, routing, load):
     assert report["packets"]["rtl"] == report["packets"]["model"] == report["packets"]["trace"]
     assert report["latency"]["rtl"] == report["latency"]["model"]
     assert report["drained"]
+
+
+#: the 2x2x2 HyperX that froze under ``aliod`` and ``cliod`` at ``stages`` 4 and 5 while its
+#: switches took an adaptive VC whose next buffer still held another packet's tail: past
+#: saturation, with the buffer depth that streams one flit per cycle at those stages (one case
+#: in the default run, the others under ``-m matrix``)
+TWO_CUBED = {"kind": "hyperx", "s": [2, 2, 2], "terminals": 2}
+
+
+@pytest.mark.parametrize(
+    "routing, stages",
+    [
+        ("aliod", 5),
+        pytest.param("aliod", 4, marks=pytest.mark.matrix),
+        pytest.param("cliod", 5, marks=pytest.mark.matrix),
+    ],
+    ids=["aliod-5", "aliod-4", "cliod-5"],
+)
+def test_lockstep_adaptive_hyperx_past_saturation(need_sim, cosim_dir, routing, stages):
+    spec = {
+        "name": "hx",
+        "topology": TWO_CUBED,
+        "routing": routing,
+        "router": {"stages": stages},
+        "buffer_depth": 6,
+    }
+    plan = compile_plan(load_spec(spec))
+    config = TrafficConfig(rate=0.9, packet_length=4)
+    trace = traffic_trace(plan, config, 600, seed=zlib.crc32(f"hx/{routing}/{stages}".encode()))
+    report = cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir)
+    assert report["passed"], format_report(report)
+    assert report["packets"]["rtl"] == report["packets"]["model"] == report["packets"]["trace"]
+    assert report["latency"]["rtl"] == report["latency"]["model"]
+    assert report["drained"]

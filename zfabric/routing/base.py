@@ -129,6 +129,18 @@ class RoutingFunction:
         link = self.view.out_link[switch][port]
         return int(self.adaptive and link is not None and self.is_escape(link.id, vc))
 
+    def atomic(self, switch: int, port: int, vc: int) -> bool:
+        """Whether a head may take output VC (``port``, ``vc``) of ``switch`` only when it is
+        empty (docs/microarchitecture.md, step 2): no owner and every place of the downstream
+        buffer free. True for the adaptive channels of an adaptive routing: Duato's proof
+        assumes a packet on an adaptive channel can reach that buffer's front, where the escape
+        channels are offered, so an adaptive buffer never holds flits of two packets (J. Duato,
+        "A new theory of deadlock-free adaptive routing in wormhole networks", IEEE TPDS 4(12),
+        1993, its assumption on queue allocation). Escape channels and local ports never wait
+        for that: the escape channels' dependencies are all in the proof's graph."""
+        link = self.view.out_link[switch][port]
+        return self.adaptive and link is not None and not self.is_escape(link.id, vc)
+
     def local_hop(self, switch: int, dst: int) -> Hop:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
         for attachment in self.view.plan.endpoints[dst].attachments:

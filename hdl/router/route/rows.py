@@ -63,12 +63,16 @@ class RouteRow:
     levels : tuple of int
         Per flat output VC, its priority level for occupancy selection
         (:meth:`~zfabric.routing.base.RoutingFunction.priority`); empty: all level 0.
+    atomic : tuple of bool
+        Per flat output VC, whether a head takes it only when it is empty
+        (:meth:`~zfabric.routing.base.RoutingFunction.atomic`); empty: none does.
     """
 
     identity_width = 0
     identity = 0
     one_port = False
     levels: tuple[int, ...] = ()
+    atomic: tuple[bool, ...] = ()
 
     def __init__(
         self, *, head_width: int, ports: SwitchPorts, make, key, identity=(0, 0), turns=None
@@ -83,7 +87,7 @@ class RouteRow:
     @property
     def key(self) -> tuple:
         turns = None if self.turns is None else tuple(sorted(self.turns))
-        return (*self._base_key, turns, self.one_port, self.levels)
+        return (*self._base_key, turns, self.one_port, self.levels, self.atomic)
 
     def unit(self, port: int, vc: int) -> wiring.Component:
         return self._make(port, vc)
@@ -288,6 +292,12 @@ class RouteRows:
             for vc in range(ports.vcs[port])
         )
         row.levels = levels if any(levels) else ()
+        atomic = tuple(
+            self.routing.atomic(switch, port, vc)
+            for port in range(ports.n_ports)
+            for vc in range(ports.vcs[port])
+        )
+        row.atomic = atomic if any(atomic) else ()
         return row
 
     def _tables(self, switch: int, ports: SwitchPorts) -> RouteRow:

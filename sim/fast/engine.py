@@ -11,19 +11,19 @@ cycles per call, which is where its speed comes from.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from zfabric.deadlock import find_wait_cycle
-from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.plan import FabricPlan
 from zfabric.router_settings import low_occupancy
-from zfabric.routing import Decision, head_flits, make_routing
 
 from ..model import EjectStalls, InvariantError, ModelDeadlock, Packet
 from ..model.fabric_model import input_vc_name
 from . import kernel as k
+from .tables import tables_for
 
 __all__ = ["FastModel", "UnsupportedSetting", "fast_refusal"]
 
@@ -63,9 +63,12 @@ class FastModel:
     """Simulates every switch, link and endpoint of ``plan`` flit by flit, cycle-identical to
     :class:`~zfabric.sim.model.FabricModel` (same arguments). ``paths``: keep each packet's
     ``path`` (the switches and output ports of its head), as the reference always does; a run
-    that never reads it may turn it off."""
+    that never reads it may turn it off. ``watched``: the packets created in this window of
+    cycles are those :meth:`run_until`'s ``settle_after`` waits for."""
 
     engine = "fast"
+    #: the compiled cycles (a test plants a bug in a copy of them)
+    _kernel_run = staticmethod(k.run)
 
     def __init__(
         self,
@@ -75,107 +78,39 @@ class FastModel:
         on_deliver: Callable[[Packet], None] | None = None,
         eject_ready: Callable[[int, int, int], bool] | None = None,
         paths: bool = True,
+        watched: tuple[int, int] | None = None,
         watch_every: int = 256,
     ):
         refusal = fast_refusal(plan, eject_ready)
         if refusal:
             raise UnsupportedSetting(f"the fast engine does not run {refusal}")
         self.plan = plan
-        self.view = view = PlanView(plan)
-        self.routing = make_routing(view)
+        self._tables = tables = tables_for(plan)
+        self.view, self.routing = tables.view, tables.routing
         self.depth = plan.buffer_depth
+        self._watched = watched or (0, 0)
         self.delivered: list[Packet] = []
         self._on_deliver = on_deliver if on_deliver is not None else self.delivered.append
         self._next_id = 0
         self._sequence: dict[int, int] = {}
-        self._packets: list[Packet | None] = []
-        self._free: list[int] = []
         self._offers: list[tuple[int, int, int, int, int, int, int, int]] = []
-        self._heads: dict[Hashable, int] = {}
-        self._head_list: list[Any] = []
-        self._pairs: dict[tuple[int, int], int] = {}
-        self._decisions: dict[Hashable, int] = {}
-        self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0}
-        self._widest: list[int] = []  # per pair: the most head flits of its choices
         self._arrays = self._build(check_invariants, paths, eject_ready, watch_every)
+        self._packets = [None] * len(self._arrays["pk"])  # by slot
+        self._free = list(range(len(self._packets) - 1, -1, -1))
+        self._version = tables.version
         self._st = k.State(**self._arrays)
 
     # ---- the arrays ----------------------------------------------------------------------
 
     def _build(self, checks: bool, paths: bool, eject_ready, watch_every: int) -> dict:
-        plan, view, rf, router = self.plan, self.view, self.routing, self.plan.router
-        n_inj, n_ej, depth = router.injection_vcs, router.ejection_vcs, self.depth
-        attachments = [(e.id, i, a) for e in plan.endpoints for i, a in enumerate(e.attachments)]
-        ga_of = {(a.switch, a.port): ga for ga, (_, _, a) in enumerate(attachments)}
-        n_ga = len(attachments)
-        sw, gp_rows, gp_switch, iv_rows, ov_rows = [], [], [], [], []
-        #: (switch, port, vc) of every input VC, for the misses and the reports
-        self._iv_spv: list[tuple[int, int, int]] = []
-        for s in plan.switches:
-            sw.append((len(gp_rows), s.radix))
-            for p in range(s.radix):
-                in_link, out_link = view.in_link[s.id][p], view.out_link[s.id][p]
-                n_in = in_link.vcs if in_link else n_inj
-                n_out = out_link.vcs if out_link else n_ej
-                gp_rows.append((len(iv_rows), n_in, len(ov_rows), n_out))
-                gp_switch.append(s.id)
-                for v in range(n_in):
-                    iv_rows.append((s.id, len(gp_rows) - 1))
-                    self._iv_spv.append((s.id, p, v))
-                for w in range(n_out):
-                    ov_rows.append((len(gp_rows) - 1, p, w))
-        n_iv, n_ov, n_gp = len(iv_rows), len(ov_rows), len(gp_rows)
-
-        def table(rows: int, fields: int, value: int = -1) -> np.ndarray:
-            return np.full((rows, fields), value, np.int64)
-
-        t_sw = table(len(sw), k.SW_FIELDS, 0)
-        t_sw[:, [k.SW_PORT0, k.SW_NPORTS]] = sw
-        t_gp = table(n_gp, k.GP_FIELDS)
-        t_gp[:, [k.GP_IV0, k.GP_NIV, k.GP_OV0, k.GP_NOV]] = gp_rows
-        t_gp[:, [k.RR_IN, k.RR_OUT, k.VA_IN, k.VA_OUT, k.RR_SEL]] = 0
-
-        def iv_of(switch: int, port: int, vc: int) -> int:
-            return int(t_gp[sw[switch][0] + port, k.GP_IV0]) + vc
-
-        def ov_of(switch: int, port: int, vc: int) -> int:
-            return int(t_gp[sw[switch][0] + port, k.GP_OV0]) + vc
-
-        t_iv = table(n_iv, k.IV_FIELDS)
-        t_iv[:, [k.IV_SW, k.IV_GP]] = iv_rows
-        t_iv[:, [k.IV_HEAD, k.IV_CNT]] = 0
-        for iv, (s, p, v) in enumerate(self._iv_spv):
-            link = view.in_link[s][p]
-            if link is not None:
-                t_iv[iv, k.IV_CREDIT_TO] = ov_of(link.src.switch, link.src.port, v)
-            elif (s, p) in ga_of:
-                t_iv[iv, k.IV_CREDIT_TO] = -1 - (ga_of[(s, p)] * n_inj + v)
-        t_ov = table(n_ov, k.OV_FIELDS)
-        t_ov[:, [k.OV_GP, k.OV_PORT, k.OV_VC]] = ov_rows
-        t_ov[:, k.CREDIT] = depth
-        # a local port no endpoint is attached to ejects into no receive buffer (never used)
-        t_ov[:, k.OV_DST] = -1 - n_ga * n_ej
-        for ov, (gp, p, w) in enumerate(ov_rows):
-            s = gp_switch[gp]
-            link = view.out_link[s][p]
-            if link is not None:
-                t_ov[ov, k.OV_DST] = iv_of(link.dst.switch, link.dst.port, w)
-                t_ov[ov, k.OV_ADAPTIVE] = rf.adaptive and not rf.is_escape(link.id, w)
-            else:
-                t_ov[ov, k.OV_ADAPTIVE] = 0
-                if (s, p) in ga_of:
-                    t_ov[ov, k.OV_DST] = -1 - (ga_of[(s, p)] * n_ej + w)
-            t_ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
-        t_ga = table(n_ga, k.GA_FIELDS, 0)
-        t_ga[:, k.PRESENTING] = -1
-        for ga, (e, i, a) in enumerate(attachments):
-            t_ga[ga, [k.GA_EP, k.GA_WHICH]] = e, i
-            t_ga[ga, [k.GA_IV0, k.GA_OV0]] = iv_of(a.switch, a.port, 0), ov_of(a.switch, a.port, 0)
-        n_ep = len(plan.endpoints)
-        t_ep = table(n_ep, k.EP_FIELDS, 0)
-        t_ep[:, [k.EP_SLOT, k.EP_QHEAD, k.EP_QTAIL]] = -1
-        t_ep[:, k.EP_ATT0] = np.cumsum([0] + [len(e.attachments) for e in plan.endpoints[:-1]])
-        radix = max(radix for _, radix in sw)
+        tables, router, depth = self._tables, self.plan.router, self.depth
+        n_inj, n_ej = router.injection_vcs, router.ejection_vcs
+        n_iv, n_ov, n_gp = len(tables.iv), len(tables.ov), len(tables.gp)
+        n_ga, n_ep = len(tables.ga), len(self.plan.endpoints)
+        ep = np.zeros((n_ep, k.EP_FIELDS), np.int64)
+        ep[:, [k.EP_SLOT, k.EP_QHEAD, k.EP_QTAIL]] = -1
+        ep[:, k.EP_ATT0] = np.cumsum([0] + [len(e.attachments) for e in self.plan.endpoints])[:-1]
+        radix = int(tables.sw[:, k.SW_NPORTS].max())
         stalls = isinstance(eject_ready, EjectStalls)
         cfg = np.zeros(k.CFG_SIZE, np.int64)
         cfg[k.DEPTH], cfg[k.INJ_VCS], cfg[k.EJ_VCS] = depth, n_inj, n_ej
@@ -192,52 +127,55 @@ class FastModel:
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
-        deliveries, hops = max(4096, 4 * n_ga), max(16384, 4 * n_ov)
+
+        def table(rows: int, fields: int) -> np.ndarray:
+            return np.zeros((rows, fields), np.int64)
+
         return {
-            "sw": t_sw,
-            "gp": t_gp,
-            "iv": t_iv,
-            "ov": t_ov,
-            "ep": t_ep,
-            "ga": t_ga,
-            "rbs": table(n_ga * n_ej, k.RB_FIELDS, 0),
-            "pk": table(256, k.PK_FIELDS, 0),
+            "sw": tables.sw.copy(),
+            "gp": tables.gp.copy(),
+            "iv": tables.iv.copy(),
+            "ov": tables.ov.copy(),
+            "ep": ep,
+            "ga": tables.ga.copy(),
+            "rbs": table(n_ga * n_ej, k.RB_FIELDS),
+            "pk": table(256, k.PK_FIELDS),
             "buf": np.full(n_iv * depth, -1, np.int64),
             "rb": np.full(n_ga * n_ej * depth, -1, np.int64),
             "inj_credit": np.full(n_ga * n_inj, depth, np.int64),
-            "scratch": table(radix, k.SCRATCH_FIELDS, 0),
-            "grants": table(2 * radix, k.GRANT_FIELDS, 0),
+            "scratch": table(radix, k.SCRATCH_FIELDS),
+            "grants": table(2 * radix, k.GRANT_FIELDS),
             "wf": np.zeros((2, n_gp + n_ep, k.WF_FIELDS), np.int64),
             "wf_n": np.zeros(2, np.int64),
             # a port sends at most a flit and its surplus head flits (< B) per cycle
             "wc": np.zeros((2, n_gp * depth), np.int64),
             "wc_n": np.zeros(2, np.int64),
-            "dl": np.zeros(deliveries, np.int64),
-            "pl": table(hops, k.PL_FIELDS, 0),
-            "ms": table(n_iv, k.MS_FIELDS, 0),
-            "dec": table(256, k.DEC_FIELDS, 0),
-            "cand": table(1024, k.CAND_FIELDS, 0),
-            "hash_keys": np.full(1024, -1, np.int64),
-            "hash_vals": np.zeros(1024, np.int64),
-            "pair": table(256, k.PAIR_FIELDS, 0),
-            "inj": table(256, k.INJ_FIELDS, 0),
+            "dl": np.zeros(max(4096, 4 * n_ga), np.int64),
+            "pl": table(max(16384, 4 * n_ov), k.PL_FIELDS),
+            "ms": table(n_iv, k.MS_FIELDS),
+            **tables.routing_arrays(),
             "cfg": cfg,
             "sc": np.zeros(k.SC_SIZE, np.int64),
             "stall": stall,
         }
 
-    def _grow(self, name: str, needed: int) -> None:
-        """Make table ``name`` hold at least ``needed`` rows (doubling it)."""
-        old = self._arrays[name]
-        size = len(old)
-        if needed <= size:
-            return
-        while size < needed:
-            size *= 2
-        new = np.zeros((size, *old.shape[1:]), old.dtype)
+    def _state(self) -> k.State:
+        """The arrays the kernel takes, with the routing tables' latest."""
+        if self._version != self._tables.version:
+            self._arrays.update(self._tables.routing_arrays())
+            self._version = self._tables.version
+            self._st = k.State(**self._arrays)
+        return self._st
+
+    def _grow_packets(self) -> None:
+        """Double the packet table and make its new slots free."""
+        old = self._arrays["pk"]
+        new = np.zeros((2 * len(old), k.PK_FIELDS), np.int64)
         new[: len(old)] = old
-        self._arrays[name] = new
+        self._arrays["pk"] = new
         self._st = k.State(**self._arrays)
+        self._packets.extend([None] * len(old))
+        self._free.extend(range(len(new) - 1, len(old) - 1, -1))
 
     # ---- traffic in ----------------------------------------------------------------------
 
@@ -248,15 +186,13 @@ class FastModel:
         length: int | None = None,
         *,
         created: int | None = None,
-        watched: bool = False,
     ) -> Packet:
-        """Queue a packet at ``src`` created at ``created`` (default: this cycle); ``watched``
-        packets are the ones :meth:`run_until`'s ``settle_after`` waits for."""
+        """Queue a packet at ``src`` created at ``created`` (default: this cycle)."""
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
-        pair = self._pair(src, dst)
-        if length + self._widest[pair] > MAX_FLITS:
+        pair = self._tables.pair_id(src, dst)
+        if length + self._tables.widest[pair] > MAX_FLITS:
             raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
@@ -265,97 +201,18 @@ class FastModel:
         packet.payload = (src, sequence)
         self._next_id += 1
         if not self._free:
-            start = len(self._packets)
-            self._grow("pk", start + 1)
-            size = len(self._arrays["pk"])
-            self._packets.extend([None] * (size - start))
-            self._free.extend(range(size - 1, start - 1, -1))
+            self._grow_packets()
         slot = self._free.pop()
         self._packets[slot] = packet
+        watched = self._watched[0] <= cycle < self._watched[1]
         self._offers.append((slot, packet.id, src, dst, length, cycle, pair, watched))
         return packet
-
-    def _pair(self, src: int, dst: int) -> int:
-        """The injection choices of (``src``, ``dst``), in the tables."""
-        pair = self._pairs.get((src, dst))
-        if pair is not None:
-            return pair
-        attachments = self.plan.endpoints[src].attachments
-        choices = self.routing.injections(src, dst)
-        pair, first = len(self._pairs), self._counts["inj"]
-        self._grow("pair", pair + 1)
-        self._grow("inj", first + len(choices))
-        self._arrays["pair"][pair] = first, len(choices)
-        for i, choice in enumerate(choices):
-            self._arrays["inj"][first + i] = (
-                attachments.index(PortRef(choice.switch, choice.port)),
-                self._head_id(choice.head),
-                self._head_flits(choice.head),
-            )
-        self._counts["inj"] = first + len(choices)
-        self._pairs[(src, dst)] = pair
-        self._widest.append(max(self._head_flits(choice.head) for choice in choices))
-        return pair
-
-    def _head_id(self, head: Any) -> int:
-        number = self._heads.get(head)
-        if number is None:
-            number = self._heads[head] = len(self._head_list)
-            self._head_list.append(head)
-        return number
-
-    def _head_flits(self, head: Any) -> int:
-        bits = self.plan.router.head_bits
-        return 1 if bits is None else head_flits(self.routing.head_length(head), bits)
 
     def _flush_offers(self) -> None:
         if self._offers:
             offers = np.array(self._offers, np.int64)
             self._offers = []
             k.push_packets(self._arrays["pk"], self._arrays["ep"], self._arrays["sc"], offers)
-
-    # ---- routing decisions -----------------------------------------------------------------
-
-    def _fill_misses(self) -> None:
-        """Route the heads the table missed: one routing call per routing state."""
-        sc = self._arrays["sc"]
-        n_iv = len(self._iv_spv)
-        for iv, head_id in self._arrays["ms"][: sc[k.N_MISS]].tolist():
-            s, p, v = self._iv_spv[iv]
-            head = self._head_list[head_id]
-            state = self.routing.state_key(s, p, v, head)
-            number = self._decisions.get(state)
-            if number is None:
-                number = self._add_decision(s, self.routing.route(s, p, v, head))
-                self._decisions[state] = number
-            self._insert(head_id * n_iv + iv, number)
-        sc[k.N_MISS] = 0
-
-    def _add_decision(self, s: int, decision: Decision) -> int:
-        number, first = self._counts["dec"], self._counts["cand"]
-        candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
-        self._grow("dec", number + 1)
-        self._grow("cand", first + len(candidates))
-        a = self._arrays
-        base = a["sw"][s, k.SW_PORT0]
-        for i, (port, w) in enumerate(candidates):
-            a["cand"][first + i] = a["gp"][base + port, k.GP_OV0] + w, port, w
-        next_head = self._head_id(decision.head), self._head_flits(decision.head)
-        a["dec"][number] = first, len(candidates), *next_head
-        self._counts["dec"], self._counts["cand"] = number + 1, first + len(candidates)
-        return number
-
-    def _insert(self, key: int, value: int) -> None:
-        """Raw state ``key`` -> decision ``value`` in the table (doubled past half full)."""
-        keys = self._arrays["hash_keys"]
-        if 2 * (self._counts["hash"] + 1) > len(keys):
-            new_keys = np.full(2 * len(keys), -1, np.int64)
-            new_vals = np.zeros(2 * len(keys), np.int64)
-            k.hash_rehash(keys, self._arrays["hash_vals"], new_keys, new_vals)
-            self._arrays["hash_keys"], self._arrays["hash_vals"] = new_keys, new_vals
-            self._st = k.State(**self._arrays)
-        k.hash_insert(self._arrays["hash_keys"], self._arrays["hash_vals"], key, value)
-        self._counts["hash"] += 1
 
     # ---- cycles ----------------------------------------------------------------------------
 
@@ -393,10 +250,12 @@ class FastModel:
         self._flush_offers()
         settle = -1 if settle_after is None else settle_after
         while True:
-            status = k.run(self._st, until, settle)
+            status = self._kernel_run(self._state(), until, settle)
             self._read_logs()
             if status == k.MISS:
-                self._fill_misses()
+                sc = self._arrays["sc"]
+                self._tables.fill(self._arrays["ms"][: sc[k.N_MISS]].tolist())
+                sc[k.N_MISS] = 0
             elif status == k.INVARIANT:
                 sc = self._arrays["sc"]
                 raise InvariantError(_ERRORS[int(sc[k.ERROR])].format(int(sc[k.ERROR_AT])))
@@ -504,15 +363,14 @@ class FastModel:
         row = a["iv"][iv]
         if row[k.ASSIGN] >= 0:
             wanted = [int(row[k.ASSIGN])]
-        elif row[k.DECISION] >= 0:
-            start, n = a["dec"][row[k.DECISION], [k.DEC_START, k.DEC_N]]
-            wanted = a["cand"][start : start + n, k.CAND_OV].tolist()
         else:
-            s, p, v = self._iv_spv[iv]
-            head = self._head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
-            ov0 = a["gp"][a["sw"][s, k.SW_PORT0] :, k.GP_OV0]
-            decision = self.routing.route(s, p, v, head)
-            wanted = [int(ov0[hop.port]) + w for hop in decision.hops for w in hop.vcs]
+            number = row[k.DECISION]
+            if number < 0:
+                head = self._tables.head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
+                number = self._tables.decision(iv, head)
+            dec, cand = self._tables.dec, self._tables.cand
+            start, n = dec[number, k.DEC_START], dec[number, k.DEC_N]
+            wanted = cand[start : start + n, k.CAND_OV].tolist()
         targets = set()
         for ov in wanted:
             holder = int(a["ov"][ov, k.OWNER])
@@ -528,7 +386,7 @@ class FastModel:
         return targets
 
     def _name(self, iv: int) -> str:
-        return input_vc_name(self.view, *self._iv_spv[iv])
+        return input_vc_name(self.view, *self._tables.iv_spv[iv])
 
     # ---- invariants ---------------------------------------------------------------------------
 
@@ -561,7 +419,7 @@ class FastModel:
         bad = total != self.depth
         if bad.any():
             ov = int(ejections[bad][0])
-            s = self._iv_spv[int(a["gp"][a["ov"][ov, k.OV_GP], k.GP_IV0])][0]
+            s = self._tables.iv_spv[int(a["gp"][a["ov"][ov, k.OV_GP], k.GP_IV0])][0]
             name = f"{self.view.switches[s].name}.p{a['ov'][ov, k.OV_PORT]}"
             name += f"/vc{a['ov'][ov, k.OV_VC]}"
             raise InvariantError(f"credits not conserved on ejection {name}: {total[bad][0]}")

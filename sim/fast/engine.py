@@ -319,8 +319,9 @@ class FastModel:
         for phase in (0, 1):
             targets = a["wc"][phase, : a["wc_n"][phase]]
             returning.update(targets[targets >= 0].tolist())
+        spv = self._tables.iv_spv
         waits = {
-            iv: self._wait_targets(iv, returning)
+            spv[iv]: self._wait_targets(iv, returning)
             for iv, flit in self.fronts().items()
             if earlier.get(iv) == flit
         }
@@ -332,13 +333,17 @@ class FastModel:
                 if not targets or any(t not in waits for t in targets):
                     del waits[node]
                     changed = True
-        return [self._name(iv) for iv in find_wait_cycle(waits)]
+        return [input_vc_name(self.view, *node) for node in find_wait_cycle(waits)]
 
     def waiting_cycle(self) -> list[str]:
-        """The cycle of input VCs that wait on each other, as channel names (empty if none)."""
+        """The cycle of input VCs that wait on each other, as channel names (empty if none).
+        The wait graph is the reference's, its nodes (switch, port, VC) inserted in its order,
+        so both name the same cycle from the same channel (unless the reference's set of busy
+        switches iterates out of order)."""
         a = self._arrays
+        spv = self._tables.iv_spv
         owner, counts = a["ov"][:, k.OWNER], a["iv"][:, k.IV_CNT]
-        waits: dict[int, set[int]] = {}
+        waits: dict[tuple[int, int, int], set[tuple[int, int, int]]] = {}
         for ov in np.flatnonzero(owner >= 0).tolist():
             holder = int(owner[ov])
             upstream = int(a["iv"][holder, k.IV_CREDIT_TO])
@@ -346,19 +351,19 @@ class FastModel:
                 continue
             # the holder's buffer is empty: its packet is still coming from upstream
             if owner[upstream] >= 0:
-                waits[holder] = {int(owner[upstream])}
+                waits[spv[holder]] = {spv[int(owner[upstream])]}
         for iv in np.flatnonzero(counts).tolist():
-            waits[iv] = self._wait_targets(iv, set())
-        return [self._name(iv) for iv in find_wait_cycle(waits)]
+            waits[spv[iv]] = self._wait_targets(iv, set())
+        return [input_vc_name(self.view, *node) for node in find_wait_cycle(waits)]
 
     def check_deadlock(self) -> None:
         """Raise :class:`~zfabric.sim.model.ModelDeadlock` if the fabric can never move again."""
         if self.stuck:
             raise ModelDeadlock(self.cycle, self.waiting_cycle())
 
-    def _wait_targets(self, iv: int, returning: set[int]) -> set[int]:
-        """The input VCs the front flit of ``iv`` waits on; empty if it could move.
-        ``returning``: the output VCs with a credit on its way back."""
+    def _wait_targets(self, iv: int, returning: set[int]) -> set[tuple[int, int, int]]:
+        """The input VCs (switch, port, VC) the front flit of ``iv`` waits on; empty if it
+        could move. ``returning``: the output VCs with a credit on its way back."""
         a = self._arrays
         row = a["iv"][iv]
         if row[k.ASSIGN] >= 0:
@@ -371,16 +376,17 @@ class FastModel:
             dec, cand = self._tables.dec, self._tables.cand
             start, n = dec[number, k.DEC_START], dec[number, k.DEC_N]
             wanted = cand[start : start + n, k.CAND_OV].tolist()
+        spv = self._tables.iv_spv
         targets = set()
         for ov in wanted:
             holder = int(a["ov"][ov, k.OWNER])
             if holder >= 0 and holder != iv:
-                targets.add(holder)
+                targets.add(spv[holder])
             elif a["ov"][ov, k.CREDIT] == 0 and ov not in returning:
                 downstream = int(a["ov"][ov, k.OV_DST])
                 if downstream < 0:
                     return set()  # a local output waits for the user to take flits, no VC
-                targets.add(downstream)
+                targets.add(spv[downstream])
             else:
                 return set()  # a free output VC with room: only arbitration holds it
         return targets

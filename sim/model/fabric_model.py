@@ -771,7 +771,7 @@ class FabricModel:
                         upstream = self._owner[link.src.switch][link.src.port][holder[1]]
                         if upstream is not None:
                             waits[(s, *holder)] = {(link.src.switch, *upstream)}
-        for s in self._busy:
+        for s in sorted(self._busy):
             for p, vc_bufs in enumerate(self._buf[s]):
                 for v, buf in enumerate(vc_bufs):
                     if buf:
@@ -810,7 +810,7 @@ class FabricModel:
         """The front flit of every non-empty input VC, for :meth:`knot` to compare later."""
         return {
             (s, p, v): buf[0]
-            for s in self._busy
+            for s in sorted(self._busy)
             for p, vc_bufs in enumerate(self._buf[s])
             for v, buf in enumerate(vc_bufs)
             if buf

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 from zfabric.plan import FabricPlan
 
+from . import ENGINES
 from .analytic import PatternLimits, cached_pattern_limits
 from .fast import FastModel, fast_refusal
 from .model import DeadlockWatch, FabricModel, ModelDeadlock, Packet
@@ -49,7 +50,6 @@ __all__ = [
     "simulate",
     "batch_means_ci95",
     "replay",
-    "ENGINES",
     "make_model",
     "RECORD_FIELDS",
     "RecordWriter",
@@ -304,14 +304,9 @@ def _verdict(
     return reasons
 
 
-#: the cycle engines: ``fast`` (:mod:`zfabric.sim.fast`, numba) and ``reference`` (the readable
-#: model of :mod:`zfabric.sim.model`, the oracle); cycle for cycle the same
-ENGINES = ("fast", "reference")
-
-
 def make_model(
     plan: FabricPlan,
-    engine: str = "fast",
+    engine: str = ENGINES[0],
     *,
     watched: tuple[int, int] | None = None,
     **options: Any,
@@ -372,7 +367,7 @@ def simulate(
     records: Callable[[Record], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     limits: PatternLimits | None = None,
-    engine: str = "reference",
+    engine: str = ENGINES[0],
 ) -> SimulationResult:
     """Run synthetic traffic: warm up, measure for ``cycles``, drain the measured packets.
 
@@ -424,7 +419,7 @@ def replay(
     *,
     drain_limit: int = 100_000,
     records: Callable[[Record], None] | None = None,
-    engine: str = "reference",
+    engine: str = ENGINES[0],
 ) -> SimulationResult:
     """Replay a trace (every packet measured) until all are delivered or the limit is hit.
 

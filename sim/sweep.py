@@ -15,6 +15,7 @@ from typing import Any
 
 from zfabric.plan import FabricPlan
 
+from . import ENGINES
 from .analytic import cached_pattern_limits
 from .measure import simulate
 from .traffic import Traffic, TrafficConfig
@@ -38,13 +39,14 @@ def sweep(
     drain_limit: int | None = None,
     tolerance: float = 0.01,
     progress: Callable[[int, int], None] | None = None,
+    engine: str = ENGINES[0],
 ) -> list[Point]:
     """Simulate ``config`` at ``rates`` (its own rate is ignored) and refine the knee.
 
     Returns one point per simulated rate, sorted by rate: ``{"rate": r, **result.to_dict()}``
     (:class:`zfabric.sim.measure.SimulationResult`). ``progress(done, total)`` is called after
     each run; ``total`` counts the coarse rates until the first saturated point, then the runs
-    done plus the bisection steps still to come.
+    done plus the bisection steps still to come. ``engine``: the cycle engine (:data:`ENGINES`).
     """
     rates = sorted(set(rates))
     if not rates:
@@ -57,7 +59,13 @@ def sweep(
     def run(rate: float) -> Point:
         traffic = Traffic(dataclasses.replace(config, rate=rate), len(plan.endpoints), seed)
         result = simulate(
-            plan, traffic, warmup=warmup, cycles=cycles, drain_limit=drain_limit, limits=limits
+            plan,
+            traffic,
+            warmup=warmup,
+            cycles=cycles,
+            drain_limit=drain_limit,
+            limits=limits,
+            engine=engine,
         )
         points.append({"rate": rate, **result.to_dict()})
         return points[-1]

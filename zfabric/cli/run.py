@@ -29,7 +29,7 @@ from .common import (
     status,
     write_atomically,
 )
-from .experiment import Experiment, add_traffic_arguments, resolve
+from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
 from .sweep import describe_knee, knee_fields, plot_curves, sweep_curve
 
 __all__ = ["register", "run"]
@@ -79,6 +79,7 @@ def register(commands) -> None:
             "rates": tuple(round(0.05 * i, 2) for i in range(1, 21)),
         },
     )
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 

@@ -177,6 +177,12 @@ def hash_insert(keys: np.ndarray, vals: np.ndarray, key: int, val: int) -> None:
 
 
 @njit(cache=True)
+def hash_insert_many(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals):
+    for i in range(new_keys.shape[0]):
+        hash_insert(keys, vals, new_keys[i], new_vals[i])
+
+
+@njit(cache=True)
 def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals: np.ndarray):
     for h in range(keys.shape[0]):
         if keys[h] != -1:

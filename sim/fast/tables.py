@@ -121,7 +121,16 @@ class FabricTables:
         self.head_list: list[Any] = []
         self._pairs: dict[tuple[int, int], int] = {}
         self.widest: list[int] = []  # per pair: the most head flits of its choices
-        self._decisions: dict[Hashable, int] = {}
+        self._decisions: dict[Hashable, int] = {}  # routing state -> decision
+        self._known: set[int] = set()  # the raw states in the hash table
+        # per decision: the next head's id, and the input VCs its candidates lead to
+        self._next_head: list[int] = []
+        self._downstream: list[tuple[int, ...]] = []
+        self._ov_dst = self.ov[:, k.OV_DST].tolist()
+        self._port_ov0 = [
+            self.gp[start : start + n, k.GP_OV0].tolist()
+            for start, n in self.sw[:, [k.SW_PORT0, k.SW_NPORTS]].tolist()
+        ]
 
     def iv_of(self, switch: int, port: int, vc: int) -> int:
         return int(self.gp[self.sw[switch, k.SW_PORT0] + port, k.GP_IV0]) + vc
@@ -158,7 +167,8 @@ class FabricTables:
 
     def head_flits(self, head: Any) -> int:
         """Head flits a packet carrying ``head`` travels with (``router.head_bits``)."""
-        return head_flits(self.routing.head_length(head), self.plan.router.head_bits)
+        bits = self.plan.router.head_bits
+        return 1 if bits is None else head_flits(self.routing.head_length(head), bits)
 
     def pair_id(self, src: int, dst: int) -> int:
         """The injection choices of (``src``, ``dst``), in the tables."""
@@ -196,20 +206,22 @@ class FabricTables:
     def fill(self, misses: list[tuple[int, int]]) -> None:
         """Decide each missed raw state (input VC, head id) and every state reachable from it."""
         n_iv = len(self.iv_spv)
+        known = self._known
+        keys, values = [], []
         stack = list(misses)
         while stack:
             iv, head_id = stack.pop()
             key = head_id * n_iv + iv
-            slot = k.hash_slot(self.hash_keys, key)
-            if self.hash_keys[slot] == key:
+            if key in known:
                 continue
             number = self._decide(iv, head_id)
-            self._insert(key, number)
-            start, count, next_head = self.dec[number, [k.DEC_START, k.DEC_N, k.DEC_NEXT_HEAD]]
-            for ov in self.cand[start : start + count, k.CAND_OV].tolist():
-                downstream = int(self.ov[ov, k.OV_DST])
-                if downstream >= 0:
-                    stack.append((downstream, int(next_head)))
+            known.add(key)
+            keys.append(key)
+            values.append(number)
+            next_head = self._next_head[number]
+            stack.extend((downstream, next_head) for downstream in self._downstream[number])
+        if keys:
+            self._insert(keys, values)
 
     def decision(self, iv: int, head: Any) -> int:
         """The decision of a head at input VC ``iv`` (made now if it is new)."""
@@ -230,21 +242,37 @@ class FabricTables:
         candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
         self._grow("dec", number + 1)
         self._grow("cand", first + len(candidates))
-        base = self.sw[s, k.SW_PORT0]
+        ov0 = self._port_ov0[s]
+        downstream = []
         for i, (port, w) in enumerate(candidates):
-            self.cand[first + i] = self.gp[base + port, k.GP_OV0] + w, port, w
-        next_head = self.head_id(decision.head), self.head_flits(decision.head)
-        self.dec[number] = first, len(candidates), *next_head
+            ov = ov0[port] + w
+            row = self.cand[first + i]
+            row[k.CAND_OV], row[k.CAND_PORT], row[k.CAND_VC] = ov, port, w
+            if self._ov_dst[ov] >= 0:
+                downstream.append(self._ov_dst[ov])
+        next_head = self.head_id(decision.head)
+        row = self.dec[number]
+        row[k.DEC_START], row[k.DEC_N] = first, len(candidates)
+        row[k.DEC_NEXT_HEAD], row[k.DEC_NEXT_HF] = next_head, self.head_flits(decision.head)
+        self._next_head.append(next_head)
+        self._downstream.append(tuple(downstream))
         self._counts["dec"], self._counts["cand"] = number + 1, first + len(candidates)
         return number
 
-    def _insert(self, key: int, value: int) -> None:
-        """Raw state ``key`` -> decision ``value`` in the hash table (doubled past half full)."""
-        if 2 * (self._counts["hash"] + 1) > len(self.hash_keys):
-            keys = np.full(2 * len(self.hash_keys), -1, np.int64)
-            values = np.zeros(2 * len(self.hash_keys), np.int64)
-            k.hash_rehash(self.hash_keys, self.hash_vals, keys, values)
-            self.hash_keys, self.hash_vals = keys, values
+    def _insert(self, keys: list[int], values: list[int]) -> None:
+        """Raw states ``keys`` -> decisions ``values`` in the hash table (kept at most half
+        full, doubled as needed)."""
+        count = self._counts["hash"] + len(keys)
+        size = len(self.hash_keys)
+        if 2 * count > size:
+            while 2 * count > size:
+                size *= 2
+            new_keys = np.full(size, -1, np.int64)
+            new_values = np.zeros(size, np.int64)
+            k.hash_rehash(self.hash_keys, self.hash_vals, new_keys, new_values)
+            self.hash_keys, self.hash_vals = new_keys, new_values
             self.version += 1
-        k.hash_insert(self.hash_keys, self.hash_vals, key, value)
-        self._counts["hash"] += 1
+        k.hash_insert_many(
+            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, np.int64)
+        )
+        self._counts["hash"] = count

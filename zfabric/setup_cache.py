@@ -19,14 +19,16 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .plan import FabricPlan
 
-__all__ = ["setup_cache", "cached", "CACHE_ENTRY"]
+__all__ = ["setup_cache", "cached", "entry", "store", "CACHE_ENTRY", "CACHE_TEMPORARY"]
 
-#: the name of an entry this module writes: ``KIND-KEY.json``, KEY 16 hex digits
-CACHE_ENTRY = re.compile(r"[a-z]+-[0-9a-f]{16}\.json")
+#: the name of an entry this module writes: ``KIND-KEY.json`` (or ``.npz``), KEY 16 hex digits
+CACHE_ENTRY = re.compile(r"[a-z]+-[0-9a-f]{16}\.(json|npz)")
+#: a temporary file of an entry's write (:func:`store`), left behind if it was cut short
+CACHE_TEMPORARY = re.compile(r"\.[0-9a-z_]+\.tmp")
 
 _CORE = Path(__file__).resolve().parent
 
@@ -56,6 +58,39 @@ def _sources_digest(extra: tuple[Path, ...]) -> bytes:
     return digest.digest()
 
 
+def entry(
+    kind: str,
+    plan: FabricPlan,
+    *,
+    inputs: dict[str, Any] | None = None,
+    sources: Iterable[Path] = (),
+    suffix: str = "json",
+) -> Path:
+    """Where the entry of ``kind`` for ``plan`` and ``inputs`` lives, computed by ``sources``
+    (besides the compiler's)."""
+    digest = hashlib.sha256(_sources_digest(tuple(Path(p).resolve() for p in sources)))
+    digest.update(plan.to_json().encode())
+    digest.update(json.dumps(inputs or {}, sort_keys=True).encode())
+    return setup_cache() / f"{kind}-{digest.hexdigest()[:16]}.{suffix}"
+
+
+def store(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write an entry through a temporary file renamed into place (readers never see half of
+    one); a cache folder that cannot be written is no error, the entry is just not kept."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "wb") as file:
+            write(file)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
 def cached(
     kind: str,
     plan: FabricPlan,
@@ -66,27 +101,13 @@ def cached(
 ) -> dict[str, Any]:
     """The JSON object ``compute()`` gives for ``plan`` and ``inputs``, read from the cache when
     an entry of the same key exists, else computed and stored (an unreadable entry is computed
-    again; a cache folder that cannot be written only costs the next call the walk again)."""
-    digest = hashlib.sha256(_sources_digest(tuple(Path(p).resolve() for p in sources)))
-    digest.update(plan.to_json().encode())
-    digest.update(json.dumps(inputs or {}, sort_keys=True).encode())
-    path = setup_cache() / f"{kind}-{digest.hexdigest()[:16]}.json"
+    again)."""
+    path = entry(kind, plan, inputs=inputs, sources=sources)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
     # the same JSON types whether computed now or read back later
     value = json.loads(json.dumps(compute()))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}-", suffix=".tmp")
-    except OSError:
-        return value
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(value, file)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    store(path, lambda file: file.write(json.dumps(value).encode()))
     return value

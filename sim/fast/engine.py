@@ -288,7 +288,9 @@ class FastModel:
 
     def finish(self) -> None:
         """Bring the packets still in the fabric up to date (injection cycle, hops, flits
-        delivered), as the reference's are at every cycle."""
+        delivered), as the reference's are at every cycle, and keep the routing tables in the
+        set-up cache for the next run of this plan."""
+        self._tables.save()
         pk = self._arrays["pk"]
         for slot, packet in enumerate(self._packets):
             if packet is not None:

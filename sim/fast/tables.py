@@ -6,19 +6,24 @@ The decisions are kept per routing state (:meth:`~zfabric.routing.base.RoutingFu
 one ``route`` call per state, the first time a head needs one; the compiled cycle reads them by
 raw state (head, input VC) from a hash table. A source and destination's states are decided
 when its first packet is offered, with every state that packet can reach (the route graph below
-its injection), so the compiled cycles rarely miss; a miss is filled the same way.
+its injection), so the compiled cycles rarely miss; a miss is filled the same way. A run saves
+the tables in the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next
+run of that plan starts from them.
 """
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.routing import head_flits, make_routing
+from zfabric.setup_cache import entry, store
 
 from . import kernel as k
 
@@ -28,12 +33,23 @@ _SHARED: dict[int, FabricTables] = {}
 
 
 def tables_for(plan: FabricPlan) -> FabricTables:
-    """The tables of ``plan``, made once per plan object and kept while it lives."""
+    """The tables of ``plan``, made once per plan object and kept while it lives; its routing
+    tables read from the set-up cache when a run of this plan saved them."""
     tables = _SHARED.get(id(plan))
     if tables is None or tables.plan is not plan:
         tables = _SHARED[id(plan)] = FabricTables(plan)
+        tables.load()
         weakref.finalize(plan, _SHARED.pop, id(plan), None)
     return tables
+
+
+#: the sources of the tables' layout, besides the compiler's (part of the cache key)
+_SOURCES = (Path(__file__), Path(__file__).with_name("kernel.py"))
+
+
+def _hashable(value: Any) -> Any:
+    """A head read back from JSON: its lists tuples again."""
+    return tuple(_hashable(item) for item in value) if isinstance(value, list) else value
 
 
 def _table(rows: int, fields: int, value: int = -1) -> np.ndarray:
@@ -125,8 +141,9 @@ class FabricTables:
         self._known: set[int] = set()  # the raw states in the hash table
         # per decision: the next head's id, and the input VCs its candidates lead to
         self._next_head: list[int] = []
-        self._downstream: list[tuple[int, ...]] = []
+        self._downstream: list[tuple[int, ...] | None] = []
         self._ov_dst = self.ov[:, k.OV_DST].tolist()
+        self._saved = 0  # the raw states the set-up cache holds
         self._port_ov0 = [
             self.gp[start : start + n, k.GP_OV0].tolist()
             for start, n in self.sw[:, [k.SW_PORT0, k.SW_NPORTS]].tolist()
@@ -219,9 +236,18 @@ class FabricTables:
             keys.append(key)
             values.append(number)
             next_head = self._next_head[number]
-            stack.extend((downstream, next_head) for downstream in self._downstream[number])
+            stack.extend((downstream, next_head) for downstream in self._leads_to(number))
         if keys:
             self._insert(keys, values)
+
+    def _leads_to(self, number: int) -> tuple[int, ...]:
+        """The input VCs the candidates of decision ``number`` lead to (kept once asked)."""
+        downstream = self._downstream[number]
+        if downstream is None:
+            start, n = self.dec[number, k.DEC_START], self.dec[number, k.DEC_N]
+            targets = self.ov[self.cand[start : start + n, k.CAND_OV], k.OV_DST]
+            downstream = self._downstream[number] = tuple(targets[targets >= 0].tolist())
+        return downstream
 
     def decision(self, iv: int, head: Any) -> int:
         """The decision of a head at input VC ``iv`` (made now if it is new)."""
@@ -243,7 +269,7 @@ class FabricTables:
         self._grow("dec", number + 1)
         self._grow("cand", first + len(candidates))
         ov0 = self._port_ov0[s]
-        downstream = []
+        downstream: list[int] = []
         for i, (port, w) in enumerate(candidates):
             ov = ov0[port] + w
             row = self.cand[first + i]
@@ -276,3 +302,64 @@ class FabricTables:
             self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, np.int64)
         )
         self._counts["hash"] = count
+
+    # ---- the set-up cache --------------------------------------------------------------------
+
+    def _entry(self) -> Path:
+        return entry("tables", self.plan, sources=_SOURCES, suffix="npz")
+
+    def save(self) -> None:
+        """Keep the routing tables in the set-up cache if they grew since read (a head the
+        JSON cannot hold keeps them out)."""
+        if self._counts["hash"] == self._saved:
+            return
+        try:
+            heads = json.dumps(self.head_list)
+        except TypeError:
+            return
+        counts = self._counts
+        arrays = {
+            "heads": np.array(heads),
+            "dec": self.dec[: counts["dec"]],
+            "cand": self.cand[: counts["cand"]],
+            "hash_keys": self.hash_keys,
+            "hash_vals": self.hash_vals,
+            "pair": self.pair[: len(self._pairs)],
+            "inj": self.inj[: counts["inj"]],
+            "pair_keys": np.array(list(self._pairs), np.int64).reshape(-1, 2),
+            "widest": np.array(self.widest, np.int64),
+        }
+        store(self._entry(), lambda file: np.savez(file, **arrays))
+        self._saved = counts["hash"]
+
+    def load(self) -> None:
+        """Start from the routing tables a run of this plan saved (none, or unreadable: empty)."""
+        try:
+            with np.load(self._entry(), allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            heads = [_hashable(head) for head in json.loads(str(arrays.pop("heads")))]
+        except (OSError, ValueError, KeyError):
+            return
+        self.head_list = heads
+        self._heads = {head: number for number, head in enumerate(heads)}
+        for name in ("dec", "cand", "pair", "inj"):
+            loaded = arrays[name]
+            table = np.zeros((max(256, 2 * len(loaded)), loaded.shape[1]), np.int64)
+            table[: len(loaded)] = loaded
+            setattr(self, name, table)
+        self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
+        known = self.hash_keys[self.hash_keys >= 0]
+        self._known = set(known.tolist())
+        decisions = len(arrays["dec"])
+        self._next_head = arrays["dec"][:, k.DEC_NEXT_HEAD].tolist()
+        self._downstream = [None] * decisions
+        self._pairs = {(src, dst): n for n, (src, dst) in enumerate(arrays["pair_keys"].tolist())}
+        self.widest = arrays["widest"].tolist()
+        self._counts = {
+            "dec": decisions,
+            "cand": len(arrays["cand"]),
+            "inj": len(arrays["inj"]),
+            "hash": len(known),
+        }
+        self._saved = len(known)
+        self.version += 1

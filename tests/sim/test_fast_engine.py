@@ -201,3 +201,27 @@ def test_a_lost_credit_is_caught():
     model._arrays["ov"][0, kernel.CREDIT] -= 1  # the first output VC's credit counter
     with pytest.raises(InvariantError, match="credits not conserved"):
         model.check_credits()
+
+
+# ---- the routing tables in the set-up cache ----------------------------------------------------
+
+
+def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monkeypatch):
+    from zfabric.sim.fast.tables import FabricTables
+
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))
+    spec = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": "duato"}
+
+    def run():
+        plan = compile_plan(load_spec(spec))  # a new plan object: new tables, read from disk
+        traffic = Traffic(TrafficConfig(rate=0.4), 16, 2)
+        return simulate(plan, traffic, warmup=200, cycles=600, engine="fast").to_dict()
+
+    first = run()
+    assert [p.suffix for p in tmp_path.glob("tables-*")] == [".npz"]
+
+    def decide(self, iv, head_id):
+        raise AssertionError("a decision was made again")
+
+    monkeypatch.setattr(FabricTables, "_decide", decide)
+    assert run() == first

@@ -14,7 +14,7 @@ from zfabric import analyse_routing, compile_plan, load_spec
 from zfabric import deadlock as deadlock_module
 from zfabric.cli import main
 from zfabric.deadlock import routing_summary
-from zfabric.setup_cache import setup_cache
+from zfabric.setup_cache import entry, setup_cache, store
 
 
 @pytest.fixture
@@ -90,14 +90,16 @@ def test_an_unreadable_entry_is_walked_again(cache):
 
 
 def test_cache_info_and_clean_know_the_setup_entries(cache, capsys):
-    routing_summary(_plan())
+    plan = _plan()
+    routing_summary(plan)
+    store(entry("tables", plan, suffix="npz"), lambda file: file.write(b"tables"))
     (cache / "notes.txt").write_text("mine")
     assert main(["cache", "info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)["setup"]
     assert info["path"] == str(setup_cache()) == str(cache)
-    assert info["files"] == 2
+    assert info["files"] == 3
     assert main(["cache", "clean"]) == 0
     out = capsys.readouterr().out
-    assert f"removed setup cache {cache}: 1 file" in out
+    assert f"removed setup cache {cache}: 2 files" in out
     assert "left 1 item zfabric did not make" in out
     assert [p.name for p in cache.iterdir()] == ["notes.txt"]

@@ -3,12 +3,13 @@ them.
 
 The caches live under the platform's user cache folder (platformdirs: ``~/.cache/zfabric`` on
 Linux, honouring ``XDG_CACHE_HOME``): ``cosim/`` holds the co-simulation's Verilog and
-simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it), ``setup/`` each plan's routing verdict
-and pattern limits (``$ZFABRIC_SETUP_DIR`` overrides it; :mod:`zfabric.setup_cache`). ``clean``
-removes only what zfabric made there: the co-simulation runner's build folders
-(``NAME[-VARIANT]-KEY``, KEY 16 hex digits, holding the runner's ``.lock``) and the set-up
-entries (``KIND-KEY.json``), then each cache folder itself if that leaves it empty; anything
-else in them (either variable may name a folder of the user's) is left and counted.
+simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it), ``setup/`` each plan's routing verdict,
+pattern limits and the fast engine's routing tables (``$ZFABRIC_SETUP_DIR`` overrides it;
+:mod:`zfabric.setup_cache`). ``clean`` removes only what zfabric made there: the co-simulation
+runner's build folders (``NAME[-VARIANT]-KEY``, KEY 16 hex digits, holding the runner's
+``.lock``) and the set-up entries (``KIND-KEY.json`` or ``.npz``), then each cache folder
+itself if that leaves it empty; anything else in them (either variable may name a folder of the
+user's) is left and counted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 import shutil
 from pathlib import Path
 
-from zfabric.setup_cache import CACHE_ENTRY, setup_cache
+from zfabric.setup_cache import CACHE_ENTRY, CACHE_TEMPORARY, setup_cache
 
 from .common import add_command, plural
 
@@ -132,7 +133,7 @@ def _clean_setup(path: Path) -> None:
         for entry in (sorted(path.iterdir()) if path.is_dir() else [])
         if entry.is_file()
         and not entry.is_symlink()
-        and (CACHE_ENTRY.fullmatch(entry.name) or SETUP_TEMPORARY.fullmatch(entry.name))
+        and (CACHE_ENTRY.fullmatch(entry.name) or CACHE_TEMPORARY.fullmatch(entry.name))
     ]
     size = sum(entry.stat().st_size for entry in entries)
     for entry in entries:
@@ -145,10 +146,6 @@ def _clean_setup(path: Path) -> None:
         print(f"removed setup cache {path}: {plural(len(entries), 'file')} ({_human(size)}){kept}")
     else:
         print(f"setup cache {path}: nothing to remove{kept}")
-
-
-#: a set-up entry's temporary file (:func:`zfabric.setup_cache.cached`)
-SETUP_TEMPORARY = re.compile(r"\.[a-z]+-[0-9a-z_]+\.tmp")
 
 
 def run_clean(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 offered to both at the same cycles, both stepped one cycle at a time, compared every cycle
 (packets in the fabric, delivered, stuck, the deadlock watch's verdict), their credits checked
 every 64 cycles, and at the end every packet's delivery cycle, injection cycle, hops, path and
-payload flits. Shared by tests/sim/test_fast_engine.py and bench/fast_matrix.py."""
+payload flits (tests/sim/test_fast_engine.py)."""
 
 from __future__ import annotations
 

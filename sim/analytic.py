@@ -32,14 +32,17 @@ destination (:func:`~zfabric.sim.traffic.flows_by_destination`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 from zfabric.routing import head_flits, make_routing
+from zfabric.setup_cache import cached
 
 from .traffic import TrafficConfig, by_destination, flows_by_destination, pattern_flows
 
@@ -52,6 +55,7 @@ __all__ = [
     "lone_packet_latency",
     "PatternLimits",
     "pattern_limits",
+    "cached_pattern_limits",
 ]
 
 Flows = Mapping[tuple[int, int], float]
@@ -246,6 +250,27 @@ def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> Pa
         walk.hops, config.mean_length, walk.heads, plan.buffer_depth
     )
     return PatternLimits(zero, walk.load)
+
+
+def cached_pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
+    """:func:`pattern_limits`, from the set-up cache when this plan and pattern were walked
+    before (:mod:`zfabric.setup_cache`): the rate and the injection process change neither."""
+    fields = dataclasses.asdict(config)
+    del fields["rate"], fields["process"]
+
+    def compute() -> dict[str, Any]:
+        limits = pattern_limits(plan, config, seed)
+        return {"zero_load_latency": limits.zero_load_latency, **vars(limits.channel_load)}
+
+    entry = cached(
+        "limits", plan, compute, inputs={**fields, "seed": seed}, sources=_LIMITS_SOURCES
+    )
+    zero = entry.pop("zero_load_latency")
+    return PatternLimits(zero, ChannelLoad(**entry))
+
+
+#: the walk's own sources beyond the compiler's (part of the cache key)
+_LIMITS_SOURCES = (Path(__file__), Path(__file__).with_name("traffic.py"))
 
 
 class _Node(NamedTuple):

@@ -264,6 +264,14 @@ class Traffic:
         return length if isinstance(length, int) else self._rng.randint(*length)
 
     def packets_at(self, cycle: int) -> Iterator[tuple[int, int, int]]:
+        if self.config.process == "bernoulli":  # the common case, its draws in the same order
+            draw, rate, destination = self._rng.random, self._packet_rate, self._dst
+            for src in range(self.endpoints):
+                if draw() < rate:
+                    dst = destination(src)
+                    if dst is not None:
+                        yield src, dst, self._length()
+            return
         for src in range(self.endpoints):
             for _ in range(self._count()):
                 dst = self._dst(src)

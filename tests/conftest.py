@@ -1,5 +1,5 @@
-"""Shared fixtures: specs by name from examples/. And the ``matrix`` cases: run whole with
-``-m matrix``; otherwise each run takes one slice of the lock-step ones, chosen by the commit
+"""Shared fixtures: specs by name from examples/; the set-up cache in a folder of the run's.
+And the ``matrix`` cases: run whole with ``-m matrix``; otherwise each run takes one slice of the lock-step ones, chosen by the commit
 under test, so that every landing covers a part of the matrix the default run leaves out."""
 
 from __future__ import annotations
@@ -126,3 +126,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", f"lock-step matrix slice: {len(seen)} cases")
         for nodeid, outcome in sorted(seen.items()):
             terminalreporter.write_line(f"{outcome.upper():8} {nodeid}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _setup_cache(tmp_path_factory):
+    """Every test, and every command a test starts, caches routing verdicts and pattern limits
+    in a fresh folder of this run (zfabric.setup_cache), never in the user's cache."""
+    os.environ["ZFABRIC_SETUP_DIR"] = str(tmp_path_factory.mktemp("setup-cache"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from .deadlock import RoutingAnalysis
+from .deadlock import RoutingAnalysis, RoutingSummary
 from .plan import FabricPlan
 
 __all__ = ["FabricMetrics", "fabric_metrics", "bisection_width", "BISECTION_NODE_LIMIT"]
@@ -74,7 +74,9 @@ def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
 
 
 def fabric_metrics(
-    plan: FabricPlan, analysis: RoutingAnalysis, graph: nx.MultiGraph | None = None
+    plan: FabricPlan,
+    analysis: RoutingAnalysis | RoutingSummary,
+    graph: nx.MultiGraph | None = None,
 ) -> FabricMetrics:
     vcs: dict[str, int] = {}
     for link in plan.links:

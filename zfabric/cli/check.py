@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import routing_summary
 from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.router_settings import RouterSettings
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     plan, graph = build_fabric(spec)
     with progress(args, "routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
     if args.plan_out:
         write_atomically(args.plan_out, plan.to_json(indent=1) + "\n", argument="--plan-out")
@@ -83,7 +83,7 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
     with progress(args, f"{spec.name} routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):
         print(
             f"zfabric: {spec.name} is not deadlock-free (use --allow-deadlock to simulate it):\n  "

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import routing_summary
 from zfabric.metrics import fabric_metrics
 from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
@@ -33,7 +33,7 @@ from .common import (
     status,
     write_atomically,
 )
-from .experiment import Experiment, add_traffic_arguments, resolve
+from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
 from .sweep import describe_knee, knee_fields, plot_curves, sweep_curve
 
 __all__ = ["register", "run"]
@@ -83,6 +83,7 @@ def register(commands) -> None:
             "rates": tuple(round(0.05 * i, 2) for i in range(1, 21)),
         },
     )
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     ``--allow-deadlock``; with it, if the model deadlocked at any swept rate: the report is
     written, the knot printed) or the RTL and the model disagree, else 3 if the co-simulation
     could not run."""
-    from zfabric.sim.analytic import pattern_limits
+    from zfabric.sim.analytic import cached_pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     plan, graph = build_fabric(spec)
     experiment = resolve(args, spec, plan)
     with progress(args, "routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
     text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
     say = (lambda line: status(args, line)) if args.json else print
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                 json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
             )
         return 1
-    limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
+    limits = cached_pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
     deadlocked = report_deadlocks(spec.name, points)

@@ -1,4 +1,4 @@
-"""``zfabric simulate``: run the cycle-level reference model, report latency and throughput."""
+"""``zfabric simulate``: run the cycle-level model, report latency and throughput."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .common import (
     plural,
     progress,
 )
-from .experiment import add_traffic_arguments, read_checked_trace, resolve
+from .experiment import add_engine_argument, add_traffic_arguments, read_checked_trace, resolve
 
 __all__ = ["register", "run", "latency_text"]
 
@@ -27,7 +27,7 @@ def register(commands) -> None:
     parser = add_command(
         commands,
         "simulate",
-        "run the cycle-level reference model and report latency and throughput",
+        "run the cycle-level model and report latency and throughput",
     )
     parser.add_argument("spec", help="fabric spec (YAML)")
     parser.add_argument(
@@ -40,6 +40,7 @@ def register(commands) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_traffic_arguments(parser, single_rate=True)
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 stream, "csv" if args.records.lower().endswith(".csv") else "json"
             )
         if args.trace:
-            result = replay(plan, trace, records=writer)
+            result = replay(plan, trace, records=writer, engine=args.engine)
         else:
             config = experiment.config()
             traffic = Traffic(config, len(plan.endpoints), seed=experiment.seed)
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                     cycles=experiment.cycles,
                     records=writer,
                     progress=update,
+                    engine=args.engine,
                 )
         if writer:
             writer.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from zfabric.errors import SpecError
 
 from .common import OutputFolder, add_command, integer, progress, report_deadlocks, status
+from .experiment import add_engine_argument
 
 __all__ = ["register", "run", "add_executor_arguments", "executor", "POINTS_FILE"]
 
@@ -42,6 +44,7 @@ def register(commands) -> None:
     )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     add_executor_arguments(parser, default_workers=cores or 1)
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -117,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
 
     folder = OutputFolder(args.output, "-o", exclusive=False)
     study = load_study(args.study, plot_formats=PLOT_FORMATS)
+    points = tuple(dataclasses.replace(point, engine=args.engine) for point in study.points)
+    study = dataclasses.replace(study, points=points)
     outputs = [*TABLES, *study.plots]
     folder.check([*outputs, POINTS_FILE])  # a file of the user's is refused here
     why = PointCache.check(folder.path / POINTS_FILE)

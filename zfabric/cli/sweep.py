@@ -23,7 +23,7 @@ from .common import (
     report_deadlocks,
     status,
 )
-from .experiment import Experiment, add_traffic_arguments, resolve
+from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
 from .study import add_executor_arguments, executor
 
 #: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
@@ -59,6 +59,7 @@ def register(commands) -> None:
         " rerun computes only the points FILE lacks",
     )
     add_traffic_arguments(parser, sweep=True)
+    add_engine_argument(parser)
     add_executor_arguments(parser, default_workers=0)
     parser.set_defaults(run=run)
 
@@ -107,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         experiment = resolve(args, spec, plan)
         config = experiment.config(experiment.rates[0])
         points += spec_points(path, spec.name, config, experiment.rates, seed=experiment.seed,
-                              warmup=experiment.warmup, cycles=experiment.cycles)  # fmt: skip
+                              warmup=experiment.warmup, cycles=experiment.cycles,
+                              engine=args.engine)  # fmt: skip
         plans[spec.name] = plan
         experiments[spec.name] = experiment
     study = Study("sweep", tuple(points), refine=0.01, retries=2)
@@ -213,6 +215,7 @@ def sweep_curve(
             warmup=experiment.warmup,
             cycles=experiment.cycles,
             progress=update,
+            engine=args.engine,
         )
     point_status(args, name, points)
     return points

@@ -1,6 +1,7 @@
 """Shared fixtures: specs by name from examples/; the set-up cache in a folder of the run's.
-And the ``matrix`` cases: run whole with ``-m matrix``; otherwise each run takes one slice of the lock-step ones, chosen by the commit
-under test, so that every landing covers a part of the matrix the default run leaves out."""
+And the ``matrix`` cases: run whole with ``-m matrix``; otherwise each run takes one slice of
+the lock-step ones, chosen by the commit under test, so that every landing covers a part of the
+matrix the default run leaves out."""
 
 from __future__ import annotations
 

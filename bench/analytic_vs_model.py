@@ -8,9 +8,10 @@ Poisson traffic, the models' assumption), and at each rate the prediction of the
 two mappings of the switch contract (:mod:`zfabric.sim.wormhole_fabric`):
 
 - ``zfabric``: the mapping ``zfabric analytic`` uses (docs/analytic.md);
-- ``literal``: the thesis's equations with only the zero-load cycles substituted (a header's
-  ``stages + 1`` cycles a hop held on every effective channel and in the multiplexing service,
-  the source queue split over the V injection VCs, (4.33)).
+- ``literal``: as ``zfabric`` but with the thesis's holding times and source: a header's
+  ``stages + 1`` cycles a hop held on every effective channel and in the multiplexing service
+  (the thesis's routing cycle, (4.28), (4.36)), the source queue split over the V injection
+  VCs (4.33).
 
 Each point: the rate as a fraction of the cycle model's knee, the cycle model's mean latency
 and 95% CI (batch means), each model's latency and error ``(model - cycle model) / cycle

@@ -34,7 +34,8 @@ from typing import Any, Protocol, TextIO
 import yaml
 
 from zfabric.errors import SpecError
-from zfabric.spec import load_spec, short
+from zfabric.fields import short
+from zfabric.spec import load_spec
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
 from . import ENGINES

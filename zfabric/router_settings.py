@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import PlanError, SpecError
+from .fields import choice, describe, integer
 
 __all__ = [
     "RouterSettings",
@@ -155,7 +156,6 @@ class RouterSettings:
 
 def parse_router(reader: Any) -> RouterSettings:
     """Read the ``router:`` section (``reader``, a spec ``Reader``, is empty when it is absent)."""
-    from .spec import choice, integer  # here: spec.py imports this module
 
     stages = reader.get("stages", _stages, RouterSettings.stages)
     allocator = reader.get("allocator", choice(list(ALLOCATORS)), RouterSettings.allocator)
@@ -176,7 +176,6 @@ def parse_router(reader: Any) -> RouterSettings:
 
 
 def _endpoint_vcs(value: Any, path: str) -> int | str:
-    from .spec import describe
 
     if value == AUTO:
         return value
@@ -220,7 +219,6 @@ def default_endpoint_vcs(link_vcs: list[int]) -> int:
 
 
 def _stages(value: Any, path: str) -> int:
-    from .spec import describe
 
     if isinstance(value, bool) or value not in STAGES:
         allowed = ", ".join(str(s) for s in STAGES)

@@ -7,12 +7,19 @@ The pattern names are listed here, below the simulator, which generates each of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import SpecError
-
-if TYPE_CHECKING:
-    from .spec import Reader
+from .fields import (
+    MAX_LIST_LENGTH,
+    Reader,
+    checked_entries,
+    choice,
+    describe,
+    integer,
+    number,
+    short,
+)
 
 __all__ = [
     "TrafficSpec",
@@ -60,7 +67,6 @@ class TrafficSpec:
 
 
 def _packet_length(value: Any, path: str) -> int | tuple[int, int]:
-    from .spec import integer, short
 
     each = integer(1, MAX_PACKET_LENGTH)
     if isinstance(value, list):
@@ -74,7 +80,6 @@ def _packet_length(value: Any, path: str) -> int | tuple[int, int]:
 
 
 def _rates(value: Any, path: str) -> tuple[float, ...]:
-    from .spec import MAX_LIST_LENGTH, checked_entries, describe, number, short
 
     if not isinstance(value, list) or not value:
         raise SpecError(path, f"must be a non-empty list of rates, got {describe(value)}")
@@ -90,7 +95,6 @@ def parse_traffic(reader: Reader, top_packet_length: int | None = None) -> Traff
 
     ``top_packet_length`` is the top-level ``packet_length`` if given: giving both is an error.
     """
-    from .spec import choice, integer, number
 
     rate = reader.get("rate", number(0, 1, low_open=True), None)
     rates = reader.get("rates", _rates, None)

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from zfabric import SpecError, compile_plan, load_spec
-from zfabric.spec import (
-    MAX_ENDPOINTS,
-    MAX_ERRORS,
-    MAX_LIST_LENGTH,
-    MAX_SPEC_BYTES,
-    MAX_SWITCHES,
-    VALUE_CHARS,
-    describe,
-)
+from zfabric.fields import MAX_ERRORS, MAX_LIST_LENGTH, VALUE_CHARS, describe
+from zfabric.spec import MAX_ENDPOINTS, MAX_SPEC_BYTES, MAX_SWITCHES
 
 
 def spec(**topology):

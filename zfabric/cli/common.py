@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from zfabric.errors import SpecError
-from zfabric.spec import short
+from zfabric.fields import short
 
 # the spec's own limits on the traffic section's windows and packet length
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH

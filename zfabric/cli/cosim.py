@@ -7,7 +7,7 @@ import json
 import shutil
 import sys
 
-from zfabric.spec import short
+from zfabric.fields import short
 
 from .cache import cosim_cache
 from .check import checked_plan

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zfabric.errors import SpecError
-from zfabric.spec import short
+from zfabric.fields import short
 
 from .common import (
     MAX_CYCLES,

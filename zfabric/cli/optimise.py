@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from zfabric.errors import SpecError
+from zfabric.fields import short
 from zfabric.optimise import (
     CONNECTIVITIES,
     DEFAULT_MAX_LEVELS,
@@ -24,7 +25,7 @@ from zfabric.optimise import (
     Optimum,
     optimise,
 )
-from zfabric.spec import short, spec_from_dict
+from zfabric.spec import spec_from_dict
 
 from .common import OutputFolder, add_command, integer, status
 

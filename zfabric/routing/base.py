@@ -13,8 +13,8 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple
 
+from ..fields import Reader
 from ..plan import FabricPlan, PlanView
-from ..spec import Reader
 
 __all__ = [
     "Hop",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import Reader, boolean, choice
+from ..fields import Reader, boolean, choice
 from .base import Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 
 __all__ = ["DOR", "TIES", "VC_CLASSES", "may_take_either", "ring_direction", "tie_sign"]

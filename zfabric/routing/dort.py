@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import Reader, choice, describe
+from ..fields import Reader, choice, describe
 from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 from .dor import dateline_vc, ring_direction
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import Reader, choice, integer
+from ..fields import Reader, choice, integer
 from .base import MAX_VCS, Decision, Hop, routing
 from .dort import DORT, default_internal_vcs, internal_class_vcs, internal_link_vcs
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import Reader, integer
+from ..fields import Reader, integer
 from .base import MAX_VCS, Decision, Hop, routing
 from .dor import DOR, ring_direction, tie_sign
 

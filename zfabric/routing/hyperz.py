@@ -58,7 +58,7 @@ import math
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import Reader, integer
+from ..fields import Reader, integer
 from ..topologies.torus import coordinates
 from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, routing
 

@@ -10,9 +10,10 @@ from typing import Any
 import networkx as nx
 
 from ..errors import SpecError
+from ..fields import Reader
 from ..plan import FabricPlan, PlanBuilder, RoutingSpec
 from ..router_settings import AUTO, default_endpoint_vcs
-from ..spec import FabricSpec, Reader
+from ..spec import FabricSpec
 
 __all__ = ["Topology", "TOPOLOGIES", "topology", "build_fabric", "compile_plan", "finish_plan"]
 

@@ -41,18 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from ..fields import MAX_INTEGER, Reader, checked_entries, choice, describe, int_list, integer
 from ..plan import PlanBuilder, Port
 from ..routing.base import MAX_VCS
-from ..spec import (
-    MAX_INTEGER,
-    FabricSpec,
-    Reader,
-    checked_entries,
-    choice,
-    describe,
-    int_list,
-    integer,
-)
+from ..spec import FabricSpec
 from .base import finish_plan, topology
 from .torus import coordinates, linear_index
 from .znode import PATTERNS, ZnodeParams, validate, wire_tree

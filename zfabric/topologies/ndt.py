@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
+from ..fields import Reader, describe, int_list
 from ..plan import FabricPlan, PlanBuilder, PlanView, Port
 from ..routing.base import make_routing
 from ..routing.dort import default_internal_vcs, internal_link_vcs
 from ..routing.tsdor import TSDOR_VCS
-from ..spec import FabricSpec, Reader, describe, int_list
+from ..spec import FabricSpec
 from .base import finish_plan, topology
 from .torus import coordinates, linear_index
 

@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from ..fields import Reader, boolean, describe, int_list
 from ..plan import PlanBuilder, Port
 from ..routing.base import MAX_VCS
-from ..spec import FabricSpec, Reader, boolean, describe, int_list
+from ..spec import FabricSpec
 from .base import finish_plan, topology
 
 __all__ = ["TorusParams", "linear_index", "coordinates"]

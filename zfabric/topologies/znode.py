@@ -35,9 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from ..fields import MAX_LIST_LENGTH, Reader, choice, int_list, integer
 from ..plan import PlanBuilder, Port, Switch
 from ..routing.base import MAX_VCS
-from ..spec import MAX_LIST_LENGTH, FabricSpec, Reader, choice, int_list, integer
+from ..spec import FabricSpec
 from .base import finish_plan, topology
 
 __all__ = [

@@ -258,15 +258,17 @@ def test_destro_takes_the_plain_trees_t_switch_ports(scp):
         assert got == expected
 
 
-def test_internal_link_by_destination():
-    # r internal links: a crossing packet takes link (destination mod r)
-    plan = tree(4, 2, scp="bad", internal_ports=3)
+def test_internal_link_by_exit_port():
+    # r internal links: a crossing packet takes link (T-switch port it leaves by) mod r
+    k, r = 4, 3
+    plan = tree(k, 2, scp="bad", internal_ports=r)
     for src, dst in itertools.permutations(range(16), 2):
-        for s, _, out in walk(plan, src, dst):
-            port = plan.switches[s].ports[out]
-            if port.role == "internal":
+        hops = walk(plan, src, dst)
+        for (s, _, out), (s2, _, exit_) in itertools.pairwise(hops):
+            if plan.switches[s].ports[out].role == "internal":
                 internal = [i for i, p in enumerate(plan.switches[s].ports) if p.role == "internal"]
-                assert out == internal[dst % 3]
+                port = plan.switches[s2].ports[exit_]
+                assert out == internal[(port.group + (k if port.role == "up" else 0)) % r]
 
 
 # ---- deadlock: the internal links' VC classes --------------------------------------------------

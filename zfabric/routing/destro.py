@@ -7,8 +7,10 @@ h'_s. ``updown`` on a k-ary n-tree is exactly that (its up port is the destinati
 the level, its down group the label: the tests check it hop by hop against the definition), so
 this routing reuses it and decides per *T-switch*: both internal switches of a T-switch see its
 2k ports (:func:`~zfabric.topologies.tswitch.tswitch_port`). A port on the other internal
-switch is reached over an internal link: link ``destination mod r`` of the r, so a flow keeps
-one path (deterministic, in order) while destinations spread over the links.
+switch is reached over internal link ``p mod r``, p the T-switch port it leaves by: a flow
+keeps one path (deterministic, in order), and an internal link holds only packets for the
+same few outputs, so a packet waiting there waits for an output it needs anyway (with r as
+large as the ports beyond the link, each output has a link of its own, as an output queue).
 
 Internal-link VCs by class (``internal_vcs``): ``up`` for a hop toward an up port (forward
 connections), ``down`` toward a down port (turnaround and backward). The default shares one
@@ -46,7 +48,7 @@ class DESTRO(UpDown):
 
     def __init__(self, view):
         super().__init__(view)
-        k = self.z[0]
+        self.k = k = self.z[0]
         self.class_vcs = internal_class_vcs(self.params["internal_vcs"])
         switches = view.switches
         #: per internal switch: its internal ports (to its twin)
@@ -67,6 +69,7 @@ class DESTRO(UpDown):
         if target.switch == switch:
             return super()._hop(switch, target.port, head)
         internal = self.internal[switch]
-        role = self.view.switches[target.switch].ports[target.port].role
-        vc_class = "up" if role == "up" else "down"
-        return Hop(internal[head % len(internal)], self.class_vcs[vc_class])
+        port = self.view.switches[target.switch].ports[target.port]
+        vc_class = "up" if port.role == "up" else "down"
+        exit_port = tswitch_port(port, self.k)
+        return Hop(internal[exit_port % len(internal)], self.class_vcs[vc_class])

@@ -258,17 +258,22 @@ def test_destro_takes_the_plain_trees_t_switch_ports(scp):
         assert got == expected
 
 
-def test_internal_link_by_exit_port():
-    # r internal links: a crossing packet takes link (T-switch port it leaves by) mod r
-    k, r = 4, 3
-    plan = tree(k, 2, scp="bad", internal_ports=r)
+def test_internal_link_by_the_exit_ports_index():
+    # r internal links: a crossing packet takes link i mod r, i the index of the port it
+    # leaves by on the other internal switch (its external ports come first, in T-switch order)
+    r = 3
+    plan = tree(4, 2, scp="optimal", internal_ports=r)
+    used = set()
     for src, dst in itertools.permutations(range(16), 2):
         hops = walk(plan, src, dst)
-        for (s, _, out), (s2, _, exit_) in itertools.pairwise(hops):
+        for (s, _, out), (_, _, exit_) in itertools.pairwise(hops):
             if plan.switches[s].ports[out].role == "internal":
                 internal = [i for i, p in enumerate(plan.switches[s].ports) if p.role == "internal"]
-                port = plan.switches[s2].ports[exit_]
-                assert out == internal[(port.group + (k if port.role == "up" else 0)) % r]
+                assert out == internal[exit_ % r]
+                used.add((s, out))
+    # Type A below the top: beta holds ports 2, 3, 6, 7 at indices 0..3: all three links used
+    lower = [s.id for s in plan.switches if s.position["level"] == 1]
+    assert all(sum(1 for u in used if u[0] == s) == r for s in lower)
 
 
 # ---- deadlock: the internal links' VC classes --------------------------------------------------

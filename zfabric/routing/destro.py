@@ -7,7 +7,7 @@ h'_s. ``updown`` on a k-ary n-tree is exactly that (its up port is the destinati
 the level, its down group the label: the tests check it hop by hop against the definition), so
 this routing reuses it and decides per *T-switch*: both internal switches of a T-switch see its
 2k ports (:func:`~zfabric.topologies.tswitch.tswitch_port`). A port on the other internal
-switch is reached over internal link ``p mod r``, p the T-switch port it leaves by: a flow
+switch is reached over internal link ``i mod r``, i the port's index on that switch: a flow
 keeps one path (deterministic, in order), and an internal link holds only packets for the
 same few outputs, so a packet waiting there waits for an output it needs anyway (with r as
 large as the ports beyond the link, each output has a link of its own, as an output queue).
@@ -48,7 +48,7 @@ class DESTRO(UpDown):
 
     def __init__(self, view):
         super().__init__(view)
-        self.k = k = self.z[0]
+        k = self.z[0]
         self.class_vcs = internal_class_vcs(self.params["internal_vcs"])
         switches = view.switches
         #: per internal switch: its internal ports (to its twin)
@@ -69,7 +69,6 @@ class DESTRO(UpDown):
         if target.switch == switch:
             return super()._hop(switch, target.port, head)
         internal = self.internal[switch]
-        port = self.view.switches[target.switch].ports[target.port]
-        vc_class = "up" if port.role == "up" else "down"
-        exit_port = tswitch_port(port, self.k)
-        return Hop(internal[exit_port % len(internal)], self.class_vcs[vc_class])
+        role = self.view.switches[target.switch].ports[target.port].role
+        vc_class = "up" if role == "up" else "down"
+        return Hop(internal[target.port % len(internal)], self.class_vcs[vc_class])

@@ -46,7 +46,8 @@ from zfabric import compile_plan, load_spec
 LOAD = 0.8
 PAPER_R = {4: 1, 8: 2}
 PACKET = 4
-#: "the same": accepted traffic within this fraction of U-BMIN's
+#: "reaches U-BMIN": accepts at least U-BMIN's traffic less this fraction (the paper: the
+#: internal links stop being a bottleneck)
 SAME = 0.02
 
 
@@ -137,18 +138,17 @@ def study(args, k: int, n: int) -> None:
     print(f"  plot: {path}")
 
     optimal, bad = test1["optimal"], test1["bad"]
-    same = [abs(a - u80) <= SAME * u80 for a in optimal]
-    first_same = next((r for r, ok in enumerate(same, 1) if ok), None)
+    floor = (1 - SAME) * u80
+    first_o = next((r for r, a in enumerate(optimal, 1) if a >= floor), None)
     print(
-        f"claim: O-BMIN equals U-BMIN at {LOAD:.0%} load with r = {paper_r}:"
-        f" {verdict(same[paper_r - 1])} (O {optimal[paper_r - 1]:.3f} vs U {u80:.3f};"
-        f" first r within {SAME:.0%}: {first_same})"
+        f"claim: O-BMIN reaches U-BMIN at {LOAD:.0%} load with r = {paper_r}:"
+        f" {verdict(optimal[paper_r - 1] >= floor)} (O {optimal[paper_r - 1]:.3f} vs U"
+        f" {u80:.3f}; first r reaching {floor:.3f}: {first_o})"
     )
-    bad_same = [abs(a - u80) <= SAME * u80 for a in bad]
-    bad_first = next((r for r, ok in enumerate(bad_same, 1) if ok), None)
+    first_b = next((r for r, a in enumerate(bad, 1) if a >= floor), None)
     print(
         f"claim: B-BMIN needs r = k = {k} to reach U-BMIN at {LOAD:.0%}:"
-        f" {verdict(bad_first == k)} (first r within {SAME:.0%}: {bad_first};"
+        f" {verdict(first_b == k)} (first r reaching {floor:.3f}: {first_b};"
         f" B at r = k - 1: {bad[k - 2]:.3f}, at r = k: {bad[k - 1]:.3f})"
     )
     b_knee = results[f"B-BMIN r={paper_r}"]["knee"]
@@ -181,8 +181,8 @@ def main() -> None:
         f"# model, uniform Bernoulli traffic, {PACKET}-flit packets, {args.vcs} VC(s) per link of"
         f" {args.buffer_depth} flits, 1-stage switches (round-robin), warm-up {args.warmup},"
         f" window {args.cycles} cycles, seed 1; test 1 at offered {LOAD} (no drain); test 2"
-        f" knees by bisection to {args.tolerance}, drain limit {args.cycles}; 'the same' ="
-        f" accepted within {SAME:.0%} of U-BMIN's"
+        f" knees by bisection to {args.tolerance}, drain limit {args.cycles}; 'reaches U-BMIN'"
+        f" = accepts at least {1 - SAME:.0%} of U-BMIN's traffic"
     )
     args.plot_dir.mkdir(parents=True, exist_ok=True)
     for k, n in zip(args.k, args.n, strict=True):

@@ -379,6 +379,11 @@ def test_bad_tswitch_keys(tmp_path, capsys, tswitch, message):
             "topology.tswitch.scp: 'optimal' needs an even k",
         ),
         (
+            "{kind: kary_ntree, k: 3, n: 2, tswitch: {internal_ports: 2}}",
+            None,
+            "topology.tswitch.scp: missing: the default 'optimal' needs an even k, got k = 3",
+        ),
+        (
             "{kind: xgft, h: 2, m: [4, 2], w: [1, 4], tswitch: {}}",
             None,
             "topology.tswitch: T-switches need an XGFT that is a k-ary n-tree",

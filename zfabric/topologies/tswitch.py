@@ -137,8 +137,14 @@ def parse_tswitch(reader: Reader, k: int, n: int) -> TSwitchParams:
     """The ``tswitch`` mapping of a k-ary n-tree (``reader`` is the topology's)."""
     sub = reader.section("tswitch")
     internal_ports = sub.get("internal_ports", integer(1, MAX_INTERNAL_PORTS), 1)
+    if not sub.has("scp") and k % 2:
+        raise SpecError(
+            sub.key("scp"),
+            f"missing: the default 'optimal' needs an even k, got k = {k}; give 'bad' or the lists",
+        )
     scp, alpha = sub.get("scp", lambda value, path: _scp(value, path, k, n), None) or (
-        ("optimal", optimal_alpha(k, n)) if k % 2 == 0 else ("bad", bad_alpha(k, n))
+        "optimal",
+        optimal_alpha(k, n),
     )
     sub.finish()
     return TSwitchParams(internal_ports=internal_ports, scp=scp, alpha=alpha)

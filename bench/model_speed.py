@@ -1,68 +1,135 @@
-"""Reference-model speed: simulated router-cycles per second (switches x cycles / wall time)
-and peak memory, on torus-4x4, ndt-4x4x4 and an 8x8x8 nDT at low and high uniform load.
-Each configuration runs in a fresh process (so peak RSS is its own); median of --repeats.
+"""Cycle-engine speed: router-cycles per CPU second (switches x cycles / CPU time) of the fast
+engine and the reference model in the same run, on the same fabric, traffic and cycles; the
+set-up (plan, routing verdict, pattern limits) cold and warm; peak memory.
+
+Each (case, engine) runs in a fresh process, ``--repeats`` times; the table shows medians. A
+run compiles the plan, does the set-up twice in the fast engine's runs (it is the same for both:
+cold, from an empty set-up cache; warm, read back), builds the model, runs ``--warmup`` cycles
+of uniform traffic untimed, then times ``--cycles`` more (CPU time of the process, traffic
+generation included; numba's compile excluded: it is cached on disk after the first run).
+
+The fast engine first runs once with an empty set-up cache: its routing tables are filled as
+the source-destination pairs come (``cold tables``: the share of the timed window the fills
+take), and saved. The timed repeats then start from the saved tables, as every later run of
+that plan does (``fast rc/s``), their set-up read back (``warm``).
 
 Then bounded memory: ``simulate()`` (warm-up 1000, drain) on torus-4x4, uniform at 0.3, for
-10k, 30k and 100k measured cycles, each in a fresh process: peak RSS of the process (median of
---repeats), and the peak Python heap during the run (tracemalloc, started after the imports and
-the compile; one run, it slows the model about 10x). Both must stay flat (within 10%) from 10k
-to 100k cycles.
+10k, 30k and 100k measured cycles on each engine, each in a fresh process: peak RSS (median
+of --repeats). It must stay flat (within 10%) from 10k to 100k cycles.
 
-    .venv/bin/python bench/model_speed.py [--cycles 2000] [--repeats 3] [--memory-only]
+    .venv/bin/python bench/model_speed.py [--cases torus-8x8@0.1,...] [--all] [--repeats 3]
+        [--warmup 500] [--cycles 2000] [--memory-only] [--no-memory]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-CONFIGS = [
-    ("torus-4x4", {"kind": "torus", "k": [4, 4]}),
-    ("ndt-4x4x4", {"kind": "ndt", "k": [4, 4, 4]}),
-    ("ndt-8x8x8", {"kind": "ndt", "k": [8, 8, 8]}),
-]
-RATES = (0.05, 0.3)
+#: the issue's table: BookSim2's figures on this machine class, router-cycles/s
+TABLE = {
+    "torus-8x8@0.1": 929_000,
+    "torus-8x8@0.5": 220_000,
+    "torus-16x16@0.1": 327_000,
+    "torus-32x32@0.1": 89_000,
+}
+#: more fabrics (``--all``): the smallest torus and the other families' test fabrics
+MORE = ("torus-4x4@0.1", "ndt-4x4x4@0.1", "znode-512@0.1", "hyperz-1024@0.1")
+ENGINES = ("reference", "fast")
 
 
-def one(topology: dict, rate: float, cycles: int) -> dict:
-    from zfabric.sim.model import FabricModel
+def _spec(name: str) -> dict:
+    """A case's spec: ``torus-KxK`` built here, other names from examples/."""
+    if name.startswith("torus-"):
+        k = [int(side) for side in name.removeprefix("torus-").split("x")]
+        return {"name": name, "topology": {"kind": "torus", "k": k}}
+    return {"path": os.path.join(os.path.dirname(__file__), "..", "examples", f"{name}.yaml")}
+
+
+def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
+    """One run in this process (a fresh one): set-up, then timed cycles."""
+    from zfabric.sim.analytic import cached_pattern_limits
+    from zfabric.sim.fast.tables import FabricTables
+    from zfabric.sim.measure import make_model
     from zfabric.sim.traffic import Traffic, TrafficConfig
 
     from zfabric import compile_plan, load_spec
+    from zfabric.deadlock import routing_summary
 
-    plan = compile_plan(load_spec({"name": "bench", "topology": topology}))
-    model = FabricModel(plan, on_deliver=lambda packet: None)  # keep none, as simulate() does
-    traffic = Traffic(TrafficConfig(rate=rate), len(plan.endpoints), seed=1)
-    warm = cycles // 4
-    for cycle in range(warm):  # fill the fabric before timing
-        for src, dst, length in traffic.packets_at(cycle):
-            model.offer(src, dst, length)
-        model.step()
-    start = time.perf_counter()
-    for cycle in range(warm, warm + cycles):
-        for src, dst, length in traffic.packets_at(cycle):
-            model.offer(src, dst, length)
-        model.step()
-    elapsed = time.perf_counter() - start
+    base_rss = _rss()
+    name, rate = case.split("@")
+    spec = _spec(name)
+    config = TrafficConfig(rate=float(rate))
+    start = time.process_time()
+    plan = compile_plan(load_spec(spec.get("path", spec)))
+    built = time.process_time()
+    setup = [0.0, 0.0]
+    for index in range(2 if engine == "fast" else 0):  # engine-independent: measured once
+        begin = time.process_time()
+        routing_summary(plan)
+        cached_pattern_limits(plan, config)
+        setup[index] = time.process_time() - begin
+    fills = [0.0]
+    fill = FabricTables.fill
+
+    def timed_fill(self, misses):
+        begin = time.process_time()
+        fill(self, misses)
+        fills[0] += time.process_time() - begin
+
+    FabricTables.fill = timed_fill
+    begin = time.process_time()
+    model, ran = make_model(plan, engine, on_deliver=lambda packet: None)
+    made = time.process_time() - begin
+    assert ran == engine
+    traffic = Traffic(config, len(plan.endpoints), seed=1)
+    chunk = 256 if engine == "fast" else 1
+
+    def advance(until: int) -> None:
+        while model.cycle < until:
+            end = min(until, model.cycle + chunk)
+            for cycle in range(model.cycle, end):
+                for src, dst, length in traffic.packets_at(cycle):
+                    model.offer(src, dst, length, created=cycle)
+            model.run(end - model.cycle)
+
+    advance(warmup)
+    fills[0] = 0.0
+    begin = time.process_time()
+    advance(warmup + cycles)
+    elapsed = time.process_time() - begin
+    if engine == "fast":
+        model.finish()  # keeps the routing tables for the next run
     return {
-        "router_cycles_per_s": len(plan.switches) * cycles / elapsed,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "switches": len(plan.switches),
+        "endpoints": len(plan.endpoints),
+        "router_cycles_per_s": len(plan.switches) * cycles / elapsed,
+        "fill_share": fills[0] / elapsed,
+        "plan_s": built - start,
+        "setup_cold_s": setup[0],
+        "setup_warm_s": setup[1],
+        "model_s": made,
+        "peak_rss_mb": _rss(),
+        "base_rss_mb": base_rss,
     }
+
+
+def _rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 MEMORY_CYCLES = (10_000, 30_000, 100_000)
 
 
-def memory(cycles: int, heap: bool) -> dict:
-    import tracemalloc
-
+def memory(cycles: int, engine: str) -> dict:
     from zfabric.sim.measure import simulate
     from zfabric.sim.traffic import Traffic, TrafficConfig
 
@@ -70,87 +137,120 @@ def memory(cycles: int, heap: bool) -> dict:
 
     plan = compile_plan(load_spec({"name": "bench", "topology": {"kind": "torus", "k": [4, 4]}}))
     traffic = Traffic(TrafficConfig(rate=0.3), len(plan.endpoints), seed=1)
-    if heap:
-        tracemalloc.start()
-    start = time.perf_counter()
-    result = simulate(plan, traffic, warmup=1000, cycles=cycles)
-    elapsed = time.perf_counter() - start
+    start = time.process_time()
+    result = simulate(plan, traffic, warmup=1000, cycles=cycles, engine=engine)
     return {
-        "heap_mb": tracemalloc.get_traced_memory()[1] / 2**20 if heap else None,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": _rss(),
         "packets": result.packets,
-        "seconds": elapsed,
+        "seconds": time.process_time() - start,
     }
 
 
-def _fresh(args: list[str]) -> dict:
+def _fresh(args: list[str], env: dict | None = None) -> dict:
     """Run this script with ``args`` in a new interpreter and return its JSON line."""
     out = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+        [sys.executable, __file__, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
     )
-    return json.loads(out.stdout)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> None:
+    import numba
+
+    print(
+        f"# python {platform.python_version()}, numba {numba.__version__}; uniform traffic,"
+        " 4-flit packets, Bernoulli, seed 1"
+    )
+    print(
+        f"# {warmup} cycles untimed, then {cycles} timed (32x32: half of each); CPU time of the"
+        f" timed window; median of {repeats} fresh processes per engine (cold tables: one run)"
+    )
+    print(
+        "case              switches  reference rc/s   fast rc/s  fast/ref  BookSim2  fast/BS"
+        "   cold tables (fills)  set-up cold/warm s  RSS ref/fast MB"
+    )
+    for case in cases:
+        scale = 2 if "32x32" in case else 1
+        argv = ["--one", case, "--warmup", str(warmup // scale), "--cycles", str(cycles // scale)]
+        with tempfile.TemporaryDirectory() as setup_dir:
+            env = {"ZFABRIC_SETUP_DIR": setup_dir}
+            cold = _fresh([*argv, "--engine", "fast"], env)
+            rows = {
+                engine: _median([_fresh([*argv, "--engine", engine], env) for _ in range(repeats)])
+                for engine in ENGINES
+            }
+        ref, fast = rows["reference"], rows["fast"]
+        speeds = ref["router_cycles_per_s"], fast["router_cycles_per_s"]
+        booksim = TABLE.get(case)
+        shown_bs = f"{booksim / 1000:6.0f} k" if booksim else "       -"
+        ratio_bs = f"{speeds[1] / booksim:7.2f}" if booksim else "      -"
+        print(
+            f"{case:17s} {fast['switches']:8.0f}  {speeds[0]:14,.0f}"
+            f"  {speeds[1]:10,.0f}  {speeds[1] / speeds[0]:8.1f}  {shown_bs}  {ratio_bs}"
+            f"  {cold['router_cycles_per_s']:11,.0f} ({cold['fill_share']:4.0%})"
+            f"  {cold['setup_cold_s']:8.2f} / {fast['setup_warm_s']:5.2f}"
+            f"  {ref['peak_rss_mb']:6.0f} / {fast['peak_rss_mb']:4.0f}"
+        )
+
+
+def _median(runs: list[dict]) -> dict:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
 def memory_table(repeats: int) -> None:
     print(
         f"\n# bounded memory: simulate() on torus-4x4, uniform 0.3, 4-flit packets, warm-up"
-        f" 1000, seed 1; RSS and run time: median of {repeats} fresh processes; heap: one run"
-        " under tracemalloc"
+        f" 1000, seed 1; peak RSS and CPU time: median of {repeats} fresh processes"
     )
-    print("measured cycles  packets  peak heap (MB)  peak RSS (MB)  run time (s)")
-    rows = []
-    for cycles in MEMORY_CYCLES:
-        runs = [_fresh(["--memory", str(cycles)]) for _ in range(repeats)]
-        row = {key: statistics.median(r[key] for r in runs) for key in ("peak_rss_mb", "seconds")}
-        row["packets"] = runs[0]["packets"]
-        row["heap_mb"] = _fresh(["--memory", str(cycles), "--heap"])["heap_mb"]
-        rows.append(row)
+    print("engine     measured cycles  packets  peak RSS (MB)  CPU time (s)")
+    for engine in ENGINES:
+        rows = []
+        for cycles in MEMORY_CYCLES:
+            runs = [_fresh(["--memory", str(cycles), "--engine", engine]) for _ in range(repeats)]
+            row = {
+                key: statistics.median(r[key] for r in runs) for key in ("peak_rss_mb", "seconds")
+            }
+            row["packets"] = runs[0]["packets"]
+            rows.append(row)
+            print(
+                f"{engine:9s}  {cycles:15,d}  {row['packets']:7,.0f}  {row['peak_rss_mb']:13.1f}"
+                f"  {row['seconds']:12.1f}"
+            )
+        growth = rows[-1]["peak_rss_mb"] / rows[0]["peak_rss_mb"] - 1
         print(
-            f"{cycles:15,d}  {row['packets']:7,.0f}  {row['heap_mb']:14.2f}  "
-            f"{row['peak_rss_mb']:13.1f}  {row['seconds']:12.1f}"
-        )
-    for key, label in (("heap_mb", "heap"), ("peak_rss_mb", "RSS")):
-        growth = rows[-1][key] / rows[0][key] - 1
-        print(
-            f"{label} from {MEMORY_CYCLES[0]:,} to {MEMORY_CYCLES[-1]:,} cycles: {growth:+.1%}"
-            f" ({'flat' if abs(growth) <= 0.10 else 'NOT flat'}: the bound is 10%)"
+            f"{engine}: RSS from {MEMORY_CYCLES[0]:,} to {MEMORY_CYCLES[-1]:,} cycles:"
+            f" {growth:+.1%} ({'flat' if abs(growth) <= 0.10 else 'NOT flat'}: the bound is 10%)"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", help="comma-separated NAME@RATE (default: the issue's table)")
+    parser.add_argument("--all", action="store_true", help="also " + ", ".join(MORE))
+    parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-only", action="store_true", help="only the memory table")
+    parser.add_argument("--no-memory", action="store_true", help="no memory table")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--heap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        topology, rate = json.loads(args.one)
-        print(json.dumps(one(topology, rate, args.cycles)))
+        print(json.dumps(one(args.one, args.engine, args.warmup, args.cycles)))
         return
     if args.memory:
-        print(json.dumps(memory(args.memory, args.heap)))
+        print(json.dumps(memory(args.memory, args.engine)))
         return
-    if args.memory_only:
+    if not args.memory_only:
+        cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
+        speed_table(cases, args.repeats, args.warmup, args.cycles)
+    if not args.no_memory:
         memory_table(args.repeats)
-        return
-    print(f"# python {platform.python_version()}, {args.cycles} timed cycles after a warm-up")
-    print(f"# uniform traffic, 4-flit packets, median of {args.repeats} runs, fresh process each")
-    print("fabric      switches  rate  router-cycles/s  peak RSS (MB)")
-    target = None
-    for name, topology in CONFIGS:
-        for rate in RATES:
-            one_args = ["--cycles", str(args.cycles), "--one", json.dumps([topology, rate])]
-            runs = [_fresh(one_args) for _ in range(args.repeats)]
-            speed = statistics.median(r["router_cycles_per_s"] for r in runs)
-            rss = max(r["peak_rss_mb"] for r in runs)
-            print(f"{name:11s} {runs[0]['switches']:8d}  {rate:4.2f}  {speed:15,.0f}  {rss:13.0f}")
-            if name == "ndt-4x4x4" and rate == 0.05:
-                target = speed
-    print(f"ndt-4x4x4 at 0.05: {target:,.0f} router-cycles/s (target >= 20,000)")
-    memory_table(args.repeats)
 
 
 if __name__ == "__main__":

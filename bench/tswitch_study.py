@@ -1,5 +1,6 @@
 """T-switch fat trees against single-chip and low-radix trees in the model: the evaluation of
-the nDT thesis's first paper (§6; reference/transit.md "Seed 004, Paper 1"), on smaller trees.
+J. A. Villar et al., "Formalization and configuration methodology for high-radix combined
+switches" (The Journal of Supercomputing, 2013, §6), on smaller trees.
 
 The paper simulates 1024 endpoints (4-ary 5-tree, T-switches of two 5-port switches; low-radix
 baseline 2-ary 10-tree) and 4096 (8-ary 4-tree, two 10-port switches; baseline 4-ary 6-tree)

@@ -1,1 +1,2 @@
-"""boards: reserved package (see DESIGN.md); filled by later issues."""
+"""boards: self-checking FPGA prototypes of a fabric (traffic generators and checkers, a UART
+report, board tops, targets) and their YoWASP synthesis, place-and-route and packing."""

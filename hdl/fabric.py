@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -11,7 +11,7 @@ from zfabric.routing import make_routing
 
 from .endpoint import Endpoint, PacketInLayout, PacketOutLayout
 from .flit import FlitLayout, dst_width
-from .naming import axis_name, axis_ports
+from .naming import axis_name, axis_ports, clock_ports
 from .node import TwinSwitchNode, twin_nodes
 from .router.route import RouteRows
 from .switch import Switch
@@ -43,6 +43,11 @@ class Fabric(wiring.Component):
         ``o``: per endpoint ``s<e>_axis_*`` in, ``m<e>_axis_*`` out, each a member named by
         :func:`~zfabric.hdl.naming.axis_name`, in :func:`~zfabric.hdl.naming.axis_ports`
         order. The Verilog top is built this way; the timing is the same.
+    reset : str
+        The reset port (:data:`~zfabric.hdl.naming.RESETS`): ``"rst"``, active high, the one
+        Amaranth gives the ``sync`` domain; or ``"aresetn"``, active low as AXI's ARESETn, with
+        ``clk`` and ``aresetn`` members that drive a ``sync`` domain of the fabric's own (its
+        reset is ``~aresetn``, so every switch and endpoint sees the same active-high reset).
 
     Members
     -------
@@ -64,7 +69,9 @@ class Fabric(wiring.Component):
         arithmetic: bool = True,
         wrap=None,
         axis: bool = False,
+        reset: str = "rst",
     ):
+        clock_ports(reset)  # a known reset
         attachments = {len(e.attachments) for e in plan.endpoints}
         if len(attachments) != 1:
             raise ValueError(f"endpoints differ in their number of attachments: {attachments}")
@@ -75,6 +82,7 @@ class Fabric(wiring.Component):
         self._plan = plan
         self._wrap = wrap or (lambda component: component)
         self._axis = bool(axis)
+        self._reset = reset
         self._n_attachments = n_attachments
         self.view = view = PlanView(plan)
         self.flit_layout = layout = FlitLayout.from_plan(plan)
@@ -90,6 +98,8 @@ class Fabric(wiring.Component):
                 "i": In(stream.Signature(PacketInLayout(layout, width))).array(n),
                 "o": Out(stream.Signature(PacketOutLayout(layout))).array(n, n_attachments),
             }
+        if reset != "rst":
+            members = {"clk": In(1), reset: In(1), **members}
         super().__init__(members)
         self._switches: list[Switch | None] = [None] * len(plan.switches)
         #: per switch id: (node index, card) for nDT cards
@@ -139,6 +149,9 @@ class Fabric(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        if self._reset != "rst":
+            m.domains.sync = domain = ClockDomain("sync")
+            m.d.comb += [domain.clk.eq(self.clk), domain.rst.eq(~getattr(self, self._reset))]
         for index, node in enumerate(self.nodes):
             m.submodules[f"node{index}"] = self._wrap(node)
             for name, value in node.identity_values.items():

@@ -10,23 +10,44 @@ out a second time. Resource and Fmax figures appear only when the caller has the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import RouterSettings
 
-from .naming import CLOCK_PORTS, with_clock_ports
+from .naming import RESETS, clock_ports, with_clock_ports
 
 __all__ = ["Hops", "instantiation_template", "latency_formula", "readme"]
 
 
 @dataclass(frozen=True)
 class Hops:
-    """Switch-to-switch links of the fabric's routes (``zfabric check``'s figures)."""
+    """The fabric's routes: their switch-to-switch links (``zfabric check``'s figures:
+    ``FabricMetrics.routes``, diameter and average over the pairs' shortest and over their
+    longest routes) and the zero-load latency of a lone one-flit packet along the first choices
+    it takes, head flits included (``zfabric.sim.analytic.lone_packet_latency``, held equal to
+    the model)."""
 
-    diameter: int
-    average: float
+    routes: Mapping[str, Mapping[str, float]]
+    longest_latency: float
+    mean_latency: float
+
+    def text(self) -> str:
+        """The routes' lengths in words; both kinds, labelled, when routing choices differ."""
+        shortest, longest = self.routes["shortest"], self.routes["longest"]
+        if shortest == longest:
+            diameter = int(longest["diameter"])
+            return (
+                f"This fabric's routes cross at most {diameter} link{'s' * (diameter != 1)}"
+                f" ({longest['average']:.3f} on average over ordered pairs of endpoints)"
+            )
+        return (
+            "This fabric's routing chooses among routes of different lengths: each pair's"
+            f" shortest route crosses at most {int(shortest['diameter'])} links"
+            f" ({shortest['average']:.3f} on average over ordered pairs of endpoints), its"
+            f" longest at most {int(longest['diameter'])} ({longest['average']:.3f} on average)"
+        )
 
 
 def latency_formula(router: RouterSettings) -> tuple[int, int]:
@@ -105,12 +126,15 @@ def readme(
     hops: Hops | None = None,
     figures: dict | None = None,
     files: Sequence[str] = (),
+    reset: str = "rst",
 ) -> str:
     """``NAME_README.md``: what the fabric is, its ports in order, its zero-load latency, its
     figures when known, and how to run its testbench.
 
     ``text`` is the emitted Verilog (its header comment is quoted), ``ports`` the top's ports
-    (``Emission.ports``), ``files`` the files written beside it."""
+    (``Emission.ports``), ``files`` the files written beside it, ``reset`` the top's reset
+    port."""
+    clock, reset_port = clock_ports(reset)
     per_hop, constant = latency_formula(plan.router)
     stages = plan.router.stages
     lines = [
@@ -129,14 +153,14 @@ def readme(
         "",
         "## Ports",
         "",
-        f"In port order: `{CLOCK_PORTS[0]}`, `{CLOCK_PORTS[1]}` (synchronous, active high), "
+        f"In port order: `{clock}`, `{reset_port}` (reset, {RESETS[reset]}), "
         "then endpoint by endpoint in id order (as in `" + top + ".ports`):",
         "",
         "| port | direction | width |",
         "|---|---|---|",
         *(
             f"| `{name}` | {direction} | {width} |"
-            for direction, width, name in with_clock_ports(ports)
+            for direction, width, name in with_clock_ports(ports, reset)
         ),
         "",
         "## Latency",
@@ -163,15 +187,12 @@ def readme(
             " ejection link (docs/microarchitecture.md, Heads longer than a flit)."
         )
     if hops is not None:
-        worst = plan.router.zero_load_latency(hops.diameter, 1)
-        mean = plan.router.zero_load_latency(hops.average, 1)
-        heads = ", head flits not counted" if plan.router.head_bits is not None else ""
+        heads = ", its head flits included" if plan.router.head_bits is not None else ""
         lines += [
             "",
-            f"This fabric's routes cross at most {hops.diameter} link"
-            f"{'s' * (hops.diameter != 1)} ({hops.average:.3f} on "
-            f"average over ordered pairs of endpoints): a one-flit packet takes {worst:g} cycles "
-            f"at most, {mean:.2f} on average{heads}.",
+            f"{hops.text()}: a lone one-flit packet, taking its routing's first choices, is"
+            f" delivered in {hops.longest_latency:g} cycles at most, {hops.mean_latency:.2f} on"
+            f" average{heads}.",
         ]
     lines += ["", "## Resources and Fmax", ""]
     if figures is None:
@@ -204,16 +225,19 @@ def readme(
     return "\n".join(lines)
 
 
-def instantiation_template(top: str, ports: Sequence[tuple[str, int, str]]) -> str:
+def instantiation_template(
+    top: str, ports: Sequence[tuple[str, int, str]], *, reset: str = "rst"
+) -> str:
     """``NAME_inst.vh``: a net per endpoint port and an instance of ``top`` connecting them and
-    the enclosing module's ``clk`` and ``rst``, to ```include`` inside a module (or paste and
-    rename). A ``.vh``, not a ``.v``: it is no module, so ``*.v`` globs leave it out."""
-    every = with_clock_ports(ports)
+    the enclosing module's ``clk`` and reset (``rst``, or ``aresetn`` with that ``reset``), to
+    ```include`` inside a module (or paste and rename). A ``.vh``, not a ``.v``: it is no
+    module, so ``*.v`` globs leave it out."""
+    every = with_clock_ports(ports, reset)
     pad = max(len(name) for _, _, name in every)
     lines = [
         f"// {top}_inst.vh: an instance of {top}, with one net per port named like the port.",
-        f"// `include it inside your module, whose {' and '.join(CLOCK_PORTS)} it connects (or"
-        " paste it and",
+        f"// `include it inside your module, whose {' and '.join(clock_ports(reset))} it"
+        " connects (or paste it and",
         f"// rename), and connect the nets; {top}.v (its header comment) and the README say"
         " what each",
         "// port carries.",

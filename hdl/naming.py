@@ -3,19 +3,23 @@
 The top's port names are the members of :class:`~zfabric.hdl.fabric.Fabric` built with
 ``axis=True``, which takes them, and their order, from :func:`axis_ports` here.
 
-Top ports: ``clk``, ``rst``, then endpoint by endpoint in endpoint-id order: its AXI4-Stream
-input ``s<e>_axis_tvalid``, ``_tready``, ``_tdata``, ``_tlast``, ``_tdest``, then its
+Top ports: ``clk``, the reset (``rst``, active high, or with ``reset="aresetn"`` AXI's
+active-low ``aresetn``: :data:`RESETS`), then endpoint by endpoint in endpoint-id order: its
+AXI4-Stream input ``s<e>_axis_tvalid``, ``_tready``, ``_tdata``, ``_tlast``, ``_tdest``, then its
 AXI4-Stream output per attachment ``a``: ``m<e>_axis_tvalid``, ``_tready``, ``_tdata``,
 ``_tlast``, ``_tid`` (``m<e>_<a>_axis_...`` when endpoints have several attachments).
 :func:`axis_name` makes every one of those names.
 
 Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
-port), ``<top>_node_p<ports>_v<vcs>`` for a twin node (an nDT node or a T-switch; ports of its
-first switch), ``<top>_ep`` for an endpoint kind (``_a<n>`` with ``n`` > 1 attachments). Kinds
-that would share a name are told apart by what differs: a switch's port roles in port order
-(``d0p`` / ``d0m``: dimension 0, plus / minus direction; ``local``; ``up``, ``down``, ``side``,
-``internal`` with their count), and when that is equal too (routing tables differ), ``_k<i>``,
-``i`` counting the kinds of that name by their first instance's id.
+port), ``<top>_node_p<ports>_v<vcs>`` for a twin node (an nDT node
+or a T-switch; ports of its first switch), ``<top>_ep`` for an
+endpoint kind (``_a<n>`` with ``n`` > 1 attachments). Kinds that would share a name are told
+apart by what differs: a switch's port roles in port order (``d0p`` / ``d0m``: dimension 0,
+plus / minus direction; ``local``; ``up``, ``down``, ``side``, ``internal`` with their count), and
+when that is equal too (routing tables differ), ``_k<i>``, ``i`` counting the kinds of that name
+by their first instance's id. Endpoints share one kind unless their head tables differ: under
+``source_destination`` every head carries its source's address, so each endpoint is a kind of
+its own, ``<top>_ep_k<e>``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ __all__ = [
     "AXIS_IN",
     "AXIS_OUT",
     "CLOCK_PORTS",
+    "RESETS",
+    "clock_ports",
     "with_clock_ports",
     "axis_name",
     "axis_ports",
@@ -40,14 +46,31 @@ __all__ = [
     "top_port_order",
 ]
 
-#: the ports Amaranth gives a module that uses the ``sync`` domain, first on the top
+#: the ports Amaranth gives a module that uses the ``sync`` domain: every kind's module has them,
+#: and the top by default
 CLOCK_PORTS = ("clk", "rst")
 
+#: the top's reset port, by choice (``zfabric verilog --reset``): its name -> what it is. The
+#: kinds' modules keep the active-high ``rst``; an ``aresetn`` top drives it inverted.
+RESETS = {
+    "rst": "synchronous, active high",
+    "aresetn": "synchronous, active low, as AXI's ARESETn",
+}
 
-def with_clock_ports(ports: Sequence[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+
+def clock_ports(reset: str = "rst") -> tuple[str, str]:
+    """The top's clock and reset ports, first in its port order, for the reset ``reset``."""
+    if reset not in RESETS:
+        raise ValueError(f"reset must be one of {', '.join(RESETS)}, not {reset!r}")
+    return ("clk", reset)
+
+
+def with_clock_ports(
+    ports: Sequence[tuple[str, int, str]], reset: str = "rst"
+) -> list[tuple[str, int, str]]:
     """Every port of the top, ``(direction, width, name)`` in port order: the clock and reset,
     then ``ports`` (an :class:`~zfabric.hdl.verilog.Emission`'s, which leaves them out)."""
-    return [("input", 1, name) for name in CLOCK_PORTS] + list(ports)
+    return [("input", 1, name) for name in clock_ports(reset)] + list(ports)
 
 
 def identifier(name: str) -> str:
@@ -112,18 +135,18 @@ def axis_ports(plan: FabricPlan) -> list[tuple[str, int, str]]:
     return ports
 
 
-def top_port_order(plan: FabricPlan) -> list[str]:
-    """The top's ports in emission order: ``clk``, ``rst``, then :func:`axis_ports`."""
-    return [*CLOCK_PORTS, *(name for _, _, name in axis_ports(plan))]
+def top_port_order(plan: FabricPlan, reset: str = "rst") -> list[str]:
+    """The top's ports in emission order: ``clk``, the reset, then :func:`axis_ports`."""
+    return [*clock_ports(reset), *(name for _, _, name in axis_ports(plan))]
 
 
-def port_legend(plan: FabricPlan) -> list[str]:
+def port_legend(plan: FabricPlan, reset: str = "rst") -> list[str]:
     """The lines of the Verilog header that explain the top's ports (docs/rtl.md)."""
     attachments = len(plan.endpoints[0].attachments) if plan.endpoints else 1
     out = "m<e>_<a>_axis" if attachments > 1 else "m<e>_axis"  # as axis_name makes them
     width = dst_width(plan)
     return [
-        "ports: clk, rst (reset synchronous, active high), then per endpoint e in id order an",
+        f"ports: clk, {reset} (reset {RESETS[reset]}), then per endpoint e in id order an",
         "AXI4-Stream input, then an AXI4-Stream output per attachment"
         + (" a" if attachments > 1 else "")
         + ":",

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from zfabric.plan import FabricPlan
 
-from .naming import AXIS_IN, AXIS_OUT, CLOCK_PORTS, axis_name
+from .naming import AXIS_IN, AXIS_OUT, axis_name, clock_ports
 
 __all__ = ["testbench"]
 
@@ -70,10 +70,19 @@ def _connections(plan: FabricPlan, ports: Ports, attachments: int) -> tuple[dict
     return conns, {"W": bits["tdata"], "DW": bits["tdest"], "IW": bits["tid"]}
 
 
-def testbench(plan: FabricPlan, top: str, ports: Ports, *, beats: int = 3, stall: int = 7) -> str:
+def testbench(
+    plan: FabricPlan,
+    top: str,
+    ports: Ports,
+    *,
+    beats: int = 3,
+    stall: int = 7,
+    reset: str = "rst",
+) -> str:
     """The testbench of the fabric of ``plan`` emitted as module ``top`` with ``ports``
-    (``Emission.ports``): packets of ``beats`` beats; each output's ``tready`` low one cycle in
-    ``stall`` (0: always high)."""
+    (``Emission.ports``) and the reset port ``reset`` (``rst``, or ``aresetn``: driven as
+    ``!rst`` from the bench's own active-high ``rst``): packets of ``beats`` beats; each
+    output's ``tready`` low one cycle in ``stall`` (0: always high)."""
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be a positive integer, not {beats!r}")
     if not isinstance(stall, int) or stall < 0 or stall == 1:
@@ -89,10 +98,15 @@ def testbench(plan: FabricPlan, top: str, ports: Ports, *, beats: int = 3, stall
     # over every link of the fabric, and the stalls
     lone = plan.router.zero_load_latency(len(plan.links), beats, buffer_depth=plan.buffer_depth)
     idle_limit = 2 * int(lone) + 8 * stall + 64
-    every = [*CLOCK_PORTS, *(name for _, _, name in ports)]
+    clock = clock_ports(reset)
+    every = [*clock, *(name for _, _, name in ports)]
     pad = max(map(len, every))
     instance = ",\n".join(
-        f"    .{name:{pad}} ({name if name in CLOCK_PORTS else conns[name]})" for name in every
+        f"    .{name:{pad}} ({name if name in clock else conns[name]})" for name in every
+    )
+    # the bench's own reset is active high; an active-low port gets its inverse
+    reset_net = (
+        "" if reset == "rst" else f"\n  wire {reset} = !rst;  // the fabric's active-low reset"
     )
     return _TEMPLATE.format(
         top=top,
@@ -104,6 +118,7 @@ def testbench(plan: FabricPlan, top: str, ports: Ports, *, beats: int = 3, stall
         idle_limit=idle_limit,
         max_messages=MAX_MESSAGES,
         instance=instance,
+        reset_net=reset_net,
         **widths,
     )
 
@@ -131,7 +146,7 @@ module {top}_tb;
   localparam integer MAX_MESSAGES = {max_messages};
 
   reg clk = 1'b0;
-  reg rst = 1'b1;
+  reg rst = 1'b1;{reset_net}
   always #5 clk = ~clk;
 
   wire [N-1:0] s_tvalid, s_tready, s_tlast;

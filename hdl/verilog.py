@@ -50,6 +50,7 @@ from .fabric_docs import Hops, instantiation_template, readme
 from .flit import FlitLayout
 from .naming import (
     CLOCK_PORTS,
+    clock_ports,
     identifier,
     kind_names,
     port_legend,
@@ -381,6 +382,8 @@ class Emission:
     submodules: dict[str, str] = field(default_factory=dict)
     #: (direction, width, name) per port of the top, in port order (clock and reset left out)
     ports: list[tuple[str, int, str]] = field(default_factory=list)
+    #: the top's reset port (:data:`~zfabric.hdl.naming.RESETS`)
+    reset: str = "rst"
     seconds: float = 0.0
     #: seconds spent turning the kinds, and the top, into RTLIL
     kind_seconds: float = 0.0
@@ -419,7 +422,13 @@ def _kinds(fabric: Fabric, top: str) -> dict[tuple, tuple[str, wiring.Component]
     }
 
 
-def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[str, str]) -> str:
+def _header(
+    plan: FabricPlan,
+    top: str,
+    kinds: dict[str, int],
+    submodules: dict[str, str],
+    reset: str = "rst",
+) -> str:
     """The comment heading the file: what was generated, from what, and the top's ports."""
     layout = FlitLayout.from_plan(plan)
     router = plan.router
@@ -448,14 +457,17 @@ def _header(plan: FabricPlan, top: str, kinds: dict[str, int], submodules: dict[
         *(f"  {module} ({count})" for module, count in kinds.items()),
         *(f"  {module} (one in each {kind})" for module, kind in submodules.items()),
         "",
-        *port_legend(plan),
+        *port_legend(plan, reset),
     ]
     return "".join(f"// {line}".rstrip() + "\n" for line in lines) + "\n"
 
 
-def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Emission:
+def emit(
+    plan: FabricPlan, *, name: str | None = None, share: bool = True, reset: str = "rst"
+) -> Emission:
     """Verilog of ``plan``'s fabric. ``share``: one module per kind, instantiated per switch
-    (else one flat top module, every switch and endpoint inlined)."""
+    (else one flat top module, every switch and endpoint inlined). ``reset``: the top's reset
+    port (:data:`~zfabric.hdl.naming.RESETS`: ``rst`` active high, or ``aresetn``)."""
     start = time.perf_counter()
     top = identifier(name) if name else top_module_name(plan)
     counts: dict[str, int] = {}
@@ -466,11 +478,13 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
         counts[module] = counts.get(module, 0) + 1
         return BlackBox(component, module)
 
-    fabric = Fabric(plan, identity_ports=share, wrap=wrap if share else None, axis=True)
+    fabric = Fabric(
+        plan, identity_ports=share, wrap=wrap if share else None, axis=True, reset=reset
+    )
     if share:
         kinds.update(_kinds(fabric, top))
     ports = component_ports(fabric)
-    order = top_port_order(plan)
+    order = top_port_order(plan, reset)
     top_start = time.perf_counter()
     parts = [_rtlil(fabric, top, order)]
     top_seconds = time.perf_counter() - top_start
@@ -488,14 +502,15 @@ def emit(plan: FabricPlan, *, name: str | None = None, share: bool = True) -> Em
     top_ports = [
         ("input" if ports[port][1] == PortDirection.Input else "output", len(ports[port][0]), port)
         for port in order
-        if port in ports
+        if port in ports and port not in clock_ports(reset)
     ]
     return Emission(
         top=top,
-        text=_header(plan, top, counts, submodules) + text,
+        text=_header(plan, top, counts, submodules, reset) + text,
         kinds=counts,
         submodules=submodules,
         ports=top_ports,
+        reset=reset,
         seconds=time.perf_counter() - start,
         kind_seconds=kind_seconds,
         top_seconds=top_seconds,
@@ -573,6 +588,7 @@ def write(
     split: bool = False,
     hops: Hops | None = None,
     figures: dict | None = None,
+    reset: str = "rst",
 ) -> Emission:
     """Write into ``directory``: the Verilog, ``<name>.v`` (with ``split``, one ``<module>.v``
     per module instead, the top's being ``<name>.v``, and ``<name>.f`` listing them in compile
@@ -580,8 +596,9 @@ def write(
     (``direction width name`` per top port, in port order), ``<name>_README.md``
     (:func:`~zfabric.hdl.fabric_docs.readme`; ``hops`` and ``figures`` go into it),
     ``<name>_inst.vh`` (an instantiation template) and ``<name>_tb.v`` (a self-checking
-    testbench, :func:`~zfabric.hdl.testbench.testbench`). ``Emission.files`` lists them."""
-    emission = emit(plan, share=share)
+    testbench, :func:`~zfabric.hdl.testbench.testbench`), all for the top's reset port
+    ``reset`` (:func:`emit`). ``Emission.files`` lists them."""
+    emission = emit(plan, share=share, reset=reset)
     top = emission.top
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -593,13 +610,20 @@ def write(
     texts[f"{top}.vlt"] = waivers(top, verilog, flat=not share)
     texts[f"{top}.plan.json"] = plan.to_json(indent=1)
     texts[f"{top}.ports"] = "".join(
-        f"{d} {w} {n}\n" for d, w, n in with_clock_ports(emission.ports)
+        f"{d} {w} {n}\n" for d, w, n in with_clock_ports(emission.ports, reset)
     )
-    texts[f"{top}_inst.vh"] = instantiation_template(top, emission.ports)
-    texts[f"{top}_tb.v"] = testbench(plan, top, emission.ports)
+    texts[f"{top}_inst.vh"] = instantiation_template(top, emission.ports, reset=reset)
+    texts[f"{top}_tb.v"] = testbench(plan, top, emission.ports, reset=reset)
     files = [*texts, f"{top}_README.md"]
     texts[f"{top}_README.md"] = readme(
-        plan, top, emission.text, emission.ports, hops=hops, figures=figures, files=files
+        plan,
+        top,
+        emission.text,
+        emission.ports,
+        hops=hops,
+        figures=figures,
+        files=files,
+        reset=reset,
     )
     for name, text in texts.items():
         (directory / name).write_text(text)

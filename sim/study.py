@@ -37,6 +37,7 @@ from zfabric.errors import SpecError
 from zfabric.spec import load_spec, short
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
+from . import ENGINES
 from .sweep import knee
 from .traffic import PATTERNS, PERMUTATIONS, silent_pattern
 
@@ -94,6 +95,9 @@ class Point:
     cycles: int
     drain_limit: int | None = None
     varied: tuple[tuple[str, str], ...] = ()  # the template's varied key paths, values as JSON
+    #: the cycle engine that runs it (``zfabric.sim.ENGINES``); not an input: both give the
+    #: same result, so a point cached by one is the other's too
+    engine: str = ENGINES[0]
 
     def inputs(self) -> dict[str, Any]:
         """The table's input columns."""
@@ -135,7 +139,7 @@ class Study:
 
 
 #: what a point's result depends on in ``zfabric.sim``, besides the compiler and run_point
-_MODEL_SOURCES = ("model", "measure.py", "traffic.py", "analytic.py")
+_MODEL_SOURCES = ("model", "fast", "measure.py", "traffic.py", "analytic.py")
 
 
 @functools.cache
@@ -460,9 +464,11 @@ def spec_points(
     warmup: int,
     cycles: int,
     drain_limit: int | None = None,
+    engine: str = ENGINES[0],
 ) -> list[Point]:
     """One point per rate of the spec file at ``path`` (already validated as ``name``) under
-    ``config`` (a :class:`~zfabric.sim.traffic.TrafficConfig`; its rate is ignored)."""
+    ``config`` (a :class:`~zfabric.sim.traffic.TrafficConfig`; its rate is ignored), run on
+    ``engine``."""
     data = _plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
     data["name"] = name
     spec_json = json.dumps(data, sort_keys=True)
@@ -479,6 +485,7 @@ def spec_points(
             warmup,
             cycles,
             drain_limit,
+            engine=engine,
         )
         for rate in sorted(set(rates))
     ]
@@ -496,9 +503,9 @@ def _plan(spec_json: str):
 
 @functools.lru_cache(maxsize=64)
 def _limits(spec_json: str, config, seed: int):
-    from .analytic import pattern_limits
+    from .analytic import cached_pattern_limits
 
-    return pattern_limits(_plan(spec_json), config, seed)
+    return cached_pattern_limits(_plan(spec_json), config, seed)
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -525,6 +532,7 @@ def run_point(point: Point) -> dict[str, Any]:
         cycles=point.cycles,
         drain_limit=point.drain_limit,
         limits=limits,
+        engine=point.engine,
     )
     return {"rate": point.rate, **result.to_dict()}
 

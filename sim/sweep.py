@@ -15,7 +15,8 @@ from typing import Any
 
 from zfabric.plan import FabricPlan
 
-from .analytic import pattern_limits
+from . import ENGINES
+from .analytic import cached_pattern_limits
 from .measure import simulate
 from .traffic import Traffic, TrafficConfig
 
@@ -38,26 +39,33 @@ def sweep(
     drain_limit: int | None = None,
     tolerance: float = 0.01,
     progress: Callable[[int, int], None] | None = None,
+    engine: str = ENGINES[0],
 ) -> list[Point]:
     """Simulate ``config`` at ``rates`` (its own rate is ignored) and refine the knee.
 
     Returns one point per simulated rate, sorted by rate: ``{"rate": r, **result.to_dict()}``
     (:class:`zfabric.sim.measure.SimulationResult`). ``progress(done, total)`` is called after
     each run; ``total`` counts the coarse rates until the first saturated point, then the runs
-    done plus the bisection steps still to come.
+    done plus the bisection steps still to come. ``engine``: the cycle engine (:data:`ENGINES`).
     """
     rates = sorted(set(rates))
     if not rates:
         raise ValueError("a sweep needs at least one rate")
     if not tolerance > 0:
         raise ValueError(f"tolerance must be positive, got {tolerance!r}")
-    limits = pattern_limits(plan, config, seed)
+    limits = cached_pattern_limits(plan, config, seed)
     points: list[Point] = []
 
     def run(rate: float) -> Point:
         traffic = Traffic(dataclasses.replace(config, rate=rate), len(plan.endpoints), seed)
         result = simulate(
-            plan, traffic, warmup=warmup, cycles=cycles, drain_limit=drain_limit, limits=limits
+            plan,
+            traffic,
+            warmup=warmup,
+            cycles=cycles,
+            drain_limit=drain_limit,
+            limits=limits,
+            engine=engine,
         )
         points.append({"rate": rate, **result.to_dict()})
         return points[-1]

@@ -4,7 +4,8 @@ Permutation patterns (transpose, bit-reversal, bit-complement, shuffle) are defi
 b = ceil(log2 N)-bit endpoint id. When N is not a power of two a destination >= N is folded
 back (mod N); a source that maps onto itself sends nothing under a permutation pattern.
 Tornado and neighbour are defined on the ring of endpoint ids: src + ceil(N/2) - 1 and src + 1.
-Zipf follows reference/ndt.md §8.15: each source ranks the other endpoints in its own seeded
+Zipf follows the nDT evaluations (F. J. Andújar et al., *N-Dimensional Twin Torus Networks*,
+IEEE Transactions on Computers, 2015): each source ranks the other endpoints in its own seeded
 random order and picks rank r with probability proportional to 1 / r**s (s = 1 by default).
 
 Injection is Bernoulli (one packet with probability rate/length per cycle per endpoint) or
@@ -263,6 +264,14 @@ class Traffic:
         return length if isinstance(length, int) else self._rng.randint(*length)
 
     def packets_at(self, cycle: int) -> Iterator[tuple[int, int, int]]:
+        if self.config.process == "bernoulli":  # the common case, its draws in the same order
+            draw, rate, destination = self._rng.random, self._packet_rate, self._dst
+            for src in range(self.endpoints):
+                if draw() < rate:
+                    dst = destination(src)
+                    if dst is not None:
+                        yield src, dst, self._length()
+            return
         for src in range(self.endpoints):
             for _ in range(self._count()):
                 dst = self._dst(src)

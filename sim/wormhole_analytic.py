@@ -13,6 +13,10 @@ Building blocks, usable on their own (digest §2.0):
   recursion on a two-moment (Tijms) fit of the service time, (B3).
 * :func:`vc_probabilities` -- either method, with the Draper-Ghosh variance ``(S - M)^2``.
 * :func:`multiplexing_factor` -- Dally's average degree of VC multiplexing (A1.12), (B5).
+* :func:`all_busy` -- the probability that every VC a header may take is busy, the counting
+  argument behind (4.29), (5.21), (5.22) and (A1.5), (A1.6).
+* :func:`finite_queue_distribution`, :func:`buffer_blocking` -- the M/G/1/(F+1) flit queue of
+  a finite VC buffer and its blocking probability Υ (4.30)-(4.32), (B4); chapters 4 and 5.
 * :func:`mg1_number_in_system`, :func:`arrivals_per_service`, :func:`draper_ghosh_scv`.
 
 The network model (digest §2.1) is :func:`ould_khaoua_latency`. It is the **unidirectional**
@@ -52,9 +56,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "LatencyPrediction",
+    "all_busy",
     "arrivals_per_service",
+    "buffer_blocking",
     "dally_vc_probabilities",
     "draper_ghosh_scv",
+    "finite_queue_distribution",
     "mg1_number_in_system",
     "multiplexing_factor",
     "new_vc_probabilities",
@@ -64,8 +71,8 @@ __all__ = [
 ]
 
 #: below this squared coefficient of variation the service time is taken as deterministic
-#: (digest §6.1 recommends 1e-3; the mixed-Erlang terms are computed in log space, so a large
-#: Erlang order is not a numerical problem)
+#: (digest §6.1 recommends 1e-3; the mixed-Erlang terms come by their ratio from a first term
+#: that cannot underflow, so a large Erlang order is not a numerical problem)
 DETERMINISTIC_SCV = 1e-3
 #: the tail sums ``a_i = P(L > i)`` of the App. A2 recursion are summed from terms (``1 -
 #: cumulative`` cancels at light load): terms are added until the last one is below this
@@ -135,6 +142,26 @@ def multiplexing_factor(probabilities: list[float]) -> float:
     return math.fsum(v * v * p for v, p in enumerate(probabilities)) / first
 
 
+def all_busy(probabilities: list[float], usable: int) -> float:
+    """Probability that all ``usable`` of the ``V`` VCs a header may take are busy, the ``v``
+    busy VCs of a channel (``probabilities[v]`` is ``P_v``) being any ``v`` of the ``V`` alike::
+
+        Σ_{v=u}^{V} P_v C(V-u, v-u) / C(V, v)
+
+    the count behind the thesis's contention probabilities: ``u = V-1`` is (4.29)
+    ``P_V + P_{V-1}/V`` (VC_1 and the one escape VC of DOR) and (A1.6)/(5.22) with the escape
+    factor 1 (erratum §6.8); ``u = V-2`` is (A1.5)/(5.21) ``P_V + 2P_{V-1}/V + P_{V-2}/C(V,2)``
+    (every adaptive VC); ``u = V`` is ``P_V`` (4.47), (5.33). Other ``u`` are zfabric's VC
+    classes (docs/analytic.md)."""
+    vcs = len(probabilities) - 1
+    if not 0 <= usable <= vcs:
+        raise ValueError(f"usable VCs must be in 0..{vcs}, got {usable}")
+    return math.fsum(
+        probabilities[v] * math.comb(vcs - usable, v - usable) / math.comb(vcs, v)
+        for v in range(usable, vcs + 1)
+    )
+
+
 def _utilisation(rate: float, service: float, vcs: int) -> float:
     if vcs < 1:
         raise ValueError(f"need at least one virtual channel, got {vcs}")
@@ -166,7 +193,7 @@ def arrivals_per_service(
     * ``exponential=True``: exact exponential service, ``α`` geometric (ignores ``scv``).
 
     With ``q = λ/(λ+μ)``, Geom(μ) is ``(1-q) q^j`` and Erlang(r, μ) gives
-    ``C(j+r-1, j) q^j (1-q)^r``; terms are computed in log space.
+    ``C(j+r-1, j) q^j (1-q)^r``, each term from the one before.
     """
     if count < 1:
         return []
@@ -194,17 +221,19 @@ def arrivals_per_service(
     k = math.ceil(1.0 / scv)
     p = (k * scv - math.sqrt(k * (1.0 + scv) - k * k * scv)) / (1.0 + scv)
     mu = (k - p) / mean
-    log_q = math.log(rate / (rate + mu))
-    log_1q = math.log(mu / (rate + mu))
+    q = rate / (rate + mu)
 
-    def negative_binomial(r: int, j: int) -> float:
-        return math.exp(
-            math.lgamma(j + r) - math.lgamma(r) - math.lgamma(j + 1) + j * log_q + r * log_1q
-        )
+    def negative_binomial(r: int) -> list[float]:
+        # C(j+r-1, j) q^j (1-q)^r term by term, the ratio of two being (j+r-1) q / j. The first,
+        # (1-q)^r, is above e^{-3/2}: r q <= k ρ / (k-1) with k >= 3 and ρ < 1, so nothing
+        # underflows before the terms decay, however large the Erlang order
+        terms = [math.exp(r * math.log1p(-q))]
+        for j in range(1, count):
+            terms.append(terms[-1] * (j + r - 1) * q / j)
+        return terms
 
-    return [
-        p * negative_binomial(k - 1, j) + (1 - p) * negative_binomial(k, j) for j in range(count)
-    ]
+    shorter, longer = negative_binomial(k - 1), negative_binomial(k)
+    return [p * a + (1 - p) * b for a, b in zip(shorter, longer, strict=True)]
 
 
 def mg1_number_in_system(
@@ -240,6 +269,58 @@ def mg1_number_in_system(
         s = tails[i - 1] * pi[0] + math.fsum(tails[i - j] * pi[j] for j in range(1, i))
         pi.append(s / alpha[0])
     return pi
+
+
+def finite_queue_distribution(
+    rate: float, mean: float, scv: float, capacity: int, *, exponential: bool = False
+) -> list[float]:
+    """``p_j``, ``j = 0..K``: time-average number in an M/G/1/K queue of ``capacity`` K, any
+    utilisation (``ρ >= 1`` too), digest §2.0 (B4). The embedded departure-epoch chain has
+    states ``0..K-1`` and the balance equations of the infinite queue for ``j <= K-2``::
+
+        q_0 = 1,   q_{j+1} = (q_j - q_0 α_j - Σ_{i=1}^{j} q_i α_{j-i+1}) / α_0
+
+    normalised to ``π^d``; then ``p_j = π^d_j / (π^d_0 + ρ)`` for ``j < K`` and
+    ``p_K = 1 - 1 / (π^d_0 + ρ)`` (Kleinrock/Takagi, whom the thesis cites at L1251 without an
+    algorithm). ``α_j`` and the service fit are :func:`arrivals_per_service`'s."""
+    if capacity < 1:
+        raise ValueError(f"capacity must be at least 1, got {capacity}")
+    if rate < 0 or mean <= 0:
+        raise ValueError(f"need rate >= 0 and mean > 0, got {rate}, {mean}")
+    alpha = arrivals_per_service(rate, mean, scv, capacity + 1, exponential=exponential)
+    q = [1.0]
+    for j in range(capacity - 1):
+        s = q[0] * alpha[j] + math.fsum(q[i] * alpha[j - i + 1] for i in range(1, j + 1))
+        q.append((q[j] - s) / alpha[0])
+    total = math.fsum(q)
+    departures = [x / total for x in q]
+    scale = departures[0] + rate * mean
+    return [x / scale for x in departures] + [max(0.0, 1.0 - 1.0 / scale)]
+
+
+def buffer_blocking(
+    rate: float, holding: float, minimum: float, message_length: float, depth: int
+) -> float:
+    """Υ, the probability that a header cannot reach the head of an ``F = depth`` flit buffer
+    because flits of an earlier message are still in it (4.30)-(4.32), digest §2.0 (B4)::
+
+        Υ = Σ_{κ=2}^{F+1} π_κ^{M/G/1/F+1} = 1 - p_0 - p_1
+
+    in flit units: arrivals ``λ̂ = λ_c M`` (4.31), mean service ``T̂ = T/M`` (4.32), where
+    ``holding`` T is the holding time of the *next* channel (the buffer sits in the next
+    router, L1249). The thesis leaves the service shape open (erratum §6.3); this is the
+    digest's default, the Draper-Ghosh fit at the flit level: ``C² = (T̂ - T̂_min)² / T̂²``
+    with ``T̂_min = minimum / M`` (``minimum`` the unblocked holding time, ``M`` in the
+    thesis's timing, so ``T̂_min = 1``)."""
+    if depth < 1 or message_length <= 0:
+        raise ValueError(f"need depth >= 1 and message length > 0, got {depth}, {message_length}")
+    if rate == 0.0:
+        return 0.0
+    flit_rate = rate * message_length  # (4.31)
+    flit_service = holding / message_length  # (4.32)
+    scv = draper_ghosh_scv(holding, minimum)  # scale-free: (T̂ - T̂_min)² / T̂²
+    p = finite_queue_distribution(flit_rate, flit_service, scv, depth + 1)
+    return max(0.0, 1.0 - p[0] - p[1])
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """The thesis's analytic latency of the four Znode addressing schemes, and its flit-time twin.
 
-Digest ``reference/znode.md`` §2.9 (thesis §4.3.2, eq. 4.2-4.8, App. A). Units are bit-times
-on the thesis's serial links (1 bit = 1 ns at 1 Gbit/s), an empty network, traffic spread
-evenly over the common levels (App. A: W_i = 1/n). Symbols: n levels, Δ the propagation delay
-between two switches, D the payload, ρ the routing bit (1 for sliced), b_j = log2 z_j the label
-of level j, a = log2 m the Znode id, P the processors.
+After A. Peratikou's Znode thesis (Portsmouth, 2014), §4.3.2, eq. 4.2-4.8 and App. A. Units
+are bit-times on the thesis's serial links (1 bit = 1 ns at 1 Gbit/s), an empty network,
+traffic spread evenly over the common levels (App. A: W_i = 1/n). Symbols: n levels, Δ the
+propagation delay between two switches, D the payload, ρ the routing bit (1 for sliced),
+b_j = log2 z_j the label of level j, a = log2 m the Znode id, P the processors.
 
 - eq. 4.2, one common level i: T_i = 2iΔ + iρ + a + d + Σ_{j≤i} b_j + D (:func:`level_latency`).
 - eq. 4.3, flat: T_F = 2nΔ + log2 P + D.

@@ -53,10 +53,13 @@ import networkx as nx
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
 from .routing import RoutingFunction, make_routing
+from .setup_cache import cached
 
 __all__ = [
     "RoutingAnalysis",
+    "RoutingSummary",
     "analyse_routing",
+    "routing_summary",
     "check_deadlock_free",
     "find_cdg_cycle",
     "find_wait_cycle",
@@ -65,19 +68,13 @@ __all__ = [
 Channel = tuple[int, int]
 
 
-@dataclass
-class RoutingAnalysis:
-    """What the walk found. Hops count switch-to-switch links (injection/ejection excluded)."""
+class _Verdict:
+    """The figures every command reads: deadlock freedom and the hop counts."""
 
-    view: PlanView
-    cdg: nx.DiGraph
     cycle: list[str] | None
     pairs: int
-    min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
-    max_hops: Counter = field(default_factory=Counter)
-    pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
-    #: the proof is Duato's (``cdg`` is the escape channels' extended CDG)
-    adaptive: bool = False
+    min_hops: Counter
+    max_hops: Counter
 
     @property
     def deadlock_free(self) -> bool:
@@ -91,6 +88,58 @@ class RoutingAnalysis:
     def average_hops(self) -> float:
         total = sum(h * n for h, n in self.min_hops.items())
         return total / self.pairs if self.pairs else 0.0
+
+
+@dataclass
+class RoutingAnalysis(_Verdict):
+    """What the walk found. Hops count switch-to-switch links (injection/ejection excluded)."""
+
+    view: PlanView
+    cdg: nx.DiGraph
+    cycle: list[str] | None
+    pairs: int
+    min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
+    max_hops: Counter = field(default_factory=Counter)
+    pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
+    #: the proof is Duato's (``cdg`` is the escape channels' extended CDG)
+    adaptive: bool = False
+
+
+@dataclass
+class RoutingSummary(_Verdict):
+    """:class:`RoutingAnalysis` without its graphs: what :func:`routing_summary` caches."""
+
+    cycle: list[str] | None
+    pairs: int
+    min_hops: Counter
+    max_hops: Counter
+    adaptive: bool
+
+
+def routing_summary(
+    plan: FabricPlan, *, progress: Callable[[int, int], None] | None = None
+) -> RoutingSummary:
+    """:func:`analyse_routing`'s verdict and hop counts, from the set-up cache when this plan
+    was analysed before (:mod:`zfabric.setup_cache`); ``progress`` as there, on a miss only."""
+
+    def compute() -> dict[str, Any]:
+        analysis = analyse_routing(plan, progress=progress)
+        return {
+            "cycle": analysis.cycle,
+            "pairs": analysis.pairs,
+            "min_hops": sorted(analysis.min_hops.items()),
+            "max_hops": sorted(analysis.max_hops.items()),
+            "adaptive": analysis.adaptive,
+        }
+
+    entry = cached("routing", plan, compute)
+    return RoutingSummary(
+        entry["cycle"],
+        entry["pairs"],
+        Counter(dict(entry["min_hops"])),
+        Counter(dict(entry["max_hops"])),
+        entry["adaptive"],
+    )
 
 
 def find_cdg_cycle(view: PlanView, cdg: nx.DiGraph) -> list[str] | None:

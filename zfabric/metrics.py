@@ -9,7 +9,7 @@ from typing import Any
 
 import networkx as nx
 
-from .deadlock import RoutingAnalysis
+from .deadlock import RoutingAnalysis, RoutingSummary
 from .plan import FabricPlan
 from .tswitch_paths import PATHS_ENDPOINT_LIMIT, tswitch_paths
 
@@ -27,14 +27,34 @@ class FabricMetrics:
     endpoint_links: int  # endpoint attachments (multi-homed endpoints count each)
     radix: dict[int, int]  # ports per switch -> number of switches
     vcs: dict[str, int]  # link class (role of the sending port) -> VCs per channel
-    diameter: int  # switch-to-switch links on the longest route
-    average_hops: float  # mean over ordered pairs of distinct endpoints
+    diameter: int  # switch-to-switch links on the longest route any routing choice takes
+    average_hops: float  # mean over ordered pairs of distinct endpoints of each one's shortest
     bisection: int | None  # links cut between the endpoint halves by id; None if skipped
     extra: dict[str, Any]  # topology-specific figures (nDT transit counts, T-switch paths)
+    #: the other two figures of an adaptive routing, whose choices may differ in length: the
+    #: longest of the pairs' shortest routes, and the mean of the pairs' longest routes
+    shortest_diameter: int = 0
+    longest_average_hops: float = 0.0
 
     @property
     def max_radix(self) -> int:
         return max(self.radix)
+
+    @property
+    def choices_differ(self) -> bool:
+        """Whether some pair's routing choices differ in length (the figures of its shortest
+        and of its longest routes then differ)."""
+        return (self.shortest_diameter, self.longest_average_hops) != (
+            self.diameter,
+            self.average_hops,
+        )
+
+    def routes(self) -> dict[str, dict[str, float]]:
+        """Diameter and mean hop count over the pairs' shortest and over their longest routes."""
+        return {
+            "shortest": {"diameter": self.shortest_diameter, "average": self.average_hops},
+            "longest": {"diameter": self.diameter, "average": self.longest_average_hops},
+        }
 
 
 def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
@@ -56,7 +76,9 @@ def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
 
 
 def fabric_metrics(
-    plan: FabricPlan, analysis: RoutingAnalysis, graph: nx.MultiGraph | None = None
+    plan: FabricPlan,
+    analysis: RoutingAnalysis | RoutingSummary,
+    graph: nx.MultiGraph | None = None,
 ) -> FabricMetrics:
     vcs: dict[str, int] = {}
     for link in plan.links:
@@ -66,7 +88,7 @@ def fabric_metrics(
     if plan.topology == "ndt" and not analysis.adaptive:  # a route per pair: no choices
         # §1.4's figure: the routes from PE0 to PE0 of every node. Under tsdor these are its
         # traffic class 0 alone (dimensions ascending); class 1, PE1 to PE1 in descending
-        # order, is not counted (README, ``zfabric check``)
+        # order, is not counted (docs/commands.md, ``zfabric check``)
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)
@@ -84,4 +106,10 @@ def fabric_metrics(
         average_hops=analysis.average_hops,
         bisection=bisection_width(plan, graph) if graph is not None else None,
         extra=extra,
+        shortest_diameter=max(analysis.min_hops, default=0),
+        longest_average_hops=(
+            sum(h * n for h, n in analysis.max_hops.items()) / analysis.pairs
+            if analysis.pairs
+            else 0.0
+        ),
     )

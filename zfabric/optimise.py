@@ -1,8 +1,9 @@
 """The Znode cost optimiser: the cheapest Znode (or super node) for a processor count.
 
-Research digest: ``reference/znode.md`` §4 (the thesis's optimiser, seed 000 L3548–L3700,
-App. B L5567–L5800). The thesis gives the objective and the constraints but not the search;
-this module searches exhaustively, so every configuration of least cost is found, per level.
+After the optimiser of A. Peratikou, *An optimised and generalised node for fat tree classes*
+(PhD thesis, University of Portsmouth, 2014), ch. 4 and App. B. The thesis gives the objective
+and the constraints but not the search; this module searches exhaustively, so every
+configuration of least cost is found, per level.
 
 Objective (eq. 4.10): Cost = m · Σ_i R_iᵀ · L_i², with R_iᵀ = R_i · z_{i+1} ⋯ z_n the level-i
 switches of one Znode and L_i the links of one level-i switch (down + up + side ports). The
@@ -57,9 +58,9 @@ __all__ = [
 ]
 
 CONNECTIVITIES = ("forward", "backward", "full")
-#: the thesis's technology limit on links per switch in every reported run (digest §1.2)
+#: the thesis's technology limit on links per switch in every reported run
 DEFAULT_THETA = 64
-#: levels searched when none are given: the issue's interactive target (8192 processors)
+#: levels searched when none are given: an interactive search up to 8192 processors
 DEFAULT_MAX_LEVELS = 9
 
 

@@ -211,7 +211,7 @@ def default_endpoint_vcs(link_vcs: list[int]) -> int:
     classes 0.581 -> 0.619, mesh-4x4 0.556 -> 0.581, the 2-VC 4-ary 3-tree 0.562 -> 0.588, for
     about 100 LUT4 and 30 FF on the torus switch; 3 or 4 VCs gain less than balanced dateline
     classes and nothing on the mesh: torus-4x4 0.637 with either against 0.619, mesh-4x4 0.594
-    and 0.588 against 0.594, medians of seeds 1-3, docs/router-v2.md), and
+    and 0.588 against 0.594, medians of seeds 1-3, docs/design/router-v2.md), and
     a second ejection VC lets a packet whose flits trickle in stop blocking every other packet
     for its endpoint (mesh-4x4 0.512 -> 0.556). On 1-VC links both hurt: two
     packets interleaving each hold their whole path twice as long (1-VC 4-ary 3-tree 0.469 ->

@@ -157,6 +157,7 @@ class Reader:
         self.path = path
         self.errors = errors
         self._taken: set[str] = set()
+        self._misspelt: set[str] = set()  # present keys a missing key's error already names
         for key in data:
             if not isinstance(key, str):
                 where = "keys" if path else "top-level keys"
@@ -219,12 +220,14 @@ class Reader:
     def _typo_hint(self, name: str) -> str:
         """Point at a present key that looks like a misspelling of the missing one."""
         present = [k for k in self.data if k != name and len(k) <= VALUE_CHARS]
-        close = difflib.get_close_matches(name, present, n=1)
+        close = [k for k in present if k.lower() == name.lower()][:1]  # a key's case
+        close = close or difflib.get_close_matches(name, present, n=1)
+        self._misspelt.update(close)  # reported here: finish() does not report it again
         return f" (found unknown key {close[0]!r}: did you mean {name!r}?)" if close else ""
 
     def finish(self) -> None:
         for name in self.data:
-            if name not in self._taken:
+            if name not in self._taken and name not in self._misspelt:
                 close = difflib.get_close_matches(name[:VALUE_CHARS], sorted(self._taken), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 known = ", ".join(sorted(self._taken))

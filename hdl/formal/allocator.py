@@ -60,7 +60,7 @@ depend on the allocator's internal assignment registers: with ``state`` the harn
 or zero, nonzero exactly inside a packet, equal to the output VC the reference owners give it,
 and that ``held_ready`` is ``ready`` of that VC. That strengthening makes the ownership
 properties inductive (proven unbounded); without it they are checked bounded
-(docs/verification.md).
+(docs/design/verification.md).
 """
 
 from __future__ import annotations

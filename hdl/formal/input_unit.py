@@ -40,7 +40,7 @@ in the VC's FIFO, the data in the unit's shared RAM at the VC's stride or in the
 own) hold the sequence numbers of the next flits to pop, in order (and the watched
 flit's kind), and the front register holds the control bits of the entry at the read pointer.
 That strengthening makes order inductive (proven unbounded); without it order is checked
-bounded (docs/verification.md).
+bounded (docs/design/verification.md).
 """
 
 from __future__ import annotations

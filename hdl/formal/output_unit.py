@@ -36,7 +36,7 @@ Properties (assertions), per output VC:
 With ``state`` the harness also reads the unit's counters, credit-nonzero flags and owner bits
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts they equal the reference ones: that
 strengthening makes the properties inductive, so they are proven unbounded; without it they
-are checked bounded (docs/verification.md).
+are checked bounded (docs/design/verification.md).
 """
 
 from __future__ import annotations

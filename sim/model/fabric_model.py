@@ -63,6 +63,16 @@ class EjectStalls:
         return f"EjectStalls({self.p!r}, seed={self.seed!r})"
 
 
+def input_vc_name(view: PlanView, s: int, p: int, v: int) -> str:
+    """Input VC ``v`` of port ``p`` of switch ``s`` as reports name it: the channel that feeds
+    it, or the endpoint that injects into it."""
+    link = view.in_link[s][p]
+    if link is None:
+        endpoint = view.plan.endpoints[view.endpoint_at[(s, p)]].name
+        return f"{endpoint}->{view.switches[s].name}.p{p}/vc{v}"
+    return view.channel_name(link.id, v)
+
+
 class InvariantError(AssertionError):
     """The model broke one of its own invariants (a bug, never a user error)."""
 
@@ -761,7 +771,7 @@ class FabricModel:
                         upstream = self._owner[link.src.switch][link.src.port][holder[1]]
                         if upstream is not None:
                             waits[(s, *holder)] = {(link.src.switch, *upstream)}
-        for s in self._busy:
+        for s in sorted(self._busy):
             for p, vc_bufs in enumerate(self._buf[s]):
                 for v, buf in enumerate(vc_bufs):
                     if buf:
@@ -800,7 +810,7 @@ class FabricModel:
         """The front flit of every non-empty input VC, for :meth:`knot` to compare later."""
         return {
             (s, p, v): buf[0]
-            for s in self._busy
+            for s in sorted(self._busy)
             for p, vc_bufs in enumerate(self._buf[s])
             for v, buf in enumerate(vc_bufs)
             if buf
@@ -837,11 +847,7 @@ class FabricModel:
         return [self._input_vc_name(*node) for node in find_wait_cycle(waits)]
 
     def _input_vc_name(self, s: int, p: int, v: int) -> str:
-        link = self.view.in_link[s][p]
-        if link is None:
-            endpoint = self.plan.endpoints[self.view.endpoint_at[(s, p)]].name
-            return f"{endpoint}->{self.view.switches[s].name}.p{p}/vc{v}"
-        return self.view.channel_name(link.id, v)
+        return input_vc_name(self.view, s, p, v)
 
     def check_deadlock(self) -> None:
         """Raise :class:`ModelDeadlock` if the fabric can never move again."""

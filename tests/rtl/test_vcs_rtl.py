@@ -3,8 +3,9 @@ takes the first free one with a credit (docs/microarchitecture.md), in the model
 
 mesh-4x4 (examples/mesh-4x4.yaml: 2 VCs per link, one class) and a 4x4 torus with 2 VCs per
 dateline class (4 per link), at low load and near the knee; that torus again at `stages: 5`
-with 6-flit buffers (the best Gbit/s per endpoint on torus 8x8, README) at low load, near
-the knee and past it, under ``-m matrix`` (the default run has stages 5 and 4 VCs apart).
+with 6-flit buffers (the best Gbit/s per endpoint on torus 8x8,
+docs/design/router-measurements.md) at low load, near the knee and past it, under ``-m matrix``
+(the default run has stages 5 and 4 VCs apart).
 """
 
 from __future__ import annotations

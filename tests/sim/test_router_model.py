@@ -161,11 +161,12 @@ def test_occupancy_passes_a_busy_up_port(example):
 
 def test_occupancy_checks_levels_before_occupancy(example):
     """duato on torus-4x4, a head two hops away in both dimensions: adaptive VCs of both
-    productive ports (level 0), then the escape VC (level 1). With every adaptive VC busy (1
-    credit) and the escape VC empty, occupancy still takes an adaptive VC (the escape is the
-    last resort: the reference's "else the deterministic output"), where round-robin takes the
-    escape VC, the lowest VC of the port its pointer reaches. A low adaptive VC wins over a
-    busy one of a port nearer the pointer."""
+    productive ports (level 0), then the escape VC (level 1). An adaptive VC that holds flits
+    downstream (3 of 4 credits) is not free (adaptive VCs are taken only when empty), so with
+    every adaptive VC busy both selections take the escape VC. With one adaptive VC empty,
+    occupancy takes it (its level comes first: the escape is the last resort, the reference's
+    "else the deterministic output"), where round-robin still takes the escape VC, the lowest
+    VC of the port its pointer reaches."""
     picks = {}
     for selection in ("round-robin", "occupancy"):
         model = FabricModel(plan_with(example, "torus-4x4", {"selection": selection}, "duato"))
@@ -177,13 +178,13 @@ def test_occupancy_checks_levels_before_occupancy(example):
         model._rr_select[s][p] = adaptive[0].port
         for hop in adaptive:
             for w in hop.vcs:
-                model._credit[s][hop.port][w] = 1
+                model._credit[s][hop.port][w] = 3
         picks[selection] = model._select(s, p, 0, head)
         model._credit[s][adaptive[1].port][adaptive[1].vcs[-1]] = 4
-        picks[selection, "one low"] = model._select(s, p, 0, head)
-    assert picks["round-robin"] == picks["round-robin", "one low"] == (escape.port, escape.vcs[0])
-    assert picks["occupancy"] == (adaptive[0].port, adaptive[0].vcs[0])
-    assert picks["occupancy", "one low"] == (adaptive[1].port, adaptive[1].vcs[-1])
+        picks[selection, "one empty"] = model._select(s, p, 0, head)
+    assert picks["round-robin"] == picks["round-robin", "one empty"] == (escape.port, escape.vcs[0])
+    assert picks["occupancy"] == (escape.port, escape.vcs[0])
+    assert picks["occupancy", "one empty"] == (adaptive[1].port, adaptive[1].vcs[-1])
 
 
 def test_stages_5_dropped_head_is_not_a_quiet_cycle(example):

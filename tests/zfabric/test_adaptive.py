@@ -519,3 +519,37 @@ def test_ndt_configs_refuses_an_adaptive_routing(tmp_path, capsys):
     rows = {" ".join(row["card0"]): row for row in json.loads(capsys.readouterr().out)}
     # CBest with ties toward the Card0 port: 49 of 129 (ndt.md §1.4, the 4x4x4 row)
     assert (rows["d0- d0+ d1-"]["transit"], rows["d0- d0+ d1-"]["crossing"]) == (129, 49)
+
+
+def test_check_labels_the_shortest_and_the_longest_routes_of_adaptive_choices(tmp_path, capsys):
+    """Under dort_adaptive on a 2x2 twin torus some pairs have routes of different lengths: the
+    diameter (longest route any choice takes) and the average (of each pair's shortest) mean
+    different things, so check reports both figures for both, from each pair's shortest and
+    longest route."""
+    spec = tmp_path / "ndt.yaml"
+    spec.write_text("name: ndt-2x2\ntopology: {kind: ndt, k: [2, 2]}\nrouting: dort_adaptive\n")
+    pairs = analyse_routing(compile_plan(load_spec(spec)), keep_pairs=True).pair_hops
+    shortest = [lo for lo, _ in pairs.values()]
+    longest = [hi for _, hi in pairs.values()]
+    assert shortest != longest  # the case in point: choices of different lengths
+    assert main(["check", str(spec), "--json"]) == 0
+    routes = json.loads(capsys.readouterr().out)["routes"]
+    assert routes["shortest"]["diameter"] == max(shortest)
+    assert routes["shortest"]["average"] == pytest.approx(sum(shortest) / len(pairs))
+    assert routes["longest"]["diameter"] == max(longest)
+    assert routes["longest"]["average"] == pytest.approx(sum(longest) / len(pairs))
+    assert main(["check", str(spec)]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "routes:" in line]
+    assert line == (
+        f"  routes: shortest choices diameter {max(shortest)}, average"
+        f" {sum(shortest) / len(pairs):.3f}; longest choices diameter {max(longest)}, average"
+        f" {sum(longest) / len(pairs):.3f} switch-to-switch hops"
+    )
+
+
+def test_check_keeps_one_routes_line_when_choices_are_of_one_length(example, capsys):
+    assert main(["check", str(example("torus-4x4"))]) == 0
+    assert "  routes: diameter 4, average 2.133 switch-to-switch hops" in capsys.readouterr().out
+    assert main(["check", str(example("torus-4x4")), "--json"]) == 0
+    routes = json.loads(capsys.readouterr().out)["routes"]
+    assert routes["shortest"] == routes["longest"] == {"diameter": 4, "average": 32 / 15}

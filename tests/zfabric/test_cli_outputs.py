@@ -520,7 +520,7 @@ def test_run_report_knee_is_sweep_knee_not_a_stable_point_past_saturation(
     quick = ["--cosim-cycles", "0", "--warmup", "50", "--cycles", "200", "--rates", "0.1,0.2,0.3"]
     assert main(["run", str(example("ring-2")), "-o", str(out), *quick]) == 0
     report = (out / "report.md").read_text()
-    assert "Knee: 0.100 flits/cycle/endpoint (the highest stable rate below the first" in report
+    assert "Knee: 0.1 flits/cycle/endpoint (the highest stable rate below the first" in report
     assert json.loads((out / "sweep.json").read_text())["knee"] == 0.1
     assert "| 0.1 | " in report and "| 0.3 | " in report  # each row names its rate
 

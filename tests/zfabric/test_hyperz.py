@@ -419,7 +419,7 @@ def side_link_sources(plan, routing: str, pairs) -> dict[int, set[int]]:
 
 @pytest.mark.parametrize("routing, flows", [("odim", 1), ("deter", 1), ("cliod", 2)])
 def test_bit_complement_merges_two_flows_per_side_link_under_cliod(routing, flows):
-    """docs/studies.md, *why CLIOD loses under bit-complement*: on H_{2,2}(4,2)(Z_2(4,2)) the
+    """docs/research/hyperz.md, *CLIOD under bit-complement*: on H_{2,2}(4,2)(Z_2(4,2)) the
     complement of (a_1, a_2; Y) is (3 - a_1, 1 - a_2; 7 - Y): both dimensions offset and the LCL
     the top level. ODim crosses dimension 1 then 2, so a dimension-1 side link from Z-node A
     carries A's packets only and a dimension-2 side link into the complement of A carries A's

@@ -241,3 +241,39 @@ def test_exactly_the_cap_is_not_cut():
         load_spec(data)
     assert len(caught.value.errors) == MAX_ERRORS
     assert "stopped" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            {"name": "t", "Topology": {"kind": "torus", "k": [4]}},
+            "topology: missing required key (found unknown key 'Topology': did you mean"
+            " 'topology'?)",
+        ),
+        (
+            spec(K=[4]),
+            "topology.k: missing required key (found unknown key 'K': did you mean 'k'?)",
+        ),
+        (
+            spec(kk=[4]),
+            "topology.k: missing required key (found unknown key 'kk': did you mean 'k'?)",
+        ),
+    ],
+)
+def test_a_misspelt_required_key_is_reported_once(data, message):
+    """The missing key's error names the present key that looks like it (a key's case, or a
+    close spelling); that key is not reported a second time as unknown."""
+    with pytest.raises(SpecError) as raised:
+        load_spec(data)
+    assert [str(error) for error in raised.value.errors] == [message]
+
+
+def test_a_misspelt_key_is_one_line_on_the_command_line(tmp_path, capsys):
+    from zfabric.cli import main
+
+    path = tmp_path / "wrong-case.yaml"
+    path.write_text("name: x\nTopology: {kind: torus, k: [4, 4]}\n")
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.count("Topology") == 1

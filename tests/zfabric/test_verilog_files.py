@@ -4,6 +4,7 @@ way and of a ``--figures`` report that is not this fabric's. No simulator needed
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -43,7 +44,7 @@ def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):
     assert ports[:2] == ["clk", "rst"]
     assert "**2·H + L + 2 cycles**" in text
     # ring-3 under DOR: 1 hop to either neighbour, so diameter 1 and average 1
-    assert "at most 1 link (1.000 on average" in text and "takes 5 cycles at most" in text
+    assert "at most 1 link (1.000 on average" in text and "delivered in 5 cycles at most" in text
     assert "Not measured here" in text
     for name in ("ring_3_inst.vh", "ring_3_tb.v", "ring_3.v"):
         assert f"`{name}`" in text
@@ -74,6 +75,46 @@ def test_readme_states_what_its_formula_leaves_out(
     text = next(out.glob("*_README.md")).read_text()
     assert formula in text and late in text
     assert (f"holds for L ≤ {depth} " in text) is (depth < (4 if router["stages"] <= 3 else 6))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"topology": {"kind": "torus", "k": [3, 3]}},
+        {"topology": {"kind": "kary_ntree", "k": 2, "n": 3}, "routing": "sliced"},
+        {"topology": {"kind": "hyperx", "s": [2, 2], "terminals": 2}, "routing": "aliod"},
+    ],
+    ids=["torus-3x3", "ntree-2x3-sliced", "hyperx-2x2-aliod"],
+)
+def test_readme_latency_counts_head_flits_as_the_model_does(tmp_path, capsys, spec):
+    """With ``router.head_bits: 1`` every head bit is a flit of its own: the README's longest
+    and mean one-flit latencies are the model's, each pair of endpoints sent one lone packet
+    (fixed heads on the torus and HyperX, heads that shrink hop by hop under sliced routing)."""
+    import re
+
+    import yaml
+    from zfabric.sim.model import FabricModel
+
+    from zfabric import compile_plan, load_spec
+
+    spec = {"name": "heads", **spec, "router": {"head_bits": 1}, "buffer_depth": 6}
+    plan = compile_plan(load_spec(spec))
+    latencies = []
+    for src, dst in itertools.permutations(range(len(plan.endpoints)), 2):
+        model = FabricModel(plan)
+        packet = model.offer(src, dst, length=1)
+        model.run(300)
+        assert packet.flits_delivered == 1 and model.in_network == 0
+        latencies.append(packet.latency)
+    path = tmp_path / "heads.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "rtl"
+    assert main(["-q", "verilog", str(path), "-o", str(out)]) == 0
+    text = " ".join((out / "heads_README.md").read_text().split())
+    found = re.search(r"delivered in (\S+) cycles at most, (\S+) on average, its head flits", text)
+    assert found, text
+    assert float(found[1]) == max(latencies)
+    assert float(found[2]) == pytest.approx(sum(latencies) / len(latencies), abs=0.005)
 
 
 def _report(ring) -> dict:
@@ -201,3 +242,31 @@ def test_a_yosys_failure_is_one_line_and_writes_nothing(ring, tmp_path, capsys, 
     assert error.startswith("zfabric: error: ring-3: Yosys failed on module ring_3 (")
     assert error.endswith("out of memory (terminate called after throwing 'std::bad_alloc')")
     assert not out.exists()
+
+
+def test_readme_labels_shortest_and_longest_routes_when_choices_differ():
+    from zfabric.hdl.fabric_docs import Hops
+
+    same = {"diameter": 4, "average": 2.5}
+    assert Hops({"shortest": same, "longest": same}, 9, 7.5).text() == (
+        "This fabric's routes cross at most 4 links (2.500 on average over ordered pairs of"
+        " endpoints)"
+    )
+    longer = {"diameter": 5, "average": 2.75}
+    text = Hops({"shortest": same, "longest": longer}, 9, 7.5).text()
+    assert "each pair's shortest route crosses at most 4 links (2.500 on average" in text
+    assert "its longest at most 5 (2.750 on average)" in text
+
+
+def test_source_destination_endpoints_are_a_module_each_as_documented():
+    """Under ``source_destination`` each head carries its source's address, so each endpoint
+    is a kind of its own, ``NAME_ep_k<e>`` (README, *One module per kind*); the switches are
+    still shared."""
+    from zfabric.hdl.verilog import emit
+
+    spec = {"name": "sd", "topology": {"kind": "kary_ntree", "k": 2, "n": 2}}
+    plan = compile_plan(load_spec({**spec, "routing": "source_destination"}))
+    kinds = emit(plan).kinds
+    endpoints = {name: count for name, count in kinds.items() if "_ep" in name}
+    assert endpoints == {f"sd_ep_k{e}": 1 for e in range(4)}
+    assert sum(count for name, count in kinds.items() if "_sw_" in name) == 4 > len(kinds) - 4

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from zfabric.errors import PlanError, SpecError
 
 from . import (
+    analytic,
     board,
     cache,
     check,
@@ -40,8 +41,8 @@ from .common import HelpFormatter, Parser
 __all__ = ["main", "build_parser"]
 
 COMMANDS = (
-    check, verilog, synth, prove, ndt_configs, optimise, simulate, sweep, study, cosim, board, run,
-    cache,
+    check, verilog, synth, prove, ndt_configs, optimise, simulate, sweep, study, analytic, cosim,
+    board, run, cache,
 )  # fmt: skip
 
 

@@ -3,10 +3,13 @@ them.
 
 The caches live under the platform's user cache folder (platformdirs: ``~/.cache/zfabric`` on
 Linux, honouring ``XDG_CACHE_HOME``): ``cosim/`` holds the co-simulation's Verilog and
-simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it). ``clean`` removes only what zfabric
-made there: the co-simulation runner's build folders (``NAME[-VARIANT]-KEY``, KEY 16 hex
-digits, holding the runner's ``.lock``), then the cache folder itself if that leaves it empty;
-anything else in it (``$ZFABRIC_COSIM_DIR`` may name a folder of the user's) is left and counted.
+simulator builds (``$ZFABRIC_COSIM_DIR`` overrides it), ``setup/`` each plan's routing verdict,
+pattern limits and the fast engine's routing tables (``$ZFABRIC_SETUP_DIR`` overrides it;
+:mod:`zfabric.setup_cache`). ``clean`` removes only what zfabric made there: the co-simulation
+runner's build folders (``NAME[-VARIANT]-KEY``, KEY 16 hex digits, holding the runner's
+``.lock``) and the set-up entries (``KIND-KEY.json`` or ``.npz``), then each cache folder
+itself if that leaves it empty; anything else in them (either variable may name a folder of the
+user's) is left and counted.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+from zfabric.setup_cache import CACHE_ENTRY, CACHE_TEMPORARY, setup_cache
 
 from .common import add_command, plural
 
@@ -53,7 +58,7 @@ def zfabric_builds(path: Path) -> list[Path]:
 
 def caches() -> dict[str, Path]:
     """Every cache folder zfabric uses, by name."""
-    return {"cosim": cosim_cache()}
+    return {"cosim": cosim_cache(), "setup": setup_cache()}
 
 
 def register(commands) -> None:
@@ -121,8 +126,33 @@ def _remove_unless_in_use(build: Path) -> bool:
     return True
 
 
+def _clean_setup(path: Path) -> None:
+    """Remove the set-up entries (and the temporary files of writes cut short)."""
+    entries = [
+        entry
+        for entry in (sorted(path.iterdir()) if path.is_dir() else [])
+        if entry.is_file()
+        and not entry.is_symlink()
+        and (CACHE_ENTRY.fullmatch(entry.name) or CACHE_TEMPORARY.fullmatch(entry.name))
+    ]
+    size = sum(entry.stat().st_size for entry in entries)
+    for entry in entries:
+        entry.unlink()
+    left = len(list(path.iterdir())) if path.is_dir() else 0
+    if path.is_dir() and not left:
+        path.rmdir()
+    kept = f"; left {plural(left, 'item')} zfabric did not make" if left else ""
+    if entries:
+        print(f"removed setup cache {path}: {plural(len(entries), 'file')} ({_human(size)}){kept}")
+    else:
+        print(f"setup cache {path}: nothing to remove{kept}")
+
+
 def run_clean(args: argparse.Namespace) -> int:
     for name, path in caches().items():
+        if name == "setup":
+            _clean_setup(path)
+            continue
         builds = zfabric_builds(path)
         sizes = {build: _size(build)[0] for build in builds}
         removed = [build for build in builds if _remove_unless_in_use(build)]

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import routing_summary
 from zfabric.errors import SpecError
 from zfabric.metrics import FabricMetrics, fabric_metrics
 from zfabric.router_settings import RouterSettings
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     plan, graph = build_fabric(spec)
     with progress(args, "routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
     if args.plan_out:
         write_atomically(args.plan_out, plan.to_json(indent=1) + "\n", argument="--plan-out")
@@ -84,7 +84,7 @@ def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = 
         require_route_unit(spec, rtl)
     plan, _graph = build_fabric(spec)
     with progress(args, f"{spec.name} routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     if analysis.cycle and not getattr(args, "allow_deadlock", False):
         print(
             f"zfabric: {spec.name} is not deadlock-free (use --allow-deadlock to simulate it):\n  "
@@ -153,8 +153,7 @@ def summary(
         f" (+{metrics.endpoint_links} endpoint links)",
         f"  radix: {radix}",
         f"  VCs per link: {vcs}",
-        f"  routes: diameter {metrics.diameter}, average {metrics.average_hops:.3f}"
-        " switch-to-switch hops",
+        f"  routes: {_routes_text(metrics)}",
         f"  bisection: {bisection}",
     ]
     transit = metrics.extra.get("internal_transit")
@@ -208,6 +207,20 @@ def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _routes_text(metrics: FabricMetrics) -> str:
+    """Diameter and average hop count; when a routing's choices differ in length, both for the
+    pairs' shortest routes and for their longest (what any choice may take), each labelled."""
+    if not metrics.choices_differ:
+        return (
+            f"diameter {metrics.diameter}, average {metrics.average_hops:.3f} switch-to-switch hops"
+        )
+    return (
+        f"shortest choices diameter {metrics.shortest_diameter}, average"
+        f" {metrics.average_hops:.3f}; longest choices diameter {metrics.diameter}, average"
+        f" {metrics.longest_average_hops:.3f} switch-to-switch hops"
+    )
+
+
 def check_report(
     spec: FabricSpec, metrics: FabricMetrics, analysis, router: RouterSettings
 ) -> dict[str, Any]:
@@ -226,6 +239,7 @@ def check_report(
         "vcs": metrics.vcs,
         "diameter": metrics.diameter,
         "average_hops": metrics.average_hops,
+        "routes": metrics.routes(),
         "bisection": metrics.bisection,
         "deadlock_free": analysis.deadlock_free,
         "proof": "duato" if analysis.adaptive else "cdg",

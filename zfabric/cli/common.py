@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import os
 import shutil
 import sys
@@ -39,6 +40,9 @@ __all__ = [
     "rates",
     "packet_length",
     "plural",
+    "rate_text",
+    "deadlock_text",
+    "report_deadlocks",
     "atomic_file",
     "write_atomically",
     "phase",
@@ -164,6 +168,33 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def rate_text(rate: float) -> str:
+    """A swept rate or knee as every text shows it (tables, knee lines, status): the rate run,
+    to twelve decimals with trailing zeros dropped, so a bisected 0.64375 reads 0.64375
+    everywhere and never as a rounding that was not measured (the JSON keeps the float)."""
+    return f"{rate:.12f}".rstrip("0").rstrip(".")
+
+
+def deadlock_text(deadlock: dict[str, Any]) -> str:
+    """A model deadlock as every command prints it: the cycle, and the knot of waiting
+    channels one a line, back to the first."""
+    channels = deadlock["channels"]
+    kind = "partial deadlock" if deadlock.get("partial") else "deadlock"
+    return f"{kind} at cycle {deadlock['cycle']}; waiting channels:\n  " + " ->\n  ".join(
+        [*channels, channels[0]] if channels else ["(none found)"]
+    )
+
+
+def report_deadlocks(name: str, points: Iterable[dict[str, Any]]) -> bool:
+    """Print on stderr each point of a curve (``rate``, ``deadlock``) at which the model
+    deadlocked, with its knot: a deadlock is an error, never a mere saturation. True if any."""
+    deadlocked = [point for point in points if point["deadlock"]]
+    for point in deadlocked:
+        where = f"{name} rate {rate_text(point['rate'])}"
+        print(f"zfabric: {where}: {deadlock_text(point['deadlock'])}", file=sys.stderr)
+    return bool(deadlocked)
+
+
 # ---- output paths -------------------------------------------------------------------------------
 
 
@@ -179,9 +210,10 @@ def _check_ancestors(folder: Path, argument: str, shown: Path) -> None:
 
 
 def check_output_file(path: str | Path, argument: str, *, recognised: bool = False) -> Path:
-    """Refuse, before any work, an output file that cannot be written, or that exists and
-    was not written by zfabric: its folder's manifest lists the single files zfabric wrote
-    there (:func:`atomic_file` with ``argument``), as it does an output folder's.
+    """Refuse, before any work, an output file that cannot be written (its folder missing
+    too: a single file never makes folders, so a mistyped path is not taken for new ones), or
+    that exists and was not written by zfabric: its folder's manifest lists the single files
+    zfabric wrote there (:func:`atomic_file` with ``argument``), as it does an output folder's.
     ``recognised``: the caller has read the existing file and found it zfabric's own (a
     points file a sweep appends to), whatever the manifest says."""
     path = Path(path)
@@ -189,6 +221,10 @@ def check_output_file(path: str | Path, argument: str, *, recognised: bool = Fal
         raise SpecError(argument, f"{str(path)!r} is a folder, expected a file name")
     if path.exists() and not os.access(path, os.W_OK):
         raise SpecError(argument, f"cannot write {str(path)!r}: the file is read-only")
+    if not path.parent.exists() and not path.parent.is_symlink():
+        raise SpecError(
+            argument, f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+        )
     _check_ancestors(path.parent, argument, path)
     if not recognised:
         OutputFolder(path.parent, argument, exclusive=False).check([path.name])
@@ -233,7 +269,6 @@ def atomic_file(
     file is an error naming ``argument``."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:
         if argument is None:
@@ -262,11 +297,13 @@ class OutputFolder:
 
     The folder's ``.zfabric-manifest`` lists (one relative path a line) the files zfabric wrote
     there. A commit writes the new files and refuses a name that exists without being listed: a
-    file zfabric did not write is never deleted or overwritten. With ``exclusive`` the folder
-    holds one result (``zfabric run``: a report goes to a folder of its own), so a commit also
-    removes the listed files it did not write again, and a non-empty folder without a manifest
-    is refused as a whole; without it the folder is shared (``zfabric verilog`` of several
-    fabrics into ``build``) and every listed file is kept.
+    file zfabric did not write is never deleted or overwritten. A commit removes only the listed
+    files its caller names as superseded (``replaces``: files of the command's own earlier
+    result that this one does not write again, such as a co-simulation report of a run that
+    now skips it); every other listed file is kept, whatever command wrote it. With
+    ``exclusive`` the folder holds one result (``zfabric run``: a report goes to a folder of its
+    own), so a non-empty folder without a manifest is refused as a whole; without it the
+    folder is shared (``zfabric verilog`` of several fabrics into ``build``).
 
     A manifest entry must name a file inside the folder (relative, no ``..``, not through a
     symbolic link leading out): a manifest naming anything else is refused, as it could
@@ -276,7 +313,6 @@ class OutputFolder:
     def __init__(self, path: str | Path, argument: str, *, exclusive: bool):
         self.path = check_output_dir(path, argument)
         self.argument = argument
-        self.exclusive = exclusive
         manifest = self.path / MANIFEST
         self.owned: set[str] = set()
         if manifest.is_file():
@@ -349,15 +385,21 @@ class OutputFolder:
             if created and not any(self.path.iterdir()):
                 self.path.rmdir()
 
+    def listed(self, *patterns: str) -> list[str]:
+        """The listed files whose names match any of ``patterns`` (``fnmatch``, ``*`` crossing
+        folders): a command's own earlier result, for :meth:`commit`'s ``replaces``."""
+        return sorted(n for n in self.owned if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+
     def commit(self, staging: Path, replaces: Iterable[str] = ()) -> list[str]:
         """Move every file of ``staging`` into the folder; returns their relative paths.
-        ``replaces``: files of an earlier result that this one supersedes in a shared folder
-        (an earlier emission of the same fabric), removed if listed and not written again."""
+        ``replaces``: files of an earlier result that this one supersedes (an earlier emission
+        of the same fabric, the report a run wrote before), removed if listed and not written
+        again; no other file is removed."""
         new = sorted(
             path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file()
         )
         self.check(new)
-        listed = set(new) if self.exclusive else (self.owned - set(replaces)) | set(new)
+        listed = (self.owned - set(replaces)) | set(new)
         # list old and new first: an interruption leaves nothing unlisted that zfabric wrote
         write_atomically(
             self.path / MANIFEST, "".join(f"{n}\n" for n in sorted(self.owned | set(new)))

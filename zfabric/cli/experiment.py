@@ -29,7 +29,13 @@ from .common import (
     rates,
 )
 
-__all__ = ["Experiment", "add_traffic_arguments", "resolve", "read_checked_trace"]
+__all__ = [
+    "Experiment",
+    "add_traffic_arguments",
+    "add_engine_argument",
+    "resolve",
+    "read_checked_trace",
+]
 
 #: field -> (flag, built-in default)
 OPTIONS: dict[str, tuple[str, Any]] = {
@@ -135,6 +141,19 @@ def add_traffic_arguments(
         action="store_true",
         help="simulate a fabric whose channel dependency graph is cyclic; report a run-time"
         " deadlock",
+    )
+
+
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    """``--engine``: the cycle engine of the model runs (``zfabric.sim.ENGINES``)."""
+    from zfabric.sim import ENGINES  # the names only: the engines load when a run needs them
+
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=ENGINES[0],
+        help="cycle engine: fast (compiled) or reference (the readable"
+        " model it is checked against, cycle for cycle); the JSON names the one that ran",
     )
 
 

@@ -1,4 +1,5 @@
-"""``zfabric optimise``: the least-cost Znode for a processor count (reference/znode.md §4).
+"""``zfabric optimise``: the least-cost Znode for a processor count (A. Peratikou, "An optimised
+and generalised node for fat tree classes", PhD thesis, University of Portsmouth, 2014, §4).
 
 Prints every least-cost configuration of each level count (all ties) and the default pick of
 each (:meth:`zfabric.optimise.Candidate.pick_key`); ``--write-specs`` writes the picks as
@@ -57,7 +58,7 @@ def register(commands) -> None:
         "the least-cost Znode for a processor count, every tie per level",
         description="Search every level count and ordered factorisation for the Znodes of least "
         "cost = sum of R_i^T * L_i^2 (relative power 10*log10(cost/P^2) dB), under the "
-        "thesis's constraints (reference/znode.md section 4).",
+        "thesis's constraints (Peratikou 2014, section 4).",
     )
     parser.add_argument(
         "--processors", "-P", required=True, type=integer(2, MAX_PROCESSORS), help="P"

@@ -1,5 +1,5 @@
 """``zfabric prove``: the formal proofs of the switch's units, at each switch kind's
-configuration (docs/verification.md)."""
+configuration (docs/design/verification.md)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         report = _report(spec.name, depth, args.timeout, results, traces)
         shutil.rmtree(work)
         (staging / REPORT).write_text(json.dumps(report, indent=1) + "\n")
-        out.commit(staging)
+        out.commit(staging, replaces=out.listed(REPORT, "kind*.vcd"))
     if args.json:
         print(json.dumps(report, indent=1))
     else:

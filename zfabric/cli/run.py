@@ -2,7 +2,8 @@
 latency-throughput curve with plot, and a Markdown report, written into one folder.
 
 The folder rule: a new or empty folder, or one zfabric wrote before (it holds the manifest
-``.zfabric-manifest``). zfabric then replaces only the files that manifest lists; a non-empty
+``.zfabric-manifest``). zfabric then replaces only the files of its own result (the report's
+files and ``verilog/``) that the manifest lists, keeping any other listed file; a non-empty
 folder without one is refused, and no file zfabric did not write is ever touched.
 """
 
@@ -13,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import routing_summary
 from zfabric.metrics import fabric_metrics
 from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
@@ -23,13 +24,16 @@ from .check import check_report, require_route_unit, summary
 from .common import (
     OutputFolder,
     add_command,
+    deadlock_text,
     integer,
     phase,
     progress,
+    rate_text,
+    report_deadlocks,
     status,
     write_atomically,
 )
-from .experiment import Experiment, add_traffic_arguments, resolve
+from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
 from .sweep import describe_knee, knee_fields, plot_curves, sweep_curve
 
 __all__ = ["register", "run"]
@@ -79,13 +83,16 @@ def register(commands) -> None:
             "rates": tuple(round(0.05 * i, 2) for i in range(1, 21)),
         },
     )
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 1 if the fabric is not deadlock-free or the RTL and the model disagree, 3 if the
-    co-simulation could not run."""
-    from zfabric.sim.analytic import pattern_limits
+    """Exit 1 if the fabric is not deadlock-free (refused before the sweep unless
+    ``--allow-deadlock``; with it, if the model deadlocked at any swept rate: the report is
+    written, the knot printed) or the RTL and the model disagree, else 3 if the co-simulation
+    could not run."""
+    from zfabric.sim.analytic import cached_pattern_limits
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -96,20 +103,27 @@ def run(args: argparse.Namespace) -> int:
     plan, graph = build_fabric(spec)
     experiment = resolve(args, spec, plan)
     with progress(args, "routes", "destinations") as update:
-        analysis = analyse_routing(plan, progress=update)
+        analysis = routing_summary(plan, progress=update)
     metrics = fabric_metrics(plan, analysis, graph)
     text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
     say = (lambda line: status(args, line)) if args.json else print
     say(text)
-    if not analysis.deadlock_free:
+    if not analysis.deadlock_free and not args.allow_deadlock:
         if args.json:
             print(
                 json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
             )
         return 1
-    limits = pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
+    limits = cached_pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
     points = sweep_curve(spec.name, plan, args, experiment, experiment.rates)
+    deadlocked = report_deadlocks(spec.name, points)
+    rates = [point["rate"] for point in points]
+    say(
+        f"sweep: {len(points)} rates, {rate_text(min(rates))} to {rate_text(max(rates))}"
+        f" flits/cycle/endpoint ({experiment.pattern}, packets of {experiment.lengths()});"
+        f" zero-load latency {zero:.2f} cycles\n  knee: {describe_knee(points)}"
+    )
 
     with out.staging() as staging:
         from zfabric.hdl.verilog import write
@@ -138,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 spec, plan, text, bound, zero, points, experiment, args, emission, cosim
             ),
         )
-        files = out.commit(staging)
+        files = out.commit(staging, replaces=out.listed(*FILES, "verilog/*"))
     passed = cosim is None or cosim["passed"]
     could_not_run = cosim is not None and "error" in cosim
     if args.json:
@@ -161,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"report: {out.path / 'report.md'}")
-    return 3 if could_not_run else 0 if passed else 1
+    if deadlocked or not passed and not could_not_run:
+        return 1
+    return 3 if could_not_run else 0
 
 
 def _run_cosim(plan, args: argparse.Namespace, experiment: Experiment, say) -> dict | None:
@@ -223,16 +239,21 @@ def _report_markdown(
     spec, plan, text, bound, zero, points, experiment: Experiment, args, emission, cosim
 ) -> str:
     rows = "\n".join(
-        f"| {p['rate']:.4g} | {p['offered']:.3f} | {p['accepted']:.3f} | "
+        f"| {rate_text(p['rate'])} | {p['offered']:.3f} | {p['accepted']:.3f} | "
         + (
             "n/a | n/a"
             if p["latency"]["mean"] is None
             else f"{p['latency']['mean']:.2f} | {p['latency']['p99']:.0f}"
         )
-        + f" | {'yes' if p['saturated'] else 'no'} |"
+        + f" | {'deadlock' if p['deadlock'] else 'yes' if p['saturated'] else 'no'} |"
         for p in points
     )
     knee_text = describe_knee(points)
+    knots = "".join(
+        f"\n\n```\nrate {rate_text(p['rate'])}: {deadlock_text(p['deadlock'])}\n```"
+        for p in points
+        if p["deadlock"]
+    )
     pattern = experiment.pattern
     zero_terms = _zero_load_terms(plan, experiment)
     bound_text = (
@@ -260,7 +281,7 @@ delivery, in cycles.
 
 - Zero-load latency (analytic, {pattern} flows, {zero_terms}): {zero:.2f} cycles
 - {bound_text}
-- Knee: {knee_text}
+- Knee: {knee_text}{knots}
 
 ![latency-throughput curve](curve.png)
 

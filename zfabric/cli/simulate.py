@@ -1,4 +1,4 @@
-"""``zfabric simulate``: run the cycle-level reference model, report latency and throughput."""
+"""``zfabric simulate``: run the cycle-level model, report latency and throughput."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ import sys
 from typing import Any
 
 from .check import checked_plan
-from .common import add_command, atomic_file, check_output_file, plural, progress
-from .experiment import add_traffic_arguments, read_checked_trace, resolve
+from .common import (
+    add_command,
+    atomic_file,
+    check_output_file,
+    deadlock_text,
+    plural,
+    progress,
+)
+from .experiment import add_engine_argument, add_traffic_arguments, read_checked_trace, resolve
 
 __all__ = ["register", "run", "latency_text"]
 
@@ -20,7 +27,7 @@ def register(commands) -> None:
     parser = add_command(
         commands,
         "simulate",
-        "run the cycle-level reference model and report latency and throughput",
+        "run the cycle-level model and report latency and throughput",
     )
     parser.add_argument("spec", help="fabric spec (YAML)")
     parser.add_argument(
@@ -33,6 +40,7 @@ def register(commands) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_traffic_arguments(parser, single_rate=True)
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -57,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 stream, "csv" if args.records.lower().endswith(".csv") else "json"
             )
         if args.trace:
-            result = replay(plan, trace, records=writer)
+            result = replay(plan, trace, records=writer, engine=args.engine)
         else:
             config = experiment.config()
             traffic = Traffic(config, len(plan.endpoints), seed=experiment.seed)
@@ -69,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                     cycles=experiment.cycles,
                     records=writer,
                     progress=update,
+                    engine=args.engine,
                 )
         if writer:
             writer.close()
@@ -110,12 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if result.saturated:
             print(f"  SATURATED: {result.saturation_reason}")
     if result.deadlock:
-        channels = result.deadlock["channels"]
-        print(
-            f"zfabric: deadlock at cycle {result.deadlock['cycle']}; waiting channels:\n  "
-            + " ->\n  ".join([*channels, channels[0]] if channels else ["(none found)"]),
-            file=sys.stderr,
-        )
+        print(f"zfabric: {deadlock_text(result.deadlock)}", file=sys.stderr)
         return 1
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from zfabric.errors import SpecError
 
-from .common import OutputFolder, add_command, integer, progress, status
+from .common import OutputFolder, add_command, integer, progress, report_deadlocks, status
+from .experiment import add_engine_argument
 
 __all__ = ["register", "run", "add_executor_arguments", "executor", "POINTS_FILE"]
 
@@ -42,6 +44,7 @@ def register(commands) -> None:
     )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     add_executor_arguments(parser, default_workers=cores or 1)
+    add_engine_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -99,8 +102,11 @@ def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Exit 1 when a point failed after its retries or the model deadlocked at one (each
+    deadlock's knot on stderr); the table keeps every point either way."""
     from zfabric.sim.study import (
         PointCache,
+        curves,
         failure_summary,
         load_study,
         run_study,
@@ -114,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
 
     folder = OutputFolder(args.output, "-o", exclusive=False)
     study = load_study(args.study, plot_formats=PLOT_FORMATS)
+    points = tuple(dataclasses.replace(point, engine=args.engine) for point in study.points)
+    study = dataclasses.replace(study, points=points)
     outputs = [*TABLES, *study.plots]
     folder.check([*outputs, POINTS_FILE])  # a file of the user's is refused here
     why = PointCache.check(folder.path / POINTS_FILE)
@@ -140,14 +148,19 @@ def run(args: argparse.Namespace) -> int:
             _plot(study, select(records, selection), staging / file)
         folder.commit(staging)
     failed = failure_summary(records)
+    deadlocked = sum(
+        1 for r in records if r["status"] == "ok" and r["result"]["deadlock"] is not None
+    )
     print(
         f"{study.name}: {len(records)} points ({len(computed)} computed,"
-        f" {len(records) - len(computed)} cached), {len(failed)} failed;"
-        f" table in {Path(args.output) / 'table.csv'}"
+        f" {len(records) - len(computed)} cached), {len(failed)} failed, {deadlocked}"
+        f" deadlocked; table in {Path(args.output) / 'table.csv'}"
     )
     for line in failed:
         print(f"zfabric: failed: {line}", file=sys.stderr)
-    return 1 if failed else 0
+    for label, points in curves(records).items():
+        report_deadlocks(label, points)
+    return 1 if failed or deadlocked else 0
 
 
 def _plot(study, records, path: Path) -> None:

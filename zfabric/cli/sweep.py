@@ -14,8 +14,16 @@ from zfabric.errors import SpecError
 from zfabric.spec import load_spec
 
 from .check import checked_plan
-from .common import add_command, check_output_file, claim_output_file, progress, status
-from .experiment import Experiment, add_traffic_arguments, resolve
+from .common import (
+    add_command,
+    check_output_file,
+    claim_output_file,
+    progress,
+    rate_text,
+    report_deadlocks,
+    status,
+)
+from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
 from .study import add_executor_arguments, executor
 
 #: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
@@ -25,7 +33,14 @@ PLOT_FORMATS = (
     "webp",
 )  # fmt: skip
 
-__all__ = ["register", "run", "sweep_curve", "plot_curves", "describe_knee", "knee_fields"]
+__all__ = [
+    "register",
+    "run",
+    "sweep_curve",
+    "plot_curves",
+    "describe_knee",
+    "knee_fields",
+]
 
 
 def register(commands) -> None:
@@ -44,13 +59,15 @@ def register(commands) -> None:
         " rerun computes only the points FILE lacks",
     )
     add_traffic_arguments(parser, sweep=True)
+    add_engine_argument(parser)
     add_executor_arguments(parser, default_workers=0)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """A one-spec study per spec (:mod:`zfabric.sim.study`): every rate, then each curve's
-    knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``."""
+    knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``. Exit 1 when a
+    point failed or the model deadlocked at one (its knot on stderr, every point kept)."""
     from zfabric.sim.study import PointCache, Study, failure_summary, run_study, spec_points
 
     if args.plot:
@@ -91,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         experiment = resolve(args, spec, plan)
         config = experiment.config(experiment.rates[0])
         points += spec_points(path, spec.name, config, experiment.rates, seed=experiment.seed,
-                              warmup=experiment.warmup, cycles=experiment.cycles)  # fmt: skip
+                              warmup=experiment.warmup, cycles=experiment.cycles,
+                              engine=args.engine)  # fmt: skip
         plans[spec.name] = plan
         experiments[spec.name] = experiment
     study = Study("sweep", tuple(points), refine=0.01, retries=2)
@@ -131,38 +149,48 @@ def run(args: argparse.Namespace) -> int:
             for point in points:
                 mean = point["latency"]["mean"]
                 shown = "n/a" if mean is None else f"{mean:.2f}"
-                flag = "  saturated" if point["saturated"] else ""
-                print(
-                    f"  {point['rate']:.4g}: {point['offered']:.3f} -> {point['accepted']:.3f},"
-                    f" {shown}{flag}"
-                )
+                flag = "  deadlocked" if point["deadlock"] else ""
+                flag = flag or ("  saturated" if point["saturated"] else "")
+                measured = f"{point['offered']:.3f} -> {point['accepted']:.3f}"
+                print(f"  {rate_text(point['rate'])}: {measured}, {shown}{flag}")
     failed = failure_summary(records)
     for line in failed:
         print(f"zfabric: failed: {line}", file=sys.stderr)
-    return 1 if failed else 0
+    deadlocked = [report_deadlocks(name, points) for name, points in curves.items()]
+    return 1 if failed or any(deadlocked) else 0
 
 
-def knee_fields(points: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The JSON's ``knee`` (None unless some swept rate saturated above a stable one) and
-    ``highest_stable`` (:func:`zfabric.sim.sweep.knee`: the highest stable rate below the
-    first saturated one, or of all when none saturated)."""
+def knee_fields(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON's ``knee`` (None unless some swept rate saturated above a stable one, and None
+    when the model deadlocked at any rate: the knee was not bisected), ``highest_stable``
+    (:func:`zfabric.sim.sweep.knee`: the highest stable rate below the first saturated or
+    deadlocked one, or of all when none saturated) and ``deadlocked`` (the rates at which the
+    model deadlocked)."""
     from zfabric.sim.sweep import knee
 
     stable = knee(points)
+    deadlocked = [point["rate"] for point in points if point["deadlock"]]
     found = stable is not None and any(point["saturated"] for point in points)
-    return {"knee": stable if found else None, "highest_stable": stable}
+    return {
+        "knee": stable if found and not deadlocked else None,
+        "highest_stable": stable,
+        "deadlocked": deadlocked,
+    }
 
 
 def describe_knee(points: list[dict[str, Any]]) -> str:
     """The curve's knee (:func:`zfabric.sim.sweep.knee`) in words, with the case it cannot
     name: no stable rate, or none saturated (then the knee lies above the highest rate)."""
     fields = knee_fields(points)
+    if fields["deadlocked"]:
+        return f"not bisected: the model deadlocked at rate {rate_text(fields['deadlocked'][0])}"
     if fields["highest_stable"] is None:
         return "none (no swept rate was stable)"
     if fields["knee"] is None:
-        return f"above {fields['highest_stable']:g} flits/cycle/endpoint (no swept rate saturated)"
+        above = rate_text(fields["highest_stable"])
+        return f"above {above} flits/cycle/endpoint (no swept rate saturated)"
     return (
-        f"{fields['knee']:.3f} flits/cycle/endpoint (the highest stable rate below the first"
+        f"{rate_text(fields['knee'])} flits/cycle/endpoint (the highest stable rate below the first"
         " saturated)"
     )
 
@@ -175,7 +203,7 @@ def sweep_curve(
     rates: tuple[float, ...] | list[float],
 ) -> list[dict[str, Any]]:
     """The rates in turn up to the first saturated one, then the knee bisected to 0.01
-    (:func:`zfabric.sim.sweep.sweep`); stops on a deadlock."""
+    (:func:`zfabric.sim.sweep.sweep`); stops on a deadlock (reported by the caller)."""
     from zfabric.sim.sweep import sweep
 
     with progress(args, f"{name} rates", "runs") as update:
@@ -187,6 +215,7 @@ def sweep_curve(
             warmup=experiment.warmup,
             cycles=experiment.cycles,
             progress=update,
+            engine=args.engine,
         )
     point_status(args, name, points)
     return points
@@ -198,7 +227,7 @@ def point_status(args: argparse.Namespace, name: str, points: list[dict[str, Any
         mean = point["latency"]["mean"]
         status(
             args,
-            f"[{index + 1}/{len(points)}] {name} rate {point['rate']}: accepted"
+            f"[{index + 1}/{len(points)}] {name} rate {rate_text(point['rate'])}: accepted"
             f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
             + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
         )

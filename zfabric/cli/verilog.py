@@ -42,6 +42,14 @@ def register(commands) -> None:
         " figures go into NAME_README.md",
     )
     parser.add_argument(
+        "--reset",
+        choices=["rst", "aresetn"],
+        default="rst",
+        help="the top's reset port: rst (synchronous, active high) or aresetn (synchronous,"
+        " active low, as AXI's ARESETn), in the Verilog, the port list, the instantiation"
+        " template and the testbench",
+    )
+    parser.add_argument(
         "--allow-deadlock", action="store_true", help="emit even if the CDG is cyclic"
     )
     parser.set_defaults(run=run)
@@ -55,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     from zfabric.hdl.fabric_docs import Hops
     from zfabric.hdl.verilog import SUFFIXES, EmissionError, top_module_name, write
+    from zfabric.metrics import fabric_metrics
+    from zfabric.sim.analytic import lone_packet_latency
 
     top = top_module_name(plan)
     figures = _figures(args.figures, top, plan) if args.figures else None
@@ -70,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
                     staging,
                     share=not args.flat,
                     split=args.split,
-                    hops=Hops(analysis.diameter, analysis.average_hops),
+                    hops=Hops(fabric_metrics(plan, analysis).routes(), *lone_packet_latency(plan)),
                     figures=figures,
+                    reset=args.reset,
                 )
         except EmissionError as error:  # nothing is moved into the output folder
             print(f"zfabric: error: {spec.name}: {error}", file=sys.stderr)

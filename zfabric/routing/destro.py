@@ -1,6 +1,7 @@
 """DESTRO over T-switch fat trees: the tree's up/down routing, with internal hops.
 
-DESTRO (the nDT thesis's first paper, ``reference/transit.md`` "Seed 004, Paper 1"; stage s =
+DESTRO (J. A. Villar et al., "Formalization and configuration methodology for high-radix
+combined switches", The Journal of Supercomputing, 2013; stage s =
 level - 1): on the way up, take up port k + h'_s, h'_s the destination's digit for the stage;
 turn at the first switch whose subtree holds the destination; on the way down, take down port
 h'_s. ``updown`` on a k-ary n-tree is exactly that (its up port is the destination's label at

@@ -24,7 +24,7 @@ packet already on this ring?) and VC (which class it kept). ``fixed`` takes each
 :func:`dateline_vc`: a packet that never crosses the dateline then has one class (half the
 ring's VCs) all the way. Balanced classes lift the saturation knee (torus 4x4 0.619 -> 0.644,
 8x8 0.350 -> 0.381) at the fixed classes' clock since the allocator's arbiters hold their
-pointers as precedence pairs (docs/router-v2.md), hence the default; plans written before the
+pointers as precedence pairs (docs/design/router-v2.md), hence the default; plans written before the
 parameter mean ``fixed``.
 """
 

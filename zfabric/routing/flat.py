@@ -1,6 +1,6 @@
 """Flat addressing on Znode / Snode fabrics: a baseline sliced addressing is compared against.
 
-Digest ``reference/znode.md`` §2.8 (thesis L3158-L3182, L4637-L4645): the head is the
+After Peratikou's Znode thesis (Portsmouth, 2014), ch. 4's baseline schemes: the head is the
 destination's address; a packet always climbs to the top level n ("from a lower input it goes
 straight to the upper output port, by selecting any available port, without any decision
 making"), turns there, and goes down by destination tag: the level-j switch reads the

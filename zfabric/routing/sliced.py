@@ -1,4 +1,4 @@
-"""Single-bit sliced addressing for Znode / Snode fabrics (digest ``reference/znode.md`` §2.3-2.5).
+"""Single-bit sliced addressing for Znode / Snode fabrics (Peratikou, 2014).
 
 The source computes the whole route; switches hold no tables, only their level (which fixes the
 field widths) and their Znode id (SID).

@@ -1,6 +1,6 @@
 """Source-destination (XGFT turn-back) addressing on Znode / Snode fabrics: a baseline.
 
-Digest ``reference/znode.md`` §2.8 (thesis L3184-L3223; XGFT turn-back, L1581-L1593): the head
+After Peratikou's Znode thesis (Portsmouth, 2014), ch. 4 (and its XGFT turn-back, ch. 2): the head
 carries the source and the destination addresses, and every switch compares them to find the
 common ancestor. A switch at level i on the way up is an ancestor of the source, so its own
 zone is the source's labels above level i: the destination is under it exactly when those

@@ -1,7 +1,7 @@
 """Deterministic up/down (nearest-common-ancestor) routing for Znode / Snode fabrics: a baseline.
 
-The head is the destination endpoint id (destination addressing, digest ``reference/znode.md``
-§2.8); every switch compares it with its own (Znode, level, zone) position, as k-ary n-tree
+The head is the destination endpoint id (destination addressing, Peratikou's Znode thesis,
+2014); every switch compares it with its own (Znode, level, zone) position, as k-ary n-tree
 switches do, and returns one candidate:
 
 - injection on attachment ``dst mod (number of attachments)`` (which fixes the layer);
@@ -12,9 +12,9 @@ switches do, and returns one candidate:
   (port ``dst mod h_i``) if it has side links (h_i > 0); else it keeps going up. So the side
   hop is at the lowest level >= the peer level with h > 0, like sliced routing (§7.6);
 - otherwise it goes up through up port ``p_i mod (number of up ports)``, with p_i the
-  destination's label at this level. On a k-ary n-tree that is DESTRO (``reference/ndt.md``
-  §2.2: up port k + h'_s, down port h'_s; checked hop by hop in tests/zfabric/test_tswitch.py),
-  which ``destro`` extends to T-switch trees.
+  destination's label at this level: DESTRO on a k-ary n-tree (up port k + h'_s, down port
+  h'_s: Andújar et al., "Formalization and configuration methodology for high-radix combined
+  switches", J. Supercomputing), which ``destro`` extends to T-switch trees.
 
 Routes are up* -> (at most one side hop) -> down*: deadlock-free with one VC. With more VCs per
 link (the topology's ``vcs``) every hop offers all of them: the port stays deterministic, the

@@ -1,6 +1,6 @@
 """What every Znode routing (sliced, flat, source-destination) reads off the fabric: the
 levels and Znode ids of the switches, each input port's role, and each switch's port groups as
-hops (reference/znode.md §1.9-1.10, ``port_groups``)."""
+hops (Peratikou's Znode thesis, 2014: processor addressing and port labels; ``port_groups``)."""
 
 from __future__ import annotations
 

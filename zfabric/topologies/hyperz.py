@@ -1,9 +1,9 @@
 """HyperZ ``H_{d,h}(s_1..s_d; Q_1..Q_d)(Z_h)``: a Z-node at every vertex of a generalized
 hypercube, side links between same-address switches at every level; HyperX is its h = 1 case.
 
-Research digest: ``reference/hyperz-transit.md`` Part A (seed 001, Adda 2023), §1. The Z-node is
-the Znode builder's tree (:func:`~zfabric.topologies.znode.wire_tree`), under the reading the
-digest gives and seed 000 confirms (``reference/znode.md`` §1.4): the paper's ``Z_h(z; r; g)``
+After M. Adda, *HyperZ: Hyper Z-Tree Topology* (Preprints.org, 2023), §1. The Z-node is the
+Znode builder's tree (:func:`~zfabric.topologies.znode.wire_tree`), under the reading that
+Peratikou's Znode thesis (Portsmouth, 2014) confirms: the paper's ``Z_h(z; r; g)``
 is the Znode's ``z`` (children per level-i zone, ``z_1`` processors per level-1 switch), ``R``
 (switches per level-i zone, the paper's r_i) and ``psi`` (parallel links between a child and each
 parent, the paper's g_i). So the §5.3 Z-node ``Z_2(8,4,8; 1,4,8; 1,2,2)`` is ``z: [8, 4, 8]``,

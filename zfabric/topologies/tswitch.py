@@ -1,8 +1,8 @@
 """T-switch fat trees: every switch of a k-ary n-tree made of two internal switches, α and β.
 
-Research digest: ``reference/transit.md``, "Seed 004, Paper 1" (the first paper of the nDT
-thesis, "Formalization and configuration methodology for high-radix combined switches", J. A.
-Villar et al., The Journal of Supercomputing; details in ``reference/ndt.md`` §2). A T-switch
+J. A. Villar et al., "Formalization and configuration methodology for high-radix combined
+switches", The Journal of Supercomputing, 2013 (the first paper of F. J. Andújar's nDT
+thesis). A T-switch
 (Def 2) offers the 2k ports of a fat-tree switch, down ports 0..k-1 and up ports k..2k-1
 (Defs 3-5), from two identical internal switches joined by r internal links. Which T-switch
 ports sit on α is the switch-level connection pattern (SCP), one per level here: the paper's

@@ -1,6 +1,7 @@
 """Zoned node (Znode) fat trees, layers and super nodes (Snode); k-ary n-tree and XGFT presets.
 
-Research digest: ``reference/znode.md`` (Peratikou's thesis). Names follow it: ``n`` levels,
+After A. Peratikou, *An optimised and generalised node for fat tree classes* (PhD thesis,
+University of Portsmouth, 2014). Names follow it: ``n`` levels,
 ``z_i`` zones under a level-i zone (``z_1`` processors per level-1 zone), ``R_i`` routing
 switches per zone, ``psi_i`` the connectivity degree of the bundle between levels i-1 and i,
 ``l`` layers, ``m`` Znodes joined by ``h_i`` side links per level, ``theta`` links per switch.

@@ -35,7 +35,7 @@ first-free selection).
   flat address's digits for the tree part (zone and down label); every switch of a level is
   one module, its zone and coordinates on ``identity``. Tables stay available
   (``arithmetic=False``).
-- The baselines sliced addressing is compared against (digest ``reference/znode.md`` §2.8):
+- The baselines sliced addressing is compared against (Peratikou's Znode thesis, 2014):
   ``flat``, :class:`FlatRoute`, reads its level's label of the destination address (and, at
   the top, compares the Znode id with the SID); ``source_destination``,
   :class:`SourceDestinationRoute`, compares the source and destination addresses above its

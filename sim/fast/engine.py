@@ -1,0 +1,440 @@
+"""The fast engine: the reference model's cycles (docs/microarchitecture.md) on flat arrays, each
+cycle one compiled call (:mod:`.kernel`), the routing decisions memoised in tables.
+
+The routing function stays the plan's own pure Python one: each decision is computed once per
+routing state (:meth:`~zfabric.routing.base.RoutingFunction.state_key`), when a head first
+needs it, and kept in a table the compiled cycle reads by raw state (switch, input VC, head).
+:class:`FastModel` offers :class:`~zfabric.sim.model.FabricModel`'s interface (``offer``,
+``step``, the deadlock checks, the credit check), and :meth:`FastModel.run_until` runs many
+cycles per call, which is where its speed comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from zfabric.deadlock import find_wait_cycle
+from zfabric.plan import FabricPlan
+from zfabric.router_settings import low_occupancy
+
+from ..model import EjectStalls, InvariantError, ModelDeadlock, Packet
+from ..model.fabric_model import input_vc_name
+from . import kernel as k
+from .tables import tables_for
+
+__all__ = ["FastModel", "UnsupportedSetting", "fast_refusal"]
+
+#: a FIFO entry is ``slot << 16 | index``: packets of up to this many flits on a link
+MAX_FLITS = 1 << 16
+
+_SELECTIONS = {"first-free": k.FIRST_FREE, "round-robin": k.ROUND_ROBIN, "occupancy": k.OCCUPANCY}
+
+#: why :meth:`FastModel.run_until` stopped, by the kernel's status
+STOPS = {k.UNTIL: "until", k.STUCK: "stuck", k.WATCH: "watch", k.SETTLED: "settled"}
+
+_ERRORS = {
+    k.FIFO_OVER: "input VC {} over depth",
+    k.RECEIVE_OVER: "receive buffer {} over depth",
+    k.CREDIT_OVER: "credits over depth on output VC {}",
+    k.WRONG_ENDPOINT: "packet in slot {} delivered to another endpoint",
+    k.OUT_OF_ORDER: "packet in slot {}: flit out of order",
+    k.SURPLUS: "packet in slot {}: a head flit missing at a drop",
+}
+
+
+class UnsupportedSetting(ValueError):
+    """The fast engine does not run this configuration (the reference model does)."""
+
+
+def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
+    """Why the fast engine cannot run ``plan`` with ``eject_ready``, or None if it can."""
+    for link in plan.links:
+        if link.latency != 1:
+            return f"link {link.id}: only latency 1 is modelled, got {link.latency}"
+    if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
+        return "an ejection ready function other than EjectStalls"
+    return None
+
+
+class FastModel:
+    """Simulates every switch, link and endpoint of ``plan`` flit by flit, cycle-identical to
+    :class:`~zfabric.sim.model.FabricModel` (same arguments). ``paths``: keep each packet's
+    ``path`` (the switches and output ports of its head), as the reference always does; a run
+    that never reads it may turn it off. ``watched``: the packets created in this window of
+    cycles are those :meth:`run_until`'s ``settle_after`` waits for."""
+
+    engine = "fast"
+    #: the compiled cycles (a test plants a bug in a copy of them)
+    _kernel_run = staticmethod(k.run)
+
+    def __init__(
+        self,
+        plan: FabricPlan,
+        *,
+        check_invariants: bool = True,
+        on_deliver: Callable[[Packet], None] | None = None,
+        eject_ready: Callable[[int, int, int], bool] | None = None,
+        paths: bool = True,
+        watched: tuple[int, int] | None = None,
+        watch_every: int = 256,
+    ):
+        refusal = fast_refusal(plan, eject_ready)
+        if refusal:
+            raise UnsupportedSetting(f"the fast engine does not run {refusal}")
+        self.plan = plan
+        self._tables = tables = tables_for(plan)
+        self.view, self.routing = tables.view, tables.routing
+        self.depth = plan.buffer_depth
+        self._watched = watched or (0, 0)
+        self.delivered: list[Packet] = []
+        self._on_deliver = on_deliver if on_deliver is not None else self.delivered.append
+        self._next_id = 0
+        self._sequence: dict[int, int] = {}
+        self._offers: list[tuple[int, int, int, int, int, int, int, int]] = []
+        self._arrays = self._build(check_invariants, paths, eject_ready, watch_every)
+        self._packets = [None] * len(self._arrays["pk"])  # by slot
+        self._free = list(range(len(self._packets) - 1, -1, -1))
+        self._version = tables.version
+        self._st = k.State(**self._arrays)
+
+    # ---- the arrays ----------------------------------------------------------------------
+
+    def _build(self, checks: bool, paths: bool, eject_ready, watch_every: int) -> dict:
+        tables, router, depth = self._tables, self.plan.router, self.depth
+        n_inj, n_ej = router.injection_vcs, router.ejection_vcs
+        n_iv, n_ov, n_gp = len(tables.iv), len(tables.ov), len(tables.gp)
+        n_ga, n_ep = len(tables.ga), len(self.plan.endpoints)
+        ep = np.zeros((n_ep, k.EP_FIELDS), np.int64)
+        ep[:, [k.EP_SLOT, k.EP_QHEAD, k.EP_QTAIL]] = -1
+        ep[:, k.EP_ATT0] = np.cumsum([0] + [len(e.attachments) for e in self.plan.endpoints])[:-1]
+        radix = int(tables.sw[:, k.SW_NPORTS].max())
+        stalls = isinstance(eject_ready, EjectStalls)
+        cfg = np.zeros(k.CFG_SIZE, np.int64)
+        cfg[k.DEPTH], cfg[k.INJ_VCS], cfg[k.EJ_VCS] = depth, n_inj, n_ej
+        cfg[k.ITERATIONS] = 2 if router.allocator == "separable-2" else 1
+        cfg[k.ROUTE_STAGE] = router.stages >= 2
+        cfg[k.VC_STAGE] = router.stages >= 3
+        cfg[k.SPLIT] = router.stages >= 4
+        cfg[k.VC_SPLIT] = router.stages == 5
+        cfg[k.SELECTION] = _SELECTIONS[router.selection]
+        cfg[k.LOW] = low_occupancy(depth)
+        cfg[k.PATHS], cfg[k.STALLS], cfg[k.CHECKS] = paths, stalls, checks
+        cfg[k.WATCH_EVERY] = watch_every
+        cfg[k.N_IV] = n_iv
+        stall = np.zeros(2, np.uint64)
+        if stalls:
+            stall[0], stall[1] = eject_ready._base, eject_ready._threshold
+
+        def table(rows: int, fields: int) -> np.ndarray:
+            return np.zeros((rows, fields), np.int64)
+
+        return {
+            "sw": tables.sw.copy(),
+            "gp": tables.gp.copy(),
+            "iv": tables.iv.copy(),
+            "ov": tables.ov.copy(),
+            "ep": ep,
+            "ga": tables.ga.copy(),
+            "rbs": table(n_ga * n_ej, k.RB_FIELDS),
+            "pk": table(256, k.PK_FIELDS),
+            "buf": np.full(n_iv * depth, -1, np.int64),
+            "rb": np.full(n_ga * n_ej * depth, -1, np.int64),
+            "inj_credit": np.full(n_ga * n_inj, depth, np.int64),
+            "scratch": table(radix, k.SCRATCH_FIELDS),
+            "grants": table(2 * radix, k.GRANT_FIELDS),
+            "wf": np.zeros((2, n_gp + n_ep, k.WF_FIELDS), np.int64),
+            "wf_n": np.zeros(2, np.int64),
+            # a port sends at most a flit and its surplus head flits (< B) per cycle
+            "wc": np.zeros((2, n_gp * depth), np.int64),
+            "wc_n": np.zeros(2, np.int64),
+            "dl": np.zeros(max(4096, 4 * n_ga), np.int64),
+            "pl": table(max(16384, 4 * n_ov), k.PL_FIELDS),
+            "ms": table(n_iv, k.MS_FIELDS),
+            **tables.routing_arrays(),
+            "cfg": cfg,
+            "sc": np.zeros(k.SC_SIZE, np.int64),
+            "stall": stall,
+        }
+
+    def _state(self) -> k.State:
+        """The arrays the kernel takes, with the routing tables' latest."""
+        if self._version != self._tables.version:
+            self._arrays.update(self._tables.routing_arrays())
+            self._version = self._tables.version
+            self._st = k.State(**self._arrays)
+        return self._st
+
+    def _grow_packets(self) -> None:
+        """Double the packet table and make its new slots free."""
+        old = self._arrays["pk"]
+        new = np.zeros((2 * len(old), k.PK_FIELDS), np.int64)
+        new[: len(old)] = old
+        self._arrays["pk"] = new
+        self._st = k.State(**self._arrays)
+        self._packets.extend([None] * len(old))
+        self._free.extend(range(len(new) - 1, len(old) - 1, -1))
+
+    # ---- traffic in ----------------------------------------------------------------------
+
+    def offer(
+        self,
+        src: int,
+        dst: int,
+        length: int | None = None,
+        *,
+        created: int | None = None,
+    ) -> Packet:
+        """Queue a packet at ``src`` created at ``created`` (default: this cycle)."""
+        if src == dst:
+            raise ValueError(f"packet from endpoint {src} to itself")
+        length = length or self.plan.packet_length
+        pair = self._tables.pair_id(src, dst)
+        if length + self._tables.widest[pair] > MAX_FLITS:
+            raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+        sequence = self._sequence.get(src, 0)
+        self._sequence[src] = sequence + 1
+        cycle = self.cycle if created is None else created
+        packet = Packet(self._next_id, src, dst, length, cycle)
+        packet.payload = (src, sequence)
+        self._next_id += 1
+        if not self._free:
+            self._grow_packets()
+        slot = self._free.pop()
+        self._packets[slot] = packet
+        watched = self._watched[0] <= cycle < self._watched[1]
+        self._offers.append((slot, packet.id, src, dst, length, cycle, pair, watched))
+        return packet
+
+    def _flush_offers(self) -> None:
+        if self._offers:
+            offers = np.array(self._offers, np.int64)
+            self._offers = []
+            k.push_packets(self._arrays["pk"], self._arrays["ep"], self._arrays["sc"], offers)
+
+    # ---- cycles ----------------------------------------------------------------------------
+
+    @property
+    def cycle(self) -> int:
+        return int(self._arrays["sc"][k.CYCLE])
+
+    @property
+    def in_network(self) -> int:
+        """Flits that left a source and have not been delivered."""
+        return int(self._arrays["sc"][k.IN_NETWORK])
+
+    @property
+    def delivered_count(self) -> int:
+        return int(self._arrays["sc"][k.DELIVERED])
+
+    @property
+    def stuck(self) -> bool:
+        """True once nothing can ever move again while flits wait in buffers."""
+        sc = self._arrays["sc"]
+        return bool(sc[k.QUIET] > 0 and sc[k.BUSY] > 0)
+
+    def step(self) -> None:
+        self.run_until(self.cycle + 1)
+
+    def run(self, cycles: int) -> None:
+        self.run_until(self.cycle + cycles)
+
+    def run_until(self, until: int, settle_after: int | None = None) -> str:
+        """Run cycles up to ``until``, stopping early after a cycle the caller must see: the
+        fabric stuck (``"stuck"``), a multiple of ``watch_every`` (``"watch"``: where
+        :class:`~zfabric.sim.model.DeadlockWatch` looks for a knot), or, from cycle
+        ``settle_after`` on, no watched packet left undelivered (``"settled"``). Delivered
+        packets go to ``on_deliver`` in the reference's order."""
+        self._flush_offers()
+        settle = -1 if settle_after is None else settle_after
+        while True:
+            status = self._kernel_run(self._state(), until, settle)
+            self._read_logs()
+            if status == k.MISS:
+                sc = self._arrays["sc"]
+                self._tables.fill(self._arrays["ms"][: sc[k.N_MISS]].tolist())
+                sc[k.N_MISS] = 0
+            elif status == k.INVARIANT:
+                sc = self._arrays["sc"]
+                raise InvariantError(_ERRORS[int(sc[k.ERROR])].format(int(sc[k.ERROR_AT])))
+            elif status != k.LOGS:
+                return STOPS[status]
+
+    def _read_logs(self) -> None:
+        """Paths and deliveries the kernel logged: into the packets, to ``on_deliver``."""
+        a, sc = self._arrays, self._arrays["sc"]
+        packets = self._packets
+        n = int(sc[k.N_PATH_LOG])
+        if n:
+            for slot, switch, port in a["pl"][:n].tolist():
+                packets[slot].path.append((switch, port))
+            sc[k.N_PATH_LOG] = 0
+        n = int(sc[k.N_DELIVERED_LOG])
+        if not n:
+            return
+        slots = a["dl"][:n]
+        columns = [k.PK_INJECTED, k.PK_DELIVERED, k.PK_HOPS, k.PK_DONE]
+        rows = a["pk"][slots][:, columns].tolist()
+        sc[k.N_DELIVERED_LOG] = 0
+        for slot, (injected, delivered, hops, done) in zip(slots.tolist(), rows, strict=True):
+            packet = packets[slot]
+            packets[slot] = None
+            self._free.append(slot)
+            packet.injected, packet.delivered = injected, delivered
+            packet.hops, packet.flits_delivered = hops, done
+            self._on_deliver(packet)
+
+    def finish(self) -> None:
+        """Bring the packets still in the fabric up to date (injection cycle, hops, flits
+        delivered), as the reference's are at every cycle, and keep the routing tables in the
+        set-up cache for the next run of this plan."""
+        self._tables.save()
+        pk = self._arrays["pk"]
+        for slot, packet in enumerate(self._packets):
+            if packet is not None:
+                injected = int(pk[slot, k.PK_INJECTED])
+                packet.injected = None if injected < 0 else injected
+                packet.hops = int(pk[slot, k.PK_HOPS])
+                packet.flits_delivered = int(pk[slot, k.PK_DONE])
+
+    # ---- deadlock report ---------------------------------------------------------------------
+
+    def _front(self, iv: int) -> int:
+        row = self._arrays["iv"][iv]
+        return int(self._arrays["buf"][iv * self.depth + row[k.IV_HEAD]])
+
+    def fronts(self) -> dict[int, int]:
+        """The front flit of every non-empty input VC (by input VC index), for :meth:`knot`."""
+        a = self._arrays
+        ivs = np.flatnonzero(a["iv"][:, k.IV_CNT])
+        codes = a["buf"][ivs * self.depth + a["iv"][ivs, k.IV_HEAD]]
+        flits = a["pk"][codes >> 16, k.PK_ID] * MAX_FLITS + (codes & (MAX_FLITS - 1))
+        return dict(zip(ivs.tolist(), flits.tolist(), strict=True))
+
+    def knot(self, earlier: dict[int, int]) -> list[str]:
+        """A deadlock, whole or partial, as a cycle of channel names (empty if none): as
+        :meth:`zfabric.sim.model.FabricModel.knot`, on ``earlier``, a :meth:`fronts` snapshot."""
+        a = self._arrays
+        returning = set()
+        for phase in (0, 1):
+            targets = a["wc"][phase, : a["wc_n"][phase]]
+            returning.update(targets[targets >= 0].tolist())
+        spv = self._tables.iv_spv
+        waits = {
+            spv[iv]: self._wait_targets(iv, returning)
+            for iv, flit in self.fronts().items()
+            if earlier.get(iv) == flit
+        }
+        changed = True
+        while changed:
+            changed = False
+            for node in list(waits):
+                targets = waits[node]
+                if not targets or any(t not in waits for t in targets):
+                    del waits[node]
+                    changed = True
+        return [input_vc_name(self.view, *node) for node in find_wait_cycle(waits)]
+
+    def waiting_cycle(self) -> list[str]:
+        """The cycle of input VCs that wait on each other, as channel names (empty if none).
+        The wait graph is the reference's, its nodes (switch, port, VC) inserted in its order,
+        so both name the same cycle from the same channel (unless the reference's set of busy
+        switches iterates out of order)."""
+        a = self._arrays
+        spv = self._tables.iv_spv
+        owner, counts = a["ov"][:, k.OWNER], a["iv"][:, k.IV_CNT]
+        waits: dict[tuple[int, int, int], set[tuple[int, int, int]]] = {}
+        for ov in np.flatnonzero(owner >= 0).tolist():
+            holder = int(owner[ov])
+            upstream = int(a["iv"][holder, k.IV_CREDIT_TO])
+            if counts[holder] or upstream < 0:
+                continue
+            # the holder's buffer is empty: its packet is still coming from upstream
+            if owner[upstream] >= 0:
+                waits[spv[holder]] = {spv[int(owner[upstream])]}
+        for iv in np.flatnonzero(counts).tolist():
+            waits[spv[iv]] = self._wait_targets(iv, set())
+        return [input_vc_name(self.view, *node) for node in find_wait_cycle(waits)]
+
+    def check_deadlock(self) -> None:
+        """Raise :class:`~zfabric.sim.model.ModelDeadlock` if the fabric can never move again."""
+        if self.stuck:
+            raise ModelDeadlock(self.cycle, self.waiting_cycle())
+
+    def _wait_targets(self, iv: int, returning: set[int]) -> set[tuple[int, int, int]]:
+        """The input VCs (switch, port, VC) the front flit of ``iv`` waits on; empty if it
+        could move. ``returning``: the output VCs with a credit on its way back."""
+        a = self._arrays
+        row = a["iv"][iv]
+        if row[k.ASSIGN] >= 0:
+            wanted = [int(row[k.ASSIGN])]
+        else:
+            number = row[k.DECISION]
+            if number < 0:
+                head = self._tables.head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
+                number = self._tables.decision(iv, head)
+            dec, cand = self._tables.dec, self._tables.cand
+            start, n = dec[number, k.DEC_START], dec[number, k.DEC_N]
+            wanted = cand[start : start + n, k.CAND_OV].tolist()
+        spv = self._tables.iv_spv
+        targets = set()
+        for ov in wanted:
+            holder = int(a["ov"][ov, k.OWNER])
+            if holder >= 0 and holder != iv:
+                targets.add(spv[holder])
+            elif a["ov"][ov, k.CREDIT] == 0 and ov not in returning:
+                downstream = int(a["ov"][ov, k.OV_DST])
+                if downstream < 0:
+                    return set()  # a local output waits for the user to take flits, no VC
+                targets.add(spv[downstream])
+            else:
+                return set()  # a free output VC with room: only arbitration holds it
+        return targets
+
+    def _name(self, iv: int) -> str:
+        return input_vc_name(self.view, *self._tables.iv_spv[iv])
+
+    # ---- invariants ---------------------------------------------------------------------------
+
+    def check_credits(self) -> None:
+        """Credits + buffered + in-flight flits + returning credits = depth, per link VC, per
+        ejection VC (with its receive buffer) and per injection VC."""
+        a = self._arrays
+        credit, dst, counts = a["ov"][:, k.CREDIT], a["ov"][:, k.OV_DST], a["iv"][:, k.IV_CNT]
+        flits_to_iv = np.zeros(len(counts), np.int64)
+        flits_to_rb = np.zeros(len(a["rbs"]), np.int64)
+        credits_to_ov = np.zeros(len(credit), np.int64)
+        credits_to_inj = np.zeros(len(a["inj_credit"]), np.int64)
+        for phase in (0, 1):
+            wires = a["wf"][phase, : a["wf_n"][phase]]
+            kinds, targets = wires[:, k.WF_KIND], wires[:, k.WF_TARGET]
+            np.add.at(flits_to_iv, targets[kinds != 2], 1)
+            np.add.at(flits_to_rb, targets[kinds == 2], 1)
+            credits = a["wc"][phase, : a["wc_n"][phase]]
+            np.add.at(credits_to_ov, credits[credits >= 0], 1)
+            np.add.at(credits_to_inj, -1 - credits[credits < 0], 1)
+        links = np.flatnonzero(dst >= 0)
+        total = credit[links] + counts[dst[links]] + flits_to_iv[dst[links]] + credits_to_ov[links]
+        bad = total != self.depth
+        if bad.any():
+            name = self._name(int(dst[links[bad][0]]))
+            raise InvariantError(f"credits not conserved on {name}: {total[bad][0]}")
+        ejections = np.flatnonzero((dst < 0) & (-1 - dst < len(a["rbs"])))
+        rbs = -1 - dst[ejections]
+        total = credit[ejections] + a["rbs"][rbs, k.RB_CNT] + flits_to_rb[rbs]
+        bad = total != self.depth
+        if bad.any():
+            ov = int(ejections[bad][0])
+            s = self._tables.iv_spv[int(a["gp"][a["ov"][ov, k.OV_GP], k.GP_IV0])][0]
+            name = f"{self.view.switches[s].name}.p{a['ov'][ov, k.OV_PORT]}"
+            name += f"/vc{a['ov'][ov, k.OV_VC]}"
+            raise InvariantError(f"credits not conserved on ejection {name}: {total[bad][0]}")
+        n_inj = self.plan.router.injection_vcs
+        ivs = (a["ga"][:, k.GA_IV0, None] + np.arange(n_inj)).ravel()
+        total = a["inj_credit"] + counts[ivs] + flits_to_iv[ivs] + credits_to_inj
+        bad = np.flatnonzero(total != self.depth)
+        if len(bad):
+            name = self._name(int(ivs[bad[0]]))
+            raise InvariantError(f"credits not conserved on injection {name}: {total[bad[0]]}")

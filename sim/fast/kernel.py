@@ -1,0 +1,893 @@
+"""The compiled cycle of :class:`~zfabric.sim.fast.FastModel`: docs/microarchitecture.md on flat
+integer arrays, one function per step of the contract, compiled by numba (and run as plain
+Python with ``NUMBA_DISABLE_JIT=1``, for debugging).
+
+Indices: a switch's ports are numbered globally (``gp``), each input VC (``iv``) and output VC
+(``ov``) too; an endpoint attachment (``ga``) has ``N`` injection credits and ``E`` receive
+buffers (``rb = ga * E + w``). Each index space has one table, a row per index and a column per
+field (``st.iv[iv, ASSIGN]``), so the compiled functions take a handful of arrays, not a
+hundred. A FIFO is a ring of ``B`` flit codes, ``slot << 16 | index``: the packet's row in
+``st.pk`` and the flit's index in its packet. The wires hold two phases: what is sent in this
+cycle, and what was sent in the previous one and lands at its end.
+
+:func:`run` advances whole cycles until it must hand back to Python: a routing decision
+missing from the table (looked up before the cycle starts, so nothing of the cycle is done
+yet), a cycle the caller must see (``until``, a deadlock check, the watched packets all
+delivered), a log that could fill, or a broken invariant.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+#: status codes :func:`run` returns
+UNTIL, MISS, STUCK, WATCH, SETTLED, LOGS, INVARIANT = range(7)
+
+#: invariant errors (``sc[ERROR]``, with ``sc[ERROR_AT]`` the index it names)
+FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = range(1, 7)
+
+# ``cfg``: the settings, constant through a run
+(
+    DEPTH,
+    INJ_VCS,
+    EJ_VCS,
+    ITERATIONS,
+    ROUTE_STAGE,
+    VC_STAGE,
+    SPLIT,
+    VC_SPLIT,
+    SELECTION,
+    LOW,
+    PATHS,
+    STALLS,
+    WATCH_EVERY,
+    CHECKS,
+    N_IV,
+    CFG_SIZE,
+) = range(16)
+
+FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
+
+# ``sc``: the scalars that change
+(
+    CYCLE,
+    QUIET,
+    IN_NETWORK,
+    DELIVERED,
+    WATCHED,
+    BUSY,
+    PHASE,
+    ERROR,
+    ERROR_AT,
+    N_MISS,
+    N_DELIVERED_LOG,
+    N_PATH_LOG,
+    SC_SIZE,
+) = range(13)
+
+# ``sw``: per switch
+SW_PORT0, SW_NPORTS, SW_CNT, SW_FIELDS = range(4)
+# ``gp``: per port (input and output of one index), with its pointers and staged picks
+(
+    GP_IV0,
+    GP_NIV,
+    GP_OV0,
+    GP_NOV,
+    RR_IN,
+    RR_OUT,
+    VA_IN,
+    VA_OUT,
+    RR_SEL,
+    STAGED_V,
+    STAGED_OV,
+    VSTAGED_V,
+    VSTAGED_OV,
+    GP_FIELDS,
+) = range(14)
+# ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests
+(
+    IV_SW,
+    IV_GP,
+    IV_CREDIT_TO,
+    IV_HEAD,
+    IV_CNT,
+    ASSIGN,
+    DECISION,
+    PENDING,
+    REQ,
+    VREQ,
+    IV_FIELDS,
+) = range(11)
+# ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
+# taken only when empty (an adaptive VC, RoutingFunction.atomic)
+OV_GP, OV_PORT, OV_VC, OV_DST, OV_LEVEL, OV_ATOMIC, OWNER, CREDIT, OV_FIELDS = range(9)
+# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
+EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
+# ``ga``: per endpoint attachment; its ejection side
+GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_FIELDS = range(8)
+# ``rbs``: per receive buffer (its ring in ``rb``)
+RB_HEAD, RB_CNT, RB_FIELDS = range(3)
+# ``pk``: per packet slot
+(
+    PK_ID,
+    PK_SRC,
+    PK_DST,
+    PK_LEN,
+    PK_CREATED,
+    PK_INJECTED,
+    PK_DELIVERED,
+    PK_HOPS,
+    PK_DONE,
+    PK_PAIR,
+    PK_WATCHED,
+    PK_QNEXT,
+    PK_COUNT,
+    PK_HF0,
+    PK_HF,
+    PK_HEAD,
+    PK_HTAIL,
+    PK_FIELDS,
+) = range(18)
+# ``scratch``: per port of the switch at hand (the allocator's matching)
+MATCHED_IN, MATCHED_OUT, PICK_V, BEST, BEST_D, SCRATCH_FIELDS = range(6)
+# ``grants``: per grant of the switch at hand, switch (G_) and VC (A_) allocation
+G_GP, G_V, G_OV, A_GP, A_V, A_OV, GRANT_FIELDS = range(7)
+# ``wf``: [phase, entry, field] flits on the wires; kind 0 a link, 1 an injection, 2 an ejection
+WF_KIND, WF_TARGET, WF_FLIT, WF_FIELDS = range(4)
+# ``pl``: the path log
+PL_SLOT, PL_SW, PL_PORT, PL_FIELDS = range(4)
+# ``ms``: the miss log
+MS_IV, MS_HEAD, MS_FIELDS = range(3)
+# ``dec``: per decision: its candidates in ``cand``, the next head and its head flits
+DEC_START, DEC_N, DEC_NEXT_HEAD, DEC_NEXT_HF, DEC_FIELDS = range(5)
+CAND_OV, CAND_PORT, CAND_VC, CAND_FIELDS = range(4)
+# ``pair``: per (source, destination) its injection choices in ``inj``
+PAIR_START, PAIR_N, PAIR_FIELDS = range(3)
+INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
+
+#: every table of the engine's state, in one tuple the compiled functions take whole
+State = namedtuple(
+    "State",
+    "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
+    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall",
+)
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def hash_slot(keys: np.ndarray, key: int) -> int:
+    """The slot of ``key`` in the open-addressed table ``keys``, or of the empty slot where it
+    would go (linear probing; the table is never full)."""
+    mask = keys.shape[0] - 1
+    h = int((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+    while keys[h] != -1 and keys[h] != key:
+        h = (h + 1) & mask
+    return h
+
+
+@njit(cache=True)
+def hash_insert(keys: np.ndarray, vals: np.ndarray, key: int, val: int) -> None:
+    h = hash_slot(keys, key)
+    keys[h] = key
+    vals[h] = val
+
+
+@njit(cache=True)
+def hash_insert_many(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals):
+    for i in range(new_keys.shape[0]):
+        hash_insert(keys, vals, new_keys[i], new_vals[i])
+
+
+@njit(cache=True)
+def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals: np.ndarray):
+    for h in range(keys.shape[0]):
+        if keys[h] != -1:
+            hash_insert(new_keys, new_vals, keys[h], vals[h])
+
+
+@njit(cache=True)
+def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndarray) -> None:
+    """Queue offered packets at their sources, in order; ``offers`` rows are (slot, id, src,
+    dst, length, created, pair, watched)."""
+    for k in range(offers.shape[0]):
+        slot, src = offers[k, 0], offers[k, 2]
+        pk[slot, :] = 0
+        pk[slot, PK_ID] = offers[k, 1]
+        pk[slot, PK_SRC] = src
+        pk[slot, PK_DST] = offers[k, 3]
+        pk[slot, PK_LEN] = offers[k, 4]
+        pk[slot, PK_CREATED] = offers[k, 5]
+        pk[slot, PK_INJECTED] = -1
+        pk[slot, PK_DELIVERED] = -1
+        pk[slot, PK_PAIR] = offers[k, 6]
+        pk[slot, PK_WATCHED] = offers[k, 7]
+        pk[slot, PK_QNEXT] = -1
+        sc[WATCHED] += offers[k, 7]
+        if ep[src, EP_QTAIL] < 0:
+            ep[src, EP_QHEAD] = slot
+        else:
+            pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
+        ep[src, EP_QTAIL] = slot
+
+
+# ---- flits and FIFOs -------------------------------------------------------------------------
+#
+# Every function binds the tables it reads to locals first: a table read through ``st`` inside a
+# loop costs a reference count round trip each time.
+
+
+@njit(cache=True, inline="always")
+def _is_tail(pks: np.ndarray, flit: int) -> bool:
+    slot, index = flit >> 16, flit & 0xFFFF
+    return index == pks[slot, PK_COUNT] - 1 or (index == 0 and pks[slot, PK_HTAIL] != 0)
+
+
+@njit(cache=True, inline="always")
+def _hidden(pks: np.ndarray, flit: int) -> bool:
+    """Taken by the endpoint whatever ``ready``: the first flit while it heads several, every
+    head flit behind it but the last."""
+    slot, index = flit >> 16, flit & 0xFFFF
+    if index == 0:
+        return pks[slot, PK_HF] > 1
+    return index < pks[slot, PK_HF0] - 1
+
+
+@njit(cache=True, inline="always")
+def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
+    """The ``k``-th flit of input VC ``iv``'s FIFO (0: its front)."""
+    return buf[iv * depth + (ivs[iv, IV_HEAD] + k) % depth]
+
+
+@njit(cache=True, inline="always")
+def _pop(buf: np.ndarray, ivs: np.ndarray, sws: np.ndarray, sc: np.ndarray, iv: int, depth: int):
+    flit = buf[iv * depth + ivs[iv, IV_HEAD]]
+    ivs[iv, IV_HEAD] = (ivs[iv, IV_HEAD] + 1) % depth
+    ivs[iv, IV_CNT] -= 1
+    sws[ivs[iv, IV_SW], SW_CNT] -= 1
+    sc[BUSY] -= 1
+    return flit
+
+
+@njit(cache=True, inline="always")
+def _send_credit(wc: np.ndarray, wc_n: np.ndarray, sent: int, target: int) -> None:
+    wc[sent, wc_n[sent]] = target
+    wc_n[sent] += 1
+
+
+@njit(cache=True, inline="always")
+def _send_flit(wf: np.ndarray, wf_n: np.ndarray, sent: int, kind: int, target: int, flit: int):
+    n = wf_n[sent]
+    wf[sent, n, WF_KIND] = kind
+    wf[sent, n, WF_TARGET] = target
+    wf[sent, n, WF_FLIT] = flit
+    wf_n[sent] = n + 1
+
+
+@njit(cache=True)
+def _fail(sc: np.ndarray, error: int, at: int) -> None:
+    if sc[ERROR] == 0:
+        sc[ERROR] = error
+        sc[ERROR_AT] = at
+
+
+# ---- routing table ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _lookups(st) -> int:
+    """Before a cycle: the decision of every head step 1 may route in it, into PENDING; the
+    misses into the miss log. Returns the misses."""
+    sws, gps, ivs, pks, buf, ms = st.sw, st.gp, st.iv, st.pk, st.buf, st.ms
+    keys, values = st.hash_keys, st.hash_vals
+    misses = 0
+    n_iv, depth = st.cfg[N_IV], st.cfg[DEPTH]
+    for s in range(sws.shape[0]):
+        if sws[s, SW_CNT] == 0:
+            continue
+        first = gps[sws[s, SW_PORT0], GP_IV0]
+        last = sws[s, SW_PORT0] + sws[s, SW_NPORTS] - 1
+        for iv in range(first, gps[last, GP_IV0] + gps[last, GP_NIV]):
+            if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
+                continue
+            slot = _at(buf, ivs, iv, 0, depth) >> 16
+            if ivs[iv, IV_CNT] < pks[slot, PK_HF]:
+                continue
+            key = pks[slot, PK_HEAD] * n_iv + iv
+            h = hash_slot(keys, key)
+            if keys[h] == key:
+                ivs[iv, PENDING] = values[h]
+            else:
+                ms[misses, MS_IV] = iv
+                ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
+                misses += 1
+    st.sc[N_MISS] = misses
+    return misses
+
+
+# ---- endpoints: injection --------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _start(st, e: int, slot: int) -> bool:
+    """A head's (attachment, VC): the first with a credit, the injection choices in order and
+    the VCs from the injection pointer."""
+    eps, pks, pairs, injs, credits = st.ep, st.pk, st.pair, st.inj, st.inj_credit
+    n = st.cfg[INJ_VCS]
+    pair = pks[slot, PK_PAIR]
+    for c in range(pairs[pair, PAIR_START], pairs[pair, PAIR_START] + pairs[pair, PAIR_N]):
+        ga = eps[e, EP_ATT0] + injs[c, INJ_WHICH]
+        for k in range(n):
+            vc = (eps[e, EP_PTR] + k) % n
+            if credits[ga * n + vc] > 0:
+                eps[e, EP_QHEAD] = pks[slot, PK_QNEXT]
+                if eps[e, EP_QHEAD] < 0:
+                    eps[e, EP_QTAIL] = -1
+                eps[e, EP_WHICH] = injs[c, INJ_WHICH]
+                eps[e, EP_VC] = vc
+                eps[e, EP_PTR] = (vc + 1) % n
+                heads = injs[c, INJ_HF]
+                pks[slot, PK_HF0] = heads
+                pks[slot, PK_HF] = heads
+                pks[slot, PK_COUNT] = pks[slot, PK_LEN] + heads - 1
+                pks[slot, PK_HEAD] = injs[c, INJ_HEAD]
+                pks[slot, PK_INJECTED] = st.sc[CYCLE]
+                eps[e, EP_SLOT] = slot
+                eps[e, EP_NEXT] = 0
+                return True
+    return False
+
+
+@njit(cache=True)
+def _inject(st) -> bool:
+    """Each endpoint sends at most one flit: the next of the packet it injects, or the head of
+    the next packet in its source queue, when its attachment's VC has a credit."""
+    eps, pks, gas, credits, sc = st.ep, st.pk, st.ga, st.inj_credit, st.sc
+    wf, wf_n = st.wf, st.wf_n
+    sent = 1 - sc[PHASE]
+    cycle = sc[CYCLE]
+    moved = False
+    n = st.cfg[INJ_VCS]
+    for e in range(eps.shape[0]):
+        slot = eps[e, EP_SLOT]
+        if slot < 0:
+            slot = eps[e, EP_QHEAD]
+            if slot < 0 or pks[slot, PK_CREATED] > cycle or not _start(st, e, slot):
+                continue
+        ga = eps[e, EP_ATT0] + eps[e, EP_WHICH]
+        credit = ga * n + eps[e, EP_VC]
+        if credits[credit] == 0:
+            continue
+        credits[credit] -= 1
+        index = eps[e, EP_NEXT]
+        eps[e, EP_NEXT] = index + 1
+        if index + 1 == pks[slot, PK_COUNT]:
+            eps[e, EP_SLOT] = -1
+        _send_flit(wf, wf_n, sent, 1, gas[ga, GA_IV0] + eps[e, EP_VC], slot << 16 | index)
+        sc[IN_NETWORK] += 1
+        moved = True
+    return moved
+
+
+# ---- one switch ------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _select(st, n_ports: int, gp: int, iv: int) -> int:
+    """Step 2 for a head: the output VC it requests among its free candidates (with a credit
+    unless VC allocation is a stage of its own), or -1. Routes it first (step 1) if it has no
+    decision yet; with a route stage of its own that is all it does this cycle (-2)."""
+    ivs, ovs, decs, cands, cfg = st.iv, st.ov, st.dec, st.cand, st.cfg
+    if ivs[iv, DECISION] < 0:
+        ivs[iv, DECISION] = ivs[iv, PENDING]
+        if cfg[ROUTE_STAGE]:
+            return -2
+    d = ivs[iv, DECISION]
+    vc_stage = cfg[VC_STAGE] != 0
+    selection = cfg[SELECTION]
+    depth, low = cfg[DEPTH], cfg[LOW]
+    pointer = st.gp[gp, RR_SEL]
+    best = -1
+    best_key = 0
+    for c in range(decs[d, DEC_START], decs[d, DEC_START] + decs[d, DEC_N]):
+        ov = cands[c, CAND_OV]
+        if ovs[ov, OWNER] >= 0:
+            continue
+        credit = ovs[ov, CREDIT]
+        if not vc_stage and credit <= 0:
+            continue
+        if ovs[ov, OV_ATOMIC] and credit != depth:
+            continue  # an adaptive VC is free only with its downstream buffer empty
+        if selection == FIRST_FREE:
+            return ov
+        distance = cands[c, CAND_PORT] - pointer
+        if distance < 0:
+            distance += n_ports
+        # round-robin: the first port at or after the pointer, the lowest VC within it
+        key = distance * 64 + cands[c, CAND_VC]
+        if selection == OCCUPANCY:  # the lowest level first, low occupancy first within it
+            high = 1 if credit < low else 0
+            key += (ovs[ov, OV_LEVEL] * 2 + high) * n_ports * 64
+        if best < 0 or key < best_key:
+            best = ov
+            best_key = key
+    return best
+
+
+@njit(cache=True, inline="always")
+def _allocate(st, base: int, n_ports: int, req: int, rr_in: int, rr_out: int, grant: int) -> int:
+    """Steps 3 and 4 at the switch whose ports are ``base`` to ``base + n_ports - 1``, on the
+    requests in column ``req`` of ``st.iv`` (an output VC or -1) and the pointers in columns
+    ``rr_in`` and ``rr_out`` of ``st.gp``, once per iteration: the grants into columns
+    ``grant`` to ``grant + 2`` of ``st.grants``, their count back."""
+    gps, ivs, ovs, scratch, grants = st.gp, st.iv, st.ov, st.scratch, st.grants
+    for p in range(n_ports):
+        scratch[p, MATCHED_IN] = 0
+        scratch[p, MATCHED_OUT] = 0
+    granted = 0
+    for _ in range(st.cfg[ITERATIONS]):
+        for o in range(n_ports):
+            scratch[o, BEST] = -1
+        picked = False
+        for p in range(n_ports):
+            scratch[p, PICK_V] = -1
+            if scratch[p, MATCHED_IN]:
+                continue
+            gp = base + p
+            n, iv0, pointer = gps[gp, GP_NIV], gps[gp, GP_IV0], gps[gp, rr_in]
+            for k in range(n):
+                v = pointer + k
+                if v >= n:
+                    v -= n
+                target = ivs[iv0 + v, req]
+                if target < 0:
+                    continue
+                o = ovs[target, OV_PORT]
+                if scratch[o, MATCHED_OUT]:
+                    continue
+                scratch[p, PICK_V] = v
+                distance = p - gps[base + o, rr_out]
+                if distance < 0:
+                    distance += n_ports
+                if scratch[o, BEST] < 0 or distance < scratch[o, BEST_D]:
+                    scratch[o, BEST] = p
+                    scratch[o, BEST_D] = distance
+                picked = True
+                break
+        if not picked:
+            break
+        for o in range(n_ports):
+            p = scratch[o, BEST]
+            if p < 0:
+                continue
+            v = scratch[p, PICK_V]
+            grants[granted, grant] = base + p
+            grants[granted, grant + 1] = v
+            grants[granted, grant + 2] = ivs[gps[base + p, GP_IV0] + v, req]
+            granted += 1
+            scratch[p, MATCHED_IN] = 1
+            scratch[o, MATCHED_OUT] = 1
+    return granted
+
+
+@njit(cache=True, inline="always")
+def _leaving(st, iv: int):
+    """Flits the front of input VC ``iv`` takes out of its FIFO when it crosses (a routed head:
+    itself and the surplus head flits behind it), and whether they end the packet."""
+    buf, ivs, pks = st.buf, st.iv, st.pk
+    depth = st.cfg[DEPTH]
+    front = _at(buf, ivs, iv, 0, depth)
+    slot, index = front >> 16, front & 0xFFFF
+    if index != 0 or pks[slot, PK_HF] == 1:
+        return 1, _is_tail(pks, front)
+    leaving = 1 + pks[slot, PK_HF] - st.dec[ivs[iv, DECISION], DEC_NEXT_HF]
+    tail = False
+    for k in range(leaving):
+        tail = tail or _is_tail(pks, _at(buf, ivs, iv, k, depth))
+    return leaving, tail
+
+
+@njit(cache=True, inline="always")
+def _stage_picks(st, base: int, n_ports: int) -> bool:
+    """Stages 4 and 5, switch allocation's input stage: per input port, the first requesting VC
+    at or after its pointer that still requests if the port's staged pick crosses now; it
+    becomes the staged pick and the pointer moves past it. The requests become last cycle's
+    staged picks, which the output stage grants or drops. Whether some port picked."""
+    gps, ivs, ovs = st.gp, st.iv, st.ov
+    any_pick = False
+    for gp in range(base, base + n_ports):
+        n, iv0 = gps[gp, GP_NIV], gps[gp, GP_IV0]
+        staged = gps[gp, STAGED_V]
+        excluded = -1
+        if staged >= 0:
+            leaving, tail = _leaving(st, iv0 + staged)
+            credit = ovs[gps[gp, STAGED_OV], CREDIT]
+            if ivs[iv0 + staged, IV_CNT] <= leaving or credit < 2 or tail:
+                excluded = staged
+        pick = -1
+        for k in range(n):
+            v = (gps[gp, RR_IN] + k) % n
+            if v != excluded and ivs[iv0 + v, REQ] >= 0:
+                pick = v
+                break
+        pick_ov = -1
+        if pick >= 0:
+            gps[gp, RR_IN] = (pick + 1) % n
+            pick_ov = ivs[iv0 + pick, REQ]
+            any_pick = True
+        for v in range(n):
+            ivs[iv0 + v, REQ] = -1
+        if staged >= 0:
+            ivs[iv0 + staged, REQ] = gps[gp, STAGED_OV]
+        gps[gp, STAGED_V] = pick
+        gps[gp, STAGED_OV] = pick_ov
+    return any_pick
+
+
+@njit(cache=True, inline="always")
+def _vc_stage_picks(st, base: int, n_ports: int) -> bool:
+    """Stage 5, VC allocation's input stage: per input port, the first head requesting an
+    output VC at or after its VC-allocation pointer, other than last cycle's staged head; the
+    requests become last cycle's staged heads. Whether some port picked or had one staged."""
+    gps, ivs = st.gp, st.iv
+    any_pick = False
+    for gp in range(base, base + n_ports):
+        n, iv0 = gps[gp, GP_NIV], gps[gp, GP_IV0]
+        staged = gps[gp, VSTAGED_V]
+        pick = -1
+        for k in range(n):
+            v = (gps[gp, VA_IN] + k) % n
+            if v != staged and ivs[iv0 + v, VREQ] >= 0:
+                pick = v
+                break
+        pick_ov = -1
+        if pick >= 0:
+            gps[gp, VA_IN] = (pick + 1) % n
+            pick_ov = ivs[iv0 + pick, VREQ]
+            any_pick = True
+        for v in range(n):
+            ivs[iv0 + v, VREQ] = -1
+        if staged >= 0:
+            ivs[iv0 + staged, VREQ] = gps[gp, VSTAGED_OV]
+            any_pick = True
+        gps[gp, VSTAGED_V] = pick
+        gps[gp, VSTAGED_OV] = pick_ov
+    return any_pick
+
+
+@njit(cache=True, inline="always")
+def _drop_surplus(st, iv: int, slot: int) -> None:
+    """A crossing head takes out of its FIFO the head flits its next head no longer needs,
+    returning their credits with its own; if they held the tail, the head ends the packet."""
+    pks, ivs, sc = st.pk, st.iv, st.sc
+    heads = pks[slot, PK_HF]
+    if heads == 1:
+        return
+    depth = st.cfg[DEPTH]
+    keep = st.dec[ivs[iv, DECISION], DEC_NEXT_HF]
+    for _ in range(heads - keep):
+        dropped = _pop(st.buf, ivs, st.sw, sc, iv, depth)
+        index = dropped & 0xFFFF
+        if st.cfg[CHECKS] and ((dropped >> 16) != slot or not 0 < index < pks[slot, PK_HF0]):
+            _fail(sc, SURPLUS, slot)
+        if _is_tail(pks, dropped):
+            pks[slot, PK_HTAIL] = 1
+        _send_credit(st.wc, st.wc_n, 1 - sc[PHASE], ivs[iv, IV_CREDIT_TO])
+        sc[IN_NETWORK] -= 1
+    pks[slot, PK_HF] = keep
+
+
+@njit(cache=True, inline="always")
+def _requests(st, base: int, n_ports: int) -> bool:
+    """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
+    gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
+    vc_stage = st.cfg[VC_STAGE] != 0
+    depth = st.cfg[DEPTH]
+    routed = False
+    for gp in range(base, base + n_ports):
+        iv0 = gps[gp, GP_IV0]
+        for iv in range(iv0, iv0 + gps[gp, GP_NIV]):
+            ivs[iv, REQ] = -1
+            ivs[iv, VREQ] = -1
+            if ivs[iv, IV_CNT] == 0:
+                continue
+            target = ivs[iv, ASSIGN]
+            if target < 0:
+                slot = _at(buf, ivs, iv, 0, depth) >> 16
+                if ivs[iv, DECISION] >= 0 or ivs[iv, IV_CNT] >= pks[slot, PK_HF]:
+                    target = _select(st, n_ports, gp, iv)
+                    if target == -2:
+                        routed = True
+                        target = -1
+                if vc_stage:
+                    ivs[iv, VREQ] = target
+                    continue
+            elif ovs[target, CREDIT] == 0:
+                target = -1
+            ivs[iv, REQ] = target
+    return routed
+
+
+@njit(cache=True, inline="always")
+def _acquire(st, base: int, n_ports: int) -> int:
+    """VC allocation (stages 3 to 5): the heads that won an output VC take it; with stage 5's
+    re-check only if it is still free. Returns how many took one."""
+    gps, ivs, ovs, grants, cfg = st.gp, st.iv, st.ov, st.grants, st.cfg
+    vc_split, depth = cfg[VC_SPLIT] != 0, cfg[DEPTH]
+    won = _allocate(st, base, n_ports, VREQ, VA_IN, VA_OUT, A_GP)
+    acquired = 0
+    for k in range(won):
+        gp, v, ov = grants[k, A_GP], grants[k, A_V], grants[k, A_OV]
+        p, o = gp - base, ovs[ov, OV_PORT]
+        if vc_split:
+            # the VC output stage's grant moves its pointer, but takes the output VC only if
+            # it is still free: another head may have acquired it last cycle
+            gps[base + o, VA_OUT] = (p + 1) % n_ports
+            if ovs[ov, OWNER] >= 0 or (ovs[ov, OV_ATOMIC] and ovs[ov, CREDIT] != depth):
+                continue
+        iv = gps[gp, GP_IV0] + v
+        ivs[iv, ASSIGN] = ov
+        ovs[ov, OWNER] = iv
+        gps[gp, RR_SEL] = (o + 1) % n_ports
+        if not vc_split:  # else it moved when the VC input stage picked
+            gps[gp, VA_IN] = (v + 1) % gps[gp, GP_NIV]
+        gps[base + o, VA_OUT] = (p + 1) % n_ports
+        acquired += 1
+    return acquired
+
+
+@njit(cache=True, inline="always")
+def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
+    """Step 5: every granted flit leaves its FIFO and crosses; credits go upstream."""
+    gps, ivs, ovs, pks, grants, cfg, sc = st.gp, st.iv, st.ov, st.pk, st.grants, st.cfg, st.sc
+    buf, sws, decs, pl = st.buf, st.sw, st.dec, st.pl
+    wf, wf_n, wc, wc_n = st.wf, st.wf_n, st.wc, st.wc_n
+    vc_stage, split, paths = cfg[VC_STAGE] != 0, cfg[SPLIT] != 0, cfg[PATHS] != 0
+    depth = cfg[DEPTH]
+    sent = 1 - sc[PHASE]
+    for k in range(granted):
+        gp, v, ov = grants[k, G_GP], grants[k, G_V], grants[k, G_OV]
+        p, o = gp - base, ovs[ov, OV_PORT]
+        iv = gps[gp, GP_IV0] + v
+        flit = _pop(buf, ivs, sws, sc, iv, depth)
+        slot = flit >> 16
+        ovs[ov, CREDIT] -= 1
+        if flit & 0xFFFF == 0:  # a head
+            _drop_surplus(st, iv, slot)
+            if not vc_stage:
+                ivs[iv, ASSIGN] = ov
+                ovs[ov, OWNER] = iv
+                gps[gp, RR_SEL] = (o + 1) % n_ports
+            pks[slot, PK_HEAD] = decs[ivs[iv, DECISION], DEC_NEXT_HEAD]
+            ivs[iv, DECISION] = -1
+            if paths:
+                n = sc[N_PATH_LOG]
+                pl[n, PL_SLOT] = slot
+                pl[n, PL_SW] = s
+                pl[n, PL_PORT] = o
+                sc[N_PATH_LOG] = n + 1
+        if _is_tail(pks, flit):
+            ivs[iv, ASSIGN] = -1
+            ovs[ov, OWNER] = -1
+        if not split:  # else it moved when the input stage picked
+            gps[gp, RR_IN] = (v + 1) % gps[gp, GP_NIV]
+        gps[base + o, RR_OUT] = (p + 1) % n_ports
+        target = ovs[ov, OV_DST]
+        if target >= 0:
+            _send_flit(wf, wf_n, sent, 0, target, flit)
+        else:
+            _send_flit(wf, wf_n, sent, 2, -1 - target, flit)
+        _send_credit(wc, wc_n, sent, ivs[iv, IV_CREDIT_TO])
+
+
+@njit(cache=True)
+def _switch_cycle(st, s: int) -> bool:
+    """Steps 1 to 5 at switch ``s``, with the VC allocation and split stages of ``stages`` 3 to
+    5; whether anything happened (a flit moved, a head was routed, acquired or staged)."""
+    cfg = st.cfg
+    base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
+    routed = _requests(st, base, n_ports)
+    staged = False
+    if cfg[SPLIT]:
+        staged = _stage_picks(st, base, n_ports)
+    granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
+    if cfg[VC_SPLIT]:
+        staged = _vc_stage_picks(st, base, n_ports) or staged
+    acquired = _acquire(st, base, n_ports) if cfg[VC_STAGE] else 0
+    if granted == 0:
+        return routed or acquired > 0 or staged
+    _traverse(st, s, base, n_ports, granted)
+    return True
+
+
+# ---- end of the cycle: links land, users take flits ------------------------------------------
+
+
+@njit(cache=True)
+def _mix64(x):
+    """splitmix64's finaliser (as ``zfabric.sim.model.EjectStalls``)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def _ready(stall: np.ndarray, endpoint: int, which: int, cycle: int) -> bool:
+    """:class:`~zfabric.sim.model.EjectStalls`' draw: ``stall`` holds its base and threshold."""
+    x = stall[0] ^ (np.uint64(endpoint) << np.uint64(40))
+    x ^= np.uint64(which) << np.uint64(32)
+    x ^= np.uint64(cycle)
+    return (_mix64(x) >> np.uint64(32)) >= stall[1]
+
+
+@njit(cache=True)
+def _deliver(st, endpoint: int, flit: int) -> None:
+    pks, sc = st.pk, st.sc
+    slot, index = flit >> 16, flit & 0xFFFF
+    carries = index == 0 or index >= pks[slot, PK_HF0]  # a head flit behind the first: stripped
+    if st.cfg[CHECKS]:
+        if endpoint != pks[slot, PK_DST]:
+            _fail(sc, WRONG_ENDPOINT, slot)
+        if carries and max(0, index - pks[slot, PK_HF0] + 1) != pks[slot, PK_DONE]:
+            _fail(sc, OUT_OF_ORDER, slot)
+    if carries:
+        pks[slot, PK_DONE] += 1
+    sc[IN_NETWORK] -= 1
+    if _is_tail(pks, flit):
+        pks[slot, PK_DELIVERED] = sc[CYCLE]
+        sc[DELIVERED] += 1
+        st.dl[sc[N_DELIVERED_LOG]] = slot
+        sc[N_DELIVERED_LOG] += 1
+        sc[WATCHED] -= pks[slot, PK_WATCHED]
+
+
+@njit(cache=True)
+def _take(st) -> bool:
+    """Each attachment presents the front of its presented ejection VC (choosing one from its
+    ejection pointer when it has none); the user takes it when ``ready`` (a hidden head flit
+    whatever ``ready``), and its credit is back at the local output next cycle. Whether a flit
+    was taken or presented."""
+    gas, rbs, rb, ovs, pks = st.ga, st.rbs, st.rb, st.ov, st.pk
+    depth = st.cfg[DEPTH]
+    n = st.cfg[EJ_VCS]
+    stalls = st.cfg[STALLS] != 0
+    cycle = st.sc[CYCLE]
+    active = False
+    for g in range(gas.shape[0]):
+        if gas[g, GA_CNT] == 0:
+            continue
+        vc = gas[g, PRESENTING]
+        if vc < 0:
+            for k in range(n):
+                vc = (gas[g, EJECT_PTR] + k) % n
+                if rbs[g * n + vc, RB_CNT] > 0:
+                    break
+            gas[g, PRESENTING] = vc
+            gas[g, EJECT_PTR] = (vc + 1) % n
+        b = g * n + vc
+        if rbs[b, RB_CNT] == 0:
+            continue  # the presented packet's next flit is still on its way
+        active = True
+        flit = rb[b * depth + rbs[b, RB_HEAD]]
+        endpoint = gas[g, GA_EP]
+        if stalls and not _hidden(pks, flit):
+            if not _ready(st.stall, endpoint, gas[g, GA_WHICH], cycle):
+                continue
+        rbs[b, RB_HEAD] = (rbs[b, RB_HEAD] + 1) % depth
+        rbs[b, RB_CNT] -= 1
+        gas[g, GA_CNT] -= 1
+        if _is_tail(pks, flit):
+            gas[g, PRESENTING] = -1
+        ovs[gas[g, GA_OV0] + vc, CREDIT] += 1
+        _deliver(st, endpoint, flit)
+    return active
+
+
+@njit(cache=True)
+def _end_of_cycle(st) -> bool:
+    """Flits on the wires land, users take flits, credits land; the wires' phases swap.
+    Whether a user took a flit or held a presented one back."""
+    ivs, ovs, sws, pks, rbs, gas, buf, rb, sc = (
+        st.iv,
+        st.ov,
+        st.sw,
+        st.pk,
+        st.rbs,
+        st.ga,
+        st.buf,
+        st.rb,
+        st.sc,
+    )
+    wf, wf_n, wc, wc_n, credits = st.wf, st.wf_n, st.wc, st.wc_n, st.inj_credit
+    depth = st.cfg[DEPTH]
+    n_ej = st.cfg[EJ_VCS]
+    checks = st.cfg[CHECKS] != 0
+    landing = sc[PHASE]
+    for k in range(wf_n[landing]):
+        kind = wf[landing, k, WF_KIND]
+        target = wf[landing, k, WF_TARGET]
+        flit = wf[landing, k, WF_FLIT]
+        if kind == 2:
+            if checks and rbs[target, RB_CNT] >= depth:
+                _fail(sc, RECEIVE_OVER, target)
+                continue
+            rb[target * depth + (rbs[target, RB_HEAD] + rbs[target, RB_CNT]) % depth] = flit
+            rbs[target, RB_CNT] += 1
+            gas[target // n_ej, GA_CNT] += 1
+            continue
+        if kind == 0 and flit & 0xFFFF == 0:
+            pks[flit >> 16, PK_HOPS] += 1
+        if checks and ivs[target, IV_CNT] >= depth:
+            _fail(sc, FIFO_OVER, target)
+            continue
+        buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
+        ivs[target, IV_CNT] += 1
+        sws[ivs[target, IV_SW], SW_CNT] += 1
+        sc[BUSY] += 1
+    user = _take(st)
+    for k in range(wc_n[landing]):
+        target = wc[landing, k]
+        if target < 0:
+            credits[-1 - target] += 1
+            continue
+        ovs[target, CREDIT] += 1
+        if checks and ovs[target, CREDIT] > depth:
+            _fail(sc, CREDIT_OVER, target)
+    wf_n[landing] = 0
+    wc_n[landing] = 0
+    sc[PHASE] = 1 - landing
+    return user
+
+
+# ---- whole cycles ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _step(st) -> None:
+    """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
+    sws, sc = st.sw, st.sc
+    moved = _inject(st)
+    for s in range(sws.shape[0]):
+        if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
+            moved = True
+    landing = sc[PHASE]
+    # flits or credits on the wires this cycle land at its end: that is activity too
+    if st.wf_n[landing] > 0 or st.wc_n[landing] > 0:
+        moved = True
+    # a flit taken, or one presented to a user who holds ready low: never a deadlock
+    if _end_of_cycle(st):
+        moved = True
+    sc[QUIET] = 0 if moved else sc[QUIET] + 1
+    sc[CYCLE] += 1
+
+
+@njit(cache=True)
+def run(st, until: int, settle_after: int) -> int:
+    """Cycles until ``until``, or until Python must act first (the status says why): a miss
+    (nothing of that cycle done), the fabric stuck, a cycle the deadlock watch looks at, every
+    watched packet delivered from ``settle_after`` on (-1: never), logs that could overflow in
+    one more cycle, a broken invariant."""
+    sc = st.sc
+    every = st.cfg[WATCH_EVERY]
+    room_deliveries = st.dl.shape[0] - st.ga.shape[0]
+    room_paths = st.pl.shape[0] - st.ov.shape[0]
+    while sc[CYCLE] < until:
+        if sc[N_DELIVERED_LOG] > room_deliveries or sc[N_PATH_LOG] > room_paths:
+            return LOGS
+        if _lookups(st) > 0:
+            return MISS
+        _step(st)
+        if sc[ERROR] != 0:
+            return INVARIANT
+        cycle = sc[CYCLE]
+        if sc[QUIET] > 0 and sc[BUSY] > 0:
+            return STUCK
+        if cycle % every == 0:
+            return WATCH
+        if settle_after >= 0 and cycle >= settle_after and sc[WATCHED] == 0:
+            return SETTLED
+    return UNTIL

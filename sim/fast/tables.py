@@ -1,0 +1,365 @@
+"""What the fast engine knows of a plan before its first cycle, shared by every model of that
+plan in a process (a sweep's points, a study's): the index layout of switches, ports, VCs and
+attachments, and the routing function's decisions and injection choices, memoised.
+
+The decisions are kept per routing state (:meth:`~zfabric.routing.base.RoutingFunction.state_key`):
+one ``route`` call per state, the first time a head needs one; the compiled cycle reads them by
+raw state (head, input VC) from a hash table. A source and destination's states are decided
+when its first packet is offered, with every state that packet can reach (the route graph below
+its injection), so the compiled cycles rarely miss; a miss is filled the same way. A run saves
+the tables in the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next
+run of that plan starts from them.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.routing import head_flits, make_routing
+from zfabric.setup_cache import entry, store
+
+from . import kernel as k
+
+__all__ = ["FabricTables", "tables_for"]
+
+_SHARED: dict[int, FabricTables] = {}
+
+
+def tables_for(plan: FabricPlan) -> FabricTables:
+    """The tables of ``plan``, made once per plan object and kept while it lives; its routing
+    tables read from the set-up cache when a run of this plan saved them."""
+    tables = _SHARED.get(id(plan))
+    if tables is None or tables.plan is not plan:
+        tables = _SHARED[id(plan)] = FabricTables(plan)
+        tables.load()
+        weakref.finalize(plan, _SHARED.pop, id(plan), None)
+    return tables
+
+
+#: the sources of the tables' layout, besides the compiler's (part of the cache key)
+_SOURCES = (Path(__file__), Path(__file__).with_name("kernel.py"))
+
+
+def _hashable(value: Any) -> Any:
+    """A head read back from JSON: its lists tuples again."""
+    return tuple(_hashable(item) for item in value) if isinstance(value, list) else value
+
+
+def _table(rows: int, fields: int, value: int = -1) -> np.ndarray:
+    return np.full((rows, fields), value, np.int64)
+
+
+class FabricTables:
+    """The layout of ``plan`` (``sw``, ``gp``, ``iv``, ``ov``, ``ga`` tables with their
+    constant columns filled) and its routing tables (``dec``, ``cand``, ``hash_*``, ``pair``,
+    ``inj``). ``version`` counts the times a routing table was replaced by a bigger one: a
+    model holding the old arrays must take the new ones."""
+
+    def __init__(self, plan: FabricPlan):
+        self.plan = plan
+        self.view = view = PlanView(plan)
+        self.routing = rf = make_routing(view)
+        router = plan.router
+        n_inj, n_ej, depth = router.injection_vcs, router.ejection_vcs, plan.buffer_depth
+        attachments = [(e.id, i, a) for e in plan.endpoints for i, a in enumerate(e.attachments)]
+        ga_of = {(a.switch, a.port): ga for ga, (_, _, a) in enumerate(attachments)}
+        n_ga = len(attachments)
+        sw, gp_rows, gp_switch, iv_rows, ov_rows = [], [], [], [], []
+        #: (switch, port, vc) of every input VC, for the misses and the reports
+        self.iv_spv: list[tuple[int, int, int]] = []
+        for s in plan.switches:
+            sw.append((len(gp_rows), s.radix))
+            for p in range(s.radix):
+                in_link, out_link = view.in_link[s.id][p], view.out_link[s.id][p]
+                n_in = in_link.vcs if in_link else n_inj
+                n_out = out_link.vcs if out_link else n_ej
+                gp_rows.append((len(iv_rows), n_in, len(ov_rows), n_out))
+                gp_switch.append(s.id)
+                for v in range(n_in):
+                    iv_rows.append((s.id, len(gp_rows) - 1))
+                    self.iv_spv.append((s.id, p, v))
+                for w in range(n_out):
+                    ov_rows.append((len(gp_rows) - 1, p, w))
+        n_iv, n_ov = len(iv_rows), len(ov_rows)
+        self.sw = _table(len(sw), k.SW_FIELDS, 0)
+        self.sw[:, [k.SW_PORT0, k.SW_NPORTS]] = sw
+        self.gp = _table(len(gp_rows), k.GP_FIELDS)
+        self.gp[:, [k.GP_IV0, k.GP_NIV, k.GP_OV0, k.GP_NOV]] = gp_rows
+        self.gp[:, [k.RR_IN, k.RR_OUT, k.VA_IN, k.VA_OUT, k.RR_SEL]] = 0
+        self.iv = _table(n_iv, k.IV_FIELDS)
+        self.iv[:, [k.IV_SW, k.IV_GP]] = iv_rows
+        self.iv[:, [k.IV_HEAD, k.IV_CNT]] = 0
+        for iv, (s, p, v) in enumerate(self.iv_spv):
+            link = view.in_link[s][p]
+            if link is not None:
+                self.iv[iv, k.IV_CREDIT_TO] = self.ov_of(link.src.switch, link.src.port, v)
+            elif (s, p) in ga_of:
+                self.iv[iv, k.IV_CREDIT_TO] = -1 - (ga_of[(s, p)] * n_inj + v)
+        self.ov = _table(n_ov, k.OV_FIELDS)
+        self.ov[:, [k.OV_GP, k.OV_PORT, k.OV_VC]] = ov_rows
+        self.ov[:, k.CREDIT] = depth
+        # a local port no endpoint is attached to ejects into no receive buffer (never used)
+        self.ov[:, k.OV_DST] = -1 - n_ga * n_ej
+        for ov, (gp, p, w) in enumerate(ov_rows):
+            s = gp_switch[gp]
+            link = view.out_link[s][p]
+            if link is not None:
+                self.ov[ov, k.OV_DST] = self.iv_of(link.dst.switch, link.dst.port, w)
+            elif (s, p) in ga_of:
+                self.ov[ov, k.OV_DST] = -1 - (ga_of[(s, p)] * n_ej + w)
+            self.ov[ov, k.OV_ATOMIC] = rf.atomic(s, p, w)
+            self.ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
+        self.ga = _table(n_ga, k.GA_FIELDS, 0)
+        self.ga[:, k.PRESENTING] = -1
+        for ga, (e, i, a) in enumerate(attachments):
+            self.ga[ga, [k.GA_EP, k.GA_WHICH]] = e, i
+            self.ga[ga, [k.GA_IV0, k.GA_OV0]] = (
+                self.iv_of(a.switch, a.port, 0),
+                self.ov_of(a.switch, a.port, 0),
+            )
+        # the routing tables, grown on demand
+        self.dec = _table(256, k.DEC_FIELDS, 0)
+        self.cand = _table(1024, k.CAND_FIELDS, 0)
+        self.hash_keys = np.full(1024, -1, np.int64)
+        self.hash_vals = np.zeros(1024, np.int64)
+        self.pair = _table(256, k.PAIR_FIELDS, 0)
+        self.inj = _table(256, k.INJ_FIELDS, 0)
+        self.version = 0
+        self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0}
+        self._heads: dict[Hashable, int] = {}
+        self.head_list: list[Any] = []
+        self._pairs: dict[tuple[int, int], int] = {}
+        self.widest: list[int] = []  # per pair: the most head flits of its choices
+        self._decisions: dict[Hashable, int] = {}  # routing state -> decision
+        self._known: set[int] = set()  # the raw states in the hash table
+        # per decision: the next head's id, and the input VCs its candidates lead to
+        self._next_head: list[int] = []
+        self._downstream: list[tuple[int, ...] | None] = []
+        self._ov_dst = self.ov[:, k.OV_DST].tolist()
+        self._saved = 0  # the raw states the set-up cache holds
+        self._port_ov0 = [
+            self.gp[start : start + n, k.GP_OV0].tolist()
+            for start, n in self.sw[:, [k.SW_PORT0, k.SW_NPORTS]].tolist()
+        ]
+
+    def iv_of(self, switch: int, port: int, vc: int) -> int:
+        return int(self.gp[self.sw[switch, k.SW_PORT0] + port, k.GP_IV0]) + vc
+
+    def ov_of(self, switch: int, port: int, vc: int) -> int:
+        return int(self.gp[self.sw[switch, k.SW_PORT0] + port, k.GP_OV0]) + vc
+
+    def routing_arrays(self) -> dict[str, np.ndarray]:
+        """The routing tables as :class:`~.kernel.State` names them."""
+        names = ("dec", "cand", "hash_keys", "hash_vals", "pair", "inj")
+        return {name: getattr(self, name) for name in names}
+
+    def _grow(self, name: str, needed: int) -> None:
+        """Make table ``name`` hold at least ``needed`` rows (doubling it)."""
+        old = getattr(self, name)
+        size = len(old)
+        if needed <= size:
+            return
+        while size < needed:
+            size *= 2
+        new = np.zeros((size, *old.shape[1:]), old.dtype)
+        new[: len(old)] = old
+        setattr(self, name, new)
+        self.version += 1
+
+    # ---- heads and injections --------------------------------------------------------------
+
+    def head_id(self, head: Any) -> int:
+        number = self._heads.get(head)
+        if number is None:
+            number = self._heads[head] = len(self.head_list)
+            self.head_list.append(head)
+        return number
+
+    def head_flits(self, head: Any) -> int:
+        """Head flits a packet carrying ``head`` travels with (``router.head_bits``)."""
+        bits = self.plan.router.head_bits
+        return 1 if bits is None else head_flits(self.routing.head_length(head), bits)
+
+    def pair_id(self, src: int, dst: int) -> int:
+        """The injection choices of (``src``, ``dst``), in the tables."""
+        pair = self._pairs.get((src, dst))
+        if pair is not None:
+            return pair
+        attachments = self.plan.endpoints[src].attachments
+        choices = self.routing.injections(src, dst)
+        pair, first = len(self._pairs), self._counts["inj"]
+        self._grow("pair", pair + 1)
+        self._grow("inj", first + len(choices))
+        self.pair[pair] = first, len(choices)
+        for i, choice in enumerate(choices):
+            self.inj[first + i] = (
+                attachments.index(PortRef(choice.switch, choice.port)),
+                self.head_id(choice.head),
+                self.head_flits(choice.head),
+            )
+        self._counts["inj"] = first + len(choices)
+        self._pairs[(src, dst)] = pair
+        self.widest.append(max(self.head_flits(choice.head) for choice in choices))
+        # every state the packet may reach, decided now: the cycles then never miss
+        vcs = range(self.plan.router.injection_vcs)
+        self.fill(
+            [
+                (self.iv_of(choice.switch, choice.port, vc), self.head_id(choice.head))
+                for choice in choices
+                for vc in vcs
+            ]
+        )
+        return pair
+
+    # ---- decisions ---------------------------------------------------------------------------
+
+    def fill(self, misses: list[tuple[int, int]]) -> None:
+        """Decide each missed raw state (input VC, head id) and every state reachable from it."""
+        n_iv = len(self.iv_spv)
+        known = self._known
+        keys, values = [], []
+        stack = list(misses)
+        while stack:
+            iv, head_id = stack.pop()
+            key = head_id * n_iv + iv
+            if key in known:
+                continue
+            number = self._decide(iv, head_id)
+            known.add(key)
+            keys.append(key)
+            values.append(number)
+            next_head = self._next_head[number]
+            stack.extend((downstream, next_head) for downstream in self._leads_to(number))
+        if keys:
+            self._insert(keys, values)
+
+    def _leads_to(self, number: int) -> tuple[int, ...]:
+        """The input VCs the candidates of decision ``number`` lead to (kept once asked)."""
+        downstream = self._downstream[number]
+        if downstream is None:
+            start, n = self.dec[number, k.DEC_START], self.dec[number, k.DEC_N]
+            targets = self.ov[self.cand[start : start + n, k.CAND_OV], k.OV_DST]
+            downstream = self._downstream[number] = tuple(targets[targets >= 0].tolist())
+        return downstream
+
+    def decision(self, iv: int, head: Any) -> int:
+        """The decision of a head at input VC ``iv`` (made now if it is new)."""
+        return self._decide(iv, self.head_id(head))
+
+    def _decide(self, iv: int, head_id: int) -> int:
+        s, p, v = self.iv_spv[iv]
+        head = self.head_list[head_id]
+        state = self.routing.state_key(s, p, v, head)
+        number = self._decisions.get(state)
+        if number is None:
+            number = self._add_decision(s, self.routing.route(s, p, v, head))
+            self._decisions[state] = number
+        return number
+
+    def _add_decision(self, s: int, decision) -> int:
+        number, first = self._counts["dec"], self._counts["cand"]
+        candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+        self._grow("dec", number + 1)
+        self._grow("cand", first + len(candidates))
+        ov0 = self._port_ov0[s]
+        downstream: list[int] = []
+        for i, (port, w) in enumerate(candidates):
+            ov = ov0[port] + w
+            row = self.cand[first + i]
+            row[k.CAND_OV], row[k.CAND_PORT], row[k.CAND_VC] = ov, port, w
+            if self._ov_dst[ov] >= 0:
+                downstream.append(self._ov_dst[ov])
+        next_head = self.head_id(decision.head)
+        row = self.dec[number]
+        row[k.DEC_START], row[k.DEC_N] = first, len(candidates)
+        row[k.DEC_NEXT_HEAD], row[k.DEC_NEXT_HF] = next_head, self.head_flits(decision.head)
+        self._next_head.append(next_head)
+        self._downstream.append(tuple(downstream))
+        self._counts["dec"], self._counts["cand"] = number + 1, first + len(candidates)
+        return number
+
+    def _insert(self, keys: list[int], values: list[int]) -> None:
+        """Raw states ``keys`` -> decisions ``values`` in the hash table (kept at most half
+        full, doubled as needed)."""
+        count = self._counts["hash"] + len(keys)
+        size = len(self.hash_keys)
+        if 2 * count > size:
+            while 2 * count > size:
+                size *= 2
+            new_keys = np.full(size, -1, np.int64)
+            new_values = np.zeros(size, np.int64)
+            k.hash_rehash(self.hash_keys, self.hash_vals, new_keys, new_values)
+            self.hash_keys, self.hash_vals = new_keys, new_values
+            self.version += 1
+        k.hash_insert_many(
+            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, np.int64)
+        )
+        self._counts["hash"] = count
+
+    # ---- the set-up cache --------------------------------------------------------------------
+
+    def _entry(self) -> Path:
+        return entry("tables", self.plan, sources=_SOURCES, suffix="npz")
+
+    def save(self) -> None:
+        """Keep the routing tables in the set-up cache if they grew since read (a head the
+        JSON cannot hold keeps them out)."""
+        if self._counts["hash"] == self._saved:
+            return
+        try:
+            heads = json.dumps(self.head_list)
+        except TypeError:
+            return
+        counts = self._counts
+        arrays = {
+            "heads": np.array(heads),
+            "dec": self.dec[: counts["dec"]],
+            "cand": self.cand[: counts["cand"]],
+            "hash_keys": self.hash_keys,
+            "hash_vals": self.hash_vals,
+            "pair": self.pair[: len(self._pairs)],
+            "inj": self.inj[: counts["inj"]],
+            "pair_keys": np.array(list(self._pairs), np.int64).reshape(-1, 2),
+            "widest": np.array(self.widest, np.int64),
+        }
+        store(self._entry(), lambda file: np.savez(file, **arrays))
+        self._saved = counts["hash"]
+
+    def load(self) -> None:
+        """Start from the routing tables a run of this plan saved (none, or unreadable: empty)."""
+        try:
+            with np.load(self._entry(), allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            heads = [_hashable(head) for head in json.loads(str(arrays.pop("heads")))]
+        except (OSError, ValueError, KeyError):
+            return
+        self.head_list = heads
+        self._heads = {head: number for number, head in enumerate(heads)}
+        for name in ("dec", "cand", "pair", "inj"):
+            loaded = arrays[name]
+            table = np.zeros((max(256, 2 * len(loaded)), loaded.shape[1]), np.int64)
+            table[: len(loaded)] = loaded
+            setattr(self, name, table)
+        self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
+        known = self.hash_keys[self.hash_keys >= 0]
+        self._known = set(known.tolist())
+        decisions = len(arrays["dec"])
+        self._next_head = arrays["dec"][:, k.DEC_NEXT_HEAD].tolist()
+        self._downstream = [None] * decisions
+        self._pairs = {(src, dst): n for n, (src, dst) in enumerate(arrays["pair_keys"].tolist())}
+        self.widest = arrays["widest"].tolist()
+        self._counts = {
+            "dec": decisions,
+            "cand": len(arrays["cand"]),
+            "inj": len(arrays["inj"]),
+            "hash": len(known),
+        }
+        self._saved = len(known)
+        self.version += 1

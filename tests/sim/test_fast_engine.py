@@ -1,0 +1,227 @@
+"""The fast engine is the reference model, cycle for cycle: in lock-step on every router setting,
+family and load (a slice here, the whole under ``-m matrix``), on the measurement runs of
+``simulate`` and ``replay``, and on deadlocks; a planted allocator bug is caught."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from lockstep import FAMILIES, LOADS, ROUTERS, lockstep, python_kernel, spec
+from test_deadlock_promise import proven_plan, specs
+from test_model import PARTIAL
+from zfabric.sim.fast import FastModel, UnsupportedSetting, kernel
+from zfabric.sim.measure import make_model, replay, simulate
+from zfabric.sim.model import FabricModel, InvariantError
+from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig
+
+from zfabric import compile_plan, load_spec
+
+#: the default run's slice: every family once, every router setting value at least once, the
+#: three loads, endpoint VCs, multi-flit heads and ejection stalls
+SLICE = [
+    ("torus-dor", {"stages": 1}, 0.45, {}),
+    ("mesh-dor", {"stages": 2, "selection": "first-free"}, 0.9, {}),
+    ("torus-duato", {"stages": 3, "selection": "occupancy"}, 0.9, {"buffer_depth": 3}),
+    ("ndt-dort", {"stages": 1, "allocator": "separable-2"}, 0.9, {}),
+    ("ndt-adaptive", {"stages": 5, "selection": "occupancy"}, 0.45, {}),
+    ("ndt-tsdor", {"stages": 4, "injection_vcs": 1}, 0.45, {}),
+    ("hyperx-aliod", {"stages": 5}, 0.9, {"buffer_depth": 6}),
+    ("hyperx-cliod", {"stages": 3, "allocator": "separable-2"}, 0.45, {}),
+    ("hyperz-odim", {"stages": 2, "ejection_vcs": 1}, 0.1, {}),
+    ("znode-sliced", {"stages": 1, "head_bits": 3}, 0.45, {"packet_length": 2}),
+    ("znode-flat", {"stages": 4, "head_bits": 4}, 0.9, {}),
+    ("znode-srcdst", {"stages": 2, "selection": "occupancy"}, 0.9, {}),
+    ("znode-updown", {"stages": 3, "head_bits": 5}, 0.1, {"buffer_depth": 5}),
+    ("tree-sliced", {"stages": 5, "head_bits": 2}, 0.45, {"packet_length": 1}),
+]
+
+
+@pytest.mark.parametrize("family, router, rate, fields", SLICE, ids=[s[0] for s in SLICE])
+def test_fast_engine_in_lockstep_with_the_reference(family, router, rate, fields):
+    shown = lockstep(spec(family, router, **fields), rate)
+    assert shown["delivered"] > 10
+
+
+@pytest.mark.parametrize("stall", [0.3, 0.8])
+def test_lockstep_with_ejection_stalls(stall):
+    router = {"stages": 2, "injection_vcs": 2, "ejection_vcs": 2}
+    shown = lockstep(spec("hyperx-aliod", router), 0.45, stall=stall)
+    assert shown["delivered"] > 10
+
+
+def test_lockstep_with_packet_lengths_drawn_per_packet():
+    router = {"stages": 3, "selection": "round-robin"}
+    shown = lockstep(spec("torus-duato", router), 0.45, packet_length=(1, 9))
+    assert shown["delivered"] > 10
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize("rate", LOADS)
+@pytest.mark.parametrize("router", ROUTERS, ids=lambda r: "-".join(map(str, r.values())))
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_fast_engine_in_lockstep_matrix(family, router, rate):
+    lockstep(spec(family, router), rate, cycles=600)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(drawn=specs(), seed=st.integers(1, 1000), rate=st.sampled_from(LOADS))
+def test_fast_engine_in_lockstep_on_random_specs(drawn, seed, rate):
+    plan = proven_plan(drawn)
+    assume(plan is not None)
+    lockstep(plan, rate, seed=seed)
+
+
+# ---- a planted bug ------------------------------------------------------------------------------
+
+#: the output port's round-robin pointer at traversal (step 5), and the same pointer off by one
+POINTER = "gps[base + o, RR_OUT] = (p + 1) % n_ports"
+OFF_BY_ONE = "gps[base + o, RR_OUT] = (p + 2) % n_ports"
+
+
+@pytest.mark.parametrize(
+    "plant, caught", [(None, False), (("_traverse", POINTER, OFF_BY_ONE), True)]
+)
+def test_a_planted_allocator_bug_fails_the_lockstep(monkeypatch, plant, caught):
+    """The kernel run as plain Python (the compiled one untouched), once as it is and once with
+    the output arbiter's pointer moving one port too far: only the planted copy is caught."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
+    torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
+        if caught:
+            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+                lockstep(torus, 0.45, cycles=200)
+        else:
+            assert lockstep(torus, 0.45, cycles=200)["delivered"] > 10
+
+
+# ---- deadlocks ---------------------------------------------------------------------------------
+
+
+def test_both_engines_find_the_same_deadlock():
+    ring = {
+        "name": "ring",
+        "topology": {"kind": "torus", "k": [6]},
+        "routing": {"name": "dor", "datelines": False, "tie": "plus"},
+        "buffer_depth": 2,
+    }
+    shown = lockstep(ring, 0.9, cycles=5000, packet_length=8)
+    plan = compile_plan(load_spec(ring))
+    results = [
+        simulate(
+            plan,
+            Traffic(TrafficConfig(rate=0.9, packet_length=8), 6, 1),
+            warmup=100,
+            cycles=2000,
+            engine=engine,
+        )
+        for engine in ("reference", "fast")
+    ]
+    assert results[0].deadlock is not None and not results[0].deadlock["partial"]
+    assert results[0].deadlock == results[1].deadlock
+    assert shown["cycles"] == results[0].deadlock["cycle"]
+
+
+def test_both_engines_find_the_same_partial_deadlock():
+    plan = compile_plan(load_spec(PARTIAL))
+    results = [
+        simulate(plan, Traffic(TrafficConfig(rate=0.9), 27, 1), warmup=0, cycles=3000, engine=e)
+        for e in ("reference", "fast")
+    ]
+    assert results[0].deadlock is not None and results[0].deadlock["partial"]
+    assert results[0].deadlock == results[1].deadlock
+
+
+# ---- measurement runs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", [0.2, 0.9])
+def test_simulate_gives_the_same_result_and_records_on_both_engines(rate):
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [4, 4]}}))
+    runs = []
+    for engine in ("reference", "fast"):
+        records = []
+        result = simulate(
+            plan,
+            Traffic(TrafficConfig(rate=rate), 16, 3),
+            warmup=300,
+            cycles=700,
+            drain_limit=500,
+            records=records.append,
+            engine=engine,
+        )
+        assert result.engine == engine
+        shown = result.to_dict()
+        del shown["engine"]
+        runs.append((shown, records))
+    assert runs[0] == runs[1]
+    assert runs[0][0]["packets"] > 100
+
+
+def test_replay_gives_the_same_result_on_both_engines():
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [4, 4]}}))
+    trace = [TraceEntry(cycle, cycle % 16, (cycle * 7 + 3) % 16, 4) for cycle in range(0, 400, 3)]
+    trace = [entry for entry in trace if entry.src != entry.dst]
+    results = []
+    for engine in ("reference", "fast"):
+        records = []
+        shown = replay(plan, trace, records=records.append, engine=engine).to_dict()
+        assert shown.pop("engine") == engine
+        results.append((shown, records))
+    assert results[0] == results[1]
+    assert len(results[0][1]) == len(trace)
+
+
+# ---- what the fast engine refuses --------------------------------------------------------------
+
+
+def test_an_arbitrary_ready_function_is_refused_and_simulate_falls_back():
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [2, 2]}}))
+
+    def ready(endpoint, attachment, cycle):
+        return cycle % 2 == 0
+
+    with pytest.raises(UnsupportedSetting, match="ready function other than EjectStalls"):
+        FastModel(plan, eject_ready=ready)
+    model, engine = make_model(plan, "fast", eject_ready=ready)
+    assert engine == "reference" and isinstance(model, FabricModel)
+
+
+def test_a_lost_credit_is_caught():
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}))
+    model = FastModel(plan)
+    for src in range(9):
+        model.offer(src, (src + 4) % 9)
+    model.run(20)
+    model.check_credits()
+    model._arrays["ov"][0, kernel.CREDIT] -= 1  # the first output VC's credit counter
+    with pytest.raises(InvariantError, match="credits not conserved"):
+        model.check_credits()
+
+
+# ---- the routing tables in the set-up cache ----------------------------------------------------
+
+
+def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monkeypatch):
+    from zfabric.sim.fast.tables import FabricTables
+
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))
+    spec = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": "duato"}
+
+    def run():
+        plan = compile_plan(load_spec(spec))  # a new plan object: new tables, read from disk
+        traffic = Traffic(TrafficConfig(rate=0.4), 16, 2)
+        return simulate(plan, traffic, warmup=200, cycles=600, engine="fast").to_dict()
+
+    first = run()
+    assert [p.suffix for p in tmp_path.glob("tables-*")] == [".npz"]
+
+    def decide(self, iv, head_id):
+        raise AssertionError("a decision was made again")
+
+    monkeypatch.setattr(FabricTables, "_decide", decide)
+    assert run() == first

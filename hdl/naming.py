@@ -11,7 +11,8 @@ AXI4-Stream output per attachment ``a``: ``m<e>_axis_tvalid``, ``_tready``, ``_t
 :func:`axis_name` makes every one of those names.
 
 Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
-port), ``<top>_node_p<ports>_v<vcs>`` for an nDT twin node (per card), ``<top>_ep`` for an
+port), ``<top>_node_p<ports>_v<vcs>`` for a twin node (an nDT node
+or a T-switch; ports of its first switch), ``<top>_ep`` for an
 endpoint kind (``_a<n>`` with ``n`` > 1 attachments). Kinds that would share a name are told
 apart by what differs: a switch's port roles in port order (``d0p`` / ``d0m``: dimension 0,
 plus / minus direction; ``local``; ``up``, ``down``, ``side``, ``internal`` with their count), and

@@ -1,4 +1,5 @@
-"""TwinSwitchNode: an nDT node, two switches (cards) joined by the internal link."""
+"""TwinSwitchNode: two switches joined by internal links: an nDT node (two cards, one internal
+link) or a T-switch of a fat tree (internal switches α and β, r internal links)."""
 
 from __future__ import annotations
 
@@ -22,21 +23,24 @@ def twin_nodes(view: PlanView) -> list[tuple[int, int]]:
     """Pairs of switches joined by their ``internal`` ports, lower id first."""
     pairs = []
     for switch in view.switches:
-        for port in view.ports_by_role[switch.id].get("internal", []):
-            other = view.out_link[switch.id][port].dst.switch
+        ports = view.ports_by_role[switch.id].get("internal", [])
+        if ports:
+            other = view.out_link[switch.id][ports[0]].dst.switch
             if switch.id < other:
                 pairs.append((switch.id, other))
     return pairs
 
 
 class TwinSwitchNode(wiring.Component):
-    """Two switches of one nDT node and the internal link between them (composition only).
+    """Two switches of one nDT node or T-switch and the internal links between them
+    (composition only).
 
     Parameters
     ----------
     plan : FabricPlan
     switches : (int, int)
-        The two switch ids (the node's cards), joined by their internal ports.
+        The two switch ids (the node's cards), joined by their internal ports (every
+        internal port of each leads to the other).
     identity_ports : bool
         Give the cards ``identity`` inputs (see :class:`~zfabric.hdl.switch.Switch`), forwarded as
         ``s<c>_identity``: every node is then the same module.
@@ -45,7 +49,7 @@ class TwinSwitchNode(wiring.Component):
     -------
     s<c>_i<p>, s<c>_o<p> : ``In`` / ``Out(LinkSignature(...))``
         Port ``p`` of card ``c`` (0 or 1: the order of ``switches``), for every port but the
-        internal one.
+        internal ones.
     s<c>_identity : ``In(...)``, with ``identity_ports`` only
     """
 
@@ -63,20 +67,23 @@ class TwinSwitchNode(wiring.Component):
         flit_layout = flit_layout or FlitLayout.from_plan(plan)
         self._plan, self._switches, self._rows = plan, tuple(switches), rows
         self._flit_layout, self._identity_ports = flit_layout, identity_ports
-        self._internal = []
-        for card, switch in enumerate(switches):
-            ports = view.ports_by_role[switch].get("internal", [])
-            link = view.out_link[switch][ports[0]] if len(ports) == 1 else None
-            if link is None or link.dst.switch != switches[1 - card]:
-                raise ValueError(f"switches {switches!r} are not joined by one internal link")
-            self._internal.append(ports[0])
+        #: per card, its internal ports; ``_pairs``: (card 0 port, card 1 port) per link
+        self._internal = [view.ports_by_role[switch].get("internal", []) for switch in switches]
+        self._pairs = []
+        for port in self._internal[0]:
+            link = view.out_link[switches[0]][port]
+            if link.dst.switch != switches[1]:
+                raise ValueError(f"switches {switches!r}: internal port {port} leads elsewhere")
+            self._pairs.append((port, link.dst.port))
+        if not self._pairs or len(self._pairs) != len(self._internal[1]):
+            raise ValueError(f"switches {switches!r} are not joined by their internal links")
         self._routes = [rows.row(s) for s in switches]
         self._cards = None  # built on first use, as a switch's parts are
         members = {}
         for card, routes in enumerate(self._routes):
             in_vcs = input_vcs(routes.ports, plan.router)
             for port, n_vcs in enumerate(routes.ports.vcs):
-                if port != self._internal[card]:
+                if port not in self._internal[card]:
                     members[f"s{card}_i{port}"] = In(LinkSignature(flit_layout, in_vcs[port]))
                     members[f"s{card}_o{port}"] = Out(LinkSignature(flit_layout, n_vcs))
             if identity_ports and routes.identity_width:
@@ -139,12 +146,13 @@ class TwinSwitchNode(wiring.Component):
             m.submodules[f"card{card}"] = switch
             if "identity" in switch.signature.members:
                 m.d.comb += switch.identity.eq(getattr(self, f"s{card}_identity"))
-        (a, b), (pa, pb) = self.cards, self._internal
-        wiring.connect(m, card0=a.o(pa), card1=b.i(pb))
-        wiring.connect(m, card1=b.o(pb), card0=a.i(pa))
+        a, b = self.cards
+        for pa, pb in self._pairs:
+            wiring.connect(m, card0=a.o(pa), card1=b.i(pb))
+            wiring.connect(m, card1=b.o(pb), card0=a.i(pa))
         for card, switch in enumerate(self.cards):
             for port in range(switch.ports.n_ports):
-                if port != self._internal[card]:
+                if port not in self._internal[card]:
                     outside = wiring.flipped(self.i(card, port))
                     wiring.connect(m, outside=outside, card=switch.i(port))
                     outside = wiring.flipped(self.o(card, port))

@@ -122,6 +122,23 @@ EXPECTED = {
         average_hops=216 / 63,
         bisection=32,
     ),
+    # znode-64's tree of T-switches (reference/ndt.md §2): below the top each of the 32
+    # switches is two 5-port internal switches and one internal link, the 16 top switches are
+    # Type B single 4-port switches; links: the tree's 128 + 32 internal. Routes: the tree's
+    # 216/63 links on average plus the internal links, 1/2 k^(n+1) = 128 crossings per switch
+    # below the top (Prop 20) over the 64 * 63 pairs; the longest crosses at stages 0 and 1
+    # on the way up (backward connections never cross, Prop 19)
+    "tswitch-4ary3": dict(
+        endpoints=64,
+        switches=80,
+        links=160,
+        endpoint_links=64,
+        max_radix=5,
+        diameter=4 + 2,
+        average_hops=(216 + 32 * 128 / 64) / 63,
+        vcs={"down": 1, "internal": 1, "up": 1},
+        bisection=32,
+    ),
     # reference/znode.md §1.9 table, Ch.6 buffer study row: 160 switches, 512 switch links,
     # 256 processor links, diameter 7 processor-to-processor = 5 switch links, bisection 128;
     # radix 4 down + 4 up + 3 side = 11. The table's 512 links are the tree's; side links

@@ -1,4 +1,5 @@
-"""Fabric metrics: sizes, radix, VCs per link class, route lengths, bisection, nDT transit."""
+"""Fabric metrics: sizes, radix, VCs per link class, route lengths, bisection, nDT transit,
+T-switch paths."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import networkx as nx
 
 from .deadlock import RoutingAnalysis, RoutingSummary
 from .plan import FabricPlan
+from .tswitch_paths import PATHS_ENDPOINT_LIMIT, tswitch_paths
 
 __all__ = ["FabricMetrics", "fabric_metrics", "bisection_width", "BISECTION_NODE_LIMIT"]
 
@@ -28,7 +30,7 @@ class FabricMetrics:
     diameter: int  # switch-to-switch links on the longest route any routing choice takes
     average_hops: float  # mean over ordered pairs of distinct endpoints of each one's shortest
     bisection: int | None  # links cut between the endpoint halves by id; None if skipped
-    extra: dict[str, Any]  # topology-specific figures (nDT internal-link transit counts)
+    extra: dict[str, Any]  # topology-specific figures (nDT transit counts, T-switch paths)
     #: the other two figures of an adaptive routing, whose choices may differ in length: the
     #: longest of the pairs' shortest routes, and the mean of the pairs' longest routes
     shortest_diameter: int = 0
@@ -90,6 +92,9 @@ def fabric_metrics(
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)
+    if "tswitch" in plan.topology_params:  # None: skipped, too large
+        small = len(plan.endpoints) <= PATHS_ENDPOINT_LIMIT
+        extra["tswitch_paths"] = tswitch_paths(plan).report() if small else None
     return FabricMetrics(
         endpoints=len(plan.endpoints),
         switches=len(plan.switches),

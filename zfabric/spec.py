@@ -141,7 +141,8 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     if topology is None:
         top.skip("routing")  # which routings exist depends on the kind
     else:
-        named, got = errors.attempt(_routing_name, top, list(topology.routings))
+        allowed = topology.routing_names(params if clean else None)
+        named, got = errors.attempt(_routing_name, top, list(allowed))
         if named and clean:
             routing, reader = got
             _, routing_params = errors.attempt(_routing_params, ROUTINGS[routing], reader, params)

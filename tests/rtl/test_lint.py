@@ -50,6 +50,10 @@ BIG = [
 #: minute each (hyperz-1024, 288 switches: 11 min under load); the default run lints the small
 #: fabric of :func:`test_verilator_lints_the_hyperz_route_units`
 BIG += ["hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"]
+#: T-switch trees (table route units, one module per internal switch pair): the 4-ary 3-tree's
+#: 48 node modules under ``matrix``; the default run lints the 4-ary 2-tree of
+#: :func:`test_verilator_lints_a_tswitch_tree`
+BIG += ["tswitch-4ary3"]
 
 
 def test_the_virtualenv_has_the_readmes_verilator(example, tmp_path):
@@ -230,6 +234,17 @@ HYPERZ = {"kind": "hyperz", "s": [3], "z": [3, 2], "R": [1, 2], "q": [2]}
 def test_verilator_lints_the_hyperz_route_units(tmp_path, routing):
     spec = {"name": f"hyperz-{routing}", "topology": HYPERZ, "routing": routing}
     emission = write(compile_plan(load_spec(spec)), tmp_path)
+    verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
+    assert lint(tmp_path, verilog) == (0, set())
+    assert lint(tmp_path, "-Wall", waivers, verilog) == (0, set())
+
+
+@pytest.mark.parametrize("scp, internal_ports", [("optimal", 1), ("bad", 2)])
+def test_verilator_lints_a_tswitch_tree(tmp_path, scp, internal_ports):
+    """A 4-ary 2-tree of T-switches: twin nodes with one or two internal links."""
+    tswitch = {"internal_ports": internal_ports, "scp": scp}
+    topology = {"kind": "kary_ntree", "k": 4, "n": 2, "tswitch": tswitch}
+    emission = write(compile_plan(load_spec({"name": f"t-{scp}", "topology": topology})), tmp_path)
     verilog, waivers = f"{emission.top}.v", f"{emission.top}.vlt"
     assert lint(tmp_path, verilog) == (0, set())
     assert lint(tmp_path, "-Wall", waivers, verilog) == (0, set())

@@ -40,6 +40,11 @@ FAMILIES = {
     ),
     "znode-updown": ({"kind": "znode", "z": [2, 3], "R": [1, 2], "znodes": 2}, "updown"),
     "tree-sliced": ({"kind": "kary_ntree", "k": 2, "n": 2}, "sliced"),
+    "tswitch-optimal": ({"kind": "kary_ntree", "k": 4, "n": 2, "tswitch": {}}, "destro"),
+    "tswitch-bad-r2": (
+        {"kind": "kary_ntree", "k": 4, "n": 2, "tswitch": {"scp": "bad", "internal_ports": 2}},
+        "destro",
+    ),
 }
 
 #: every (stages, allocator, selection) the spec allows: separable-2 only up to 3 stages

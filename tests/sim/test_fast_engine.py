@@ -35,6 +35,8 @@ SLICE = [
     ("znode-srcdst", {"stages": 2, "selection": "occupancy"}, 0.9, {}),
     ("znode-updown", {"stages": 3, "head_bits": 5}, 0.1, {"buffer_depth": 5}),
     ("tree-sliced", {"stages": 5, "head_bits": 2}, 0.45, {"packet_length": 1}),
+    ("tswitch-optimal", {"stages": 2}, 0.9, {}),
+    ("tswitch-bad-r2", {"stages": 4, "selection": "round-robin"}, 0.45, {}),
 ]
 
 

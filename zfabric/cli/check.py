@@ -19,6 +19,7 @@ from zfabric.router_settings import RouterSettings
 from zfabric.routing import ROUTINGS
 from zfabric.spec import FabricSpec, load_spec
 from zfabric.topologies import build_fabric
+from zfabric.tswitch_paths import PATHS_ENDPOINT_LIMIT
 
 from .common import add_command, check_output_file, plural, progress, write_atomically
 
@@ -160,6 +161,8 @@ def summary(
         lines.append(
             f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
         )
+    if "tswitch_paths" in metrics.extra:
+        lines.extend(tswitch_path_lines(metrics.extra["tswitch_paths"]))
     if cycle:
         what = "escape channels' extended channel dependency" if adaptive else "channel dependency"
         lines.append(f"  DEADLOCK: {what} cycle:")
@@ -173,6 +176,35 @@ def summary(
     else:
         lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
     return "\n".join(lines)
+
+
+def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:
+    """Per stage, what every T-switch carries (a range where the stage's switches differ);
+    ``None``: not counted (:data:`~zfabric.tswitch_paths.PATHS_ENDPOINT_LIMIT`)."""
+    if paths is None:
+        return [f"  T-switch paths: skipped (over {PATHS_ENDPOINT_LIMIT} endpoints)"]
+
+    def per_switch(counts: dict[str, int]) -> str:
+        low, high = counts["min"], counts["max"]
+        return str(low) if low == high else f"{low}..{high}"
+
+    lines = [
+        f"  T-switch paths, per switch ({paths['pairs']} paths: every ordered pair once;"
+        " C_f forward, T turnaround, C_b backward):"
+    ]
+    for stage in paths["stages"]:
+        crossings = ", ".join(
+            f"{kind} {per_switch(stage[f'crossings_{kind}'])}"
+            for kind in ("forward", "turnaround", "backward")
+        )
+        lines.append(
+            f"    stage {stage['stage']} ({stage['switches']} T-switch"
+            f"{'' if stage['switches'] == 1 else 'es'}):"
+            f" C_f {per_switch(stage['C_f'])}, T {per_switch(stage['T'])},"
+            f" C_b {per_switch(stage['C_b'])}; internal-link crossings"
+            f" {per_switch(stage['crossings'])} ({crossings})"
+        )
+    return lines
 
 
 def _routes_text(metrics: FabricMetrics) -> str:

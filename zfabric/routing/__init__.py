@@ -1,6 +1,7 @@
 """Routing functions, registered by name; importing this package registers all of them."""
 
 from . import (  # noqa: F401  (registration)
+    destro,
     dor,
     dort,
     dort_adaptive,

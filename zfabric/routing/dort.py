@@ -49,6 +49,7 @@ __all__ = [
     "default_internal_vcs",
     "internal_link_vcs",
     "internal_class_vcs",
+    "internal_vc_option",
     "external_classes",
 ]
 
@@ -102,8 +103,9 @@ def external_classes(external_vcs: int) -> tuple[tuple[int, ...], tuple[int, ...
     return class_vcs(0, external_vcs // 2), class_vcs(1, external_vcs // 2)
 
 
-def _internal_vc(value: Any, path: str) -> int | list[int]:
-    """One class's internal VC(s): an index, or a non-empty list of distinct indices."""
+def internal_vc_option(value: Any, path: str) -> int | list[int]:
+    """One class's internal VC(s) in a spec: an index, or a non-empty list of distinct
+    indices."""
     want = f"a VC index in 0..{MAX_VCS - 1} or a non-empty list of distinct ones"
 
     def index(item: Any, where: str) -> int:
@@ -153,7 +155,7 @@ class DORT(RoutingFunction):
                         f"class {name!r} is not used by this port configuration "
                         f"(classes in use: {', '.join(used)})",
                     )
-            params["internal_vcs"] = {name: sub.get(name, _internal_vc) for name in used}
+            params["internal_vcs"] = {name: sub.get(name, internal_vc_option) for name in used}
             sub.finish()
         if reader.has("external_vcs"):
             params["external_vcs"] = reader.get("external_vcs", _external_vcs)

@@ -12,7 +12,9 @@ switches do, and returns one candidate:
   (port ``dst mod h_i``) if it has side links (h_i > 0); else it keeps going up. So the side
   hop is at the lowest level >= the peer level with h > 0, like sliced routing (§7.6);
 - otherwise it goes up through up port ``p_i mod (number of up ports)``, with p_i the
-  destination's label at this level (DESTRO-like, as in Andújar's nDT thesis).
+  destination's label at this level: DESTRO on a k-ary n-tree (up port k + h'_s, down port
+  h'_s: Andújar et al., "Formalization and configuration methodology for high-radix combined
+  switches", J. Supercomputing), which ``destro`` extends to T-switch trees.
 
 Routes are up* -> (at most one side hop) -> down*: deadlock-free with one VC. With more VCs per
 link (the topology's ``vcs``) every hop offers all of them: the port stays deterministic, the
@@ -60,21 +62,27 @@ class UpDown(RoutingFunction):
         return (Injection(a.switch, a.port, dst),)
 
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
+        target = self._target(switch, head)
+        if target is None:
+            return Decision((), head)
+        return Decision((self._hop(switch, target, head),), head)
+
+    def _target(self, switch: int, head: int):
+        """The port of ``self.down`` / ``self.across`` / ``self.up`` the head goes to (None: up
+        from a switch without up ports, a head that cannot be here)."""
         znode, level, zone = self.where[switch]
         dst_znode, x = divmod(head, self.zone_size)
         label = self.labels[x][level - 1]
         if x // self.under[level] == zone:
             if dst_znode == znode:
                 ports = self.down[switch][label]
-                return Decision((self._hop(switch, ports[head % len(ports)]),), head)
+                return ports[head % len(ports)]
             if self.side[level - 1] > 0:
                 ports = self.across[switch][dst_znode]
-                return Decision((self._hop(switch, ports[head % len(ports)]),), head)
+                return ports[head % len(ports)]
         ports = self.up[switch]
-        if not ports:
-            return Decision((), head)
-        return Decision((self._hop(switch, ports[label % len(ports)]),), head)
+        return ports[label % len(ports)] if ports else None
 
-    def _hop(self, switch: int, port: int) -> Hop:
+    def _hop(self, switch: int, port: int, head: int) -> Hop:
         link = self.view.out_link[switch][port]
         return Hop(port, tuple(range(link.vcs)) if link else self.ejection_vcs)

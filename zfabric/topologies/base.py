@@ -26,6 +26,15 @@ class Topology:
     build: Callable[[FabricSpec], tuple[FabricPlan, nx.MultiGraph]]
     routings: tuple[str, ...]  # the first is the default
     builds: str  # the topology whose builder runs (presets expand to another family)
+    #: the routings of a parsed fabric, when they depend on its parameters (the first is the
+    #: default); ``routings`` must hold them all
+    routings_for: Callable[[Any], tuple[str, ...]] | None = None
+
+    def routing_names(self, params: Any | None) -> tuple[str, ...]:
+        """The routings a fabric with ``params`` may take (``None``: parameters not known)."""
+        if params is None or self.routings_for is None:
+            return self.routings
+        return self.routings_for(params)
 
 
 TOPOLOGIES: dict[str, Topology] = {}
@@ -38,11 +47,14 @@ def topology(
     size: Callable[[Any], tuple[int, int]],
     routings: tuple[str, ...],
     builds: str | None = None,
+    routings_for: Callable[[Any], tuple[str, ...]] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``build(spec) -> (plan, graph)`` as topology ``name``."""
 
     def register(build: Callable) -> Callable:
-        TOPOLOGIES[name] = Topology(name, parse, size, build, routings, builds or name)
+        TOPOLOGIES[name] = Topology(
+            name, parse, size, build, routings, builds or name, routings_for
+        )
         return build
 
     return register

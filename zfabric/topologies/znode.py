@@ -38,8 +38,18 @@ from ..errors import SpecError
 from ..fields import MAX_LIST_LENGTH, Reader, choice, int_list, integer
 from ..plan import PlanBuilder, Port, Switch
 from ..routing.base import MAX_VCS
+from ..routing.dort import internal_link_vcs
 from ..spec import FabricSpec
 from .base import finish_plan, topology
+from .tswitch import (
+    TSwitchParams,
+    TSwitchWiring,
+    build_tswitches,
+    default_internal_vcs,
+    half_ports,
+    internal_switch_radix,
+    parse_tswitch,
+)
 
 __all__ = [
     "port_groups",
@@ -124,6 +134,8 @@ class ZnodeParams:
     side: tuple[int, ...] = ()
     theta: int = 64
     vcs: int = 1
+    #: T-switches (kary_ntree and xgft k-ary n-trees only): every switch two internal switches
+    tswitch: TSwitchParams | None = None
 
     def __post_init__(self) -> None:
         if not self.side:  # no side channels given: h_i = 1 at every level (digest §7.6)
@@ -179,8 +191,17 @@ class ZnodeParams:
         return self.down_ports(level) + self.up_ports(level) + self.side_ports(level)
 
     def switches(self) -> int:
-        per_layer = sum(self.R[i - 1] * self.zones(i) for i in range(1, self.n + 1))
+        per_layer = sum(
+            self.R[i - 1] * self.zones(i) * self.internal_switches(i) for i in range(1, self.n + 1)
+        )
         return self.znodes * self.layers * per_layer
+
+    def internal_switches(self, level: int) -> int:
+        """Switches per tree switch at ``level``: 1, or the T-switch's internal switches that
+        hold a port in use (Type B leaves β of a top switch without any)."""
+        if self.tswitch is None:
+            return 1
+        return sum(1 for half in half_ports(self.tswitch, level, self.radix(level)) if half)
 
     def turn_level(self, p: Sequence[int], q: Sequence[int], same_znode: bool) -> int:
         """The level where a packet turns: the common level, or across Znodes the lowest level
@@ -256,11 +277,17 @@ def validate(params: ZnodeParams, reader: Reader, *, parallel: bool = False) -> 
         )
     for level in range(1, n + 1):
         links = params.radix(level)
+        what = (
+            f"{params.down_ports(level)} down + {params.up_ports(level)} up + "
+            f"{params.side_ports(level)} side"
+        )
+        if params.tswitch is not None:
+            links = internal_switch_radix(params.tswitch, level, links)
+            what = f"internal switches; {params.tswitch.internal_ports} internal ports included"
         if links > params.theta:
             raise SpecError(
                 reader.key("theta"),
-                f"level-{level} switches would have {links} links ({params.down_ports(level)} "
-                f"down + {params.up_ports(level)} up + {params.side_ports(level)} side), "
+                f"level-{level} switches would have {links} links ({what}), "
                 f"over theta = {params.theta}",
             )
 
@@ -274,6 +301,7 @@ def _parse_kary_ntree(reader: Reader) -> ZnodeParams:
         psi=(1,) * n,
         theta=reader.get("theta", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
+        tswitch=parse_tswitch(reader, k, n) if reader.has("tswitch") else None,
     )
     validate(params, reader)
     return params
@@ -283,6 +311,16 @@ def _parse_xgft(reader: Reader) -> ZnodeParams:
     h = reader.get("h", integer(1))
     m = reader.get("m", int_list(1, length=h))
     w = reader.get("w", int_list(1, length=h))
+    tswitch = None
+    if reader.has("tswitch"):
+        k = m[0]
+        if m != (k,) * h or w != (1,) + (k,) * (h - 1):
+            raise SpecError(
+                reader.key("tswitch"),
+                "T-switches need an XGFT that is a k-ary n-tree (m all equal to k, w = [1, k,"
+                f" ..., k]: 2k-port switches, k down and k up), got m = {list(m)}, w = {list(w)}",
+            )
+        tswitch = parse_tswitch(reader, k, h)
     params = ZnodeParams(
         z=m,
         R=tuple(math.prod(w[: i + 1]) for i in range(h)),
@@ -290,6 +328,7 @@ def _parse_xgft(reader: Reader) -> ZnodeParams:
         pattern="omega",
         theta=reader.get("theta", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
+        tswitch=tswitch,
     )
     validate(params, reader)
     return params
@@ -345,7 +384,7 @@ def _bundle(params: ZnodeParams, level: int, c: int) -> list[tuple[int, int, int
 
 
 def wire_tree(
-    builder: PlanBuilder,
+    builder: PlanBuilder | TSwitchWiring,
     params: ZnodeParams,
     switch: Callable[[int, int, int], int],
     first_endpoint: int,
@@ -356,7 +395,8 @@ def wire_tree(
     switches of its zone (attachment ``lam * R_1 + r`` in layer ``lam``), and the bundles between
     levels. ``switch(level, zone, index)`` is the switch id; processor X becomes endpoint
     ``first_endpoint + X``, named ``{prefix}p{X}``. Up ports follow the down ports on every
-    switch (the port numbering of this module); HyperZ reuses the tree as it is."""
+    switch (the port numbering of this module); HyperZ reuses the tree as it is, and T-switch
+    trees through a :class:`TSwitchWiring` (switches and ports of whole tree switches)."""
     z = params.z
     for x in range(params.zone_size):
         w, c = divmod(x, z[0])
@@ -376,10 +416,17 @@ def wire_tree(
 _ROUTINGS = ("sliced", "updown", "flat", "source_destination")
 
 
+def _tree_routings(params: ZnodeParams) -> tuple[str, ...]:
+    """A T-switch tree is routed by DESTRO alone (the others know no internal link)."""
+    return ("destro",) if params.tswitch is not None else _ROUTINGS
+
+
 @topology("znode", parse=_parse_znode, size=size, routings=_ROUTINGS)
 def build(spec: FabricSpec):
     params: ZnodeParams = spec.params
-    n, z, R, psi, h = params.n, params.z, params.R, params.psi, params.side
+    if params.tswitch is not None:
+        return _build_tswitch_tree(spec)
+    n, z, R, h = params.n, params.z, params.R, params.side
     m, layers, vcs = params.znodes, params.layers, params.vcs
     builder = PlanBuilder()
     sw: dict[tuple[int, int, int, int, int], int] = {}
@@ -421,25 +468,72 @@ def build(spec: FabricSpec):
                                     side_port(level, k2, k, t),
                                     vcs,
                                 )
-    topology_params = {
-        "z": list(z),
-        "R": list(R),
-        "psi": list(psi),
-        "pattern": params.pattern,
-        "layers": layers,
-        "znodes": m,
-        "side": list(h),
-        "theta": params.theta,
-        "vcs": vcs,
-    }
     routing_params = {"z": list(z), "znodes": m, "side": list(h)}
-    return finish_plan(builder, spec, topology_params, routing_params)
+    return finish_plan(builder, spec, _topology_params(params), routing_params)
 
 
-topology("kary_ntree", parse=_parse_kary_ntree, size=size, routings=_ROUTINGS, builds="znode")(
-    build
-)
-topology("xgft", parse=_parse_xgft, size=size, routings=_ROUTINGS, builds="znode")(build)
+def _topology_params(params: ZnodeParams) -> dict:
+    topology_params = {
+        "z": list(params.z),
+        "R": list(params.R),
+        "psi": list(params.psi),
+        "pattern": params.pattern,
+        "layers": params.layers,
+        "znodes": params.znodes,
+        "side": list(params.side),
+        "theta": params.theta,
+        "vcs": params.vcs,
+    }
+    if params.tswitch is not None:
+        topology_params["tswitch"] = {
+            "internal_ports": params.tswitch.internal_ports,
+            "scp": params.tswitch.scp,
+            "alpha": [list(ports) for ports in params.tswitch.alpha],
+        }
+    return topology_params
+
+
+def _build_tswitch_tree(spec: FabricSpec):
+    """A k-ary n-tree of T-switches (zfabric/topologies/tswitch.py), wired as the plain tree
+    is: :func:`wire_tree` on T-switch ports, placed onto the internal switches."""
+    params: ZnodeParams = spec.params
+    tswitch, k = params.tswitch, params.z[0]
+    internal_vcs = spec.routing_params.get("internal_vcs") or default_internal_vcs(
+        tswitch, k, params.vcs
+    )
+    builder = PlanBuilder()
+    place = {}
+    for level in range(1, params.n + 1):
+        ports = [port for port in _ports(params, level, 0) if port.role != "up"]
+        ports += [Port("up", group=j) for j in range(params.up_ports(level))]
+        for w in range(params.zones(level)):
+            for r in range(params.R[level - 1]):
+                position = {"znode": 0, "layer": 0, "level": level, "zone": w, "index": r}
+                place[(level, w, r)] = build_tswitches(
+                    builder,
+                    tswitch,
+                    level,
+                    f"z0l0s{level}_{w}_{r}",
+                    position,
+                    ports,
+                    internal_link_vcs(internal_vcs),
+                )
+    wiring = TSwitchWiring(builder, place)
+    wire_tree(wiring, params, lambda level, w, r: (level, w, r), 0, "z0", params.vcs)
+    routing_params = {"z": list(params.z), "znodes": 1, "side": list(params.side)}
+    routing_params["internal_vcs"] = internal_vcs
+    return finish_plan(builder, spec, _topology_params(params), routing_params)
+
+
+for _name, _parse in (("kary_ntree", _parse_kary_ntree), ("xgft", _parse_xgft)):
+    topology(
+        _name,
+        parse=_parse,
+        size=size,
+        routings=(*_ROUTINGS, "destro"),
+        routings_for=_tree_routings,
+        builds="znode",
+    )(build)
 
 
 def port_groups(switch: Switch) -> tuple[list[int], dict[int, list[int]], dict[int, list[int]]]:

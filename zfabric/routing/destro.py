@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..fields import Reader
 from ..plan import PortRef
-from ..spec import Reader
 from ..topologies.tswitch import INTERNAL_CLASSES, tswitch_port
 from .base import Hop, routing
 from .dort import internal_class_vcs, internal_vc_option

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
+from ..fields import Reader, choice, describe, integer
 from ..plan import PlanBuilder, Port
-from ..spec import Reader, choice, describe, integer
 
 __all__ = [
     "SCP_NAMES",

@@ -56,8 +56,7 @@ from zfabric.sim.sweep import knee
 
 from zfabric.cli import main as zfabric_main
 from zfabric.cli.common import OutputFolder
-from zfabric.cli.optimise import spec_for
-from zfabric.optimise import optimise_level
+from zfabric.optimise import optimise_level, spec_for
 
 RATES = [round(0.1 * i, 1) for i in range(1, 10)]
 #: the load (flits/cycle/endpoint) each study's delay claims are read at

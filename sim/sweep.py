@@ -17,6 +17,7 @@ from zfabric.plan import FabricPlan
 
 from . import ENGINES
 from .analytic import cached_pattern_limits
+from .curve import knee
 from .measure import simulate
 from .traffic import Traffic, TrafficConfig
 
@@ -100,14 +101,6 @@ def sweep(
 def _steps(stable: float, saturated: float, tolerance: float) -> int:
     """Bisection steps that bring the bracket [stable, saturated] within ``tolerance``."""
     return max(0, math.ceil(math.log2((saturated - stable) / tolerance)))
-
-
-def knee(points: Sequence[Point]) -> float | None:
-    """The highest stable rate below the first saturated one (None if no point is stable)."""
-    first = min((p["rate"] for p in points if p["saturated"]), default=math.inf)
-    return max(
-        (p["rate"] for p in points if not p["saturated"] and p["rate"] < first), default=None
-    )
 
 
 def saturation(

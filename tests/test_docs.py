@@ -149,3 +149,24 @@ def test_the_api_pages_example_runs(monkeypatch, capsys):
     accepted, latency = capsys.readouterr().out.split()
     assert 0.28 < float(accepted) < 0.32  # offered 0.3, far below torus 4x4's knee
     assert float(latency) > 10.27  # above the zero-load latency under load
+
+
+def test_the_api_pages_script_prints_what_the_commands_print(monkeypatch, capsys):
+    """docs/api.md's second example, the check and the sweep from a script, against
+    ``zfabric check`` and the knee line of ``zfabric -q sweep`` on the same spec and rates."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    example = text.split("```python\n")[2].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    exec(compile(example, "docs/api.md", "exec"), {})
+    printed = capsys.readouterr().out
+    command = [sys.executable, "-m", "zfabric.cli", "-q"]
+    spec = "examples/torus-2x2.yaml"
+    checked = subprocess.run([*command, "check", spec], capture_output=True, text=True, cwd=ROOT)
+    swept = subprocess.run(
+        [*command, "sweep", spec, "--rates", "0.2,0.5,0.8"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    knee_line = next(line for line in swept.stdout.splitlines() if "knee:" in line)
+    assert printed == checked.stdout + knee_line.strip() + "\n"

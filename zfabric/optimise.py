@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .topologies.znode import ZnodeParams
 
@@ -55,6 +56,7 @@ __all__ = [
     "psi_vector",
     "optimise",
     "optimise_level",
+    "spec_for",
 ]
 
 CONNECTIVITIES = ("forward", "backward", "full")
@@ -442,3 +444,27 @@ def optimise(
         if result is not None:
             results.append(result)
     return Optimum(processors, znodes, theta, connectivity, tuple(results))
+
+
+def spec_for(candidate: Candidate, theta: int, connectivity: str) -> dict[str, Any]:
+    """A ``kind: znode`` spec for ``candidate`` (keys as docs/specs.md names them)."""
+    P = candidate.processors
+    where = f"{candidate.znodes} Znodes of " if candidate.znodes > 1 else ""
+    topology: dict[str, Any] = {"kind": "znode", "z": list(candidate.z), "R": list(candidate.R)}
+    if any(value != 1 for value in candidate.psi):
+        topology["psi"] = list(candidate.psi)
+    if candidate.znodes > 1:
+        topology["znodes"] = candidate.znodes
+    if theta != DEFAULT_THETA:
+        topology["theta"] = theta
+    suffix = f"-m{candidate.znodes}" if candidate.znodes > 1 else ""
+    return {
+        "name": f"znode-{P}{suffix}-n{len(candidate.z)}",
+        "description": (
+            f"zfabric optimise pick for {P} processors ({where}{len(candidate.z)} levels, "
+            f"{connectivity}, theta {theta}): cost {candidate.cost}, "
+            f"{candidate.relative_power_db:.2f} dB against one {P}-port crossbar."
+        ),
+        "topology": topology,
+        "routing": "sliced",
+    }

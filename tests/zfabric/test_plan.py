@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
+from pathlib import Path
 
 import pytest
 
+import zfabric.cli
 from zfabric import PlanError, compile_plan, load_spec, plan_from_json
 from zfabric.plan import PlanBuilder, Port
 
@@ -42,7 +45,8 @@ def test_malformed_plan_json_is_a_plan_error():
 
 
 COMPILER = ["zfabric", "zfabric.spec", "zfabric.plan", "zfabric.deadlock", "zfabric.metrics"]
-COMPILER += ["zfabric.topologies", "zfabric.routing", "zfabric.optimise"]
+COMPILER += ["zfabric.topologies", "zfabric.routing", "zfabric.optimise", "zfabric.fields"]
+COMPILER += ["zfabric.report", "zfabric.router_settings", "zfabric.traffic_spec"]
 ABOVE = ("zfabric.cli", "zfabric.hdl", "zfabric.sim", "zfabric.boards")
 
 
@@ -65,3 +69,27 @@ def test_the_command_line_starts_without_amaranth(monkeypatch):
     import zfabric.cli
 
     zfabric.cli.build_parser()  # registering every subcommand imports no RTL
+    assert [m for m in sys.modules if m.startswith(("zfabric.hdl", "zfabric.sim.fast"))] == []
+
+
+#: the command-line modules every command shares: argument types and output rules, and the
+#: traffic arguments and the runs they drive; a command module imports these and the library
+CLI_SHARED = {"common", "experiment"}
+
+
+def test_commands_call_the_library_not_each_other():
+    """A command parses, calls library functions and prints: what one command does that
+    another needs lives in the library (or the shared CLI modules), so a notebook can call it."""
+    folder = Path(zfabric.cli.__file__).parent
+    commands = {path.stem for path in folder.glob("*.py")} - CLI_SHARED - {"__init__", "__main__"}
+    found = []
+    for name in sorted(commands):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported = (node.module or "").split(".")[0]
+                if imported in commands or not node.module:
+                    found.append(f"{name} imports .{node.module or ''}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("zfabric.cli"):
+                found.append(f"{name} imports {node.module}")
+    assert found == []

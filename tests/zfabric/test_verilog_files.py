@@ -12,7 +12,7 @@ from zfabric.hdl.fabric_docs import latency_formula
 
 from zfabric import compile_plan, load_spec
 from zfabric.cli import main
-from zfabric.cli.check import router_text
+from zfabric.report import router_text
 from zfabric.router_settings import RouterSettings
 
 RING = "name: ring-3\ntopology: {kind: torus, k: [3]}\nflit_width: 16\n"

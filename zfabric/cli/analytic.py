@@ -15,7 +15,7 @@ from zfabric.spec import load_spec
 
 from .common import (
     add_command,
-    check_output_file,
+    check_plot_file,
     claim_output_file,
     integer,
     packet_length,
@@ -115,16 +115,8 @@ def run(args: argparse.Namespace) -> int:
     from zfabric import compile_plan
     from zfabric.sim.wormhole_fabric import fabric_model
 
-    from .sweep import PLOT_FORMATS
-
     if args.plot:
-        check_output_file(args.plot, "--plot")
-        suffix = Path(args.plot).suffix.lower().lstrip(".")
-        if suffix not in PLOT_FORMATS:
-            raise SpecError(
-                "--plot",
-                f"{args.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
-            )
+        check_plot_file(args.plot, "--plot")
     spec = load_spec(args.spec)
     plan = compile_plan(spec)
     # the models know uniform traffic only: the cycle model runs it too, whatever the spec says

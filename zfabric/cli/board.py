@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from zfabric.errors import SpecError
+from zfabric.routing import require_route_unit
 
-from .check import require_route_unit
 from .common import OutputFolder, add_command, phase, status
 
 __all__ = ["register", "run_targets", "run_build"]

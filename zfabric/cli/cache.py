@@ -24,17 +24,9 @@ from pathlib import Path
 
 from zfabric.setup_cache import CACHE_ENTRY, CACHE_TEMPORARY, setup_cache
 
-from .common import add_command, plural
+from .common import add_command, cosim_cache, plural
 
-__all__ = ["register", "run_info", "run_clean", "cosim_cache", "zfabric_builds"]
-
-
-def cosim_cache() -> Path:
-    """The co-simulation build cache, as the runner finds it
-    (:func:`zfabric.sim.tb.runner.default_cache`)."""
-    from zfabric.sim.tb.runner import default_cache  # lazily: only the cache commands need it
-
-    return default_cache()
+__all__ = ["register", "run_info", "run_clean", "zfabric_builds"]
 
 
 #: a build folder of the co-simulation runner: ``{plan}[-{variant}]-{build_key}``

@@ -18,8 +18,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from zfabric.deadlock import routing_summary
 from zfabric.errors import SpecError
 from zfabric.fields import short
+from zfabric.report import plural
+from zfabric.routing import require_route_unit
+from zfabric.sim.curve import rate_text
+from zfabric.spec import load_spec
+from zfabric.topologies import build_fabric
 
 # the spec's own limits on the traffic section's windows and packet length
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
@@ -161,18 +167,6 @@ def packet_length(text: str) -> int | tuple[int, int]:
     if not 1 <= ends[0] <= ends[1] <= MAX_PACKET_LENGTH:
         raise argparse.ArgumentTypeError(f"must be {want}, got {short(text)}")
     return value
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 packet``, ``2 packets``: a count and its noun, for status and report lines."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def rate_text(rate: float) -> str:
-    """A swept rate or knee as every text shows it (tables, knee lines, status): the rate run,
-    to twelve decimals with trailing zeros dropped, so a bisected 0.64375 reads 0.64375
-    everywhere and never as a rounding that was not measured (the JSON keeps the float)."""
-    return f"{rate:.12f}".rstrip("0").rstrip(".")
 
 
 def deadlock_text(deadlock: dict[str, Any]) -> str:
@@ -484,3 +478,104 @@ def status(args: argparse.Namespace, text: str) -> None:
         from tqdm import tqdm
 
         tqdm.write(text, file=sys.stderr)
+
+
+def checked_plan(args: argparse.Namespace, spec_path: str, *, rtl: str | None = None):
+    """Compile the spec and refuse a cyclic channel dependency graph unless
+    ``--allow-deadlock``: returns ``(spec, plan, analysis, ok)``. ``rtl``: the command, which
+    builds RTL (:func:`require_route_unit`)."""
+    spec = load_spec(spec_path)
+    if rtl:
+        require_route_unit(spec, rtl)
+    plan, _graph = build_fabric(spec)
+    with progress(args, f"{spec.name} routes", "destinations") as update:
+        analysis = routing_summary(plan, progress=update)
+    if analysis.cycle and not getattr(args, "allow_deadlock", False):
+        print(
+            f"zfabric: {spec.name} is not deadlock-free (use --allow-deadlock to simulate it):\n  "
+            + " ->\n  ".join([*analysis.cycle, analysis.cycle[0]]),
+            file=sys.stderr,
+        )
+        return spec, plan, analysis, False
+    return spec, plan, analysis, True
+
+
+#: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
+#: those that need optional Pillow codecs), checked before a sweep so it cannot fail at the end
+PLOT_FORMATS = (
+    "eps", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif", "tiff",
+    "webp",
+)  # fmt: skip
+
+
+def check_plot_file(path: str, argument: str) -> None:
+    """Refuse (before any work) a plot path zfabric may not write or whose suffix names no
+    format matplotlib writes."""
+    check_output_file(path, argument)
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        raise SpecError(
+            argument,
+            f"{path!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
+        )
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: int) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--workers",
+        type=integer(0, 1024),
+        metavar="N",
+        default=default_workers,
+        help="run on a local Dask cluster of N worker processes; 0 runs the points one after"
+        " another in this process, without Dask",
+    )
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask scheduler at ADDRESS (tcp://host:8786) instead of a local cluster",
+    )
+
+
+@contextlib.contextmanager
+def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
+    """The executor the arguments name: in this process, a local cluster (closed afterwards),
+    or a client of ``--scheduler``; the dashboard link goes to stderr."""
+    from zfabric.sim.study import DaskExecutor, SerialExecutor, start_local_cluster
+
+    if args.scheduler is None and args.workers == 0:
+        yield SerialExecutor(retries)
+        return
+    try:
+        import distributed
+    except ImportError:
+        argument = "--scheduler" if args.scheduler else "--workers"
+        raise SpecError(
+            argument, "Dask is not installed: pip install 'zfabric[study]' (or use --workers 0)"
+        ) from None
+    if args.scheduler is not None:
+        try:
+            client = distributed.Client(args.scheduler)
+        except (OSError, ValueError, TypeError) as error:
+            text = " ".join(str(error).split())[:200]
+            raise SpecError(
+                "--scheduler", f"cannot connect to {args.scheduler!r}: {text}"
+            ) from None
+        cluster = None
+    else:
+        cluster, client = start_local_cluster(args.workers, retries)
+    try:
+        status(args, f"Dask dashboard: {client.dashboard_link}")
+        yield DaskExecutor(client, retries)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def cosim_cache() -> Path:
+    """The co-simulation build cache, as the runner finds it
+    (:func:`zfabric.sim.tb.runner.default_cache`)."""
+    from zfabric.sim.tb.runner import default_cache  # lazily: only the cache commands need it
+
+    return default_cache()

@@ -9,13 +9,13 @@ import sys
 
 from zfabric.fields import short
 
-from .cache import cosim_cache
-from .check import checked_plan
 from .common import (
     add_command,
     check_output_dir,
     check_output_file,
+    checked_plan,
     claim_output_file,
+    cosim_cache,
     fraction,
     phase,
     plural,

@@ -1,5 +1,5 @@
 """The traffic options of ``simulate``, ``sweep``, ``cosim`` and ``run``, resolved against the
-spec, and trace files.
+spec, and trace files; and the swept curve that ``sweep`` and ``run`` both draw with them.
 
 Precedence, per option: the command-line flag, else the spec (its ``traffic:`` section, read as
 :class:`~zfabric.traffic_spec.TrafficSpec`, whose packet length also covers the top-level
@@ -25,8 +25,11 @@ from .common import (
     fraction,
     integer,
     packet_length,
+    progress,
     rate,
+    rate_text,
     rates,
+    status,
 )
 
 __all__ = [
@@ -35,6 +38,8 @@ __all__ = [
     "add_engine_argument",
     "resolve",
     "read_checked_trace",
+    "sweep_curve",
+    "point_status",
 ]
 
 #: field -> (flag, built-in default)
@@ -294,3 +299,41 @@ def _line_of(path: Path, entry) -> int | str:
         except ValueError:
             continue
     return "?"
+
+
+def sweep_curve(
+    name: str,
+    plan,
+    args: argparse.Namespace,
+    experiment: Experiment,
+    rates: tuple[float, ...] | list[float],
+) -> list[dict[str, Any]]:
+    """The rates in turn up to the first saturated one, then the knee bisected to 0.01
+    (:func:`zfabric.sim.sweep.sweep`); stops on a deadlock (reported by the caller)."""
+    from zfabric.sim.sweep import sweep
+
+    with progress(args, f"{name} rates", "runs") as update:
+        points = sweep(
+            plan,
+            experiment.config(rates[0]),
+            rates,
+            seed=experiment.seed,
+            warmup=experiment.warmup,
+            cycles=experiment.cycles,
+            progress=update,
+            engine=args.engine,
+        )
+    point_status(args, name, points)
+    return points
+
+
+def point_status(args: argparse.Namespace, name: str, points: list[dict[str, Any]]) -> None:
+    """One status line per point of a curve: rate, accepted, mean latency, why saturated."""
+    for index, point in enumerate(points):
+        mean = point["latency"]["mean"]
+        status(
+            args,
+            f"[{index + 1}/{len(points)}] {name} rate {rate_text(point['rate'])}: accepted"
+            f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
+            + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
+        )

@@ -9,11 +9,11 @@ from typing import Any
 
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
+from zfabric.report import param_text
 from zfabric.routing import ROUTINGS
 from zfabric.spec import load_spec
 from zfabric.topologies import build_fabric
 
-from .check import short
 from .common import add_command, progress
 
 __all__ = ["register", "run"]
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     print(
-        f"{spec.name}: {len(rows)} port configurations of k={short(spec.params.k)},"
+        f"{spec.name}: {len(rows)} port configurations of k={param_text(spec.params.k)},"
         f" sorted by internal-link transit paths per node ({spec.routing})"
     )
     for row in rows:

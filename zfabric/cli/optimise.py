@@ -24,12 +24,13 @@ from zfabric.optimise import (
     LevelResult,
     Optimum,
     optimise,
+    spec_for,
 )
 from zfabric.spec import spec_from_dict
 
 from .common import OutputFolder, add_command, integer, status
 
-__all__ = ["register", "run", "spec_for"]
+__all__ = ["register", "run"]
 
 #: the search is interactive up to 8192 processors (bench/optimise_speed.py); beyond 65536 the
 #: fabric is far over the spec's own limit of 8192 endpoints anyway
@@ -110,30 +111,6 @@ def _check_args(args: argparse.Namespace) -> None:
     if isinstance(args.psi, tuple) and len(args.psi) != args.levels:
         need = f"--levels {args.levels}" if args.levels else "--levels (a list is per level)"
         raise SpecError("--psi", f"needs one value per level of {need}, got {short(args.psi)}")
-
-
-def spec_for(candidate: Candidate, theta: int, connectivity: str) -> dict[str, Any]:
-    """A ``kind: znode`` spec for ``candidate`` (keys as docs/specs.md names them)."""
-    P = candidate.processors
-    where = f"{candidate.znodes} Znodes of " if candidate.znodes > 1 else ""
-    topology: dict[str, Any] = {"kind": "znode", "z": list(candidate.z), "R": list(candidate.R)}
-    if any(value != 1 for value in candidate.psi):
-        topology["psi"] = list(candidate.psi)
-    if candidate.znodes > 1:
-        topology["znodes"] = candidate.znodes
-    if theta != DEFAULT_THETA:
-        topology["theta"] = theta
-    suffix = f"-m{candidate.znodes}" if candidate.znodes > 1 else ""
-    return {
-        "name": f"znode-{P}{suffix}-n{len(candidate.z)}",
-        "description": (
-            f"zfabric optimise pick for {P} processors ({where}{len(candidate.z)} levels, "
-            f"{connectivity}, theta {theta}): cost {candidate.cost}, "
-            f"{candidate.relative_power_db:.2f} dB against one {P}-port crossbar."
-        ),
-        "topology": topology,
-        "routing": "sliced",
-    }
 
 
 def _candidate_json(candidate: Candidate) -> dict[str, Any]:

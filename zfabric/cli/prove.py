@@ -8,10 +8,10 @@ import json
 import shutil
 import sys
 
+from zfabric.routing import require_route_unit
 from zfabric.spec import load_spec
 from zfabric.topologies.base import build_fabric
 
-from .check import require_route_unit
 from .common import OutputFolder, add_command, integer, progress, status
 
 __all__ = ["register", "run"]

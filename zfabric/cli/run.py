@@ -14,16 +14,15 @@ import json
 import sys
 from typing import Any
 
-from zfabric.deadlock import routing_summary
-from zfabric.metrics import fabric_metrics
+from zfabric.report import check_fabric
+from zfabric.routing import require_route_unit
+from zfabric.sim.curve import describe_knee, knee_fields
 from zfabric.spec import load_spec
-from zfabric.topologies import build_fabric
 
-from .cache import cosim_cache
-from .check import check_report, require_route_unit, summary
 from .common import (
     OutputFolder,
     add_command,
+    cosim_cache,
     deadlock_text,
     integer,
     phase,
@@ -33,8 +32,13 @@ from .common import (
     status,
     write_atomically,
 )
-from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
-from .sweep import describe_knee, knee_fields, plot_curves, sweep_curve
+from .experiment import (
+    Experiment,
+    add_engine_argument,
+    add_traffic_arguments,
+    resolve,
+    sweep_curve,
+)
 
 __all__ = ["register", "run"]
 
@@ -93,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     written, the knot printed) or the RTL and the model disagree, else 3 if the co-simulation
     could not run."""
     from zfabric.sim.analytic import cached_pattern_limits
+    from zfabric.sim.plot import plot_curves
 
     if args.output:  # before any work; the default needs the spec's name
         OutputFolder(args.output, "--output", exclusive=True)
@@ -100,19 +105,16 @@ def run(args: argparse.Namespace) -> int:
     require_route_unit(spec, "run")
     out = OutputFolder(args.output or f"out/{spec.name}", "--output", exclusive=True)
     out.check(FILES)
-    plan, graph = build_fabric(spec)
-    experiment = resolve(args, spec, plan)
     with progress(args, "routes", "destinations") as update:
-        analysis = routing_summary(plan, progress=update)
-    metrics = fabric_metrics(plan, analysis, graph)
-    text = summary(spec, metrics, analysis.cycle, plan.router, adaptive=analysis.adaptive)
+        checked = check_fabric(spec, progress=update)
+    plan = checked.plan
+    experiment = resolve(args, spec, plan)
+    text = checked.text()
     say = (lambda line: status(args, line)) if args.json else print
     say(text)
-    if not analysis.deadlock_free and not args.allow_deadlock:
+    if not checked.deadlock_free and not args.allow_deadlock:
         if args.json:
-            print(
-                json.dumps({"check": check_report(spec, metrics, analysis, plan.router)}, indent=1)
-            )
+            print(json.dumps({"check": checked.report()}, indent=1))
         return 1
     limits = cached_pattern_limits(plan, experiment.config(COSIM_RATE), experiment.seed)
     bound, zero = limits.channel_load, limits.zero_load_latency
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if cosim is not None:
             write_atomically(staging / "cosim.json", json.dumps(cosim, indent=1) + "\n")
         write_atomically(staging / "plan.json", plan.to_json(indent=1) + "\n")
-        report = check_report(spec, metrics, analysis, plan.router)
+        report = checked.report()
         write_atomically(staging / "check.json", json.dumps(report, indent=1) + "\n")
         sweep = {"inputs": experiment.inputs(spec.name), **knee_fields(points), "points": points}
         write_atomically(staging / "sweep.json", json.dumps(sweep, indent=1) + "\n")
@@ -144,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             {spec.name: points},
             staging / "curve.png",
             title=f"{spec.name}: {experiment.pattern} traffic, packets of {experiment.lengths()}",
-            plans={spec.name: plan},
+            buffer_depth=plan.buffer_depth,
         )
         write_atomically(
             staging / "report.md",

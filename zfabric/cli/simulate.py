@@ -9,11 +9,11 @@ import json
 import sys
 from typing import Any
 
-from .check import checked_plan
 from .common import (
     add_command,
     atomic_file,
     check_output_file,
+    checked_plan,
     deadlock_text,
     plural,
     progress,

@@ -7,20 +7,26 @@ Also the executor options and set-up that ``sweep`` shares (:func:`add_executor_
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from zfabric.errors import SpecError
 
-from .common import OutputFolder, add_command, integer, progress, report_deadlocks, status
+from .common import (
+    PLOT_FORMATS,
+    OutputFolder,
+    add_command,
+    add_executor_arguments,
+    executor,
+    progress,
+    report_deadlocks,
+)
 from .experiment import add_engine_argument
 
-__all__ = ["register", "run", "add_executor_arguments", "executor", "POINTS_FILE"]
+__all__ = ["register", "run", "POINTS_FILE"]
 
 #: the per-point cache in a study's output folder (JSON lines, appended as points complete)
 POINTS_FILE = "points.jsonl"
@@ -48,59 +54,6 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
-def add_executor_arguments(parser: argparse.ArgumentParser, *, default_workers: int) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--workers",
-        type=integer(0, 1024),
-        metavar="N",
-        default=default_workers,
-        help="run on a local Dask cluster of N worker processes; 0 runs the points one after"
-        " another in this process, without Dask",
-    )
-    group.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask scheduler at ADDRESS (tcp://host:8786) instead of a local cluster",
-    )
-
-
-@contextlib.contextmanager
-def executor(args: argparse.Namespace, retries: int) -> Iterator[object]:
-    """The executor the arguments name: in this process, a local cluster (closed afterwards),
-    or a client of ``--scheduler``; the dashboard link goes to stderr."""
-    from zfabric.sim.study import DaskExecutor, SerialExecutor, start_local_cluster
-
-    if args.scheduler is None and args.workers == 0:
-        yield SerialExecutor(retries)
-        return
-    try:
-        import distributed
-    except ImportError:
-        argument = "--scheduler" if args.scheduler else "--workers"
-        raise SpecError(
-            argument, "Dask is not installed: pip install 'zfabric[study]' (or use --workers 0)"
-        ) from None
-    if args.scheduler is not None:
-        try:
-            client = distributed.Client(args.scheduler)
-        except (OSError, ValueError, TypeError) as error:
-            text = " ".join(str(error).split())[:200]
-            raise SpecError(
-                "--scheduler", f"cannot connect to {args.scheduler!r}: {text}"
-            ) from None
-        cluster = None
-    else:
-        cluster, client = start_local_cluster(args.workers, retries)
-    try:
-        status(args, f"Dask dashboard: {client.dashboard_link}")
-        yield DaskExecutor(client, retries)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when a point failed after its retries or the model deadlocked at one (each
     deadlock's knot on stderr); the table keeps every point either way."""
@@ -115,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
         write_csv,
         write_jsonl,
     )
-
-    from .sweep import PLOT_FORMATS
 
     folder = OutputFolder(args.output, "-o", exclusive=False)
     study = load_study(args.study, plot_formats=PLOT_FORMATS)

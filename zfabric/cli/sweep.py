@@ -1,6 +1,5 @@
 """``zfabric sweep``: latency-throughput curves over injection rates, a one-spec study each
-(:mod:`zfabric.sim.study`: parallel with ``--workers``, cached with ``--cache``), and the curve
-and plot code ``run`` shares."""
+(:mod:`zfabric.sim.study`: parallel with ``--workers``, cached with ``--cache``),"""
 
 from __future__ import annotations
 
@@ -11,36 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from zfabric.errors import SpecError
+from zfabric.sim.curve import describe_knee, knee_fields
 from zfabric.spec import load_spec
 
-from .check import checked_plan
 from .common import (
     add_command,
+    add_executor_arguments,
     check_output_file,
+    check_plot_file,
+    checked_plan,
     claim_output_file,
+    executor,
     progress,
     rate_text,
     report_deadlocks,
-    status,
 )
-from .experiment import Experiment, add_engine_argument, add_traffic_arguments, resolve
-from .study import add_executor_arguments, executor
+from .experiment import add_engine_argument, add_traffic_arguments, point_status, resolve
 
-#: the file types matplotlib's Agg backend writes (``canvas.get_supported_filetypes()``, less
-#: those that need optional Pillow codecs), checked before a sweep so it cannot fail at the end
-PLOT_FORMATS = (
-    "eps", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif", "tiff",
-    "webp",
-)  # fmt: skip
-
-__all__ = [
-    "register",
-    "run",
-    "sweep_curve",
-    "plot_curves",
-    "describe_knee",
-    "knee_fields",
-]
+__all__ = ["register", "run"]
 
 
 def register(commands) -> None:
@@ -68,16 +55,11 @@ def run(args: argparse.Namespace) -> int:
     """A one-spec study per spec (:mod:`zfabric.sim.study`): every rate, then each curve's
     knee bisected to 0.01, on the executor of ``--workers`` / ``--scheduler``. Exit 1 when a
     point failed or the model deadlocked at one (its knot on stderr, every point kept)."""
+    from zfabric.sim.plot import plot_curves
     from zfabric.sim.study import PointCache, Study, failure_summary, run_study, spec_points
 
     if args.plot:
-        check_output_file(args.plot, "--plot")
-        suffix = Path(args.plot).suffix.lower().lstrip(".")
-        if suffix not in PLOT_FORMATS:
-            raise SpecError(
-                "--plot",
-                f"{args.plot!r} must end in one of .{', .'.join(PLOT_FORMATS)} (the plot's format)",
-            )
+        check_plot_file(args.plot, "--plot")
     if args.cache:
         why = None if Path(args.cache).is_dir() else PointCache.check(args.cache)
         if why:
@@ -130,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         lengths = ", ".join(sorted({e.lengths() for e in experiments.values()}))
         title = f"{'/'.join(sorted(patterns))} traffic, packets of {lengths}"
         claim_output_file(args.plot, "--plot")
-        plot_curves(curves, Path(args.plot), title=title, plans=plans)
+        depths = {name: plan.buffer_depth for name, plan in plans.items()}
+        plot_curves(curves, Path(args.plot), title=title, buffer_depth=depths)
     if args.json:
         report = {
             name: {
@@ -158,87 +141,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfabric: failed: {line}", file=sys.stderr)
     deadlocked = [report_deadlocks(name, points) for name, points in curves.items()]
     return 1 if failed or any(deadlocked) else 0
-
-
-def knee_fields(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON's ``knee`` (None unless some swept rate saturated above a stable one, and None
-    when the model deadlocked at any rate: the knee was not bisected), ``highest_stable``
-    (:func:`zfabric.sim.sweep.knee`: the highest stable rate below the first saturated or
-    deadlocked one, or of all when none saturated) and ``deadlocked`` (the rates at which the
-    model deadlocked)."""
-    from zfabric.sim.sweep import knee
-
-    stable = knee(points)
-    deadlocked = [point["rate"] for point in points if point["deadlock"]]
-    found = stable is not None and any(point["saturated"] for point in points)
-    return {
-        "knee": stable if found and not deadlocked else None,
-        "highest_stable": stable,
-        "deadlocked": deadlocked,
-    }
-
-
-def describe_knee(points: list[dict[str, Any]]) -> str:
-    """The curve's knee (:func:`zfabric.sim.sweep.knee`) in words, with the case it cannot
-    name: no stable rate, or none saturated (then the knee lies above the highest rate)."""
-    fields = knee_fields(points)
-    if fields["deadlocked"]:
-        return f"not bisected: the model deadlocked at rate {rate_text(fields['deadlocked'][0])}"
-    if fields["highest_stable"] is None:
-        return "none (no swept rate was stable)"
-    if fields["knee"] is None:
-        above = rate_text(fields["highest_stable"])
-        return f"above {above} flits/cycle/endpoint (no swept rate saturated)"
-    return (
-        f"{rate_text(fields['knee'])} flits/cycle/endpoint (the highest stable rate below the first"
-        " saturated)"
-    )
-
-
-def sweep_curve(
-    name: str,
-    plan,
-    args: argparse.Namespace,
-    experiment: Experiment,
-    rates: tuple[float, ...] | list[float],
-) -> list[dict[str, Any]]:
-    """The rates in turn up to the first saturated one, then the knee bisected to 0.01
-    (:func:`zfabric.sim.sweep.sweep`); stops on a deadlock (reported by the caller)."""
-    from zfabric.sim.sweep import sweep
-
-    with progress(args, f"{name} rates", "runs") as update:
-        points = sweep(
-            plan,
-            experiment.config(rates[0]),
-            rates,
-            seed=experiment.seed,
-            warmup=experiment.warmup,
-            cycles=experiment.cycles,
-            progress=update,
-            engine=args.engine,
-        )
-    point_status(args, name, points)
-    return points
-
-
-def point_status(args: argparse.Namespace, name: str, points: list[dict[str, Any]]) -> None:
-    """One status line per point of a curve: rate, accepted, mean latency, why saturated."""
-    for index, point in enumerate(points):
-        mean = point["latency"]["mean"]
-        status(
-            args,
-            f"[{index + 1}/{len(points)}] {name} rate {rate_text(point['rate'])}: accepted"
-            f" {point['accepted']:.4f}, mean latency {'n/a' if mean is None else f'{mean:.2f}'}"
-            + (f" (saturated: {point['saturation_reason']})" if point["saturated"] else ""),
-        )
-
-
-def plot_curves(
-    curves: dict[str, list[dict]], path: Path, *, title: str, plans: dict[str, Any]
-) -> None:
-    """The latency-throughput plot (:func:`zfabric.sim.plot.plot_curves`), each fabric's
-    buffer depth in the title; the bounds come with the points."""
-    from zfabric.sim.plot import plot_curves as plot
-
-    depths = {name: plan.buffer_depth for name, plan in plans.items()}
-    plot(curves, path, title=title, buffer_depth=depths)

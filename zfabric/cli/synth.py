@@ -7,9 +7,9 @@ import json
 import sys
 
 from zfabric.errors import SpecError
+from zfabric.report import router_text
 
-from .check import checked_plan, router_text
-from .common import add_command, integer, phase, progress, status
+from .common import add_command, checked_plan, integer, phase, progress, status
 
 __all__ = ["register", "run"]
 

@@ -8,9 +8,9 @@ import json
 import sys
 
 from zfabric.errors import SpecError
+from zfabric.report import router_text
 
-from .check import checked_plan, router_text
-from .common import OutputFolder, add_command, phase, status
+from .common import OutputFolder, add_command, checked_plan, phase, status
 
 __all__ = ["register", "run"]
 

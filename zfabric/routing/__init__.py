@@ -23,6 +23,7 @@ from .base import (
     head_flits,
     make_routing,
     multi_flit_heads,
+    require_route_unit,
     routing,
     routing_head_width,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "head_flits",
     "multi_flit_heads",
     "make_routing",
+    "require_route_unit",
     "routing",
     "routing_head_width",
 ]

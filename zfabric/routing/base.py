@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, NamedTuple
 
+from ..errors import SpecError
 from ..fields import Reader
 from ..plan import FabricPlan, PlanView
 
@@ -30,6 +31,7 @@ __all__ = [
     "multi_flit_heads",
     "MAX_VCS",
     "class_vcs",
+    "require_route_unit",
 ]
 
 #: VCs a link may carry (the spec's limit; the flit's VC field is sized from the plan)
@@ -205,3 +207,16 @@ def fixed_head_flits(plan: FabricPlan) -> int | None:
 def routing_head_width(plan: FabricPlan) -> int:
     """Bits of the routing head in the low payload bits of ``plan``'s head flits."""
     return ROUTINGS[plan.routing.name].head_width(plan)
+
+
+def require_route_unit(spec: Any, command: str) -> None:
+    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: an adaptive
+    routing under first-free selection (a route unit's mask cannot hold its priority order,
+    hdl/router/route). ``command``: what would build it, for the message."""
+    routing = ROUTINGS[spec.routing]
+    if routing.adaptive and spec.router.selection == "first-free":
+        raise SpecError(
+            "router.selection",
+            f"'first-free' with the adaptive routing {spec.routing!r}: zfabric {command}"
+            " builds it with 'round-robin' or 'occupancy' only (check and simulate can)",
+        )

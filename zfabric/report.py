@@ -1,0 +1,224 @@
+"""What ``check`` reports of a compiled fabric: the proof, the metrics, the text it prints and
+the JSON object it writes. :func:`check_fabric` is the work of ``zfabric check`` and of the
+first step of ``zfabric run``; a script or a notebook calling it gets the same figures and text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .deadlock import RoutingSummary, routing_summary
+from .metrics import FabricMetrics, fabric_metrics
+from .plan import FabricPlan
+from .router_settings import RouterSettings
+from .spec import FabricSpec, load_spec
+from .topologies import build_fabric
+from .tswitch_paths import PATHS_ENDPOINT_LIMIT
+
+__all__ = ["FabricCheck", "check_fabric", "summary", "check_report", "router_text", "plural"]
+
+
+@dataclass(frozen=True)
+class FabricCheck:
+    """A spec compiled and proven: its plan, the routing's analysis (the deadlock proof and
+    the hop counts) and the fabric's metrics."""
+
+    spec: FabricSpec
+    plan: FabricPlan
+    analysis: RoutingSummary
+    metrics: FabricMetrics
+
+    @property
+    def deadlock_free(self) -> bool:
+        return self.analysis.deadlock_free
+
+    def text(self) -> str:
+        """What ``zfabric check`` prints."""
+        return summary(
+            self.spec,
+            self.metrics,
+            self.analysis.cycle,
+            self.plan.router,
+            adaptive=self.analysis.adaptive,
+        )
+
+    def report(self) -> dict[str, Any]:
+        """What ``zfabric check --json`` prints."""
+        return check_report(self.spec, self.metrics, self.analysis, self.plan.router)
+
+
+def check_fabric(
+    spec: FabricSpec | str | Path | dict[str, Any],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> FabricCheck:
+    """Compile ``spec`` (a :class:`~zfabric.spec.FabricSpec`, a YAML path or a dict), prove it
+    and measure it. A cyclic fabric is returned, not raised: ``deadlock_free`` says which.
+    ``progress(done, total)`` is called as the destinations' routes are analysed."""
+    if not isinstance(spec, FabricSpec):
+        spec = load_spec(spec)
+    plan, graph = build_fabric(spec)
+    analysis = routing_summary(plan, progress=progress)
+    return FabricCheck(spec, plan, analysis, fabric_metrics(plan, analysis, graph))
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 packet``, ``2 packets``: a count and its noun, for status and report lines."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def param_text(value: Any) -> str:
+    """A parameter as a person writes it: ``4x4``, ``d0+ d1-``."""
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return "x".join(map(str, value))
+    if isinstance(value, tuple) and all(_is_port_key(v) for v in value):
+        return " ".join(f"d{dim}{'+' if sign > 0 else '-'}" for dim, sign in value)
+    return str(value)
+
+
+def _is_port_key(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[1] in (1, -1)
+
+
+def _describe_topology(spec: FabricSpec) -> str:
+    """The parameters ``key=value``, or in the family's own notation where it has one
+    (``params.notation()``, e.g. HyperZ's ``H_{d,h}(s; Q)(Z_h(z; r; g))``)."""
+    if hasattr(spec.params, "notation"):
+        return f"{spec.kind} {spec.params.notation()}"
+    shown = ", ".join(f"{key}={param_text(value)}" for key, value in spec.params.__dict__.items())
+    return f"{spec.kind} ({shown})"
+
+
+def router_text(router: RouterSettings) -> str:
+    """The switch the figures are for: ``1 pipeline stage, separable allocator, ...``."""
+    stages = f"{router.stages} pipeline stage{'s' if router.stages > 1 else ''}"
+    text = f"{stages}, {router.allocator} allocator, {router.selection} output selection"
+    injection = router.injection_vcs
+    text += f", {injection} injection VC{'s' if injection != 1 else ''}"
+    ejection = router.ejection_vcs
+    text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
+    if router.head_bits is not None:
+        text += f", {router.head_bits} head bits per flit"
+    return text
+
+
+def summary(
+    spec: FabricSpec,
+    metrics: FabricMetrics,
+    cycle: list[str] | None,
+    router: RouterSettings,
+    *,
+    adaptive: bool = False,
+) -> str:
+    """The text ``check`` prints; ``adaptive``: the proof was Duato's (escape channels)."""
+    radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
+    vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
+    bisection = (
+        plural(metrics.bisection, "link")
+        if metrics.bisection is not None
+        else "skipped (too large)"
+    )
+    lines = [
+        f"{spec.name}: {_describe_topology(spec)}, routing {spec.routing}",
+        f"  router: {router_text(router)}",
+        f"  endpoints {metrics.endpoints}, switches {metrics.switches}, links {metrics.links}"
+        f" (+{metrics.endpoint_links} endpoint links)",
+        f"  radix: {radix}",
+        f"  VCs per link: {vcs}",
+        f"  routes: {_routes_text(metrics)}",
+        f"  bisection: {bisection}",
+    ]
+    transit = metrics.extra.get("internal_transit")
+    if transit:
+        lines.append(
+            f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
+        )
+    if "tswitch_paths" in metrics.extra:
+        lines.extend(tswitch_path_lines(metrics.extra["tswitch_paths"]))
+    if cycle:
+        what = "escape channels' extended channel dependency" if adaptive else "channel dependency"
+        lines.append(f"  DEADLOCK: {what} cycle:")
+        lines.extend(f"    {channel} ->" for channel in cycle)
+        lines.append(f"    {cycle[0]}")
+    elif adaptive:
+        lines.append(
+            "  deadlock-free: yes (Duato: escape sub-function connected, its extended channel"
+            " dependency graph acyclic)"
+        )
+    else:
+        lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
+    return "\n".join(lines)
+
+
+def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:
+    """Per stage, what every T-switch carries (a range where the stage's switches differ);
+    ``None``: not counted (:data:`~zfabric.tswitch_paths.PATHS_ENDPOINT_LIMIT`)."""
+    if paths is None:
+        return [f"  T-switch paths: skipped (over {PATHS_ENDPOINT_LIMIT} endpoints)"]
+
+    def per_switch(counts: dict[str, int]) -> str:
+        low, high = counts["min"], counts["max"]
+        return str(low) if low == high else f"{low}..{high}"
+
+    lines = [
+        f"  T-switch paths, per switch ({paths['pairs']} paths: every ordered pair once;"
+        " C_f forward, T turnaround, C_b backward):"
+    ]
+    for stage in paths["stages"]:
+        crossings = ", ".join(
+            f"{kind} {per_switch(stage[f'crossings_{kind}'])}"
+            for kind in ("forward", "turnaround", "backward")
+        )
+        lines.append(
+            f"    stage {stage['stage']} ({stage['switches']} T-switch"
+            f"{'' if stage['switches'] == 1 else 'es'}):"
+            f" C_f {per_switch(stage['C_f'])}, T {per_switch(stage['T'])},"
+            f" C_b {per_switch(stage['C_b'])}; internal-link crossings"
+            f" {per_switch(stage['crossings'])} ({crossings})"
+        )
+    return lines
+
+
+def _routes_text(metrics: FabricMetrics) -> str:
+    """Diameter and average hop count; when a routing's choices differ in length, both for the
+    pairs' shortest routes and for their longest (what any choice may take), each labelled."""
+    if not metrics.choices_differ:
+        return (
+            f"diameter {metrics.diameter}, average {metrics.average_hops:.3f} switch-to-switch hops"
+        )
+    return (
+        f"shortest choices diameter {metrics.shortest_diameter}, average"
+        f" {metrics.average_hops:.3f}; longest choices diameter {metrics.diameter}, average"
+        f" {metrics.longest_average_hops:.3f} switch-to-switch hops"
+    )
+
+
+def check_report(
+    spec: FabricSpec, metrics: FabricMetrics, analysis: RoutingSummary, router: RouterSettings
+) -> dict[str, Any]:
+    """The ``check --json`` object."""
+    return {
+        "name": spec.name,
+        "topology": spec.kind,
+        "routing": spec.routing,
+        "router": dataclasses.asdict(router),
+        "endpoints": metrics.endpoints,
+        "switches": metrics.switches,
+        "links": metrics.links,
+        "endpoint_links": metrics.endpoint_links,
+        "max_radix": metrics.max_radix,
+        "radix": metrics.radix,
+        "vcs": metrics.vcs,
+        "diameter": metrics.diameter,
+        "average_hops": metrics.average_hops,
+        "routes": metrics.routes(),
+        "bisection": metrics.bisection,
+        "deadlock_free": analysis.deadlock_free,
+        "proof": "duato" if analysis.adaptive else "cdg",
+        "cycle": analysis.cycle,
+        **metrics.extra,
+    }

@@ -19,7 +19,15 @@ from .spec import FabricSpec, load_spec
 from .topologies import build_fabric
 from .tswitch_paths import PATHS_ENDPOINT_LIMIT
 
-__all__ = ["FabricCheck", "check_fabric", "summary", "check_report", "router_text", "plural"]
+__all__ = [
+    "FabricCheck",
+    "check_fabric",
+    "summary",
+    "check_report",
+    "router_text",
+    "param_text",
+    "plural",
+]
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,8 @@ def _fresh(args: list[str], env: dict | None = None) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> None:
+def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> dict[str, tuple]:
+    """Prints the table; returns each case's (reference, fast) router-cycles/s."""
     import numba
 
     print(
@@ -173,6 +174,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
         "case              switches  reference rc/s   fast rc/s  fast/ref  BookSim2  fast/BS"
         "   cold tables (fills)  set-up cold/warm s  RSS ref/fast MB"
     )
+    speeds_of = {}
     for case in cases:
         scale = 2 if "32x32" in case else 1
         argv = ["--one", case, "--warmup", str(warmup // scale), "--cycles", str(cycles // scale)]
@@ -184,7 +186,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
                 for engine in ENGINES
             }
         ref, fast = rows["reference"], rows["fast"]
-        speeds = ref["router_cycles_per_s"], fast["router_cycles_per_s"]
+        speeds = speeds_of[case] = ref["router_cycles_per_s"], fast["router_cycles_per_s"]
         booksim = TABLE.get(case)
         shown_bs = f"{booksim / 1000:6.0f} k" if booksim else "       -"
         ratio_bs = f"{speeds[1] / booksim:7.2f}" if booksim else "      -"
@@ -195,6 +197,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
             f"  {cold['setup_cold_s']:8.2f} / {fast['setup_warm_s']:5.2f}"
             f"  {ref['peak_rss_mb']:6.0f} / {fast['peak_rss_mb']:4.0f}"
         )
+    return speeds_of
 
 
 def _median(runs: list[dict]) -> dict:
@@ -246,11 +249,18 @@ def main() -> None:
     if args.memory:
         print(json.dumps(memory(args.memory, args.engine)))
         return
+    speeds = {}
     if not args.memory_only:
         cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
-        speed_table(cases, args.repeats, args.warmup, args.cycles)
+        speeds = speed_table(cases, args.repeats, args.warmup, args.cycles)
     if not args.no_memory:
         memory_table(args.repeats)
+    if speeds:  # the headline: the first case
+        case, (reference, fast) = next(iter(speeds.items()))
+        print(
+            f"{case}: fast engine {fast:,.0f} router-cycles/s, {fast / reference:.1f}x the"
+            " reference engine in the same run"
+        )
 
 
 if __name__ == "__main__":

@@ -86,28 +86,31 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
         fills[0] += time.process_time() - begin
 
     FabricTables.fill = timed_fill
-    begin = time.process_time()
-    model, ran = make_model(plan, engine, on_deliver=lambda packet: None)
-    made = time.process_time() - begin
-    assert ran == engine
-    traffic = Traffic(config, len(plan.endpoints), seed=1)
-    chunk = 256 if engine == "fast" else 1
+    try:
+        begin = time.process_time()
+        model, ran = make_model(plan, engine, on_deliver=lambda packet: None)
+        made = time.process_time() - begin
+        assert ran == engine
+        traffic = Traffic(config, len(plan.endpoints), seed=1)
+        chunk = 256 if engine == "fast" else 1
 
-    def advance(until: int) -> None:
-        while model.cycle < until:
-            end = min(until, model.cycle + chunk)
-            for cycle in range(model.cycle, end):
-                for src, dst, length in traffic.packets_at(cycle):
-                    model.offer(src, dst, length, created=cycle)
-            model.run(end - model.cycle)
+        def advance(until: int) -> None:
+            while model.cycle < until:
+                end = min(until, model.cycle + chunk)
+                for cycle in range(model.cycle, end):
+                    for src, dst, length in traffic.packets_at(cycle):
+                        model.offer(src, dst, length, created=cycle)
+                model.run(end - model.cycle)
 
-    advance(warmup)
-    fills[0] = 0.0
-    begin = time.process_time()
-    advance(warmup + cycles)
-    elapsed = time.process_time() - begin
-    if engine == "fast":
-        model.finish()  # keeps the routing tables for the next run
+        advance(warmup)
+        fills[0] = 0.0
+        begin = time.process_time()
+        advance(warmup + cycles)
+        elapsed = time.process_time() - begin
+        if engine == "fast":
+            model.finish()  # keeps the routing tables for the next run
+    finally:
+        FabricTables.fill = fill
     return {
         "switches": len(plan.switches),
         "endpoints": len(plan.endpoints),

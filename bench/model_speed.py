@@ -51,7 +51,8 @@ def _spec(name: str) -> dict:
     if name.startswith("torus-"):
         k = [int(side) for side in name.removeprefix("torus-").split("x")]
         return {"name": name, "topology": {"kind": "torus", "k": k}}
-    return {"path": os.path.join(os.path.dirname(__file__), "..", "examples", f"{name}.yaml")}
+    folder = os.path.dirname(os.path.realpath(__file__))
+    return {"path": os.path.join(folder, "..", "examples", f"{name}.yaml")}
 
 
 def one(case: str, engine: str, warmup: int, cycles: int) -> dict:

@@ -51,7 +51,8 @@ def _spec(name: str) -> dict:
     if name.startswith("torus-"):
         k = [int(side) for side in name.removeprefix("torus-").split("x")]
         return {"name": name, "topology": {"kind": "torus", "k": k}}
-    return {"path": os.path.join(os.path.dirname(__file__), "..", "examples", f"{name}.yaml")}
+    folder = os.path.dirname(os.path.realpath(__file__))
+    return {"path": os.path.join(folder, "..", "examples", f"{name}.yaml")}
 
 
 def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
@@ -86,28 +87,31 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
         fills[0] += time.process_time() - begin
 
     FabricTables.fill = timed_fill
-    begin = time.process_time()
-    model, ran = make_model(plan, engine, on_deliver=lambda packet: None)
-    made = time.process_time() - begin
-    assert ran == engine
-    traffic = Traffic(config, len(plan.endpoints), seed=1)
-    chunk = 256 if engine == "fast" else 1
+    try:
+        begin = time.process_time()
+        model, ran = make_model(plan, engine, on_deliver=lambda packet: None)
+        made = time.process_time() - begin
+        assert ran == engine
+        traffic = Traffic(config, len(plan.endpoints), seed=1)
+        chunk = 256 if engine == "fast" else 1
 
-    def advance(until: int) -> None:
-        while model.cycle < until:
-            end = min(until, model.cycle + chunk)
-            for cycle in range(model.cycle, end):
-                for src, dst, length in traffic.packets_at(cycle):
-                    model.offer(src, dst, length, created=cycle)
-            model.run(end - model.cycle)
+        def advance(until: int) -> None:
+            while model.cycle < until:
+                end = min(until, model.cycle + chunk)
+                for cycle in range(model.cycle, end):
+                    for src, dst, length in traffic.packets_at(cycle):
+                        model.offer(src, dst, length, created=cycle)
+                model.run(end - model.cycle)
 
-    advance(warmup)
-    fills[0] = 0.0
-    begin = time.process_time()
-    advance(warmup + cycles)
-    elapsed = time.process_time() - begin
-    if engine == "fast":
-        model.finish()  # keeps the routing tables for the next run
+        advance(warmup)
+        fills[0] = 0.0
+        begin = time.process_time()
+        advance(warmup + cycles)
+        elapsed = time.process_time() - begin
+        if engine == "fast":
+            model.finish()  # keeps the routing tables for the next run
+    finally:
+        FabricTables.fill = fill
     return {
         "switches": len(plan.switches),
         "endpoints": len(plan.endpoints),
@@ -158,7 +162,8 @@ def _fresh(args: list[str], env: dict | None = None) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> None:
+def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> dict[str, tuple]:
+    """Prints the table; returns each case's (reference, fast) router-cycles/s."""
     import numba
 
     print(
@@ -173,6 +178,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
         "case              switches  reference rc/s   fast rc/s  fast/ref  BookSim2  fast/BS"
         "   cold tables (fills)  set-up cold/warm s  RSS ref/fast MB"
     )
+    speeds_of = {}
     for case in cases:
         scale = 2 if "32x32" in case else 1
         argv = ["--one", case, "--warmup", str(warmup // scale), "--cycles", str(cycles // scale)]
@@ -184,7 +190,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
                 for engine in ENGINES
             }
         ref, fast = rows["reference"], rows["fast"]
-        speeds = ref["router_cycles_per_s"], fast["router_cycles_per_s"]
+        speeds = speeds_of[case] = ref["router_cycles_per_s"], fast["router_cycles_per_s"]
         booksim = TABLE.get(case)
         shown_bs = f"{booksim / 1000:6.0f} k" if booksim else "       -"
         ratio_bs = f"{speeds[1] / booksim:7.2f}" if booksim else "      -"
@@ -195,6 +201,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> Non
             f"  {cold['setup_cold_s']:8.2f} / {fast['setup_warm_s']:5.2f}"
             f"  {ref['peak_rss_mb']:6.0f} / {fast['peak_rss_mb']:4.0f}"
         )
+    return speeds_of
 
 
 def _median(runs: list[dict]) -> dict:
@@ -246,11 +253,18 @@ def main() -> None:
     if args.memory:
         print(json.dumps(memory(args.memory, args.engine)))
         return
+    speeds = {}
     if not args.memory_only:
         cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
-        speed_table(cases, args.repeats, args.warmup, args.cycles)
+        speeds = speed_table(cases, args.repeats, args.warmup, args.cycles)
     if not args.no_memory:
         memory_table(args.repeats)
+    if speeds:  # the headline: the first case
+        case, (reference, fast) = next(iter(speeds.items()))
+        print(
+            f"{case}: fast engine {fast:,.0f} router-cycles/s, {fast / reference:.1f}x the"
+            " reference engine in the same run"
+        )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The fast engine: the reference model's cycles (docs/microarchitecture.md) on flat arrays, each
-cycle one compiled call (:mod:`.kernel`), the routing decisions memoised in tables.
+"""The fast engine: the reference model's cycles (docs/microarchitecture.md) on flat arrays,
+compiled (:mod:`.kernel`), the routing decisions memoised in tables (:mod:`.tables`).
 
 The routing function stays the plan's own pure Python one: each decision is computed once per
 routing state (:meth:`~zfabric.routing.base.RoutingFunction.state_key`), when a head first
@@ -35,14 +35,16 @@ _SELECTIONS = {"first-free": k.FIRST_FREE, "round-robin": k.ROUND_ROBIN, "occupa
 #: why :meth:`FastModel.run_until` stopped, by the kernel's status
 STOPS = {k.UNTIL: "until", k.STUCK: "stuck", k.WATCH: "watch", k.SETTLED: "settled"}
 
+#: the kernel's invariant errors; ``{}`` is what it names (an index, or a packet's slot)
 _ERRORS = {
     k.FIFO_OVER: "input VC {} over depth",
     k.RECEIVE_OVER: "receive buffer {} over depth",
     k.CREDIT_OVER: "credits over depth on output VC {}",
-    k.WRONG_ENDPOINT: "packet in slot {} delivered to another endpoint",
-    k.OUT_OF_ORDER: "packet in slot {}: flit out of order",
-    k.SURPLUS: "packet in slot {}: a head flit missing at a drop",
+    k.WRONG_ENDPOINT: "packet {} delivered to another endpoint",
+    k.OUT_OF_ORDER: "packet {}: flit out of order",
+    k.SURPLUS: "packet {}: a head flit missing at a drop",
 }
+_BY_SLOT = (k.WRONG_ENDPOINT, k.OUT_OF_ORDER, k.SURPLUS)
 
 
 class UnsupportedSetting(ValueError):
@@ -66,7 +68,6 @@ class FastModel:
     that never reads it may turn it off. ``watched``: the packets created in this window of
     cycles are those :meth:`run_until`'s ``settle_after`` waits for."""
 
-    engine = "fast"
     #: the compiled cycles (a test plants a bug in a copy of them)
     _kernel_run = staticmethod(k.run)
 
@@ -258,7 +259,10 @@ class FastModel:
                 sc[k.N_MISS] = 0
             elif status == k.INVARIANT:
                 sc = self._arrays["sc"]
-                raise InvariantError(_ERRORS[int(sc[k.ERROR])].format(int(sc[k.ERROR_AT])))
+                error, at = int(sc[k.ERROR]), int(sc[k.ERROR_AT])
+                if error in _BY_SLOT:
+                    at = int(self._arrays["pk"][at, k.PK_ID])
+                raise InvariantError(_ERRORS[error].format(at))
             elif status != k.LOGS:
                 return STOPS[status]
 

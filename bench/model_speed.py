@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-#: the issue's table: BookSim2's figures on this machine class, router-cycles/s
+#: BookSim2 (its 1-cycle-link router) on this machine class, router-cycles/s, the same cases
 TABLE = {
     "torus-8x8@0.1": 929_000,
     "torus-8x8@0.5": 220_000,

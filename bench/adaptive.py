@@ -1,4 +1,4 @@
-"""Adaptive routings against their deterministic baselines in the model (issue 16's claims).
+"""Adaptive routings against their deterministic baselines in the model (the research's claims).
 
 - ``torus``: 8x8 torus, ``duato`` against ``dor`` under transpose and bit-complement traffic
   (wormhole-models.md §1.6: adaptivity should raise saturation throughput);

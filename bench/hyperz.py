@@ -1,5 +1,5 @@
-"""HyperZ's four routings in the model: normalised delay against offered load (issue 17 item 5,
-first cut; digest reference/hyperz-transit.md §3).
+"""HyperZ's four routings in the model: normalised delay against offered load (M. Adda, HyperZ:
+Hyper Z-Tree Topology, 2023, §5).
 
 The paper (seed 001, Figs 5-8) plots *normalised delay* = mean message delay / the time to
 transmit a whole message against offered load, for ODim, CLIOD, ALIOD and Deter on 1024-
@@ -19,11 +19,11 @@ docs/microarchitecture.md step 2).
 
 Fabrics (``--fabric``, default ``h2-256``): ``h2-256`` is H_{2,2}(4,4)(Z_2(4,4; 1,4; 1,1)),
 256 processors; the paper's 1024-processor runs (d = 2, h = 1, 2, 3; their Z-nodes are not
-given, digest H9) stand as ``h1-1024``, HyperX 16 x 16 with 4 processors per switch (radix 34:
+given) stand as ``h1-1024``, HyperX 16 x 16 with 4 processors per switch (radix 34:
 15 links per dimension for 4 processors, as balanced as a 1024-processor HyperX gets),
 ``h2-1024``, the 256-processor study's Z-node on an 8 x 8 GHC (Z_2(4,4; 1,4; 1,1), 64 Z-nodes
 of 16), and ``h3-1024``, the §5.3 Z-node Z_2(8,4,8; 1,4,8; 1,2,2) on a 2 x 2 GHC (the
-digest's choice for h = 3, and the scalability series' first point). Each curve's pattern
+choice made here for h = 3, and the scalability series' first point). Each curve's pattern
 limits are computed once, not per rate; their channel load (an equal split over the
 candidates, no bound for an adaptive routing) is printed beside each curve, not used by the
 verdict (:func:`curve`).

@@ -1,5 +1,5 @@
 """What ``zfabric check`` and the model cost on the HyperZ scalability series, and what the model
-measures there (issue 17; digest reference/hyperz-transit.md §3, seed 001 §5.3): the
+measures there (M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3): the
 256-processor Z-node Z(8,4,8; 1,4,8; 1,2,2) replicated as H_{2,2}(2,2), (4,2), (4,4), (8,4),
 1024 to 8192 processors, at 30/40/50 % uniform load (the paper: normalised delay between 1.5
 and 3 packet times at every size).

@@ -1,4 +1,4 @@
-"""How long ``zfabric optimise`` searches (issue 15: P up to 8192 with up to 9 levels in
+"""How long ``zfabric optimise`` searches (the target: P up to 8192 with up to 9 levels in
 under 10 s). Times the library search (:func:`zfabric.optimise.optimise`, levels 1..9 unless
 stated; imports and printing excluded), median of several runs, and prints each case's least
 cost so a faster search that finds something else shows.

@@ -19,8 +19,8 @@ out-of-context flow: its Fmax in context comes from the board builds), the media
 ``--seeds`` placement seeds (1 to N, one nextpnr at a time; default 1). ``--router`` sets the
 torus and twin-node plans' ``router:`` keys (``--router stages=2 selection=round-robin``),
 ``--torus-routing`` the torus plan's routing parameters (``--torus-routing tie=plus``: with
-``--router stages=1 selection=first-free injection_vcs=1 ejection_vcs=1``, issue 11's switch).
-``--adaptive`` prices issue 16's routings instead of the synthetic switches: the torus switch
+``--router stages=1 selection=first-free injection_vcs=1 ejection_vcs=1``, the router v2 baseline).
+``--adaptive`` prices the adaptive routings instead of the synthetic switches: the torus switch
 under ``dor`` and ``duato`` (2 escape + 2 adaptive VCs per link), the twin node under ``dort``,
 ``dort_adaptive`` (Table 3's VCs) and ``tsdor`` (4 VCs per link). ``--levels`` prints the logic
 depth, which placement noise does not blur: the longest register-to-register path in LUT4s of
@@ -222,7 +222,7 @@ def main() -> None:
         ("torus-4x4 switch (5 ports, 2 VCs)", lambda: Switch.from_plan(torus, 5)),
         ("ndt-4x4x4 twin node", lambda: twin_node(ndt)),
     ]
-    if args.adaptive:  # the same switch and node under issue 16's routings (their own VCs)
+    if args.adaptive:  # the same switch and node under the adaptive routings (their own VCs)
         duato = plan("torus-4x4", "duato")
         designs.insert(1, ("torus-4x4 switch, duato", lambda: Switch.from_plan(duato, 5)))
         for routing in ("dort_adaptive", "tsdor"):

@@ -1,6 +1,6 @@
 """How long Verilog emission takes (hdl.verilog.emit: one module per kind plus a top that
 instantiates them) and how big the Verilog is, for torus and nDT fabrics of 64, 256 and 1024
-switches (issue 12, item 5: linear in switches, and under 2 minutes at 1024).
+switches (the target: linear in switches, and under 2 minutes at 1024).
 
 Prints, per fabric: the kinds; the seconds spent building the Fabric, turning the kinds and the
 top into RTLIL, and Yosys writing the Verilog; the total; the Verilog's lines and bytes per

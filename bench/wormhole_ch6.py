@@ -5,7 +5,7 @@ The chapter compares, with the chapter 4 and 5 models and Chien's router delays
 and 1024 nodes under constant bisection width and constant pin-out (§6.4), deep against
 parallel buffers at a fixed buffer per channel (§6.5), and adaptive against dimension-order
 routing (§6.6). Its figures are lost; what is checked are the sentences that state a result
-(digest ``shared/reference/wormhole-models.md`` §4.3, §4.4, §5). Everything is model output
+(N. Alzeidi, 2007, §6.4-§6.6). Everything is model output
 (no simulation), so the figures are exact for the stated conditions.
 
 Conditions: chapter 5 (Duato) model for "adaptive", chapter 4 for DOR, new VC method, the

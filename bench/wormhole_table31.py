@@ -1,6 +1,6 @@
 """App. A1 latency model (Ould-Khaoua, new VC method) next to the thesis's Table 3.1.
 
-Table 3.1 (reference/wormhole-models.md §4.1) is simulation data for an 8-ary 2-cube
+Table 3.1 (N. Alzeidi, 2007) is simulation data for an 8-ary 2-cube
 (unidirectional formulation), V=5 virtual channels, M=16-flit messages, Duato adaptive routing.
 Columns: config, rate, table value, model value, error %. Last line: the worst error.
 
@@ -15,7 +15,7 @@ from zfabric.sim.wormhole_analytic import ould_khaoua_latency, saturation_rate
 
 K, N, V, M = 8, 2, 5, 16
 
-# reference/wormhole-models.md §4.1, Table 3.1 (thesis L959-969): λ_g, simulated mean latency
+# N. Alzeidi, 2007, Table 3.1: λ_g, simulated mean latency
 TABLE_3_1 = [
     (0.0001, 23.348),
     (0.0005, 24.37),

@@ -1,4 +1,4 @@
-"""The Znode thesis's studies (reference/znode.md §5.2) on the reference model, with plots.
+"""The Znode thesis's studies (A. Peratikou, 2014, §5.2) on the cycle model, with plots.
 
 Each study is a ``zfabric study`` grid built here from the optimiser's picks (so the fabrics are
 the ones ``zfabric optimise`` names, never copied by hand), written as ``DIR/NAME/study.yaml``
@@ -9,7 +9,7 @@ says which of the thesis's stated outcomes the run reproduces. The thesis's plot
 lost; its outcomes are qualitative and measured on bit-serial 1 Gbit/s links with VCT
 switching, where ours are flit-level wormhole switches (4-flit packets, 4-flit buffers), so a
 claim that rests on header bits on the wire shows only where heads span several flits
-(``router.head_bits``: E5, the thesis's fabric Z3 given by hand as the digest names it).
+(``router.head_bits``: E5, the thesis's fabric Z3 given by hand as the thesis names it).
 
 - ``e1``: 512 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1),
   the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform

@@ -1,6 +1,6 @@
 """Time and memory of the deadlock proof (``zfabric check``) at the thesis's E6 size.
 
-E6 backward (A. Peratikou's Znode thesis, 2014, study E6): z = (8,8,16), R = (128,64,32), 1024 processors,
+E6 backward (A. Peratikou's Znode thesis, 2014): z = (8,8,16), R = (128,64,32), 1024 processors,
 17,440 switches, each processor attached to all 128 level-1 switches of its zone. Prints the
 build time, the proof's CPU seconds per destination over the first ``--destinations`` (the walk
 is one pass per destination, so the whole proof is about 1024 times that) and the peak RSS.

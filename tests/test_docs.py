@@ -8,7 +8,8 @@ block runs in a new empty folder holding ``examples/``, ``bench/`` and ``.venv/`
 checkout's and to the running interpreter's), so the commands read as a user types them, with a
 co-simulation cache of its own. Durations
 (``12.3 s``, ``131.6 cycles/s``) are compared as placeholders. An HTML comment on the line
-before the block marks it (``<!-- console: slow fpga -->``): the marks apply to its test.
+before the block marks it (``<!-- console: slow fpga -->``): the marks apply to its test;
+``matrix`` leaves it to ``-m matrix`` with the other ECP5 bitstream builds.
 
 The site's own links (pages, anchors) are checked by ``sphinx-build -W`` in .ci/run.
 """

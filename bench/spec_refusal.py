@@ -1,4 +1,4 @@
-"""How long the spec loader takes to refuse hostile spec files (issue: under 1 s, before any
+"""How long the spec loader takes to refuse hostile spec files (the target: under 1 s, before any
 work). Writes each file to a temporary folder, times ``load_spec`` on it (median of several runs,
 file read and YAML parse included, interpreter start-up and imports excluded) and prints the
 error's first line. Last line: the slowest refusal.

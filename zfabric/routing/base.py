@@ -145,8 +145,9 @@ class RoutingFunction:
 
     def local_hop(self, switch: int, dst: int) -> Hop:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
-        for attachment in self.view.plan.endpoints[dst].attachments:
-            if attachment.switch == switch:
+        endpoint = self.view.plan.endpoints[dst]
+        for index, attachment in enumerate(endpoint.attachments):
+            if attachment.switch == switch and endpoint.ejects(index):
                 return Hop(attachment.port, self.ejection_vcs)
         raise LookupError(f"endpoint {dst} is not attached to switch {switch}")
 

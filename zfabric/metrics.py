@@ -106,6 +106,10 @@ def fabric_metrics(
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)
+    if plan.topology == "transit":
+        from .topologies.transit import transit_summary
+
+        extra["transit"] = transit_summary(plan)
     if "tswitch" in plan.topology_params:  # None: skipped, too large
         small = len(plan.endpoints) <= PATHS_ENDPOINT_LIMIT
         extra["tswitch_paths"] = tswitch_paths(plan).report() if small else None

@@ -145,6 +145,8 @@ def summary(
         lines.append(
             f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
         )
+    if "transit" in metrics.extra:
+        lines.append(transit_line(metrics.extra["transit"]))
     if "tswitch_paths" in metrics.extra:
         lines.extend(tswitch_path_lines(metrics.extra["tswitch_paths"]))
     if cycle:
@@ -160,6 +162,19 @@ def summary(
     else:
         lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
     return "\n".join(lines)
+
+
+def transit_line(summary: dict[str, Any]) -> str:
+    """RN1 chips counted (and by the seed's formula), unit trees by kind, leaf clusters."""
+    blocks = [
+        f"{n} {kind}" for kind, n in {**summary["unit_trees"], **summary.get("leaves", {})}.items()
+    ]
+    if "stages" in summary:
+        blocks.append(f"{summary['stages']} stages")
+    return (
+        f"  RN1 chips: {summary['chips']} (formula {summary['chips_by_formula']}):"
+        f" {', '.join(blocks)}"
+    )
 
 
 def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:

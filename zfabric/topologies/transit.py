@@ -51,6 +51,7 @@ __all__ = [
     "transit_chips",
     "address",
     "leaf_processors",
+    "transit_summary",
 ]
 
 FORMS = ("bidelta", "hybrid", "full")
@@ -565,7 +566,7 @@ def _up_rule(form: str, layer: int) -> tuple[int, bool]:
     return index % 4, layer > 1 and index % 4 == 0
 
 
-def _tree(net: _Netlist, params: TransitParams) -> dict[str, int]:
+def _tree(net: _Netlist, params: TransitParams) -> None:
     """Leaves (hybrid) or UT64x2s (full), then the UT64x8 layers: layer u's stacks each span
     64^u leaves (64 children); wire q of a child's up wires goes to unit tree q mod N_U of
     its stack, and unit tree x's 8 wires down to a child go to that child's unit (8x + r)."""
@@ -592,7 +593,6 @@ def _tree(net: _Netlist, params: TransitParams) -> dict[str, int]:
         children = [[unit] for unit in children]  # stacks of one
         first_layer = 2
         per_stack = 4
-    counts = {"UT64x2": 0 if hybrid else len(children), "UT64x8": 0}
     top = children
     for layer in range(first_layer, params.ut_layers + 1):
         rule = _up_rule(params.form, layer)
@@ -608,7 +608,6 @@ def _tree(net: _Netlist, params: TransitParams) -> dict[str, int]:
                 child = children[64 * s + b]
                 _join(net, child, b, units, hybrid and layer == 1)
             stacks.append(units)
-            counts["UT64x8"] += per_stack
         children, top = stacks, stacks
         per_stack *= 16
     # the top: up outputs and inputs from above face nothing
@@ -616,9 +615,6 @@ def _tree(net: _Netlist, params: TransitParams) -> dict[str, int]:
         for unit in stack:
             net.unused.extend((chip, port, "out") for chip, port in unit.up_wires())
             net.finish_unused(unit.level3)
-    if hybrid:
-        counts["leaves"] = len(leaves)
-    return counts
 
 
 def _join(net: _Netlist, child: Any, b: int, units: list[_UnitTree], leaf: bool) -> None:
@@ -651,15 +647,48 @@ def _join(net: _Netlist, child: Any, b: int, units: list[_UnitTree], leaf: bool)
                 net.channels.append((chip, port, to, slot))
 
 
+def transit_summary(plan: Any) -> dict[str, Any]:
+    """What ``check`` reports of a Transit plan, counted in it: RN1 chips (an alternate-mode
+    chip's two halves are one), unit trees by kind and leaf clusters (by their processors),
+    beside the chips the seed's formula gives."""
+    chips: set[int] = set()
+    units: dict[str, set[tuple]] = {"UT64x2": set(), "UT64x8": set()}
+    leaves: set[int] = set()
+    for switch in plan.switches:
+        position = switch.position
+        chips.add(position["chip"])
+        if "block" in position:
+            units[position["block"]].add(
+                (position["layer"], position.get("stack"), position["unit"])
+            )
+        elif position["kind"] == "leaf":
+            leaves.add(position["unit"])
+    params = plan.topology_params
+    summary: dict[str, Any] = {
+        "form": params["form"],
+        "chips": len(chips),
+        "chips_by_formula": transit_chips(
+            TransitParams(
+                params["form"], params["leaf_stages"], params["ut_layers"], tuple(params["stacks"])
+            )
+        ),
+        "unit_trees": {kind: len(found) for kind, found in units.items() if found},
+    }
+    if leaves:
+        summary["leaves"] = {f"B{leaf_processors(params['leaf_stages'])}": len(leaves)}
+    if params["form"] == "bidelta":
+        summary["stages"] = sum(params["stacks"])
+    return summary
+
+
 @topology("transit", parse=parse, size=size, routings=("transit",))
 def build(spec: FabricSpec):
     params: TransitParams = spec.params
     net = _Netlist()
-    blocks: dict[str, int] = {}
     if params.form == "bidelta":
         _bidelta(net, params)
     else:
-        blocks = _tree(net, params)
+        _tree(net, params)
     builder = PlanBuilder()
     net.emit(builder)
     topology_params = {
@@ -667,6 +696,5 @@ def build(spec: FabricSpec):
         "leaf_stages": params.leaf_stages,
         "ut_layers": params.ut_layers,
         "stacks": list(params.stacks),
-        "blocks": blocks,
     }
     return finish_plan(builder, spec, topology_params, {"form": params.form})

@@ -119,6 +119,11 @@ class Endpoint:
         """Whether the endpoint receives through attachment ``index``."""
         return self.mode(index) != "in"
 
+    @property
+    def ejections(self) -> tuple[PortRef, ...]:
+        """The attachments the endpoint receives through."""
+        return tuple(a for i, a in enumerate(self.attachments) if self.ejects(i))
+
 
 @dataclass(frozen=True)
 class RoutingSpec:

@@ -47,3 +47,17 @@ def test_every_packet_is_delivered(name, rate, engine):
     assert offered > 100
     assert model.delivered_count == offered
     assert model.in_network == 0
+
+
+def test_the_channel_load_bound_counts_ejection_links_only():
+    """Full 64 under uniform traffic: a processor's packets split over its two inputs (two up
+    halves), so an up half carries 4 x 1/2 = 2 flits per unit of rate; its one wire toward
+    level 3 carries the 48/63 of them that cross over there: 96/63, the busiest link. Each
+    processor receives on its two outputs: 1/2 each (its two inputs do not receive)."""
+    from zfabric.sim.analytic import uniform_channel_load
+
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "transit", "form": "full"}}))
+    load = uniform_channel_load(plan)
+    assert load.max_load == pytest.approx(96 / 63)
+    assert load.ejection_load == pytest.approx(1 / 2)
+    assert load.bound == pytest.approx(63 / 96)

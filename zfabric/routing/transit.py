@@ -74,6 +74,8 @@ class TransitRouting(RoutingFunction):
     """Source routes of 2-bit slices; per input a swallow, per chip a slice."""
 
     uses_input_port = True
+    #: no RN1 route unit (slice and swallow per input) nor one-way channels in the RTL yet
+    rtl = False
 
     @classmethod
     def head_width(cls, plan: FabricPlan) -> int:

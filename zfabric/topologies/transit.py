@@ -36,7 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import SpecError
-from ..fields import Reader, choice, describe, integer
+from ..fields import Reader, choice, describe, integer, short
 from ..plan import PlanBuilder, Port
 from ..spec import FabricSpec
 from .base import finish_plan, topology
@@ -103,19 +103,28 @@ def _stacks(value: Any, path: str) -> tuple[int, ...]:
     for i, stages in enumerate(value):
         where, last = f"{path}[{i}]", i == len(value) - 1
         copies = LAST_COPIES if last else EARLY_COPIES
-        low = 2 if last else 1
+        low, high = (2, 4) if last else (1, 3)  # the most a stack of `copies` copies holds
+        which = "the last stack" if last else "a stack before the last"
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < low:
-            errors.append(
-                SpecError(where, f"must be an integer >= {low} (stages), got {describe(stages)}")
-            )
-        elif 4**stages * copies > STACK_CHANNELS:
-            name = f"B{4**stages}x{copies}"
+            why = " (its last stage is in alternate mode)" if last else ""
             errors.append(
                 SpecError(
                     where,
-                    f"{stages} stages make a {name} stack of {4**stages * copies} channels, over"
-                    f" the {STACK_CHANNELS} a stack holds ({'last' if last else 'early'} stacks:"
-                    f" at most {4 if last else 3} stages)",
+                    f"must be an integer >= {low}: {which} has {low}+ stages{why},"
+                    f" got {describe(stages)}",
+                )
+            )
+        elif stages > high:
+            stack = (
+                f"a B{4**stages}x{copies} stack of {4**stages * copies} channels"
+                if stages <= 2 * high
+                else f"a stack of 4^{short(stages)} x {copies} channels"
+            )
+            errors.append(
+                SpecError(
+                    where,
+                    f"{short(stages)} stages make {stack}, over the {STACK_CHANNELS} a stack"
+                    f" holds ({which}: at most {high} stages)",
                 )
             )
     if errors:

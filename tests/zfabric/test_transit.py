@@ -305,3 +305,62 @@ def test_every_route_delivers_deadlock_free_with_one_vc(form, keys):
     analysis = analyse_routing(built)  # walks every pair's every choice; raises if one strays
     assert analysis.cycle is None
     assert analysis.max_hops == analysis.min_hops == hop_classes(form, **keys)
+
+
+# ---- the link-rotation form against the slice-index form --------------------------------------
+
+
+def link_rotation(built, link) -> int:
+    """The rotation (bits, mod 8) of a link in the seed's link-rotation form (the digest §8):
+    every up-chip output and every stage-to-stage link rotates by 2, a lateral into level l
+    of unit-tree layer u by 2 more plus (4 - 2l - 2u') (u' = u in a hybrid, u - 1 in a full
+    tree), a down link by 2 after levels 3 and 2 and by 4 after level 1, and a bidelta link
+    into a new stack by what brings the stack back to 0 (its j stages rotated 2 (j - 1))."""
+    src = built.switches[link.src.switch].position
+    dst = built.switches[link.dst.switch].position
+    if src["kind"] == "up" and dst["kind"] == "down" and dst["layer"] == src["layer"]:
+        layer = src["layer"] - (built.topology_params["form"] == "full")
+        return (2 + 4 - 2 * dst["level"] - 2 * layer) % 8
+    if src["kind"] == "down":
+        return 4 if src["level"] == 1 else 2
+    if src["kind"] == "bidelta" and dst["stage"] in stack_starts(built):
+        stages = dst["stage"] - previous_start(built, dst["stage"])
+        return (8 - 2 * (stages - 1)) % 8
+    return 2
+
+
+def stack_starts(built) -> set[int]:
+    stacks = built.topology_params["stacks"]
+    return {1 + sum(stacks[:m]) for m in range(1, len(stacks))}
+
+
+def previous_start(built, stage: int) -> int:
+    return max(s for s in {1} | stack_starts(built) if s < stage)
+
+
+@pytest.mark.parametrize(
+    "form, keys",
+    [
+        ("full", {}),
+        ("full", {"ut_layers": 2}),
+        ("hybrid", {"leaf_stages": 2}),
+        ("hybrid", {"leaf_stages": 3}),
+        ("bidelta", {"stacks": (1, 2)}),
+        ("bidelta", {"stacks": (3, 2)}),
+    ],
+)
+def test_link_rotations_give_each_chip_its_slice(form, keys):
+    """A chip reads bits 7:6 of the stream as the links from the source rotated it: every
+    injection reaches a chip reading slice 0, and every link's rotation is what separates
+    the slices its two ends read, so the two forms read the same bits everywhere."""
+    built = plan(form, **keys)
+    for endpoint in built.endpoints:
+        for i, attachment in enumerate(endpoint.attachments):
+            if endpoint.injects(i):
+                assert built.switches[attachment.switch].position["slice"] == 0
+    for link in built.links:
+        src, dst = (built.switches[ref.switch].position for ref in (link.src, link.dst))
+        assert (2 * src["slice"] + link_rotation(built, link)) % 8 == 2 * dst["slice"], (
+            built.switches[link.src.switch].name,
+            built.switches[link.dst.switch].name,
+        )

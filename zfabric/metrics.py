@@ -107,9 +107,11 @@ def fabric_metrics(
 
         extra["internal_transit"] = internal_transit_counts(plan)
     if plan.topology == "transit":
+        from .routing.transit import pair_classes
         from .topologies.transit import transit_summary
 
         extra["transit"] = transit_summary(plan)
+        extra["transit_classes"] = pair_classes(plan)
     if "tswitch" in plan.topology_params:  # None: skipped, too large
         small = len(plan.endpoints) <= PATHS_ENDPOINT_LIMIT
         extra["tswitch_paths"] = tswitch_paths(plan).report() if small else None

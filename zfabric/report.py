@@ -147,6 +147,7 @@ def summary(
         )
     if "transit" in metrics.extra:
         lines.append(transit_line(metrics.extra["transit"]))
+        lines.append(transit_classes_line(metrics.extra["transit_classes"]))
     if "tswitch_paths" in metrics.extra:
         lines.extend(tswitch_path_lines(metrics.extra["tswitch_paths"]))
     if cycle:
@@ -175,6 +176,24 @@ def transit_line(summary: dict[str, Any]) -> str:
         f"  RN1 chips: {summary['chips']} (formula {summary['chips_by_formula']}):"
         f" {', '.join(blocks)}"
     )
+
+
+def transit_classes_line(classes: dict[int, dict[str, Any]] | None) -> str:
+    """Per crossover level k, the chips and swallows of the pairs' routes (``None``: not
+    counted, :data:`~zfabric.routing.transit.CLASSES_ENDPOINT_LIMIT`)."""
+    if classes is None:
+        from .routing.transit import CLASSES_ENDPOINT_LIMIT
+
+        return f"  per crossover level: skipped (over {CLASSES_ENDPOINT_LIMIT} endpoints)"
+
+    def span(values: list[int]) -> str:
+        return str(values[0]) if len(values) == 1 else f"{values[0]}..{values[-1]}"
+
+    shown = "; ".join(
+        f"k={k}: {span(c['stages'])} stages, {span(c['swallows'])} swallows ({c['pairs']} pairs)"
+        for k, c in classes.items()
+    )
+    return f"  per crossover level: {shown}"
 
 
 def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:

@@ -18,7 +18,7 @@ from zfabric.deadlock import analyse_routing
 from zfabric.errors import SpecError
 from zfabric.metrics import physical_links
 from zfabric.plan import PlanView
-from zfabric.routing.transit import transit_route
+from zfabric.routing.transit import pair_classes, transit_route
 from zfabric.spec import spec_from_dict
 from zfabric.topologies.transit import (
     TransitParams,
@@ -27,6 +27,7 @@ from zfabric.topologies.transit import (
     _up_rule,
     address,
     leaf_chips,
+    leaf_processors,
     transit_counts,
     transit_summary,
 )
@@ -364,3 +365,48 @@ def test_link_rotations_give_each_chip_its_slice(form, keys):
             built.switches[link.src.switch].name,
             built.switches[link.dst.switch].name,
         )
+
+
+# ---- stages and swallows per pair class: the terms of the latency model ------------------------
+
+
+def ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@pytest.mark.parametrize(
+    "keys, sources",
+    [({}, None), ({"ut_layers": 2}, (0, 1000, 4095))],  # 4096: three sources' every pair
+)
+def test_full_tree_stages_and_swallows_are_eq_4_18_to_4_23(keys, sources):
+    """Level k: L_connect counts ceil(k/3) up stages and k down levels, L_open adds
+    ceil(k/3) - 1 + ceil(k/12) swallows (the digest §9, brackets read as ceilings)."""
+    classes = pair_classes(plan("full", **keys), sources)
+    levels = 3 * keys.get("ut_layers", 1)
+    assert sorted(classes) == list(range(1, levels + 1))
+    for k, found in classes.items():
+        assert found["stages"] == [ceil(k, 3) + k], k
+        assert found["swallows"] == [ceil(k, 3) - 1 + ceil(k, 12)], k
+
+
+@pytest.mark.parametrize("j", [2, 3])
+def test_hybrid_stages_and_swallows_are_eq_4_30_to_4_34(j):
+    """Level k >= 1: L_connect = 1 + j + k + ceil(k/3) stages, L_open adds ceil(k/3) +
+    ceil((k + 3)/12) swallows; inside a leaf its j stages and no swallow."""
+    n = leaf_processors(j)
+    classes = pair_classes(plan("hybrid", leaf_stages=j), range(0, 64 * n, 7 * n + 1))
+    assert classes[0]["stages"] == [j] and classes[0]["swallows"] == [0]
+    assert sorted(classes) == [0, 1, 2, 3]
+    for k in (1, 2, 3):
+        assert classes[k]["stages"] == [1 + j + k + ceil(k, 3)], k
+        assert classes[k]["swallows"] == [ceil(k, 3) + ceil(k + 3, 12)], k
+
+
+@pytest.mark.parametrize("stacks", [(3,), (1, 2), (2, 2)])
+def test_bidelta_stages_and_swallows_are_eq_4_41_to_4_42(stacks):
+    """h stages; L_open adds a swallow per stack after the first (i - 1)."""
+    classes = pair_classes(plan("bidelta", stacks=stacks))
+    n = 4 ** sum(stacks)
+    assert classes == {
+        0: {"pairs": n * (n - 1), "stages": [sum(stacks)], "swallows": [len(stacks) - 1]}
+    }

@@ -21,13 +21,17 @@ one VC suffices.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
+from typing import Any
 
-from ..plan import FabricPlan
+from ..plan import FabricPlan, PlanView
 from ..topologies.transit import TransitParams, address
 from .base import Decision, Hop, Injection, RoutingFunction, routing
 
-__all__ = ["TransitRouting", "transit_route", "params_of"]
+__all__ = ["TransitRouting", "transit_route", "params_of", "crossover_level", "pair_classes"]
+
+#: pair classes are counted by walking every ordered pair's route up to this many endpoints
+CLASSES_ENDPOINT_LIMIT = 1024
 
 Head = tuple[int, ...]
 #: the crossover code O by the highest differing bit pair of the leading byte of C1 xor C2:
@@ -61,6 +65,75 @@ def transit_route(c1: Head, c2: Head, p2: int | None, *, full: bool = False) -> 
         for k in range(0, len(digits), 4)
     )
     return ru + tuple(c2[lead:]) + rc
+
+
+def crossover_level(c1: Head, c2: Head) -> int:
+    """The fat-tree level k where a route from C1 to C2 crosses over: 3 (j - 1) + l for down
+    level l of unit-tree layer j (the seed's level numbering of §4.3); 0 for the same C."""
+    lead = next((k for k, (a, b) in enumerate(zip(c1, c2, strict=True)) if a != b), None)
+    if lead is None:
+        return 0
+    level = ((c1[lead] ^ c2[lead]).bit_length() - 1) // 2
+    return 3 * (len(c2) - lead - 1) + level
+
+
+def pair_classes(
+    plan: FabricPlan, sources: Iterable[int] | None = None
+) -> dict[int, dict[str, Any]] | None:
+    """Per crossover level k (:func:`crossover_level`; a bidelta has the one class 0): the
+    ordered pairs, and the chips (stages) and swallows their routes take (the terms of the
+    seed's latency model, §4.3), counted by walking every pair's route in the plan along its
+    first choices (the two outputs of a direction lead to the same stages); None past
+    :data:`CLASSES_ENDPOINT_LIMIT` endpoints. ``sources``: walk only the pairs from these."""
+    n = len(plan.endpoints)
+    if sources is None and n > CLASSES_ENDPOINT_LIMIT:
+        return None
+    chosen = set(range(n) if sources is None else sources)
+    view = PlanView(plan)
+    rf = TransitRouting(view)
+    classes: dict[int, dict[str, Any]] = {}
+    #: routing state -> (stages, swallows) from there to the destination
+    rest: dict[Hashable, tuple[int, int]] = {}
+    bidelta = rf.transit.form == "bidelta"
+    for dst in range(n):
+        c2 = rf.addresses[dst][0]
+        routes: dict[Head, tuple[int, Head]] = {}  # per source C: (class, route)
+        for src in range(n):
+            if src == dst or src not in chosen:
+                continue
+            c1 = rf.addresses[src][0]
+            if c1 not in routes:
+                routes[c1] = (0 if bidelta else crossover_level(c1, c2), rf.route_bytes(src, dst))
+            k, head = routes[c1]
+            switch, port = rf.inputs[src][0]
+            path: list[tuple[Hashable, int]] = []  # (state, its swallow) until a known state
+            while True:
+                key = rf.state_key(switch, port, 0, head)
+                if key in rest:
+                    after = rest[key]
+                    break
+                path.append((key, rf.swallow[switch][port]))
+                decision = rf.route(switch, port, 0, head)
+                link = view.out_link[switch][decision.hops[0].port]
+                if link is None:
+                    after = (0, 0)
+                    break
+                switch, port, head = link.dst.switch, link.dst.port, decision.head
+            for key, swallow in reversed(path):
+                after = rest[key] = (after[0] + 1, after[1] + swallow)
+            stages, swallows = after
+            entry = classes.setdefault(k, {"pairs": 0, "stages": set(), "swallows": set()})
+            entry["pairs"] += 1
+            entry["stages"].add(stages)
+            entry["swallows"].add(swallows)
+    return {
+        k: {
+            "pairs": entry["pairs"],
+            "stages": sorted(entry["stages"]),
+            "swallows": sorted(entry["swallows"]),
+        }
+        for k, entry in sorted(classes.items())
+    }
 
 
 def params_of(plan: FabricPlan) -> TransitParams:

@@ -146,7 +146,11 @@ class FabricPlan:
     router: RouterSettings = RouterSettings()
 
     def to_dict(self) -> dict[str, Any]:
-        return _canonical(asdict(self))
+        data = _canonical(asdict(self))
+        for endpoint in data["endpoints"]:  # two-way attachments only: written as before modes
+            if not endpoint["modes"]:
+                del endpoint["modes"]
+        return data
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)

@@ -91,6 +91,7 @@ def test_a_torus_plan_has_pairs_and_no_modes(example):
     plan = compile_plan(load_spec(example("torus-4x4")))
     assert physical_links(plan) == len(plan.links) // 2
     assert all(e.modes == () and e.ejections == e.attachments for e in plan.endpoints)
+    assert '"modes"' not in plan.to_json()  # the plan JSON of two-way endpoints is unchanged
 
 
 def test_an_undeclared_unused_side_is_refused():

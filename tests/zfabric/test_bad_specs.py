@@ -267,6 +267,16 @@ CASES = [
         ("topology.form", "missing required key"),
     ),
     case(
+        "transit-cap-on-bidelta",
+        "topology: {kind: transit, form: bidelta, stacks: [3], cap: true}\n",
+        ("topology.cap", "a bidelta network has no unit-tree layers"),
+    ),
+    case(
+        "transit-cap-on-full",
+        "topology: {kind: transit, form: full, ut_layers: 2, cap: true}\n",
+        ("topology.cap", "a full network has UT64x2 unit trees at its bottom"),
+    ),
+    case(
         "transit-hybrid-key-on-full",
         "topology: {kind: transit, form: full, leaf_stages: 2}\n",
         ("topology.leaf_stages", "unknown key"),

@@ -410,3 +410,67 @@ def test_bidelta_stages_and_swallows_are_eq_4_41_to_4_42(stacks):
     assert classes == {
         0: {"pairs": n * (n - 1), "stages": [sum(stacks)], "swallows": [len(stacks) - 1]}
     }
+
+
+# ---- the capped root ----------------------------------------------------------------------------
+
+
+def test_capped_formula():
+    # the digest §14: capped 49 152 = 4 x 64 B192 under 64 UT64x8c and no plain UT64x8 (Eq
+    # 3.4-3.7), 67 584 chips: 256 x 208 + 64 x (208 + 16 cap chips)
+    counts = transit_counts(TransitParams("hybrid", leaf_stages=4, ut_layers=1, cap=True))
+    assert (counts["processors"], counts["leaves"], counts["UT64x8"], counts["UT64x8c"]) == (
+        49152,
+        256,
+        0,
+        64,
+    )
+    assert counts["chips"] == 67584
+    # two layers: Eq 3.6 gives 4 x 64 plain unit trees (1 - 4^0 = 0 for one layer), Eq 3.7 the
+    # 64 capped ones on top: N_total / (768 x 4)
+    counts = transit_counts(TransitParams("hybrid", leaf_stages=2, ut_layers=2, cap=True))
+    assert (counts["processors"], counts["UT64x8"], counts["UT64x8c"]) == (196608, 256, 64)
+
+
+def test_capped_hybrid_built():
+    """Four copies of hybrid 768 under 4 UT64x8c: 256 B12 (7 chips each) and 4 x (208 + 16)."""
+    built = plan("hybrid", leaf_stages=2, cap=True)
+    assert len(built.endpoints) == 3072
+    assert chips(built) == 256 * 7 + 4 * (208 + 16) == 2688
+    summary = transit_summary(built)
+    assert summary["chips_by_formula"] == 2688
+    assert summary["unit_trees"] == {"UT64x8c": 4}
+    caps = [s for s in built.switches if s.position["kind"] == "cap"]
+    assert len(caps) == 64
+    view = PlanView(built)
+    # every input of a cap chip is an up wire (a lateral: it swallows); every output reaches
+    # level 3 of a unit tree, 32 wires into each copy from each unit tree's 16 cap chips
+    assert all(all(s.position["swallow"]) for s in caps)
+    into = Counter(
+        built.switches[view.out_link[s.id][p].dst.switch].position["stack"]
+        for s in caps
+        if s.position["stack"] == 0
+        for p in range(8)
+    )
+    assert into == {0: 32, 1: 32, 2: 32, 3: 32}
+
+
+def test_capped_routes():
+    # copies differ: climb to the top layer (j = 1), cross into the cap (11), then the
+    # leading byte (the copy) and the rest of C2, then P2
+    assert transit_route((0x00, 0x40), (0x80, 0x40), 0x12, capped=True) == (
+        0b11_11_00_00,
+        0x80,
+        0x40,
+        0x12,
+    )
+    # same copy: the leading byte is equal, the route is the uncapped one
+    assert transit_route((0x40, 0x40), (0x40, 0x80), 0x12, capped=True) == transit_route(
+        (0x40,), (0x80,), 0x12
+    )
+    classes = pair_classes(plan("hybrid", leaf_stages=2, cap=True), range(0, 3072, 97))
+    # across copies: leaf stage 1, the up chip, a cap chip, levels 3, 2, 1, the leaf's 2
+    # stages; swallows at the cap, the entry into level 3 and the leaf's fat-tree input
+    assert classes[4] == {"pairs": 32 * 2304, "stages": [8], "swallows": [3]}
+    for k in (1, 2, 3):  # inside a copy: the uncapped terms (Eq 4.30-4.34, j = 2)
+        assert classes[k]["stages"] == [1 + 2 + k + ceil(k, 3)]

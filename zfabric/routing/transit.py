@@ -39,13 +39,17 @@ Head = tuple[int, ...]
 _CROSSOVER = {3: 0b10, 2: 0b01, 1: 0b00}
 
 
-def transit_route(c1: Head, c2: Head, p2: int | None, *, full: bool = False) -> Head:
+def transit_route(
+    c1: Head, c2: Head, p2: int | None, *, full: bool = False, capped: bool = False
+) -> Head:
     """The route R = RU.RD.RC from address C1.P1 to C2.P2, as bytes (§3.8.3).
 
     I = C1 xor C2; the unit-tree layer j of the crossover is the position, from the bottom, of
     I's leading non-zero byte; O is the crossover code of that byte's highest set bit; RU =
     (11)^j.O.(00)^((3 - j) mod 4) (a full tree: (11)^(j-1).O.(00)^((4 - j) mod 4)); RD the low
-    j bytes of C2; RC = P2 (absent in a full tree). Same C: R = RC.
+    j bytes of C2; RC = P2 (absent in a full tree). Same C: R = RC. ``capped``: C's leading
+    byte is the copy; copies differing cross over into the cap from the top layer j, its up
+    direction (O = 11, "up becomes a fourth lateral"), and RD is all of C2.
     """
     if len(c1) != len(c2):
         raise ValueError(f"addresses of {len(c1)} and {len(c2)} bytes")
@@ -54,11 +58,15 @@ def transit_route(c1: Head, c2: Head, p2: int | None, *, full: bool = False) -> 
     if lead is None:
         return rc
     j = len(c2) - lead
-    pair = ((c1[lead] ^ c2[lead]).bit_length() - 1) // 2
-    if pair not in _CROSSOVER:
-        raise ValueError(f"addresses differ in the unused bits 1:0 of byte {lead}")
+    if capped and lead == 0:
+        j, code = j - 1, 0b11
+    else:
+        pair = ((c1[lead] ^ c2[lead]).bit_length() - 1) // 2
+        if pair not in _CROSSOVER:
+            raise ValueError(f"addresses differ in the unused bits 1:0 of byte {lead}")
+        code = _CROSSOVER[pair]
     climb = j - 1 if full else j
-    digits = [0b11] * climb + [_CROSSOVER[pair]]
+    digits = [0b11] * climb + [code]
     digits += [0] * (-len(digits) % 4)
     ru = tuple(
         sum(d << (6 - 2 * t) for t, d in enumerate(digits[k : k + 4]))
@@ -67,12 +75,15 @@ def transit_route(c1: Head, c2: Head, p2: int | None, *, full: bool = False) -> 
     return ru + tuple(c2[lead:]) + rc
 
 
-def crossover_level(c1: Head, c2: Head) -> int:
+def crossover_level(c1: Head, c2: Head, *, capped: bool = False) -> int:
     """The fat-tree level k where a route from C1 to C2 crosses over: 3 (j - 1) + l for down
-    level l of unit-tree layer j (the seed's level numbering of §4.3); 0 for the same C."""
+    level l of unit-tree layer j (the seed's level numbering of §4.3); 0 for the same C; the
+    cap of a capped network is level 4 of its top layer j."""
     lead = next((k for k, (a, b) in enumerate(zip(c1, c2, strict=True)) if a != b), None)
     if lead is None:
         return 0
+    if capped and lead == 0:
+        return 3 * (len(c2) - 2) + 4
     level = ((c1[lead] ^ c2[lead]).bit_length() - 1) // 2
     return 3 * (len(c2) - lead - 1) + level
 
@@ -103,7 +114,8 @@ def pair_classes(
                 continue
             c1 = rf.addresses[src][0]
             if c1 not in routes:
-                routes[c1] = (0 if bidelta else crossover_level(c1, c2), rf.route_bytes(src, dst))
+                k = 0 if bidelta else crossover_level(c1, c2, capped=rf.transit.cap)
+                routes[c1] = (k, rf.route_bytes(src, dst))
             k, head = routes[c1]
             switch, port = rf.inputs[src][0]
             path: list[tuple[Hashable, int]] = []  # (state, its swallow) until a known state
@@ -139,7 +151,9 @@ def pair_classes(
 def params_of(plan: FabricPlan) -> TransitParams:
     """The Transit parameters a plan was built from."""
     tp = plan.topology_params
-    return TransitParams(tp["form"], tp["leaf_stages"], tp["ut_layers"], tuple(tp["stacks"]))
+    return TransitParams(
+        tp["form"], tp["leaf_stages"], tp["ut_layers"], tuple(tp["stacks"]), tp["cap"]
+    )
 
 
 @routing("transit")
@@ -160,7 +174,7 @@ class TransitRouting(RoutingFunction):
         layers = params.ut_layers
         climb = layers - 1 if params.form == "full" else layers
         ru = -(-(climb + 1) // 4)
-        return 8 * (ru + layers + (params.form == "hybrid"))
+        return 8 * (ru + layers + params.cap + (params.form == "hybrid"))
 
     def __init__(self, view):
         super().__init__(view)
@@ -194,7 +208,7 @@ class TransitRouting(RoutingFunction):
         (c1, _), (c2, p2) = self.addresses[src], self.addresses[dst]
         if self.transit.form == "bidelta":
             return c2
-        return transit_route(c1, c2, p2, full=self.transit.form == "full")
+        return transit_route(c1, c2, p2, full=self.transit.form == "full", capped=self.transit.cap)
 
     def head_length(self, head: Head) -> int:
         """The bits left: a swallow drops a byte."""

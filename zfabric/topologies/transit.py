@@ -36,7 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import SpecError
-from ..fields import Reader, choice, describe, integer, short
+from ..fields import Reader, boolean, choice, describe, integer, short
 from ..plan import PlanBuilder, Port
 from ..spec import FabricSpec
 from .base import finish_plan, topology
@@ -67,12 +67,13 @@ EARLY_COPIES, LAST_COPIES = 8, 2
 @dataclass(frozen=True)
 class TransitParams:
     """``form``; ``leaf_stages`` (j, hybrid); ``ut_layers`` (hybrid, full); ``stacks`` (the
-    stages of each bidelta stack)."""
+    stages of each bidelta stack); ``cap`` (hybrid: four copies joined by a capped root)."""
 
     form: str
     leaf_stages: int = 0
     ut_layers: int = 0
     stacks: tuple[int, ...] = ()
+    cap: bool = False
 
     def notation(self) -> str:
         if self.form == "bidelta":
@@ -80,6 +81,7 @@ class TransitParams:
         if self.form == "hybrid":
             return (
                 f"hybrid, B{leaf_processors(self.leaf_stages)} leaves, {self.ut_layers} UT layer(s)"
+                + (", capped" if self.cap else "")
             )
         return f"full, {self.ut_layers} UT layer(s)"
 
@@ -134,12 +136,22 @@ def _stacks(value: Any, path: str) -> tuple[int, ...]:
 
 def parse(reader: Reader) -> TransitParams:
     form = reader.get("form", choice(FORMS))
+    if form != "hybrid" and reader.has("cap"):
+        what = "no unit-tree layers" if form == "bidelta" else "UT64x2 unit trees at its bottom"
+        raise SpecError(
+            reader.key("cap"),
+            f"a {form} network has {what}: the capped root (UT64x8c, Eq 3.4-3.7) caps the"
+            " UT64x8 layers over a hybrid's leaf clusters; use form: hybrid",
+        )
     if form == "bidelta":
         return TransitParams(form, stacks=reader.get("stacks", _stacks))
     layers = reader.get("ut_layers", integer(1, 4), 1)
     if form == "hybrid":
         return TransitParams(
-            form, leaf_stages=reader.get("leaf_stages", integer(2, 4)), ut_layers=layers
+            form,
+            leaf_stages=reader.get("leaf_stages", integer(2, 4)),
+            ut_layers=layers,
+            cap=reader.get("cap", boolean, False),
         )
     return TransitParams(form, ut_layers=layers)
 
@@ -155,13 +167,29 @@ def _whole(value: Fraction, what: str) -> int:
 
 def transit_counts(params: TransitParams) -> dict[str, int]:
     """Processors and blocks by the seed's formulas: ``processors``, ``leaves`` (B_n clusters),
-    ``UT64x2``, ``UT64x8``, ``chips``; ``switches`` counts each alternate-mode chip twice."""
+    ``UT64x2``, ``UT64x8``, ``UT64x8c``, ``chips``; ``switches`` counts each alternate-mode
+    chip twice. A UT64x8c is a UT64x8 and its 16 cap chips (the capped 49 152's 67 584)."""
     if params.form == "bidelta":
         h = sum(params.stacks)
         n = 4**h
         chips = _whole(Fraction(n * h, 4), "N_c")  # Eq 4.40
         return {"processors": n, "chips": chips, "switches": chips + n // 4}
     i = params.ut_layers + (params.form == "hybrid")  # stack levels, the leaf's included
+    if params.form == "hybrid" and params.cap:
+        j = params.leaf_stages
+        leaves = 4 * 64 ** (i - 1)
+        total = leaves * leaf_processors(j)  # Eq 3.4
+        units = _whole(Fraction(total, 576) * (1 - Fraction(1, 4 ** (i - 2))), "N_unit")  # 3.6
+        capped = _whole(Fraction(total, 768 * 4 ** (i - 2)), "N_cunit")  # Eq 3.7
+        chips = leaves * leaf_chips(j) + units * UT64X8_CHIPS + capped * (UT64X8_CHIPS + 16)
+        return {
+            "processors": total,
+            "leaves": leaves,
+            "UT64x8": units,
+            "UT64x8c": capped,
+            "chips": chips,
+            "switches": chips + leaves * 3 * 4 ** (j - 2),
+        }
     if params.form == "hybrid":
         j = params.leaf_stages
         total = 64 ** (i - 1) * leaf_processors(j)  # Eq 3.1
@@ -208,8 +236,9 @@ def size(params: TransitParams) -> tuple[int, int]:
 def address(params: TransitParams, processor: int) -> tuple[tuple[int, ...], int | None]:
     """The address C.P of a processor (§3.8.1): C one byte per unit-tree layer, root first,
     bits 7:6 / 5:4 / 3:2 the level-3 / 2 / 1 directions and bits 1:0 zero; P the position in
-    the leaf, j 2-bit slices from the top (None in a full tree). Bidelta: P alone, one byte
-    per stack, each stack's stage digits from the top."""
+    the leaf, j 2-bit slices from the top (None in a full tree). Capped: a leading byte whose
+    top slice is the copy (the digest's reading A8). Bidelta: P alone, one byte per stack,
+    each stack's stage digits from the top."""
     if params.form == "bidelta":
         digits = _digits(processor, 4, sum(params.stacks))
         packed, start = [], 0
@@ -222,7 +251,10 @@ def address(params: TransitParams, processor: int) -> tuple[tuple[int, ...], int
         j = params.leaf_stages
         first, rest = divmod(x, 4 ** (j - 1))
         p = _slices((first, *_digits(rest, 4, j - 1)))
-        return tuple(_layer_byte(d) for d in _digits(leaf, 64, params.ut_layers)), p
+        copy, leaf = divmod(leaf, 64**params.ut_layers)
+        c = tuple(_layer_byte(d) for d in _digits(leaf, 64, params.ut_layers))
+        # a capped network's four copies: an extra leading byte, the copy in its top slice
+        return ((copy << 6, *c) if params.cap else c), p
     return tuple(_layer_byte(d) for d in _digits(processor, 64, params.ut_layers)), None
 
 
@@ -450,7 +482,7 @@ class _UnitTree:
         self, net: _Netlist, name: str, position: dict[str, Any], small: bool, up: tuple[int, bool]
     ):
         self.net, self.small = net, small
-        position = {**position, "block": "UT64x2" if small else "UT64x8"}
+        position = {"block": "UT64x2" if small else "UT64x8", **position}
         up_slice, up_swallow = up
         self.up_swallow = up_swallow
         if small:  # alternate mode: level-1 node m's two up halves on chips m and m + 1
@@ -582,7 +614,8 @@ def _tree(net: _Netlist, params: TransitParams) -> None:
     hybrid = params.form == "hybrid"
     if hybrid:
         j = params.leaf_stages
-        leaves = [_Leaf(net, b, j) for b in range(64**params.ut_layers)]
+        copies = 4 if params.cap else 1
+        leaves = [_Leaf(net, b, j) for b in range(copies * 64**params.ut_layers)]
         children: list[Any] = leaves
         first_layer = 1
         per_stack = 4 ** (j - 2)
@@ -605,11 +638,16 @@ def _tree(net: _Netlist, params: TransitParams) -> None:
     top = children
     for layer in range(first_layer, params.ut_layers + 1):
         rule = _up_rule(params.form, layer)
+        block = "UT64x8c" if params.cap and layer == params.ut_layers else "UT64x8"
         stacks = []
         for s in range(len(children) // 64):
             units = [
                 _UnitTree(
-                    net, f"t{layer}s{s}u{x}", {"layer": layer, "stack": s, "unit": x}, False, rule
+                    net,
+                    f"t{layer}s{s}u{x}",
+                    {"layer": layer, "stack": s, "unit": x, "block": block},
+                    False,
+                    rule,
                 )
                 for x in range(per_stack)
             ]
@@ -619,11 +657,36 @@ def _tree(net: _Netlist, params: TransitParams) -> None:
             stacks.append(units)
         children, top = stacks, stacks
         per_stack *= 16
+    if params.cap:
+        _cap(net, top, params.ut_layers)
+        return
     # the top: up outputs and inputs from above face nothing
     for stack in top:
         for unit in stack:
             net.unused.extend((chip, port, "out") for chip, port in unit.up_wires())
             net.finish_unused(unit.level3)
+
+
+def _cap(net: _Netlist, copies: list[list[_UnitTree]], layer: int) -> None:
+    """The capped root over the top stacks of four copies (§3.3.3): unit tree x of each copy
+    gets 16 cap chips; its up wires (128) become a fourth lateral into them, and a cap chip's
+    direction d leads into level 3 of unit tree x of copy d (32 wires to each copy, its own
+    included), reading the copy from the address's leading byte."""
+    for s, stack in enumerate(copies):
+        for x, unit in enumerate(stack):
+            position = {"kind": "cap", "layer": layer, "stack": s, "unit": x, "block": "UT64x8c"}
+            caps = [
+                net.standard(f"t{layer}s{s}u{x}cap{c}", {**position, "index": c}, 0)
+                for c in range(16)
+            ]
+            for q, (chip, port) in enumerate(unit.up_wires()):
+                to = caps[q % 16]
+                net.channels.append((chip, port, to, net.take(to, True)))
+            for chip in caps:
+                for d in range(4):
+                    for w in (0, 1):
+                        to, slot = copies[d][x].from_above()
+                        net.channels.append((chip, net.output(chip, d, w), to, slot))
 
 
 def _join(net: _Netlist, child: Any, b: int, units: list[_UnitTree], leaf: bool) -> None:
@@ -661,7 +724,7 @@ def transit_summary(plan: Any) -> dict[str, Any]:
     chip's two halves are one), unit trees by kind and leaf clusters (by their processors),
     beside the chips the seed's formula gives."""
     chips: set[int] = set()
-    units: dict[str, set[tuple]] = {"UT64x2": set(), "UT64x8": set()}
+    units: dict[str, set[tuple]] = {"UT64x2": set(), "UT64x8": set(), "UT64x8c": set()}
     leaves: set[int] = set()
     for switch in plan.switches:
         position = switch.position
@@ -678,7 +741,11 @@ def transit_summary(plan: Any) -> dict[str, Any]:
         "chips": len(chips),
         "chips_by_formula": transit_chips(
             TransitParams(
-                params["form"], params["leaf_stages"], params["ut_layers"], tuple(params["stacks"])
+                params["form"],
+                params["leaf_stages"],
+                params["ut_layers"],
+                tuple(params["stacks"]),
+                params["cap"],
             )
         ),
         "unit_trees": {kind: len(found) for kind, found in units.items() if found},
@@ -705,5 +772,6 @@ def build(spec: FabricSpec):
         "leaf_stages": params.leaf_stages,
         "ut_layers": params.ut_layers,
         "stacks": list(params.stacks),
+        "cap": params.cap,
     }
     return finish_plan(builder, spec, topology_params, {"form": params.form})

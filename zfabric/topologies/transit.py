@@ -15,7 +15,8 @@ Forms (``form``):
   N/4 chips per stage (stage t routes on destination digit t, the last stage in alternate
   mode, looping back to the processors); a stack is the run of stages between two swallows.
 - ``hybrid``: 64^ut_layers bidelta leaf clusters B_n (``leaf_stages`` j = 2..4 stages, n =
-  3 * 4^(j-1) processors) joined by ``ut_layers`` layers of UT64x8 unit trees.
+  3 * 4^(j-1) processors) joined by ``ut_layers`` layers of UT64x8 unit trees; ``cap``: four
+  copies whose top unit trees are capped (UT64x8c: 16 cap chips each, joining the copies).
 - ``full``: UT64x2 unit trees with the processors as their leaves, 64 each, under
   ``ut_layers - 1`` layers of UT64x8.
 
@@ -23,7 +24,7 @@ A unit tree has an up layer (up chips: direction 11 goes further up, 00 / 01 / 1
 into its down levels 1 / 2 / 3) and three down levels (a 4-way tree). Where the seed leaves
 the wiring open, the readings of its digest are taken: delta wiring ``(2x + w) mod G`` from
 chip x of a stage group to the next group of G chips (a chip's two wires of one direction land
-on two chips); a final node's two halves on chips f and f + 1; round-robin fills of a node's
+on two chips); a final node's two halves on chips f and f - 1; round-robin fills of a node's
 inputs; wire q of a unit's up wires to unit tree q mod N_U of the layer above; the top layer's
 up outputs and its level-3 inputs from above face nothing (unused).
 """

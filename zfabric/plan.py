@@ -21,6 +21,7 @@ from .errors import PlanError
 from .router_settings import RouterSettings
 
 __all__ = [
+    "ATTACHMENT_MODES",
     "Port",
     "Switch",
     "PortRef",
@@ -265,6 +266,8 @@ class PlanBuilder:
     ) -> None:
         """Attach ``endpoint`` to a port: both ways (a ``local`` port), or ``mode`` ``in`` (it
         injects into that input) or ``out`` (it receives from that output), any role."""
+        if mode not in ATTACHMENT_MODES:
+            raise PlanError(f"attachment mode {mode!r}: one of {', '.join(ATTACHMENT_MODES)}")
         ref = PortRef(switch, port)
         if mode == "both":
             self._claim(ref, ("in", "out"), "local")
@@ -287,6 +290,8 @@ class PlanBuilder:
     def leave_unused(self, switch: int, port: int, side: str) -> None:
         """Declare one side (``in`` or ``out``) of a port unused: it faces nothing (the root of
         a partial tree). Routes never take an unused output; the proof checks it."""
+        if side not in ("in", "out"):
+            raise PlanError(f"side {side!r}: in or out")
         self._claim(PortRef(switch, port), (side,))
 
     def build(self, **plan_fields: Any) -> FabricPlan:

@@ -236,7 +236,9 @@ def memory_table(repeats: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", help="comma-separated NAME@RATE (default: the cases measured against BookSim2)")
+    parser.add_argument(
+        "--cases", help="comma-separated NAME@RATE (default: the cases measured against BookSim2)"
+    )
     parser.add_argument("--all", action="store_true", help="also " + ", ".join(MORE))
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--cycles", type=int, default=2000)

@@ -17,12 +17,12 @@ candidates, allowed VCs and injection choices) and finds the most loaded switch-
 At injection rate r (flits/cycle per endpoint) that link carries r x its load, and one link
 carries at most one flit per cycle, so no rate above 1 / (max load) is sustainable. An
 endpoint's ejection links take at most one flit per cycle each, and a source injects at most one,
-so the bound is min(1, 1 / link load, attachments / ejection load). It is a true bound for a
+so the bound is min(1, 1 / link load, ejection links / ejection load). It is a true bound for a
 routing with one candidate per decision; with several, the equal split is one way to route, and
 an adaptive routing may balance better (HyperZ's ALIOD on 1024 processors accepts 0.302 under
 uniform where the split gives 0.259: docs/research/hyperz.md). Where some flow is
 spread over several links (``ChannelLoad.spread``: adaptive candidates, or injection at several
-switches) only the endpoints' limits are proven, min(1, attachments / ejection load):
+switches) only the endpoints' limits are proven, min(1, ejection links / ejection load):
 ``ChannelLoad.proven``, what the model's saturation verdict reads.
 
 The walk has one node per routing state key (:meth:`RoutingFunction.state_key`, what ``route``
@@ -75,7 +75,7 @@ class ChannelLoad:
     max_load: float  # flits per cycle on the busiest link per flit/cycle injected per endpoint
     busiest: str  # that link's name
     bound: float  # sustainable injection rate in flits/cycle/endpoint (see the module doc)
-    ejection_load: float = 0.0  # the busiest endpoint's arrivals per attachment, same units
+    ejection_load: float = 0.0  # the busiest endpoint's arrivals per ejection link, same units
     #: some flow is spread over several links (a decision offering several links, or injection
     #: at several switch ports): ``bound`` is then the equal split's figure, not a bound (see the
     #: module doc). Several VCs of one link count as one path: a routing whose next decision
@@ -182,7 +182,7 @@ def _walk(
             longest = max(longest, latency)
     if not arrivals:
         raise ValueError("the traffic pattern has no flows")
-    ejection = max(arrivals[dst] / len(plan.endpoints[dst].attachments) for dst in arrivals)
+    ejection = max(arrivals[dst] / len(plan.endpoints[dst].ejections) for dst in arrivals)
     max_load = max(load.values(), default=0.0)
     busiest = "none"
     if max_load:

@@ -128,6 +128,23 @@ EXPECTED = {
     # 216/63 links on average plus the internal links, 1/2 k^(n+1) = 128 crossings per switch
     # below the top (Prop 20) over the 64 * 63 pairs; the longest crosses at stages 0 and 1
     # on the way up (backward connections never cross, Prop 19)
+    # one UT64x2 (the Transit digest §5, Tables 3.4-3.5): 16 + 16 alternate-mode chips (two
+    # switches each) + 12 + 8 = 84 switches, 52 chips; one-way channels: 32 up halves x 3
+    # laterals + 8 level-3 chips x 8 + 12 level-2 chips x 8 = 256; each processor 2 in and 2
+    # out; a route climbs one up half and descends 1, 2 or 3 levels: 3 peers at 1 hop, 12 at
+    # 2, 48 at 3; bisection: the first half's 16 up halves have one wire each toward level 3
+    "transit-full-64": dict(
+        endpoints=64,
+        switches=84,
+        links=256,
+        endpoint_links=256,
+        max_radix=8,
+        diameter=3,
+        average_hops=(3 * 1 + 12 * 2 + 48 * 3) / 63,
+        vcs={"down": 1, "side": 1},
+        bisection=16,
+        transit={"form": "full", "chips": 52, "chips_by_formula": 52, "unit_trees": {"UT64x2": 1}},
+    ),
     "tswitch-4ary3": dict(
         endpoints=64,
         switches=80,

@@ -180,6 +180,11 @@ def analyse_routing(
     analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
+    #: per endpoint, the switch inputs it injects into
+    sources = [
+        {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
+        for e in plan.endpoints
+    ]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * bound + 1000))
     try:
@@ -191,6 +196,12 @@ def analyse_routing(
                 injections = rf.injections(src, dst)
                 if not injections:
                     raise PlanError(f"{_ep(view, src)} has no way to inject for {_ep(view, dst)}")
+                for i in injections:
+                    if (i.switch, i.port) not in sources[src]:
+                        raise PlanError(
+                            f"{_ep(view, src)} injects at {view.switches[i.switch].name}.p{i.port},"
+                            " not an input it is attached to"
+                        )
                 results = [
                     walker.visit((i.switch, i.port, vc, i.head), 0)
                     for i in injections
@@ -259,7 +270,12 @@ class _DestinationWalk:
                 raise PlanError(f"{name} has no port {hop.port} (routing to {_ep(view, self.dst)})")
             link = view.out_link[switch][hop.port]
             if link is None:  # a local port: delivery
-                reached = view.endpoint_at[(switch, hop.port)]
+                reached = view.ejection_at.get((switch, hop.port))
+                if reached is None:
+                    raise PlanError(
+                        f"route to {_ep(view, self.dst)} takes {name}.p{hop.port}, an output that"
+                        " faces nothing"
+                    )
                 if reached != self.dst:
                     raise PlanError(
                         f"route to {_ep(view, self.dst)} delivers to {_ep(view, reached)} at {name}"

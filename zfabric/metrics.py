@@ -13,7 +13,13 @@ from .deadlock import RoutingAnalysis, RoutingSummary
 from .plan import FabricPlan
 from .tswitch_paths import PATHS_ENDPOINT_LIMIT, tswitch_paths
 
-__all__ = ["FabricMetrics", "fabric_metrics", "bisection_width", "BISECTION_NODE_LIMIT"]
+__all__ = [
+    "FabricMetrics",
+    "fabric_metrics",
+    "bisection_width",
+    "physical_links",
+    "BISECTION_NODE_LIMIT",
+]
 
 #: Bisection is a max-flow over the whole graph; past this many nodes it is skipped.
 BISECTION_NODE_LIMIT = 3000
@@ -23,7 +29,7 @@ BISECTION_NODE_LIMIT = 3000
 class FabricMetrics:
     endpoints: int
     switches: int
-    links: int  # physical (bidirectional) switch-to-switch links
+    links: int  # physical switch-to-switch links: a bidirectional pair or a one-way channel
     endpoint_links: int  # endpoint attachments (multi-homed endpoints count each)
     radix: dict[int, int]  # ports per switch -> number of switches
     vcs: dict[str, int]  # link class (role of the sending port) -> VCs per channel
@@ -62,8 +68,8 @@ def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
     if graph.number_of_nodes() > BISECTION_NODE_LIMIT:
         return None
     flow = nx.DiGraph()
-    for u, v in graph.edges():
-        for a, b in ((u, v), (v, u)):
+    for u, v, one_way in graph.edges(data="one_way"):
+        for a, b in [one_way] if one_way else ((u, v), (v, u)):
             capacity = flow.get_edge_data(a, b, {"capacity": 0})["capacity"]
             flow.add_edge(a, b, capacity=capacity + 1)
     half = len(plan.endpoints) // 2
@@ -73,6 +79,14 @@ def bisection_width(plan: FabricPlan, graph: nx.MultiGraph) -> int | None:
         else:
             flow.add_edge(("ep", endpoint.id), "sink")
     return int(nx.maximum_flow_value(flow, "source", "sink"))
+
+
+def physical_links(plan: FabricPlan) -> int:
+    """Switch-to-switch links: a channel pair between the same two ports counts once, a
+    one-way channel once (the directed view: ``len(plan.links)`` channels)."""
+    ends = {(link.src, link.dst) for link in plan.links}
+    pairs = sum((link.dst, link.src) in ends for link in plan.links) // 2
+    return len(plan.links) - pairs
 
 
 def fabric_metrics(
@@ -92,13 +106,19 @@ def fabric_metrics(
         from .topologies.ndt import internal_transit_counts
 
         extra["internal_transit"] = internal_transit_counts(plan)
+    if plan.topology == "transit":
+        from .routing.transit import pair_classes
+        from .topologies.transit import transit_summary
+
+        extra["transit"] = transit_summary(plan)
+        extra["transit_classes"] = pair_classes(plan)
     if "tswitch" in plan.topology_params:  # None: skipped, too large
         small = len(plan.endpoints) <= PATHS_ENDPOINT_LIMIT
         extra["tswitch_paths"] = tswitch_paths(plan).report() if small else None
     return FabricMetrics(
         endpoints=len(plan.endpoints),
         switches=len(plan.switches),
-        links=len(plan.links) // 2,
+        links=physical_links(plan),
         endpoint_links=sum(len(e.attachments) for e in plan.endpoints),
         radix=dict(sorted(Counter(s.radix for s in plan.switches).items())),
         vcs=dict(sorted(vcs.items())),

@@ -1,8 +1,11 @@
 """FabricPlan: the compiled, frozen description every back end reads (RTL, model, deadlock proof).
 
 A plan holds switches with their ports, directed links (one per direction of a physical
-link), endpoints with their attachments, the routing function's name and parameters, and the
-flit and buffer parameters. It never holds a networkx graph; :class:`PlanBuilder` builds one
+link, or a single one-way channel), endpoints with their attachments, the routing function's
+name and parameters, and the flit and buffer parameters. A port is an input and an output
+with the same index; the two sides may face different neighbours (a one-way channel into the
+input, another out of the output), an endpoint on one side only, or nothing (an unused side,
+declared as such). It never holds a networkx graph; :class:`PlanBuilder` builds one
 alongside (for metrics) while the topology is being wired.
 """
 
@@ -18,6 +21,7 @@ from .errors import PlanError
 from .router_settings import RouterSettings
 
 __all__ = [
+    "ATTACHMENT_MODES",
     "Port",
     "Switch",
     "PortRef",
@@ -86,13 +90,40 @@ class Link:
     latency: int = 1
 
 
+#: What an endpoint attachment carries: both ways, or only into the switch input (the endpoint
+#: injects there) or only out of the switch output (it receives there).
+ATTACHMENT_MODES = ("both", "in", "out")
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """A terminal; multi-homed endpoints (Znode processors) have several attachments."""
+    """A terminal; multi-homed endpoints (Znode processors) have several attachments.
+
+    ``modes`` says per attachment what it carries (:data:`ATTACHMENT_MODES`); empty means
+    every attachment carries both ways. An endpoint whose injection and ejection are on
+    different switches has ``in`` and ``out`` attachments.
+    """
 
     id: int
     name: str
     attachments: tuple[PortRef, ...]
+    modes: tuple[str, ...] = ()
+
+    def mode(self, index: int) -> str:
+        return self.modes[index] if self.modes else "both"
+
+    def injects(self, index: int) -> bool:
+        """Whether the endpoint injects through attachment ``index``."""
+        return self.mode(index) != "out"
+
+    def ejects(self, index: int) -> bool:
+        """Whether the endpoint receives through attachment ``index``."""
+        return self.mode(index) != "in"
+
+    @property
+    def ejections(self) -> tuple[PortRef, ...]:
+        """The attachments the endpoint receives through."""
+        return tuple(a for i, a in enumerate(self.attachments) if self.ejects(i))
 
 
 @dataclass(frozen=True)
@@ -116,7 +147,11 @@ class FabricPlan:
     router: RouterSettings = RouterSettings()
 
     def to_dict(self) -> dict[str, Any]:
-        return _canonical(asdict(self))
+        data = _canonical(asdict(self))
+        for endpoint in data["endpoints"]:  # two-way attachments only: written as before modes
+            if not endpoint["modes"]:
+                del endpoint["modes"]
+        return data
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -143,7 +178,12 @@ class FabricPlan:
                     for link in data["links"]
                 ),
                 endpoints=tuple(
-                    Endpoint(e["id"], e["name"], tuple(PortRef(**a) for a in e["attachments"]))
+                    Endpoint(
+                        e["id"],
+                        e["name"],
+                        tuple(PortRef(**a) for a in e["attachments"]),
+                        tuple(e.get("modes", ())),
+                    )
                     for e in data["endpoints"]
                 ),
                 routing=RoutingSpec(data["routing"]["name"], data["routing"]["params"]),
@@ -163,18 +203,22 @@ def plan_from_json(text: str) -> FabricPlan:
 
 
 class PlanBuilder:
-    """Wires a topology: switches, bidirectional links and endpoint attachments.
+    """Wires a topology: switches, links and endpoint attachments.
 
-    Every physical link becomes two :class:`Link` channels. The same wiring is mirrored into a
-    networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics.
+    Every physical link becomes two :class:`Link` channels (:meth:`connect`); a one-way
+    channel is one (:meth:`channel`). Each side of a port (its input, its output) is used
+    exactly once, or declared unused (:meth:`leave_unused`). The same wiring is mirrored into
+    a networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics;
+    an edge that carries one way only has ``one_way=(from, to)``.
     """
 
     def __init__(self) -> None:
         self._switches: list[Switch] = []
         self._links: list[Link] = []
         self._attachments: dict[int, list[PortRef]] = {}
+        self._modes: dict[int, list[str]] = {}
         self._endpoint_names: dict[int, str] = {}
-        self._used: set[PortRef] = set()
+        self._used: set[tuple[PortRef, str]] = set()  # (port, "in" | "out")
         self.graph = nx.MultiGraph()
 
     def add_switch(self, name: str, position: dict[str, Any], ports: list[Port]) -> int:
@@ -183,15 +227,18 @@ class PlanBuilder:
         self.graph.add_node(("sw", switch_id))
         return switch_id
 
-    def _claim(self, ref: PortRef, role: str | None = None) -> None:
+    def _claim(self, ref: PortRef, sides: tuple[str, ...], role: str | None = None) -> None:
         ports = self._switches[ref.switch].ports
+        where = f"{self._switches[ref.switch].name}.p{ref.port}"
         if not 0 <= ref.port < len(ports):
             raise PlanError(f"{self._switches[ref.switch].name} has no port {ref.port}")
-        if ref in self._used:
-            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is used twice")
+        for side in sides:
+            if (ref, side) in self._used:
+                what = where if len(sides) == 2 else f"{where} {side}put"
+                raise PlanError(f"{what} is used twice")
         if role is not None and ports[ref.port].role != role:
-            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is not a {role} port")
-        self._used.add(ref)
+            raise PlanError(f"{where} is not a {role} port")
+        self._used.update((ref, side) for side in sides)
 
     def connect(
         self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
@@ -199,29 +246,72 @@ class PlanBuilder:
         """A physical link between two switch ports: one channel each way, ``vcs`` VCs each."""
         ends = PortRef(a, a_port), PortRef(b, b_port)
         for ref in ends:
-            self._claim(ref)
+            self._claim(ref, ("in", "out"))
         for src, dst in (ends, ends[::-1]):
             self._links.append(Link(len(self._links), src, dst, vcs, latency))
         self.graph.add_edge(("sw", a), ("sw", b))
 
-    def attach(self, endpoint: int, switch: int, port: int, name: str | None = None) -> None:
+    def channel(
+        self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
+    ) -> None:
+        """A one-way channel from output ``a_port`` of ``a`` to input ``b_port`` of ``b``."""
+        src, dst = PortRef(a, a_port), PortRef(b, b_port)
+        self._claim(src, ("out",))
+        self._claim(dst, ("in",))
+        self._links.append(Link(len(self._links), src, dst, vcs, latency))
+        self.graph.add_edge(("sw", a), ("sw", b), one_way=(("sw", a), ("sw", b)))
+
+    def attach(
+        self, endpoint: int, switch: int, port: int, name: str | None = None, *, mode: str = "both"
+    ) -> None:
+        """Attach ``endpoint`` to a port: both ways (a ``local`` port), or ``mode`` ``in`` (it
+        injects into that input) or ``out`` (it receives from that output), any role."""
+        if mode not in ATTACHMENT_MODES:
+            raise PlanError(f"attachment mode {mode!r}: one of {', '.join(ATTACHMENT_MODES)}")
         ref = PortRef(switch, port)
-        self._claim(ref, "local")
-        self._attachments.setdefault(endpoint, []).append(ref)
+        if mode == "both":
+            self._claim(ref, ("in", "out"), "local")
+        else:
+            self._claim(ref, (mode,))
+        refs = self._attachments.setdefault(endpoint, [])
+        modes = self._modes.setdefault(endpoint, [])
+        if ref in refs:  # the other side of a port already attached: one attachment, both ways
+            modes[refs.index(ref)] = "both"
+        else:
+            refs.append(ref)
+            modes.append(mode)
         self._endpoint_names.setdefault(endpoint, name or f"ep{endpoint}")
-        self.graph.add_edge(("ep", endpoint), ("sw", switch))
+        ends = ("ep", endpoint), ("sw", switch)
+        if mode == "both":
+            self.graph.add_edge(*ends)
+        else:
+            self.graph.add_edge(*ends, one_way=ends if mode == "in" else ends[::-1])
+
+    def leave_unused(self, switch: int, port: int, side: str) -> None:
+        """Declare one side (``in`` or ``out``) of a port unused: it faces nothing (the root of
+        a partial tree). Routes never take an unused output; the proof checks it."""
+        if side not in ("in", "out"):
+            raise PlanError(f"side {side!r}: in or out")
+        self._claim(PortRef(switch, port), (side,))
 
     def build(self, **plan_fields: Any) -> FabricPlan:
         if sorted(self._attachments) != list(range(len(self._attachments))):
             raise PlanError("endpoint ids must be 0..N-1")
         for switch in self._switches:
             for index in range(switch.radix):
-                if PortRef(switch.id, index) not in self._used:
-                    raise PlanError(
-                        f"{switch.name}.p{index} ({switch.ports[index].label}) is unused"
-                    )
+                for side in ("in", "out"):
+                    if (PortRef(switch.id, index), side) not in self._used:
+                        raise PlanError(
+                            f"{switch.name}.p{index} ({switch.ports[index].label}) {side}put is"
+                            " unused (declare it with leave_unused)"
+                        )
         endpoints = tuple(
-            Endpoint(i, self._endpoint_names[i], tuple(self._attachments[i]))
+            Endpoint(
+                i,
+                self._endpoint_names[i],
+                tuple(self._attachments[i]),
+                () if set(self._modes[i]) == {"both"} else tuple(self._modes[i]),
+            )
             for i in range(len(self._attachments))
         )
         params = dict(plan_fields)
@@ -252,6 +342,13 @@ class PlanView:
         #: endpoint_at[(switch, port)] -> endpoint id for local ports
         self.endpoint_at: dict[tuple[int, int], int] = {
             (a.switch, a.port): e.id for e in plan.endpoints for a in e.attachments
+        }
+        #: ejection_at[(switch, port)] -> the endpoint that receives from that output
+        self.ejection_at: dict[tuple[int, int], int] = {
+            (a.switch, a.port): e.id
+            for e in plan.endpoints
+            for i, a in enumerate(e.attachments)
+            if e.ejects(i)
         }
         self.ports_by_role: list[dict[str, list[int]]] = []
         for switch in plan.switches:

@@ -145,6 +145,9 @@ def summary(
         lines.append(
             f"  internal-link transit paths per node: {transit['crossing']} of {transit['transit']}"
         )
+    if "transit" in metrics.extra:
+        lines.append(transit_line(metrics.extra["transit"]))
+        lines.append(transit_classes_line(metrics.extra["transit_classes"]))
     if "tswitch_paths" in metrics.extra:
         lines.extend(tswitch_path_lines(metrics.extra["tswitch_paths"]))
     if cycle:
@@ -160,6 +163,37 @@ def summary(
     else:
         lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
     return "\n".join(lines)
+
+
+def transit_line(summary: dict[str, Any]) -> str:
+    """RN1 chips counted (and by the seed's formula), unit trees by kind, leaf clusters."""
+    blocks = [
+        f"{n} {kind}" for kind, n in {**summary["unit_trees"], **summary.get("leaves", {})}.items()
+    ]
+    if "stages" in summary:
+        blocks.append(f"{summary['stages']} stages")
+    return (
+        f"  RN1 chips: {summary['chips']} (formula {summary['chips_by_formula']}):"
+        f" {', '.join(blocks)}"
+    )
+
+
+def transit_classes_line(classes: dict[int, dict[str, Any]] | None) -> str:
+    """Per crossover level k, the chips and swallows of the pairs' routes (``None``: not
+    counted, :data:`~zfabric.routing.transit.CLASSES_ENDPOINT_LIMIT`)."""
+    if classes is None:
+        from .routing.transit import CLASSES_ENDPOINT_LIMIT
+
+        return f"  per crossover level: skipped (over {CLASSES_ENDPOINT_LIMIT} endpoints)"
+
+    def span(values: list[int]) -> str:
+        return str(values[0]) if len(values) == 1 else f"{values[0]}..{values[-1]}"
+
+    shown = "; ".join(
+        f"k={k}: {span(c['stages'])} stages, {span(c['swallows'])} swallows ({c['pairs']} pairs)"
+        for k, c in classes.items()
+    )
+    return f"  per crossover level: {shown}"
 
 
 def tswitch_path_lines(paths: dict[str, Any] | None) -> list[str]:

@@ -436,8 +436,9 @@ class FastModel:
             name += f"/vc{a['ov'][ov, k.OV_VC]}"
             raise InvariantError(f"credits not conserved on ejection {name}: {total[bad][0]}")
         n_inj = self.plan.router.injection_vcs
-        ivs = (a["ga"][:, k.GA_IV0, None] + np.arange(n_inj)).ravel()
-        total = a["inj_credit"] + counts[ivs] + flits_to_iv[ivs] + credits_to_inj
+        injecting = np.repeat(np.array(self._tables.injecting, bool), n_inj)
+        ivs = (a["ga"][:, k.GA_IV0, None] + np.arange(n_inj)).ravel()[injecting]
+        total = (a["inj_credit"] + credits_to_inj)[injecting] + counts[ivs] + flits_to_iv[ivs]
         bad = np.flatnonzero(total != self.depth)
         if len(bad):
             name = self._name(int(ivs[bad[0]]))

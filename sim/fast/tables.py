@@ -69,7 +69,17 @@ class FabricTables:
         router = plan.router
         n_inj, n_ej, depth = router.injection_vcs, router.ejection_vcs, plan.buffer_depth
         attachments = [(e.id, i, a) for e in plan.endpoints for i, a in enumerate(e.attachments)]
-        ga_of = {(a.switch, a.port): ga for ga, (_, _, a) in enumerate(attachments)}
+        #: the attachments an endpoint injects through (the rest only receive)
+        self.injecting = [plan.endpoints[e].injects(i) for e, i, _ in attachments]
+        # a local input -> the attachment injecting there; a local output -> the one receiving
+        inject_ga_of = {
+            (a.switch, a.port): ga for ga, (_, _, a) in enumerate(attachments) if self.injecting[ga]
+        }
+        eject_ga_of = {
+            (a.switch, a.port): ga
+            for ga, (e, i, a) in enumerate(attachments)
+            if plan.endpoints[e].ejects(i)
+        }
         n_ga = len(attachments)
         sw, gp_rows, gp_switch, iv_rows, ov_rows = [], [], [], [], []
         #: (switch, port, vc) of every input VC, for the misses and the reports
@@ -100,8 +110,8 @@ class FabricTables:
             link = view.in_link[s][p]
             if link is not None:
                 self.iv[iv, k.IV_CREDIT_TO] = self.ov_of(link.src.switch, link.src.port, v)
-            elif (s, p) in ga_of:
-                self.iv[iv, k.IV_CREDIT_TO] = -1 - (ga_of[(s, p)] * n_inj + v)
+            elif (s, p) in inject_ga_of:
+                self.iv[iv, k.IV_CREDIT_TO] = -1 - (inject_ga_of[(s, p)] * n_inj + v)
         self.ov = _table(n_ov, k.OV_FIELDS)
         self.ov[:, [k.OV_GP, k.OV_PORT, k.OV_VC]] = ov_rows
         self.ov[:, k.CREDIT] = depth
@@ -112,8 +122,8 @@ class FabricTables:
             link = view.out_link[s][p]
             if link is not None:
                 self.ov[ov, k.OV_DST] = self.iv_of(link.dst.switch, link.dst.port, w)
-            elif (s, p) in ga_of:
-                self.ov[ov, k.OV_DST] = -1 - (ga_of[(s, p)] * n_ej + w)
+            elif (s, p) in eject_ga_of:
+                self.ov[ov, k.OV_DST] = -1 - (eject_ga_of[(s, p)] * n_ej + w)
             self.ov[ov, k.OV_ATOMIC] = rf.atomic(s, p, w)
             self.ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
         self.ga = _table(n_ga, k.GA_FIELDS, 0)

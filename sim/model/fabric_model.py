@@ -295,12 +295,19 @@ class FabricModel:
             _Endpoint(len(e.attachments), self._injection_vcs, self.depth, plan.router.ejection_vcs)
             for e in plan.endpoints
         ]
-        # local port (switch, port) -> (endpoint, attachment index): injection credits in,
-        # ejected flits out
-        self._attachment_of = {
+        # local input (switch, port) -> (endpoint, attachment index): injection credits go
+        # there; local output -> (endpoint, attachment index): ejected flits go there
+        self._injection_of = {
             (a.switch, a.port): (e.id, i)
             for e in plan.endpoints
             for i, a in enumerate(e.attachments)
+            if e.injects(i)
+        }
+        self._ejection_of = {
+            (a.switch, a.port): (e.id, i)
+            for e in plan.endpoints
+            for i, a in enumerate(e.attachments)
+            if e.ejects(i)
         }
         self._injecting: set[int] = set()
         self._eject_ready = eject_ready
@@ -650,7 +657,7 @@ class FabricModel:
                 continue
             link = view.out_link[s][o]
             if link is None:
-                endpoint, which = self._attachment_of[(s, o)]
+                endpoint, which = self._ejection_of[(s, o)]
                 received = self._endpoints[endpoint].received[which][w]
                 received.append(flit)
                 self._receiving.add((endpoint, which))
@@ -666,7 +673,7 @@ class FabricModel:
         for s, p, v in self._credits_wire:
             link = view.in_link[s][p]
             if link is None:
-                endpoint, which = self._attachment_of[(s, p)]
+                endpoint, which = self._injection_of[(s, p)]
                 self._endpoints[endpoint].credits[which][v] += 1
             else:
                 self._credit[link.src.switch][link.src.port][v] += 1
@@ -881,7 +888,7 @@ class FabricModel:
         for s, o, w, _flit in self._sent + self._wire:
             if s >= 0 and view.out_link[s][o] is None:
                 sent[(s, o, w)] = sent.get((s, o, w), 0) + 1
-        for (s, o), (endpoint, which) in self._attachment_of.items():
+        for (s, o), (endpoint, which) in self._ejection_of.items():
             for w, received in enumerate(self._endpoints[endpoint].received[which]):
                 total = self._credit[s][o][w] + sent.get((s, o, w), 0) + len(received)
                 if total != self.depth:
@@ -895,7 +902,7 @@ class FabricModel:
         for s, p, v in self._credits_sent + self._credits_wire:
             if view.in_link[s][p] is None:
                 out[(s, p, v)] = out.get((s, p, v), 0) + 1
-        for (s, p), (endpoint, which) in self._attachment_of.items():
+        for (s, p), (endpoint, which) in self._injection_of.items():
             for v, credit in enumerate(self._endpoints[endpoint].credits[which]):
                 total = credit + len(self._buf[s][p][v]) + out.get((s, p, v), 0)
                 if total != self.depth:

@@ -45,6 +45,8 @@ FAMILIES = {
         {"kind": "kary_ntree", "k": 4, "n": 2, "tswitch": {"scp": "bad", "internal_ports": 2}},
         "destro",
     ),
+    "transit-full": ({"kind": "transit", "form": "full"}, "transit"),
+    "transit-bidelta": ({"kind": "transit", "form": "bidelta", "stacks": [1, 2]}, "transit"),
 }
 
 #: every (stages, allocator, selection) the spec allows: separable-2 only up to 3 stages

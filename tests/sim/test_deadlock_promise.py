@@ -27,7 +27,7 @@ def _sizes(low: int, high: int, most: int):
 @st.composite
 def topologies(draw) -> tuple[dict, dict]:
     """A small fabric of one family and one of its routings."""
-    family = draw(st.sampled_from(["torus", "hyperx", "hyperz", "ndt", "znode", "tree"]))
+    family = draw(st.sampled_from(["torus", "hyperx", "hyperz", "ndt", "znode", "tree", "transit"]))
     if family == "torus":
         topology = {
             "kind": "torus",
@@ -55,6 +55,17 @@ def topologies(draw) -> tuple[dict, dict]:
         topology = {"kind": "ndt", "k": draw(st.lists(st.integers(2, 3), min_size=2, max_size=3))}
         routing = draw(st.sampled_from(["dort", "dort_adaptive", "tsdor"]))
         return topology, {"name": routing}
+    if family == "transit":
+        form = draw(
+            st.sampled_from(
+                [
+                    {"form": "full"},
+                    {"form": "bidelta", "stacks": [2]},
+                    {"form": "bidelta", "stacks": [1, 2]},
+                ]
+            )
+        )
+        return {"kind": "transit", **form}, {"name": "transit"}
     if family == "tree":
         topology = {"kind": "kary_ntree", "k": draw(st.integers(2, 3)), "n": 2}
         return topology, {"name": draw(st.sampled_from(["sliced", "updown"]))}

@@ -37,6 +37,10 @@ SLICE = [
     ("tree-sliced", {"stages": 5, "head_bits": 2}, 0.45, {"packet_length": 1}),
     ("tswitch-optimal", {"stages": 2}, 0.9, {}),
     ("tswitch-bad-r2", {"stages": 4, "selection": "round-robin"}, 0.45, {}),
+    ("transit-full", {"stages": 1}, 0.1, {}),
+    ("transit-full", {"stages": 3, "selection": "round-robin", "head_bits": 8}, 0.9, {}),
+    ("transit-bidelta", {"stages": 2, "selection": "occupancy"}, 0.1, {}),
+    ("transit-bidelta", {"stages": 4, "head_bits": 8}, 0.9, {"buffer_depth": 3}),
 ]
 
 

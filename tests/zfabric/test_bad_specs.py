@@ -235,6 +235,52 @@ CASES = [
     case("kary-k1", "topology: {kind: kary_ntree, k: 1, n: 3}\n", ("topology.k", "got 1")),
     case("kary-n-huge", "topology: {kind: kary_ntree, k: 2, n: 20000}\n", ("topology.n", "1..64")),
     case("kary-n-text", "topology: {kind: kary_ntree, k: 4, n: three}\n", ("topology.n", "three")),
+    # ---- Transit: sizes the seed rules out ----------------------------------------------------
+    case(
+        "transit-j-1",
+        "topology: {kind: transit, form: hybrid, leaf_stages: 1}\n",
+        ("topology.leaf_stages", "2..4, got 1"),
+    ),
+    case(
+        "transit-j-5",
+        "topology: {kind: transit, form: hybrid, leaf_stages: 5}\n",
+        ("topology.leaf_stages", "2..4, got 5"),
+    ),
+    case(
+        "transit-early-stack-over-512",
+        "topology: {kind: transit, form: bidelta, stacks: [4, 2]}\n",
+        ("topology.stacks[0]", "B256x8 stack of 2048 channels, over the 512"),
+    ),
+    case(
+        "transit-last-stack-over-512",
+        "topology: {kind: transit, form: bidelta, stacks: [2, 5]}\n",
+        ("topology.stacks[1]", "B1024x2 stack of 2048 channels, over the 512"),
+    ),
+    case(
+        "transit-stack-huge",
+        "topology: {kind: transit, form: bidelta, stacks: [99999999999]}\n",
+        ("topology.stacks[0]", "4^99999999999 x 2 channels"),
+    ),
+    case(
+        "transit-no-form",
+        "topology: {kind: transit, leaf_stages: 2}\n",
+        ("topology.form", "missing required key"),
+    ),
+    case(
+        "transit-cap-on-bidelta",
+        "topology: {kind: transit, form: bidelta, stacks: [3], cap: true}\n",
+        ("topology.cap", "a bidelta network has no unit-tree layers"),
+    ),
+    case(
+        "transit-cap-on-full",
+        "topology: {kind: transit, form: full, ut_layers: 2, cap: true}\n",
+        ("topology.cap", "a full network has UT64x2 unit trees at its bottom"),
+    ),
+    case(
+        "transit-hybrid-key-on-full",
+        "topology: {kind: transit, form: full, leaf_stages: 2}\n",
+        ("topology.leaf_stages", "unknown key"),
+    ),
     case(
         "xgft-m-length",
         "topology: {kind: xgft, h: 2, m: [4], w: [1, 4]}\n",

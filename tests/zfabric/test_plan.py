@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import zfabric.cli
-from zfabric import PlanError, compile_plan, load_spec, plan_from_json
+from zfabric import PlanError, analyse_routing, compile_plan, load_spec, plan_from_json
 from zfabric.plan import PlanBuilder, Port
 
 
@@ -37,6 +37,123 @@ def test_builder_refuses_a_port_used_twice():
     builder.connect(a, 1, b, 1, vcs=1)
     with pytest.raises(PlanError, match=r"^a\.p1 is used twice$"):
         builder.connect(a, 1, b, 1, vcs=1)
+
+
+def one_way_ring(unused: bool = True):
+    """Three switches joined by one-way channels s_i.p1 -> s_(i+1).p1; endpoint i injects into
+    s_i.p0 and receives from s_(i+1).p0; s_i.p2 faces nothing either way."""
+    builder = PlanBuilder()
+    ids = [
+        builder.add_switch(f"s{i}", {}, [Port("local"), Port("down"), Port("down")])
+        for i in range(3)
+    ]
+    for i in ids:
+        builder.channel(i, 1, (i + 1) % 3, 1, vcs=1)
+        builder.attach(i, i, 0, mode="in")
+        builder.attach(i, (i + 1) % 3, 0, mode="out")
+        if unused:
+            builder.leave_unused(i, 2, "in")
+            builder.leave_unused(i, 2, "out")
+    return builder
+
+
+def sealed(builder):
+    from zfabric.plan import RoutingSpec
+
+    return builder.build(name="ring", topology="ring", topology_params={}, routing=RoutingSpec("x"))
+
+
+def test_one_way_channels_and_split_attachments():
+    from zfabric.metrics import physical_links
+    from zfabric.plan import PlanView
+
+    plan = sealed(one_way_ring())
+    assert len(plan.links) == physical_links(plan) == 3  # no channel has a reverse
+    endpoint = plan.endpoints[0]
+    assert [a.switch for a in endpoint.attachments] == [0, 1]
+    assert endpoint.modes == ("in", "out")
+    assert (endpoint.injects(0), endpoint.ejects(0), endpoint.injects(1), endpoint.ejects(1)) == (
+        True,
+        False,
+        False,
+        True,
+    )
+    assert [a.switch for a in endpoint.ejections] == [1]
+    view = PlanView(plan)
+    assert view.ejection_at == {(1, 0): 0, (2, 0): 1, (0, 0): 2}
+    again = plan_from_json(plan.to_json())
+    assert again == plan
+
+
+def test_a_torus_plan_has_pairs_and_no_modes(example):
+    from zfabric.metrics import physical_links
+
+    plan = compile_plan(load_spec(example("torus-4x4")))
+    assert physical_links(plan) == len(plan.links) // 2
+    assert all(e.modes == () and e.ejections == e.attachments for e in plan.endpoints)
+    assert '"modes"' not in plan.to_json()  # the plan JSON of two-way endpoints is unchanged
+
+
+def test_an_undeclared_unused_side_is_refused():
+    with pytest.raises(PlanError, match=r"^s0\.p2 \(down\) input is unused \(declare it"):
+        sealed(one_way_ring(unused=False))
+
+
+def test_a_side_is_claimed_once():
+    builder = one_way_ring()
+    with pytest.raises(PlanError, match=r"^s0\.p1 output is used twice$"):
+        builder.channel(0, 1, 2, 2, vcs=1)
+
+
+def test_both_sides_of_a_port_to_one_endpoint_are_one_attachment():
+    builder = PlanBuilder()
+    a = builder.add_switch("a", {}, [Port("down")])
+    builder.attach(0, a, 0, mode="in")
+    builder.attach(0, a, 0, mode="out")
+    assert sealed(builder).endpoints[0].modes == ()
+
+
+def ring_routing(**mistakes):
+    """Around the one-way ring to the destination's ejection switch (dst + 1 mod 3);
+    ``mistakes`` plant what the proof must catch (``out_port``, ``inject_port``)."""
+    from zfabric.routing import Decision, Hop, Injection, RoutingFunction
+
+    class Ring(RoutingFunction):
+        def injections(self, src, dst):
+            return (Injection(src, mistakes.get("inject_port", 0), dst),)
+
+        def route(self, switch, in_port, in_vc, head):
+            if switch == (head + 1) % 3:
+                return Decision((Hop(0, (0,)),), head)
+            return Decision((Hop(mistakes.get("out_port", 1), (0,)),), head)
+
+    Ring.name = "x"
+    return Ring
+
+
+def test_the_proof_walks_one_way_channels(monkeypatch):
+    from zfabric.routing import ROUTINGS
+
+    monkeypatch.setitem(ROUTINGS, "x", ring_routing())
+    analysis = analyse_routing(sealed(one_way_ring()))
+    # endpoint i injects at s_i: to i + 1 two hops (it receives at s_(i+2)), to i + 2 none
+    assert analysis.min_hops == analysis.max_hops == {2: 3, 0: 3}
+    assert analysis.cycle is not None  # one VC around a one-way ring
+
+
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        ({"out_port": 2}, r"^route to ep0 takes s2\.p2, an output that faces nothing$"),
+        ({"inject_port": 1}, r"^ep1 injects at s1\.p1, not an input it is attached to$"),
+    ],
+)
+def test_the_proof_refuses_unused_outputs_and_foreign_inputs(monkeypatch, mistake, message):
+    from zfabric.routing import ROUTINGS
+
+    monkeypatch.setitem(ROUTINGS, "x", ring_routing(**mistake))
+    with pytest.raises(PlanError, match=message):
+        analyse_routing(sealed(one_way_ring()))
 
 
 def test_malformed_plan_json_is_a_plan_error():

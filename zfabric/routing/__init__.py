@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration)
     hyperz,
     sliced,
     source_destination,
+    transit,
     tsdor,
     updown,
 )

@@ -68,6 +68,9 @@ class RoutingFunction:
     #: the routing offers adaptive channels besides its escape sub-function
     #: (:meth:`is_escape`): the proof checks Duato's condition instead of Dally and Seitz's
     adaptive: ClassVar[bool] = False
+    #: the RTL has a route unit for this routing (and builds the fabrics it runs on); when
+    #: not, the commands that build RTL refuse the spec up front (:func:`require_route_unit`)
+    rtl: ClassVar[bool] = True
 
     def __init__(self, view: PlanView):
         self.view = view
@@ -145,8 +148,9 @@ class RoutingFunction:
 
     def local_hop(self, switch: int, dst: int) -> Hop:
         """The hop that delivers to endpoint ``dst`` from ``switch`` (which must host it)."""
-        for attachment in self.view.plan.endpoints[dst].attachments:
-            if attachment.switch == switch:
+        endpoint = self.view.plan.endpoints[dst]
+        for index, attachment in enumerate(endpoint.attachments):
+            if attachment.switch == switch and endpoint.ejects(index):
                 return Hop(attachment.port, self.ejection_vcs)
         raise LookupError(f"endpoint {dst} is not attached to switch {switch}")
 
@@ -210,10 +214,17 @@ def routing_head_width(plan: FabricPlan) -> int:
 
 
 def require_route_unit(spec: Any, command: str) -> None:
-    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: an adaptive
-    routing under first-free selection (a route unit's mask cannot hold its priority order,
-    hdl/router/route). ``command``: what would build it, for the message."""
+    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: a routing
+    without a route unit, or an adaptive routing under first-free selection (a route unit's
+    mask cannot hold its priority order, hdl/router/route). ``command``: what would build it,
+    for the message."""
     routing = ROUTINGS[spec.routing]
+    if not routing.rtl:
+        raise SpecError(
+            "routing",
+            f"{spec.routing!r} (kind {spec.kind!r}) has no RTL yet: zfabric {command} cannot"
+            " build it (check and simulate can)",
+        )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(
             "router.selection",

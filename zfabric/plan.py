@@ -34,9 +34,21 @@ __all__ = [
 ROLES = ("local", "internal", "external", "up", "down", "side")
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _canonical(value: Any) -> Any:
     """JSON-native copy (tuples become lists), so a plan equals its own JSON round trip."""
-    return json.loads(json.dumps(value))
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _canonical(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {
+            key: item if type(item) in _SCALARS else _canonical(item) for key, item in value.items()
+        }
+    return json.loads(json.dumps(value))  # keys and types JSON changes (int keys, subclasses)
 
 
 @dataclass(frozen=True)
@@ -166,7 +178,8 @@ class PlanBuilder:
     """Wires a topology: switches, bidirectional links and endpoint attachments.
 
     Every physical link becomes two :class:`Link` channels. The same wiring is mirrored into a
-    networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics.
+    networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics, built
+    when first read (a plan alone does not need it).
     """
 
     def __init__(self) -> None:
@@ -174,52 +187,67 @@ class PlanBuilder:
         self._links: list[Link] = []
         self._attachments: dict[int, list[PortRef]] = {}
         self._endpoint_names: dict[int, str] = {}
-        self._used: set[PortRef] = set()
-        self.graph = nx.MultiGraph()
+        self._used: set[tuple[int, int]] = set()  # (switch, port)
+        self._wiring: list[tuple] = []  # (node,) and (node, node), in order, for ``graph``
+        self._graph = nx.MultiGraph()
+        self._replayed = 0  # how much of ``_wiring`` ``_graph`` holds
+
+    @property
+    def graph(self) -> nx.MultiGraph:
+        """The wiring so far as a networkx ``MultiGraph``."""
+        for item in self._wiring[self._replayed :]:
+            if len(item) == 1:
+                self._graph.add_node(item[0])
+            else:
+                self._graph.add_edge(*item)
+        self._replayed = len(self._wiring)
+        return self._graph
 
     def add_switch(self, name: str, position: dict[str, Any], ports: list[Port]) -> int:
         switch_id = len(self._switches)
         self._switches.append(Switch(switch_id, name, _canonical(position), tuple(ports)))
-        self.graph.add_node(("sw", switch_id))
+        self._wiring.append((("sw", switch_id),))
         return switch_id
 
-    def _claim(self, ref: PortRef, role: str | None = None) -> None:
-        ports = self._switches[ref.switch].ports
-        if not 0 <= ref.port < len(ports):
-            raise PlanError(f"{self._switches[ref.switch].name} has no port {ref.port}")
-        if ref in self._used:
-            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is used twice")
-        if role is not None and ports[ref.port].role != role:
-            raise PlanError(f"{self._switches[ref.switch].name}.p{ref.port} is not a {role} port")
-        self._used.add(ref)
+    def _claim(self, switch: int, port: int, role: str | None = None) -> None:
+        ports = self._switches[switch].ports
+        if not 0 <= port < len(ports):
+            raise PlanError(f"{self._switches[switch].name} has no port {port}")
+        if (switch, port) in self._used:
+            raise PlanError(f"{self._switches[switch].name}.p{port} is used twice")
+        if role is not None and ports[port].role != role:
+            raise PlanError(f"{self._switches[switch].name}.p{port} is not a {role} port")
+        self._used.add((switch, port))
 
     def connect(
         self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
     ) -> None:
         """A physical link between two switch ports: one channel each way, ``vcs`` VCs each."""
+        self._claim(a, a_port)
+        self._claim(b, b_port)
         ends = PortRef(a, a_port), PortRef(b, b_port)
-        for ref in ends:
-            self._claim(ref)
         for src, dst in (ends, ends[::-1]):
             self._links.append(Link(len(self._links), src, dst, vcs, latency))
-        self.graph.add_edge(("sw", a), ("sw", b))
+        self._wiring.append((("sw", a), ("sw", b)))
 
     def attach(self, endpoint: int, switch: int, port: int, name: str | None = None) -> None:
-        ref = PortRef(switch, port)
-        self._claim(ref, "local")
-        self._attachments.setdefault(endpoint, []).append(ref)
+        self._claim(switch, port, "local")
+        self._attachments.setdefault(endpoint, []).append(PortRef(switch, port))
         self._endpoint_names.setdefault(endpoint, name or f"ep{endpoint}")
-        self.graph.add_edge(("ep", endpoint), ("sw", switch))
+        self._wiring.append((("ep", endpoint), ("sw", switch)))
 
     def build(self, **plan_fields: Any) -> FabricPlan:
         if sorted(self._attachments) != list(range(len(self._attachments))):
             raise PlanError("endpoint ids must be 0..N-1")
-        for switch in self._switches:
-            for index in range(switch.radix):
-                if PortRef(switch.id, index) not in self._used:
-                    raise PlanError(
-                        f"{switch.name}.p{index} ({switch.ports[index].label}) is unused"
-                    )
+        if len(self._used) < sum(switch.radix for switch in self._switches):  # claims are unique
+            unused = next(
+                (switch, index)
+                for switch in self._switches
+                for index in range(switch.radix)
+                if (switch.id, index) not in self._used
+            )
+            switch, index = unused
+            raise PlanError(f"{switch.name}.p{index} ({switch.ports[index].label}) is unused")
         endpoints = tuple(
             Endpoint(i, self._endpoint_names[i], tuple(self._attachments[i]))
             for i in range(len(self._attachments))

@@ -347,6 +347,12 @@ def study_from_dict(
     patterns = _list(traffic.get("patterns", "uniform"), "traffic.patterns")
     for i, pattern in enumerate(patterns):
         _require(pattern in PATTERNS, f"traffic.patterns[{i}]", f"one of {PATTERNS}", pattern)
+        if pattern == "weighted":  # its level weights belong to one fabric's levels
+            raise SpecError(
+                f"traffic.patterns[{i}]",
+                "'weighted' is not offered in study files; run it with simulate or sweep"
+                " (--traffic weighted --level-weights W,W,...)",
+            )
         for spec_name, (spec_json, _varied) in specs.items() if pattern in PERMUTATIONS else ():
             why = silent_pattern(pattern, len(_plan(spec_json).endpoints), spec_name)
             if why:

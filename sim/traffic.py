@@ -8,6 +8,15 @@ Zipf follows the nDT evaluations (F. J. Andújar et al., *N-Dimensional Twin Tor
 IEEE Transactions on Computers, 2015): each source ranks the other endpoints in its own seeded
 random order and picks rank r with probability proportional to 1 / r**s (s = 1 by default).
 
+Weighted-random follows the Znode thesis (A. Peratikou, *An optimised and generalised node for
+fat tree classes*, 2014, §5.2.1): each packet first draws the level it must reach, with the
+probability given for that level, then a destination uniformly among those whose nearest common
+ancestor with the source is at that level. On fabrics of Znodes (Znodes, super nodes, k-ary
+n-trees, XGFTs, HyperZ's Z-nodes) endpoint ``e`` is processor ``e mod P_z`` of Znode
+``e div P_z`` with the port labels of its zones; the level of a pair is the thesis's common
+level of their labels (its peer level when they sit in different Znodes): the highest level
+whose label differs, or 1 when only the Znodes do.
+
 Injection is Bernoulli (one packet with probability rate/length per cycle per endpoint) or
 Poisson (a Poisson number of packets with that mean), with ``rate`` in flits/cycle/endpoint.
 """
@@ -34,6 +43,10 @@ __all__ = [
     "write_trace",
     "destination_function",
     "silent_pattern",
+    "fabric_levels",
+    "level_counts",
+    "level_probabilities",
+    "pair_level",
     "pattern_flows",
     "flows_by_destination",
     "by_destination",
@@ -49,10 +62,25 @@ class TrafficConfig:
     hotspots: tuple[int, ...] = (0,)
     hotspot_fraction: float = 0.2
     zipf_exponent: float = 1.0
+    #: weighted: the probability of each level (level 1 first), normalised; empty: all equal
+    level_weights: tuple[float, ...] = ()
+    #: weighted: the fabric's zones under each level (its z), from :func:`fabric_levels`
+    zones: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
             raise ValueError(f"unknown traffic pattern {self.pattern!r}; one of {PATTERNS}")
+        if self.pattern == "weighted":
+            if not self.zones:
+                raise ValueError("weighted traffic needs a fabric with levels (zones)")
+            weights = self.level_weights
+            if weights and len(weights) != len(self.zones):
+                raise ValueError(
+                    f"level weights must have {len(self.zones)} entries, one per level,"
+                    f" got {len(weights)}"
+                )
+            if weights and (min(weights) < 0 or sum(weights) <= 0):
+                raise ValueError(f"level weights must be >= 0 with a positive sum, got {weights}")
         if not 0 < self.rate <= 1:
             raise ValueError(f"rate must be in (0, 1] flits/cycle/endpoint, got {self.rate!r}")
         if self.process not in ("bernoulli", "poisson"):
@@ -87,6 +115,79 @@ def _permutation_table(pattern: str, n: int) -> list[int]:
     a source mapped onto itself sends nothing)."""
     permute = _permutation(pattern, max(1, math.ceil(math.log2(n))))
     return [permute(src) % n for src in range(n)]
+
+
+def fabric_levels(plan) -> tuple[int, ...] | None:
+    """The zones under each level (z) of a fabric of Znodes, whose endpoints are numbered Znode
+    by Znode (znode and its presets, hyperz and hyperx); None for a fabric without levels."""
+    if plan.topology in ("znode", "hyperz"):
+        return tuple(plan.topology_params["z"])
+    return None
+
+
+def level_counts(zones: tuple[int, ...], endpoints: int) -> list[int]:
+    """Per level (1 first): how many destinations a source has at that level. Level 1: the
+    other processors of its level-1 zone in every Znode (m·z_1 - 1); level c >= 2: a different
+    level-(c-1) zone of its level-c zone, in every Znode (m·(z_c - 1)·z_1···z_(c-1))."""
+    znodes = endpoints // math.prod(zones)
+    counts = [znodes * zones[0] - 1]
+    for level in range(1, len(zones)):
+        counts.append(znodes * (zones[level] - 1) * math.prod(zones[:level]))
+    return counts
+
+
+def level_probabilities(config: TrafficConfig, endpoints: int) -> list[float]:
+    """Weighted-random's probability of each level (normalised weights, equal by default);
+    raises ValueError for a fabric it does not fit or a weight on a level with no
+    destination."""
+    zones = config.zones
+    if endpoints % math.prod(zones):
+        raise ValueError(f"{endpoints} endpoints are not whole Znodes of {math.prod(zones)}")
+    weights = config.level_weights or (1.0,) * len(zones)
+    counts = level_counts(zones, endpoints)
+    if not config.level_weights:  # equal over the levels that have destinations
+        weights = tuple(1.0 if count else 0.0 for count in counts)
+    for level, (weight, count) in enumerate(zip(weights, counts, strict=True), 1):
+        if weight and not count:
+            raise ValueError(f"level {level} has no destination on this fabric (weight {weight})")
+    total = sum(weights)
+    return [weight / total for weight in weights]
+
+
+def pair_level(src: int, dst: int, zones: tuple[int, ...]) -> int:
+    """The level of the pair's nearest common ancestor: the highest level whose label differs,
+    1 when only their Znodes do (the thesis's common or peer level)."""
+    per_znode = math.prod(zones)
+    x, y = src % per_znode, dst % per_znode
+    level = len(zones)
+    stride = per_znode // zones[-1]
+    while level > 1 and (x // stride) % zones[level - 1] == (y // stride) % zones[level - 1]:
+        level -= 1
+        stride //= zones[level - 1]
+    return level
+
+
+def _weighted(config: TrafficConfig, n: int, rng: random.Random) -> Callable[[int], int]:
+    zones = config.zones
+    per_znode, znodes = math.prod(zones), n // math.prod(zones)
+    cumulative = list(itertools.accumulate(level_probabilities(config, n)))
+    under = [math.prod(zones[:level]) for level in range(len(zones))]  # z_1 ... z_(level-1)
+
+    def weighted(src: int) -> int:
+        level = min(bisect.bisect_right(cumulative, rng.random()), len(zones) - 1)
+        znode, x = divmod(src, per_znode)
+        if level == 0:  # another processor of the level-1 zone, in any Znode
+            pick = rng.randrange(znodes * zones[0] - 1)
+            pick += pick >= znode * zones[0] + x % zones[0]
+            znode, label = divmod(pick, zones[0])
+            return znode * per_znode + x - x % zones[0] + label
+        block = under[level]  # processors under one level-``level`` zone
+        label = rng.randrange(zones[level] - 1)
+        label += label >= (x // block) % zones[level]
+        above = x - x % (block * zones[level])
+        return rng.randrange(znodes) * per_znode + above + label * block + rng.randrange(block)
+
+    return weighted
 
 
 def silent_pattern(pattern: str, endpoints: int, fabric: str) -> str | None:
@@ -124,6 +225,8 @@ def destination_function(
         return lambda src: (src + shift) % n
     if pattern == "neighbour":
         return lambda src: (src + 1) % n
+    if pattern == "weighted":
+        return _weighted(config, n, rng)
     if pattern == "hotspot":
         hot = [h for h in config.hotspots if 0 <= h < n]
         fallback = destination_function(TrafficConfig(rate=config.rate), n, rng)
@@ -188,6 +291,16 @@ def pattern_flows(
                     flows[(src, dst)] *= 1 - config.hotspot_fraction
             for hot in targets:
                 flows[(src, hot)] += config.hotspot_fraction / len(targets)
+        return flows
+    if pattern == "weighted":
+        probabilities = level_probabilities(config, n)
+        counts = level_counts(config.zones, n)
+        flows = {}
+        for src in range(n):
+            for dst in range(n):
+                level = pair_level(src, dst, config.zones) - 1
+                if dst != src and probabilities[level]:
+                    flows[(src, dst)] = probabilities[level] / counts[level]
         return flows
     if pattern == "zipf":
         weights = _zipf_weights(config, n)

@@ -38,9 +38,21 @@ __all__ = [
 ROLES = ("local", "internal", "external", "up", "down", "side")
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _canonical(value: Any) -> Any:
     """JSON-native copy (tuples become lists), so a plan equals its own JSON round trip."""
-    return json.loads(json.dumps(value))
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _canonical(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {
+            key: item if type(item) in _SCALARS else _canonical(item) for key, item in value.items()
+        }
+    return json.loads(json.dumps(value))  # keys and types JSON changes (int keys, subclasses)
 
 
 @dataclass(frozen=True)
@@ -208,8 +220,9 @@ class PlanBuilder:
     Every physical link becomes two :class:`Link` channels (:meth:`connect`); a one-way
     channel is one (:meth:`channel`). Each side of a port (its input, its output) is used
     exactly once, or declared unused (:meth:`leave_unused`). The same wiring is mirrored into
-    a networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics;
-    an edge that carries one way only has ``one_way=(from, to)``.
+    a networkx ``MultiGraph`` (nodes ``("sw", id)`` and ``("ep", id)``) used by the metrics,
+    built when first read (a plan alone does not need it); an edge that carries one way only
+    has ``one_way=(from, to)``.
     """
 
     def __init__(self) -> None:
@@ -218,27 +231,42 @@ class PlanBuilder:
         self._attachments: dict[int, list[PortRef]] = {}
         self._modes: dict[int, list[str]] = {}
         self._endpoint_names: dict[int, str] = {}
-        self._used: set[tuple[PortRef, str]] = set()  # (port, "in" | "out")
-        self.graph = nx.MultiGraph()
+        self._used: set[tuple[int, int, str]] = set()  # (switch, port, "in" | "out")
+        self._wiring: list[tuple] = []  # (node,), (node, node) or (node, node, attributes)
+        self._graph = nx.MultiGraph()
+        self._replayed = 0  # how much of ``_wiring`` ``_graph`` holds
+
+    @property
+    def graph(self) -> nx.MultiGraph:
+        """The wiring so far as a networkx ``MultiGraph``."""
+        for item in self._wiring[self._replayed :]:
+            if len(item) == 1:
+                self._graph.add_node(item[0])
+            else:
+                self._graph.add_edge(item[0], item[1], **(item[2] if len(item) == 3 else {}))
+        self._replayed = len(self._wiring)
+        return self._graph
 
     def add_switch(self, name: str, position: dict[str, Any], ports: list[Port]) -> int:
         switch_id = len(self._switches)
         self._switches.append(Switch(switch_id, name, _canonical(position), tuple(ports)))
-        self.graph.add_node(("sw", switch_id))
+        self._wiring.append((("sw", switch_id),))
         return switch_id
 
     def _claim(self, ref: PortRef, sides: tuple[str, ...], role: str | None = None) -> None:
-        ports = self._switches[ref.switch].ports
-        where = f"{self._switches[ref.switch].name}.p{ref.port}"
-        if not 0 <= ref.port < len(ports):
-            raise PlanError(f"{self._switches[ref.switch].name} has no port {ref.port}")
+        switch, port = ref.switch, ref.port
+        ports = self._switches[switch].ports
+        if not 0 <= port < len(ports):
+            raise PlanError(f"{self._switches[switch].name} has no port {port}")
         for side in sides:
-            if (ref, side) in self._used:
-                what = where if len(sides) == 2 else f"{where} {side}put"
-                raise PlanError(f"{what} is used twice")
-        if role is not None and ports[ref.port].role != role:
-            raise PlanError(f"{where} is not a {role} port")
-        self._used.update((ref, side) for side in sides)
+            if (switch, port, side) in self._used:
+                where = f"{self._switches[switch].name}.p{port}"
+                raise PlanError(
+                    f"{where if len(sides) == 2 else f'{where} {side}put'} is used twice"
+                )
+        if role is not None and ports[port].role != role:
+            raise PlanError(f"{self._switches[switch].name}.p{port} is not a {role} port")
+        self._used.update((switch, port, side) for side in sides)
 
     def connect(
         self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
@@ -249,7 +277,7 @@ class PlanBuilder:
             self._claim(ref, ("in", "out"))
         for src, dst in (ends, ends[::-1]):
             self._links.append(Link(len(self._links), src, dst, vcs, latency))
-        self.graph.add_edge(("sw", a), ("sw", b))
+        self._wiring.append((("sw", a), ("sw", b)))
 
     def channel(
         self, a: int, a_port: int, b: int, b_port: int, vcs: int, *, latency: int = 1
@@ -259,7 +287,7 @@ class PlanBuilder:
         self._claim(src, ("out",))
         self._claim(dst, ("in",))
         self._links.append(Link(len(self._links), src, dst, vcs, latency))
-        self.graph.add_edge(("sw", a), ("sw", b), one_way=(("sw", a), ("sw", b)))
+        self._wiring.append((("sw", a), ("sw", b), {"one_way": (("sw", a), ("sw", b))}))
 
     def attach(
         self, endpoint: int, switch: int, port: int, name: str | None = None, *, mode: str = "both"
@@ -283,9 +311,9 @@ class PlanBuilder:
         self._endpoint_names.setdefault(endpoint, name or f"ep{endpoint}")
         ends = ("ep", endpoint), ("sw", switch)
         if mode == "both":
-            self.graph.add_edge(*ends)
+            self._wiring.append(ends)
         else:
-            self.graph.add_edge(*ends, one_way=ends if mode == "in" else ends[::-1])
+            self._wiring.append((*ends, {"one_way": ends if mode == "in" else ends[::-1]}))
 
     def leave_unused(self, switch: int, port: int, side: str) -> None:
         """Declare one side (``in`` or ``out``) of a port unused: it faces nothing (the root of
@@ -297,14 +325,18 @@ class PlanBuilder:
     def build(self, **plan_fields: Any) -> FabricPlan:
         if sorted(self._attachments) != list(range(len(self._attachments))):
             raise PlanError("endpoint ids must be 0..N-1")
-        for switch in self._switches:
-            for index in range(switch.radix):
-                for side in ("in", "out"):
-                    if (PortRef(switch.id, index), side) not in self._used:
-                        raise PlanError(
-                            f"{switch.name}.p{index} ({switch.ports[index].label}) {side}put is"
-                            " unused (declare it with leave_unused)"
-                        )
+        if len(self._used) < 2 * sum(switch.radix for switch in self._switches):  # unique claims
+            switch, index, side = next(
+                (switch, index, side)
+                for switch in self._switches
+                for index in range(switch.radix)
+                for side in ("in", "out")
+                if (switch.id, index, side) not in self._used
+            )
+            raise PlanError(
+                f"{switch.name}.p{index} ({switch.ports[index].label}) {side}put is"
+                " unused (declare it with leave_unused)"
+            )
         endpoints = tuple(
             Endpoint(
                 i,

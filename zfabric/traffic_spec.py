@@ -40,6 +40,7 @@ TRAFFIC_PATTERNS = (
     "neighbour",
     "hotspot",
     "zipf",
+    "weighted",
 )
 PROCESSES = ("bernoulli", "poisson")
 #: Longest measurement window (and warm-up) a spec may ask for.
@@ -64,6 +65,7 @@ class TrafficSpec:
     warmup: int | None = None
     cycles: int | None = None  # measurement window
     hotspot_fraction: float | None = None
+    level_weights: tuple[float, ...] | None = None  # weighted: each level's weight, level 1 first
 
 
 def _packet_length(value: Any, path: str) -> int | tuple[int, int]:
@@ -88,6 +90,19 @@ def _rates(value: Any, path: str) -> tuple[float, ...]:
             path, f"must have at most {MAX_LIST_LENGTH} entries, got {len(value)}: {short(value)}"
         )
     return checked_entries(value, path, number(0, 1, low_open=True))
+
+
+def _level_weights(value: Any, path: str) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value:
+        raise SpecError(path, f"must be a non-empty list of weights, got {describe(value)}")
+    if len(value) > MAX_LIST_LENGTH:
+        raise SpecError(
+            path, f"must have at most {MAX_LIST_LENGTH} entries, got {len(value)}: {short(value)}"
+        )
+    weights = checked_entries(value, path, number(0, 1e6))
+    if not sum(weights) > 0:
+        raise SpecError(path, f"must have a positive sum, got {short(value)}")
+    return weights
 
 
 def parse_traffic(reader: Reader, top_packet_length: int | None = None) -> TrafficSpec:
@@ -119,6 +134,7 @@ def parse_traffic(reader: Reader, top_packet_length: int | None = None) -> Traff
         warmup=reader.get("warmup", integer(0, MAX_CYCLES), None),
         cycles=reader.get("cycles", integer(1, MAX_CYCLES), None),
         hotspot_fraction=reader.get("hotspot_fraction", number(0, 1), None),
+        level_weights=reader.get("level_weights", _level_weights, None),
     )
     reader.finish()
     return traffic

@@ -73,8 +73,10 @@ def lockstep(
     seed: int = 1,
     stall: float | None = None,
     packet_length: int | tuple[int, int] | None = None,
+    traffic: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     """Run both engines on the same traffic and raise AssertionError at the first difference.
+    ``traffic``: :class:`TrafficConfig` fields beside the rate and packet length (the pattern).
     Returns the packets delivered and the cycles run (a test checks it did something)."""
     plan = spec_or_plan if hasattr(spec_or_plan, "links") else compile_plan(load_spec(spec_or_plan))
     ready = EjectStalls(stall, seed) if stall else None
@@ -82,12 +84,12 @@ def lockstep(
     fast = FastModel(plan, eject_ready=ready)
     watches = DeadlockWatch(reference), DeadlockWatch(fast)
     lengths = packet_length or plan.packet_length
-    config = TrafficConfig(rate=rate, packet_length=lengths)
-    traffic = Traffic(config, len(plan.endpoints), seed)
+    config = TrafficConfig(rate=rate, packet_length=lengths, **(traffic or {}))
+    packets = Traffic(config, len(plan.endpoints), seed)
     deadlock = None
     for cycle in range(cycles + drain):
         if cycle < cycles:
-            for src, dst, length in traffic.packets_at(cycle):
+            for src, dst, length in packets.packets_at(cycle):
                 reference.offer(src, dst, length)
                 fast.offer(src, dst, length)
         elif reference.in_network == 0 and not reference._injecting:

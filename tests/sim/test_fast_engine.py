@@ -57,6 +57,15 @@ def test_lockstep_with_ejection_stalls(stall):
     assert shown["delivered"] > 10
 
 
+@pytest.mark.parametrize("rate", LOADS)
+def test_lockstep_with_weighted_random_traffic(rate):
+    # the Znode thesis's weighted-random traffic on a super node: 2 Znodes of z = (2, 3)
+    traffic = {"pattern": "weighted", "zones": (2, 3), "level_weights": (0.3, 0.7)}
+    router = {"stages": 2, "selection": "round-robin"}
+    shown = lockstep(spec("znode-sliced", router), rate, traffic=traffic)
+    assert shown["delivered"] > 10
+
+
 def test_lockstep_with_packet_lengths_drawn_per_packet():
     router = {"stages": 3, "selection": "round-robin"}
     shown = lockstep(spec("torus-duato", router), 0.45, packet_length=(1, 9))

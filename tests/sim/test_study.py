@@ -78,6 +78,7 @@ def test_templates_set_and_vary_key_paths_and_name_the_variants(tmp_path):
         ({"traffic": {"rates": [0.1, 1.5]}}, "traffic.rates[1]", "1.5"),
         ({"traffic": {"rates": []}}, "traffic.rates", "non-empty"),
         ({"traffic": {"rates": [0.1], "patterns": ["uniform", "swirl"]}}, "patterns[1]", "swirl"),
+        ({"traffic": {"rates": [0.1], "patterns": ["weighted"]}}, "patterns[0]", "'weighted'"),
         ({"traffic": {"rates": [0.1], "cycles": 0}}, "traffic.cycles", "0"),
         ({"traffic": {"rates": [0.1], "refine": 0}}, "traffic.refine", "0"),
         ({"traffic": {"rates": [0.1], "rate": 0.1}}, "traffic.rate", "unknown key"),

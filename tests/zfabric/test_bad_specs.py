@@ -232,6 +232,34 @@ CASES = [
         ),
     ),
     case("znode-vcs", "topology: {kind: znode, z: [4], R: [1], vcs: 0}\n", ("topology.vcs", "0")),
+    case(
+        "znode-notation-unclosed",
+        "topology: {kind: znode, notation: 'Z3(1,8,64/(8,8,16)'}\n",
+        (
+            "topology.notation",
+            "expected ')' at character 10, got '/(8,8,16)' in 'Z3(1,8,64/(8,8,16)'",
+        ),
+    ),
+    case(
+        "znode-notation-levels",
+        "topology: {kind: znode, notation: 'Z2(1,8,64)/(8,8,16)'}\n",
+        ("topology.notation", "Z2 names 2 levels but z has 3"),
+    ),
+    case(
+        "znode-notation-psi",
+        "topology: {kind: znode, notation: 'Z2(1,8)/(1,2)/(8,64)'}\n",
+        ("topology.notation", "psi[1] must be <= R[0] = 1 for forward connectivity"),
+    ),
+    case(
+        "znode-notation-not-text",
+        "topology: {kind: znode, notation: [1, 8]}\n",
+        ("topology.notation", "must be a string like 'Z3(1,8,64)/(8,8,16)', got a list"),
+    ),
+    case(
+        "znode-notation-and-z",
+        "topology: {kind: znode, notation: 'Z1(1)/(4)', z: [4]}\n",
+        ("topology.z", "not with notation, which gives it"),
+    ),
     case("kary-k1", "topology: {kind: kary_ntree, k: 1, n: 3}\n", ("topology.k", "got 1")),
     case("kary-n-huge", "topology: {kind: kary_ntree, k: 2, n: 20000}\n", ("topology.n", "1..64")),
     case("kary-n-text", "topology: {kind: kary_ntree, k: 4, n: three}\n", ("topology.n", "three")),

@@ -20,6 +20,7 @@ from zfabric.cli import main
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TORUS = str(EXAMPLES / "torus-4x4.yaml")
 RING = str(EXAMPLES / "ring-2.yaml")
+ZNODE = str(EXAMPLES / "znode-64.yaml")
 
 #: generous: every case is refused before any simulation or emission starts
 SECONDS = 20
@@ -98,6 +99,14 @@ CASES = [
     (["simulate", RING, "--traffic", "transpose"], "--traffic", "'transpose' sends nothing"),
     (["sweep", RING, "--traffic", "bit-reversal", "--rates", "0.1"], "--traffic", "'bit-rev"),
     (["run", RING, "--traffic", "shuffle", "--cosim-cycles", "0"], "--traffic", "'shuffle'"),
+    # weighted-random traffic needs a fabric with levels, and one weight per level
+    (["simulate", TORUS, "--traffic", "weighted"], "--traffic", "'weighted' draws destinations"),
+    (
+        ["sweep", ZNODE, "--traffic", "weighted", "--level-weights", "1,2"],
+        "--level-weights",
+        "got 2",
+    ),
+    (["simulate", ZNODE, "--level-weights", "1,-2"], "--level-weights", "'-2'"),
     # single output files: a file zfabric did not write is never replaced
     (["simulate", TORUS, "--records", "{file}"], "--records", "{file}"),
     (["check", TORUS, "--plan-out", "{file}"], "--plan-out", "{file}"),

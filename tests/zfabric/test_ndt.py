@@ -21,7 +21,13 @@ from zfabric import (
 )
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
-from zfabric.topologies.ndt import cbest, internal_transit_counts, ndt_configurations, port_name
+from zfabric.topologies.ndt import (
+    cbest,
+    internal_transit_counts,
+    ndt_configurations,
+    port_name,
+    transit_counts_into,
+)
 from zfabric.topologies.torus import linear_index
 
 FULL = {"ch": 0, "ring_upper": 1, "ring_lower": 2, "pe": 3}
@@ -186,6 +192,26 @@ def test_bfs_distances(k, ports, diameter, average):
 
 def crossing(k, ports=None, **routing_options):
     return internal_transit_counts(ndt(k, ports, **routing_options))
+
+
+@pytest.mark.parametrize(
+    "k, ports, routing",
+    [
+        ((4, 4, 4), ["x+", "y+", "z+"], {}),
+        ((3, 4, 2, 5), None, {}),
+        ((3, 4, 2, 5), ["d0+", "d1-", "d2+", "d3-"], {"tie": "plus"}),
+        ((4, 3, 4), ["x+", "x-", "z-"], {"name": "tsdor"}),
+        ((2, 2, 2, 2, 2), ["d0+", "d1-", "d2+", "d3-", "d4+"], {}),
+    ],
+)
+def test_every_node_carries_the_same_transit_counts(k, ports, routing):
+    # the per-node counts are the totals over the routes into one node: enumerating the routes
+    # into every node gives the same totals each time (the routes are translation-invariant)
+    spec = ndt_spec(k, ports)
+    spec["routing"] = {"name": "dort", **routing}
+    plan = compile_plan(load_spec(spec))
+    per_node = [transit_counts_into(plan, node) for node in range(math.prod(k))]
+    assert per_node == [internal_transit_counts(plan)] * math.prod(k)
 
 
 def test_table_1_1_configurations_of_4x4x4():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from zfabric import SpecError, load_spec
@@ -89,6 +91,9 @@ def test_packet_length_from_either_place():
         ({"warmup": -1}, {}, r"^traffic\.warmup: must be an integer in 0\.\.100000000, got -1$"),
         ({"seed": -1}, {}, r"^traffic\.seed: must be an integer in 0\.\."),
         ({"hotspot_fraction": 2}, {}, r"^traffic\.hotspot_fraction: must be a number in \[0, 1\]"),
+        ({"level_weights": []}, {}, r"^traffic\.level_weights: must be a non-empty list of"),
+        ({"level_weights": [1, -1]}, {}, r"^traffic\.level_weights\[1\]: must be a number in"),
+        ({"level_weights": [0, 0]}, {}, r"^traffic\.level_weights: must have a positive sum"),
         ({"rat": 0.1}, {}, r"^traffic\.rat: unknown key .*did you mean 'rate'\?$"),
         ([0.1], {}, r"^traffic: must be a mapping, got a list \[0\.1\]$"),
     ],
@@ -96,3 +101,25 @@ def test_packet_length_from_either_place():
 def test_bad_traffic(traffic, top, message):
     with pytest.raises(SpecError, match=message):
         load_spec(spec(traffic, **top))
+
+
+def test_weighted_traffic_from_the_spec(tmp_path, capsys):
+    # the spec's level weights reach the run; one too few is refused naming the spec's key
+    from zfabric.cli import main
+
+    topology = {"kind": "znode", "z": [2, 2, 3], "R": [1, 2, 4]}
+    traffic = {"pattern": "weighted", "level_weights": [1, 0, 0]}
+    loaded = load_spec({"name": "w", "topology": topology, "traffic": traffic})
+    assert loaded.traffic.level_weights == (1.0, 0.0, 0.0)
+    path = tmp_path / "w.yaml"
+    path.write_text(str({"name": "w", "topology": topology, "traffic": traffic}))
+    assert main(["simulate", str(path), "--cycles", "300", "--warmup", "0", "--json"]) == 0
+    inputs = json.loads(capsys.readouterr().out)["inputs"]
+    assert (inputs["pattern"], inputs["level_weights"]) == ("weighted", [1.0, 0.0, 0.0])
+    traffic["level_weights"] = [1, 1]
+    path.write_text(str({"name": "w", "topology": topology, "traffic": traffic}))
+    assert main(["simulate", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "zfabric: error: traffic.level_weights: level weights must have 3 entries, one per"
+        " level, got 2 (w)"
+    )

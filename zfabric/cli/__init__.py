@@ -26,6 +26,7 @@ from . import (
     cache,
     check,
     cosim,
+    hyperz_design,
     ndt_configs,
     optimise,
     prove,
@@ -41,8 +42,8 @@ from .common import HelpFormatter, Parser
 __all__ = ["main", "build_parser"]
 
 COMMANDS = (
-    check, verilog, synth, prove, ndt_configs, optimise, simulate, sweep, study, analytic, cosim,
-    board, run, cache,
+    check, verilog, synth, prove, ndt_configs, optimise, hyperz_design, simulate, sweep, study,
+    analytic, cosim, board, run, cache,
 )  # fmt: skip
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "fraction",
     "rate",
     "rates",
+    "weights",
     "packet_length",
     "plural",
     "rate_text",
@@ -153,6 +154,24 @@ def rates(text: str) -> tuple[float, ...]:
                 f" in {short(text)}"
             ) from None
     return tuple(sorted(set(values)))
+
+
+def weights(text: str) -> tuple[float, ...]:
+    """Comma-separated weights, each >= 0, with a positive sum (kept in order)."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or not all(parts):
+        raise argparse.ArgumentTypeError(f"must be comma-separated weights, got {short(text)}")
+    values = []
+    for part in parts:
+        try:
+            values.append(_real(part, 0.0, 1e6, open_low=False, want="a weight in [0, 1e6]"))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"each weight must be a number in [0, 1e6], got {short(part)} in {short(text)}"
+            ) from None
+    if not sum(values) > 0:
+        raise argparse.ArgumentTypeError(f"must have a positive sum, got {short(text)}")
+    return tuple(values)
 
 
 def packet_length(text: str) -> int | tuple[int, int]:

@@ -30,6 +30,7 @@ from .common import (
     rate_text,
     rates,
     status,
+    weights,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ OPTIONS: dict[str, tuple[str, Any]] = {
     "packet_length": ("--packet-length", None),  # the spec always has one
     "process": ("--process", "bernoulli"),
     "hotspot_fraction": ("--hotspot-fraction", 0.2),
+    "level_weights": ("--level-weights", None),  # None: every level alike
     "seed": ("--seed", 1),
     "warmup": ("--warmup", 1000),
     "cycles": ("--cycles", 10000),
@@ -118,6 +120,14 @@ def add_traffic_arguments(
         + _default("hotspot_fraction", builtin["hotspot_fraction"]),
     )
     parser.add_argument(
+        "--level-weights",
+        type=weights,
+        metavar="W,W,...",
+        help="under --traffic weighted, each level's weight (level 1 first, normalised to"
+        " probabilities), the level a packet must reach (default: the spec's"
+        " traffic.level_weights, else every level alike)",
+    )
+    parser.add_argument(
         "--seed",
         type=integer(0, 2**63 - 1),
         metavar="N",
@@ -176,6 +186,8 @@ class Experiment:
     rates: tuple[float, ...] | None = None
     warmup: int | None = None
     cycles: int | None = None
+    level_weights: tuple[float, ...] | None = None  # weighted traffic only
+    zones: tuple[int, ...] = ()  # weighted traffic: the fabric's levels (not an option)
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def config(self, offered: float | None = None):
@@ -189,6 +201,8 @@ class Experiment:
                 packet_length=self.packet_length,
                 process=self.process,
                 hotspot_fraction=self.hotspot_fraction,
+                level_weights=self.level_weights or (),
+                zones=self.zones,
             )
         except ValueError as error:
             raise SpecError("traffic", str(error)) from None
@@ -237,10 +251,40 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
             values[name] = tuple(values[name])
     if "rates" in values:
         values["rates"] = tuple(sorted(values["rates"]))
+
+    def where(name: str) -> str:
+        return f"traffic.{name}" if sources[name] == "spec" else OPTIONS[name][0]
+
     why = silent_pattern(values["pattern"], len(plan.endpoints), plan.name)
     if why:
-        raise SpecError("traffic.pattern" if sources["pattern"] == "spec" else "--traffic", why)
-    return Experiment(**values, sources=sources)
+        raise SpecError(where("pattern"), why)
+    zones: tuple[int, ...] = ()
+    if values["pattern"] == "weighted":
+        zones = weighted_levels(plan, values.get("level_weights"), where)
+    else:  # the level weights mean nothing to other patterns
+        values.pop("level_weights", None)
+        sources.pop("level_weights", None)
+    return Experiment(**values, zones=zones, sources=sources)
+
+
+def weighted_levels(plan, level_weights, where) -> tuple[int, ...]:
+    """The fabric's zones per level for weighted-random traffic, or a SpecError at the
+    pattern's source (a fabric without levels) or the weights' (``where(name)``: its key)."""
+    from zfabric.sim.traffic import TrafficConfig, fabric_levels, level_probabilities
+
+    zones = fabric_levels(plan)
+    if zones is None:
+        raise SpecError(
+            where("pattern"),
+            f"'weighted' draws destinations by level, and {plan.name} ({plan.topology}) has no"
+            " levels: it needs a fabric of Znodes (znode, kary_ntree, xgft, hyperz, hyperx)",
+        )
+    try:
+        config = TrafficConfig(pattern="weighted", zones=zones, level_weights=level_weights or ())
+        level_probabilities(config, len(plan.endpoints))
+    except ValueError as error:
+        raise SpecError(where("level_weights"), f"{error} ({plan.name})") from None
+    return zones
 
 
 def read_checked_trace(path: str, plan) -> list:

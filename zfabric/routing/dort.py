@@ -191,31 +191,40 @@ class DORT(RoutingFunction):
         self.to_pe: list[tuple[Hop, ...]] = []
         #: per switch, per dimension, per destination coordinate: the hop (None where equal)
         self.table: list[list[list[tuple[Hop, ...] | None]]] = []
+        # a row depends only on the switch's ports and its coordinate in the row's dimension,
+        # so switches with the same ports (the cards of one side) share their rows
+        rows_of: dict[tuple, dict[tuple[int, int], list[tuple[Hop, ...] | None]]] = {}
+
+        def row(ports: tuple, internal: int, dim: int, here: int) -> list[tuple[Hop, ...] | None]:
+            """Per destination coordinate in ``dim``: the hop (None where equal)."""
+            on_card = {(p.dim, p.sign): i for i, p in enumerate(ports) if p.role == "external"}
+            hops: list[tuple[Hop, ...] | None] = []
+            for dst in range(k[dim]):
+                sign = ring_direction(here, dst, k[dim], tie=tie[dim])
+                if not sign:
+                    hops.append(None)
+                    continue
+                is_upper = dateline_vc(here, dst) == 0
+                port = on_card.get((dim, sign))
+                if port is not None:
+                    hops.append((Hop(port, upper if is_upper else lower),))
+                elif dim in split:
+                    ring = "ring_upper" if is_upper else "ring_lower"
+                    hops.append((Hop(internal, internal_vcs[ring]),))
+                else:
+                    hops.append((Hop(internal, internal_vcs["ch"]),))
+            return hops
+
         for switch in switches:
             here = self.coords[switch.id]
             internal = view.ports_by_role[switch.id]["internal"][0]
-            on_card = {
-                (p.dim, p.sign): i for i, p in enumerate(switch.ports) if p.role == "external"
-            }
             self.to_pe.append((Hop(internal, internal_vcs["pe"]),))
+            shared = rows_of.setdefault(switch.ports, {})  # by (dim, coordinate)
             rows = []
             for dim in range(n):
-                row: list[tuple[Hop, ...] | None] = []
-                for dst in range(k[dim]):
-                    sign = ring_direction(here[dim], dst, k[dim], tie=tie[dim])
-                    if not sign:
-                        row.append(None)
-                        continue
-                    is_upper = dateline_vc(here[dim], dst) == 0
-                    port = on_card.get((dim, sign))
-                    if port is not None:
-                        row.append((Hop(port, upper if is_upper else lower),))
-                    elif dim in split:
-                        ring = "ring_upper" if is_upper else "ring_lower"
-                        row.append((Hop(internal, internal_vcs[ring]),))
-                    else:
-                        row.append((Hop(internal, internal_vcs["ch"]),))
-                rows.append(row)
+                if (dim, here[dim]) not in shared:
+                    shared[dim, here[dim]] = row(switch.ports, internal, dim, here[dim])
+                rows.append(shared[dim, here[dim]])
             self.table.append(rows)
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:

@@ -23,7 +23,7 @@ class Topology:
     name: str
     parse: Callable[[Reader], Any]  # reads topology.* keys into a frozen params dataclass
     size: Callable[[Any], tuple[int, int]]  # (switches, endpoints), checked before building
-    build: Callable[[FabricSpec], tuple[FabricPlan, nx.MultiGraph]]
+    build: Callable[[FabricSpec], tuple[FabricPlan, PlanBuilder]]
     routings: tuple[str, ...]  # the first is the default
     builds: str  # the topology whose builder runs (presets expand to another family)
     #: the routings of a parsed fabric, when they depend on its parameters (the first is the
@@ -49,7 +49,7 @@ def topology(
     builds: str | None = None,
     routings_for: Callable[[Any], tuple[str, ...]] | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Register ``build(spec) -> (plan, graph)`` as topology ``name``."""
+    """Register ``build(spec) -> (plan, builder)`` (:func:`finish_plan`) as topology ``name``."""
 
     def register(build: Callable) -> Callable:
         TOPOLOGIES[name] = Topology(
@@ -62,8 +62,8 @@ def topology(
 
 def finish_plan(
     builder: PlanBuilder, spec: FabricSpec, topology_params: dict, routing_params: dict
-) -> tuple[FabricPlan, nx.MultiGraph]:
-    """Seal a wired fabric into a plan.
+) -> tuple[FabricPlan, PlanBuilder]:
+    """Seal a wired fabric into a plan (returned with its builder, which holds the graph).
 
     ``routing_params`` is what the routing function needs, computed by the builder from the
     user's routing options (``spec.routing_params``), so the builder's values win.
@@ -86,7 +86,7 @@ def finish_plan(
     if settled:
         plan = dataclasses.replace(plan, router=dataclasses.replace(plan.router, **settled))
     _check_head_flits(plan)
-    return plan, builder.graph
+    return plan, builder
 
 
 def _check_head_flits(plan: FabricPlan) -> None:
@@ -109,8 +109,11 @@ def _check_head_flits(plan: FabricPlan) -> None:
 
 
 def build_fabric(spec: FabricSpec) -> tuple[FabricPlan, nx.MultiGraph]:
-    return TOPOLOGIES[spec.topology].build(spec)
+    """The plan and its wiring as a networkx graph (what the metrics read)."""
+    plan, builder = TOPOLOGIES[spec.topology].build(spec)
+    return plan, builder.graph
 
 
 def compile_plan(spec: FabricSpec) -> FabricPlan:
-    return build_fabric(spec)[0]
+    """The plan alone (no networkx graph is built)."""
+    return TOPOLOGIES[spec.topology].build(spec)[0]

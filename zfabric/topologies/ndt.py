@@ -25,7 +25,7 @@ from ..routing.dort import default_internal_vcs, internal_link_vcs
 from ..routing.tsdor import TSDOR_VCS
 from ..spec import FabricSpec
 from .base import finish_plan, topology
-from .torus import coordinates, linear_index
+from .torus import coordinates
 
 __all__ = [
     "NdtParams",
@@ -33,6 +33,7 @@ __all__ = [
     "ndt_configurations",
     "port_name",
     "internal_transit_counts",
+    "transit_counts_into",
 ]
 
 PortKey = tuple[int, int]  # (dim, sign)
@@ -143,22 +144,26 @@ def build(spec: FabricSpec):
         for card in (0, 1)
     ]
     where = {port: (card, 2 + i) for card in (0, 1) for i, port in enumerate(layout[card])}
+    card_ports = [  # every card of a side has the same ports
+        [Port("local"), Port("internal")]
+        + [Port("external", dim=dim, sign=sign) for dim, sign in layout[card]]
+        for card in (0, 1)
+    ]
     builder = PlanBuilder()
-    for coords in coordinates(k):
+    nodes = coordinates(k)
+    for coords in nodes:
         tag = "_".join(map(str, coords))
         for card in (0, 1):
-            ports = [Port("local"), Port("internal")]
-            ports += [Port("external", dim=dim, sign=sign) for dim, sign in layout[card]]
             switch = builder.add_switch(
-                f"n{tag}c{card}", {"coords": list(coords), "card": card}, ports
+                f"n{tag}c{card}", {"coords": list(coords), "card": card}, card_ports[card]
             )
             builder.attach(switch, switch, 0, name=f"n{tag}pe{card}")
-    for node, coords in enumerate(coordinates(k)):
+    stride = [math.prod(k[:dim]) for dim in range(n)]  # linear_index's weight of each dim
+    for node, coords in enumerate(nodes):
         builder.connect(2 * node, 1, 2 * node + 1, 1, internal_link)
         for dim in range(n):
-            neighbour = list(coords)
-            neighbour[dim] = (coords[dim] + 1) % k[dim]
-            other = linear_index(tuple(neighbour), k)
+            step = 1 - k[dim] if coords[dim] == k[dim] - 1 else 1  # + neighbour, wrapping
+            other = node + step * stride[dim]
             (a_card, a_port), (b_card, b_port) = where[(dim, 1)], where[(dim, -1)]
             builder.connect(2 * node + a_card, a_port, 2 * other + b_card, b_port, external_link)
     card0 = [list(port) for port in params.card0]
@@ -179,14 +184,23 @@ def build(spec: FabricSpec):
 # ---- transit paths over the internal link (ndt.md §1.4) ----------------------------------------
 
 
-def internal_transit_counts(plan: FabricPlan) -> dict[str, int | float]:
-    """Walk the plan's routing from PE0 of every node to PE0 of every other node (§1.4).
+def internal_transit_counts(plan: FabricPlan) -> dict[str, int]:
+    """A node's transit paths and how many of them cross its internal link (§1.4).
 
     A node is in transit on a route it enters on an external port and leaves on an external
-    port; the route crosses it if it takes the internal link in between. Totals are divided by
-    the node count: the torus is vertex-transitive, so every node carries the same counts.
-    Returns ``{"transit": ..., "crossing": ...}`` per node (integers when the division is exact).
+    port; the route crosses it if it takes the internal link in between. Every node carries the
+    same counts, and they are the totals over the routes into one node: the torus is
+    vertex-transitive and the deterministic nDT routings (DORT, TSDOR) pick each hop from
+    coordinate differences and the port layout alone (the shorter way round each ring, the card
+    a port sits on), so translating a route's source and destination translates the route.
+    :func:`transit_counts_into` of any node gives the same counts (the tests check every node).
     """
+    return transit_counts_into(plan, 0)
+
+
+def transit_counts_into(plan: FabricPlan, node: int) -> dict[str, int]:
+    """``{"transit": ..., "crossing": ...}`` summed over the routes from PE0 of every other node
+    to PE0 of ``node``, walking the plan's routing."""
     view = PlanView(plan)
     rf = make_routing(view)
     if rf.adaptive:
@@ -213,32 +227,34 @@ def internal_transit_counts(plan: FabricPlan) -> dict[str, int | float]:
             switch, in_port, in_vc, head = state
         raise RuntimeError("route loops inside a node")
 
-    memo: dict[Hashable, tuple[int, int]] = {}  # cleared per destination
+    memo: dict[Hashable, tuple[int, int]] = {}  # state key -> (transit nodes, crossings) onward
 
     def onward(state: tuple) -> tuple[int, int]:
         """(transit nodes, crossings) from the node ``state`` arrives at, on to the end."""
+        path: list[tuple[Hashable, bool]] = []  # the nodes walked, not yet in ``memo``
         key = rf.state_key(*state)
-        if key not in memo:
-            crossed, nxt = cross_node(state)
-            if nxt is None:  # the destination node: not in transit
+        while key not in memo:
+            crossed, state = cross_node(state)
+            if state is None:  # the destination node: not in transit
                 memo[key] = (0, 0)
-            else:
-                t, c = onward(nxt)
-                memo[key] = (t + 1, c + crossed)
-        return memo[key]
+                break
+            path.append((key, crossed))
+            if len(path) > len(pe0):
+                raise RuntimeError("route loops between nodes")
+            key = rf.state_key(*state)
+        transit, crossing = memo[key]
+        for key, crossed in reversed(path):
+            transit, crossing = transit + 1, crossing + crossed
+            memo[key] = (transit, crossing)
+        return transit, crossing
 
     transit = crossing = 0
-    for dst in pe0:
-        memo.clear()
-        for src in pe0:
-            if src != dst:
-                injection = rf.injections(src, dst)[0]
-                _, nxt = cross_node((injection.switch, injection.port, 0, injection.head))
-                t, c = onward(nxt)
-                transit += t
-                crossing += c
-    nodes = len(pe0)
-    return {
-        name: total // nodes if total % nodes == 0 else total / nodes
-        for name, total in (("transit", transit), ("crossing", crossing))
-    }
+    dst = pe0[node]
+    for src in pe0:
+        if src != dst:
+            injection = rf.injections(src, dst)[0]
+            _, nxt = cross_node((injection.switch, injection.port, 0, injection.head))
+            t, c = onward(nxt)
+            transit += t
+            crossing += c
+    return {"transit": transit, "crossing": crossing}

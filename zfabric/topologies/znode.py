@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..fields import MAX_LIST_LENGTH, Reader, choice, int_list, integer
+from ..fields import MAX_LIST_LENGTH, Reader, choice, describe, int_list, integer
 from ..plan import PlanBuilder, Port, Switch
 from ..routing.base import MAX_VCS
 from ..routing.dort import internal_link_vcs
@@ -50,6 +50,7 @@ from .tswitch import (
     internal_switch_radix,
     parse_tswitch,
 )
+from .znode_notation import NotationError, ZnodeNotation, format_notation, parse_notation
 
 __all__ = [
     "port_groups",
@@ -203,6 +204,18 @@ class ZnodeParams:
             return 1
         return sum(1 for half in half_ports(self.tswitch, level, self.radix(level)) if half)
 
+    def notation(self) -> str:
+        """The thesis's Z/S notation (``4∘Z3(2,4,8)/(1,2,2)/(4,2,4)``, :mod:`.znode_notation`),
+        then what it leaves out: side channels of a super node, theta, VCs, T-switches."""
+        shape = ZnodeNotation(self.R, self.psi, self.z, self.layers, self.znodes, self.pattern)
+        text = format_notation(shape)
+        if self.znodes > 1:
+            text += f", side={'x'.join(map(str, self.side))}"
+        text += f", theta={self.theta}, vcs={self.vcs}"
+        if self.tswitch is not None:
+            text += f", tswitch={self.tswitch}"
+        return text
+
     def turn_level(self, p: Sequence[int], q: Sequence[int], same_znode: bool) -> int:
         """The level where a packet turns: the common level, or across Znodes the lowest level
         >= the peer level with side links (digest §7.6)."""
@@ -216,17 +229,44 @@ class ZnodeParams:
 # ---- spec parsing ------------------------------------------------------------------------------
 
 
+#: the keys the Z/S notation gives
+NOTATION_KEYS = ("z", "R", "psi", "pattern", "layers", "znodes")
+
+
+def _notation(value: object, path: str) -> ZnodeNotation:
+    if not isinstance(value, str):
+        raise SpecError(path, f"must be a string like 'Z3(1,8,64)/(8,8,16)', got {describe(value)}")
+    try:
+        return parse_notation(value)
+    except NotationError as error:
+        raise SpecError(path, f"{error} in {value!r}") from None
+
+
 def _parse_znode(reader: Reader) -> ZnodeParams:
-    z = reader.get("z", int_list(1))
-    n = len(z)
-    znodes = reader.get("znodes", integer(1), 1)
+    if reader.has("notation"):
+        for key in NOTATION_KEYS:
+            if reader.has(key):
+                raise SpecError(reader.key(key), "not with notation, which gives it")
+        shape = reader.get("notation", _notation)
+    else:
+        z = reader.get("z", int_list(1))
+        n = len(z)
+        shape = ZnodeNotation(
+            z=z,
+            R=reader.get("R", int_list(1, length=n)),
+            psi=reader.get("psi", int_list(1, length=n), (1,) * n),
+            pattern=reader.get("pattern", choice(PATTERNS), "butterfly"),
+            layers=reader.get("layers", integer(1), 1),
+            znodes=reader.get("znodes", integer(1), 1),
+        )
+    n = len(shape.z)
     params = ZnodeParams(
-        z=z,
-        R=reader.get("R", int_list(1, length=n)),
-        psi=reader.get("psi", int_list(1, length=n), (1,) * n),
-        pattern=reader.get("pattern", choice(PATTERNS), "butterfly"),
-        layers=reader.get("layers", integer(1), 1),
-        znodes=znodes,
+        z=shape.z,
+        R=shape.R,
+        psi=shape.psi,
+        pattern=shape.pattern,
+        layers=shape.layers,
+        znodes=shape.znodes,
         side=reader.get("side", int_list(0, length=n), (1,) * n),
         theta=reader.get("theta", integer(1), 64),
         vcs=reader.get("vcs", integer(1, MAX_VCS), 1),
@@ -236,10 +276,16 @@ def _parse_znode(reader: Reader) -> ZnodeParams:
         if processors != params.processors:
             raise SpecError(
                 reader.key("processors"),
-                f"must equal znodes x prod(z) = {znodes} x {params.zone_size} = "
+                f"must equal znodes x prod(z) = {params.znodes} x {params.zone_size} = "
                 f"{params.processors}, got {processors}",
             )
-    validate(params, reader)
+    try:
+        validate(params, reader)
+    except SpecError as error:
+        key = error.path.removeprefix(f"{reader.path}.")
+        if not reader.has("notation") or key.split("[")[0] not in NOTATION_KEYS:
+            raise
+        raise SpecError(reader.key("notation"), f"{key} {error.message}") from None
     return params
 
 

@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     print(
-        "# uniform Poisson traffic; cycle model (sim/model) swept from STEP in steps of STEP"
+        "# uniform Poisson traffic; cycle model (fast engine) swept from STEP in steps of STEP"
         f" ({args.step:g} on 8x8, {args.step / 2:g} on 16x16) to the first saturated rate,"
         " knee bisected to"
         f" {args.tolerance}; warm-up {args.warmup}, window {args.cycles} cycles, seed 1;"

@@ -18,7 +18,7 @@ EXAMPLES = ROOT / "examples"
 
 #: the lock-step matrix cases are cut into this many slices; a run takes the one its commit
 #: picks (``ZFABRIC_MATRIX_SLICE=I/K`` picks slice I of K by hand, ``0/0`` none)
-MATRIX_SLICES = 24
+MATRIX_SLICES = 48
 #: the variable that picks a slice by hand, to rerun the slice a run printed
 SLICE_VARIABLE = "ZFABRIC_MATRIX_SLICE"
 

@@ -58,6 +58,10 @@ def matrix_slice() -> tuple[int, int, str] | None:
 #: lock-step cases left to ``-m matrix`` alone: the 128-endpoint 3DTs under Verilator, whose
 #: builds take 15 to 50 minutes (docs/cosim.md), more than a run's share of CI's time
 OUTSIDE_SLICES = ("test_lockstep_3dt_adaptive_and_tsdor_verilator",)
+#: fabrics whose lock-step matrix cases are left to ``-m matrix`` alone: the 128-endpoint Snode
+#: under Icarus takes 5 to 20 minutes a case (a slice holding several of them took an hour of
+#: CI's worker time); its default-run cases stay
+OUTSIDE_SLICE_FABRICS = ("snode-128",)
 
 
 def _lockstep(item: pytest.Item) -> bool:
@@ -67,6 +71,7 @@ def _lockstep(item: pytest.Item) -> bool:
         item.path.parent.name == "rtl"
         and name.startswith(("test_lockstep", "test_stress"))
         and name not in OUTSIDE_SLICES
+        and not any(fabric in item.name for fabric in OUTSIDE_SLICE_FABRICS)
     )
 
 

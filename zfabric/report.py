@@ -46,17 +46,70 @@ class FabricCheck:
 
     def text(self) -> str:
         """What ``zfabric check`` prints."""
-        return summary(
+        text = summary(
             self.spec,
             self.metrics,
             self.analysis.cycle,
             self.plan.router,
             adaptive=self.analysis.adaptive,
+            routing=self.plan.routing.name,
         )
+        if not self.spec.faults:
+            return text
+        lines = text.split("\n")
+        return "\n".join([lines[0], *fault_lines(self.spec, self.plan), *lines[1:]])
 
     def report(self) -> dict[str, Any]:
         """What ``zfabric check --json`` prints."""
-        return check_report(self.spec, self.metrics, self.analysis, self.plan.router)
+        report = check_report(self.spec, self.metrics, self.analysis, self.plan.router)
+        report["routing"] = self.plan.routing.name
+        if self.spec.faults:
+            report["faults"] = fault_report(self.spec, self.plan)
+        return report
+
+
+def fault_report(spec: FabricSpec, plan: FabricPlan) -> dict[str, Any]:
+    """What ``check --json`` says of a degraded fabric: the faults as given, the routing
+    the spec names, and, when tables replace it, why."""
+    faults = spec.faults
+    return {
+        "links": [
+            {"between": list(f.between)}
+            if f.between
+            else {"switch": f.switch, "port": f.port, "side": f.side}
+            for f in faults.links
+        ],
+        "switches": [f.name for f in faults.switches],
+        "chips": [f.name for f in faults.chips],
+        "attachments": [{"endpoint": f.endpoint, "switch": f.switch} for f in faults.attachments],
+        "own_routing": spec.routing,
+        "own_routing_survives": plan.routing.name == spec.routing,
+        "because": plan.routing.params.get("because"),
+    }
+
+
+def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
+    """The lines ``check`` adds for a degraded fabric: what is dead and which routing it uses."""
+    faults = spec.faults
+    dead = [
+        f"link {f.between[0]}-{f.between[1]}"
+        if f.between
+        else f"link {f.switch}.p{f.port}" + ("" if f.side == "both" else f" ({f.side}put)")
+        for f in faults.links
+    ]
+    dead += [f"switch {f.name}" for f in faults.switches]
+    dead += [f"chip {f.name}" for f in faults.chips]
+    dead += [f"attachment {f.endpoint}@{f.switch}" for f in faults.attachments]
+    lines = [f"  faults: {', '.join(dead)}"]
+    if plan.routing.name == spec.routing:
+        lines.append(f"  routing on the degraded fabric: {spec.routing} (its own, still proven)")
+    else:
+        root = plan.switches[plan.routing.params["root"]].name
+        lines.append(
+            f"  routing on the degraded fabric: {plan.routing.name} (up*/down* tables from root"
+            f" {root}) in place of {spec.routing}: {plan.routing.params['because']}"
+        )
+    return lines
 
 
 def check_fabric(
@@ -121,8 +174,10 @@ def summary(
     router: RouterSettings,
     *,
     adaptive: bool = False,
+    routing: str | None = None,
 ) -> str:
-    """The text ``check`` prints; ``adaptive``: the proof was Duato's (escape channels)."""
+    """The text ``check`` prints; ``adaptive``: the proof was Duato's (escape channels);
+    ``routing``: the plan's routing, when it is not the spec's (a degraded fabric's tables)."""
     radix = ", ".join(f"{r} ({n} switches)" for r, n in metrics.radix.items())
     vcs = ", ".join(f"{role} {n}" for role, n in metrics.vcs.items())
     bisection = (
@@ -131,7 +186,7 @@ def summary(
         else "skipped (too large)"
     )
     lines = [
-        f"{spec.name}: {_describe_topology(spec)}, routing {spec.routing}",
+        f"{spec.name}: {_describe_topology(spec)}, routing {routing or spec.routing}",
         f"  router: {router_text(router)}",
         f"  endpoints {metrics.endpoints}, switches {metrics.switches}, links {metrics.links}"
         f" (+{metrics.endpoint_links} endpoint links)",

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
+from .fault_spec import FaultSpec, parse_faults
 from .fields import (
     MAX_ERRORS,
     VALUE_CHARS,
@@ -76,6 +77,7 @@ class FabricSpec:
     packet_length: int = 4  # the fixed packet length (top level, or traffic's single N)
     traffic: TrafficSpec = field(default_factory=TrafficSpec)
     router: RouterSettings = field(default_factory=RouterSettings)
+    faults: FaultSpec = field(default_factory=FaultSpec)
 
 
 def _parse_topology(topology: Any, reader: Reader) -> Any:
@@ -152,6 +154,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     packet_length = top.get("packet_length", integer(1, MAX_PACKET_LENGTH), None)
     _, traffic = errors.attempt(lambda: parse_traffic(top.section("traffic"), packet_length))
     _, router = errors.attempt(lambda: parse_router(top.section("router")))
+    _, faults = errors.attempt(lambda: parse_faults(top.section("faults")))
     top.finish()
     if errors.found:
         return None
@@ -167,6 +170,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
         packet_length=traffic.packet_length if isinstance(traffic.packet_length, int) else 4,
         traffic=traffic,
         router=router,
+        faults=faults,
     )
 
 

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (registration)
     transit,
     tsdor,
     updown,
+    updown_table,
 )
 from .base import (
     ROUTINGS,

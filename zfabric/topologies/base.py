@@ -109,11 +109,22 @@ def _check_head_flits(plan: FabricPlan) -> None:
 
 
 def build_fabric(spec: FabricSpec) -> tuple[FabricPlan, nx.MultiGraph]:
-    """The plan and its wiring as a networkx graph (what the metrics read)."""
+    """The plan and its wiring as a networkx graph (what the metrics read); with faults, the
+    degraded plan (:func:`zfabric.faults.compile_degraded`) and its surviving wiring."""
     plan, builder = TOPOLOGIES[spec.topology].build(spec)
-    return plan, builder.graph
+    if not spec.faults:
+        return plan, builder.graph
+    from ..faults import compile_degraded, plan_graph  # the faults' proof imports the routings
+
+    plan = compile_degraded(plan, spec.faults)
+    return plan, plan_graph(plan)
 
 
 def compile_plan(spec: FabricSpec) -> FabricPlan:
-    """The plan alone (no networkx graph is built)."""
-    return TOPOLOGIES[spec.topology].build(spec)[0]
+    """The plan alone (no networkx graph is built); with faults, the degraded plan."""
+    plan = TOPOLOGIES[spec.topology].build(spec)[0]
+    if not spec.faults:
+        return plan
+    from ..faults import compile_degraded
+
+    return compile_degraded(plan, spec.faults)

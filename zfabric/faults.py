@@ -217,7 +217,8 @@ def dead_channels(plan: FabricPlan, dead: DeadSet) -> set[int]:
 
 def degrade(plan: FabricPlan, dead: DeadSet) -> tuple[FabricPlan, list[int]]:
     """``plan`` without what ``dead`` names, and the endpoints cut off (no attachment left to
-    inject or to receive through). The routing is still the plan's own."""
+    inject or to receive through). The routing is still the plan's own, its params marked
+    ``degraded``."""
     channels = dead_channels(plan, dead)
     links = []
     for link in plan.links:
@@ -238,7 +239,12 @@ def degrade(plan: FabricPlan, dead: DeadSet) -> tuple[FabricPlan, list[int]]:
         if not keep or ("both" not in sides and sides != {"in", "out"}):
             cut.append(endpoint.id)
         endpoints.append(survivor)
-    return dataclasses.replace(plan, links=tuple(links), endpoints=tuple(endpoints)), cut
+    # the routing's params say so: a routing that can avoid dead ends (Transit) looks for them
+    routing = RoutingSpec(plan.routing.name, {**plan.routing.params, "degraded": True})
+    return (
+        dataclasses.replace(plan, links=tuple(links), endpoints=tuple(endpoints), routing=routing),
+        cut,
+    )
 
 
 def _reach(plan: FabricPlan) -> list[int]:

@@ -26,6 +26,7 @@ from . import (
     cache,
     check,
     cosim,
+    faults,
     hyperz_design,
     ndt_configs,
     optimise,
@@ -42,8 +43,8 @@ from .common import HelpFormatter, Parser
 __all__ = ["main", "build_parser"]
 
 COMMANDS = (
-    check, verilog, synth, prove, ndt_configs, optimise, hyperz_design, simulate, sweep, study,
-    analytic, cosim, board, run, cache,
+    check, faults, verilog, synth, prove, ndt_configs, optimise, hyperz_design, simulate, sweep,
+    study, analytic, cosim, board, run, cache,
 )  # fmt: skip
 
 

@@ -214,10 +214,16 @@ def routing_head_width(plan: FabricPlan) -> int:
 
 
 def require_route_unit(spec: Any, command: str) -> None:
-    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: a routing
-    without a route unit, or an adaptive routing under first-free selection (a route unit's
-    mask cannot hold its priority order, hdl/router/route). ``command``: what would build it,
-    for the message."""
+    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: faults (a
+    degraded fabric), a routing without a route unit, or an adaptive routing under first-free
+    selection (a route unit's mask cannot hold its priority order, hdl/router/route).
+    ``command``: what would build it, for the message."""
+    if spec.faults:
+        raise SpecError(
+            "faults",
+            f"zfabric {command} does not build a degraded fabric yet (check, simulate and"
+            " faults do)",
+        )
     routing = ROUTINGS[spec.routing]
     if not routing.rtl:
         raise SpecError(

@@ -295,7 +295,7 @@ def pairs_text(plan: FabricPlan, pairs: list[tuple[int, int]]) -> str:
 
 def with_table_routing(plan: FabricPlan, because: str, root: int | None = None) -> FabricPlan:
     """``plan`` routed by up*/down* tables in place of its own routing (``because``: why)."""
-    params: dict[str, Any] = {"replaces": plan.routing.name, "because": because}
+    params: dict[str, Any] = {"replaces": plan.routing.name, "because": because, "degraded": True}
     if root is not None:
         params["root"] = root
     return dataclasses.replace(plan, routing=RoutingSpec(TABLE_ROUTING, params))

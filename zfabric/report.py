@@ -102,7 +102,10 @@ def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
     dead += [f"attachment {f.endpoint}@{f.switch}" for f in faults.attachments]
     lines = [f"  faults: {', '.join(dead)}"]
     if plan.routing.name == spec.routing:
-        lines.append(f"  routing on the degraded fabric: {spec.routing} (its own, still proven)")
+        lines.append(
+            f"  routing on the degraded fabric: {spec.routing}, its own, with the candidates"
+            " that lead to a dead end masked"
+        )
     else:
         root = plan.switches[plan.routing.params["root"]].name
         lines.append(

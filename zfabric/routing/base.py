@@ -181,7 +181,74 @@ def routing(name: str) -> Callable[[type[RoutingFunction]], type[RoutingFunction
 
 
 def make_routing(view: PlanView) -> RoutingFunction:
-    return ROUTINGS[view.plan.routing.name](view)
+    """The plan's routing function; on a degraded plan (routing param ``degraded``, set by
+    :func:`zfabric.faults.degrade`) with its dead ends masked (:class:`DeadEndsMasked`)."""
+    cls = ROUTINGS[view.plan.routing.name]
+    if view.plan.routing.params.get("degraded"):
+        return _masked(cls)(view)
+    return cls(view)
+
+
+class DeadEndsMasked(RoutingFunction):
+    """A routing on a degraded fabric that offers only the candidates from which every route
+    still delivers, and injects only where it does.
+
+    The family's rules stay; a switch just masks the outputs (and VCs) a fault turned into a
+    dead end, for this destination, as a route unit's per-head candidate mask would (a Transit
+    chip retrying on its direction's other output, a processor retrying on its other input; a
+    Znode climbing through another up port or layer). A candidate is kept when the state it
+    leads to is a delivery or offers a kept candidate itself; a state on a loop counts as a dead
+    end. The proof then checks the masked routing like any other.
+    """
+
+    def __init__(self, view: PlanView):
+        super().__init__(view)
+        self._leads_on: dict[Hashable, bool] = {}
+        self._open: set[Hashable] = set()
+
+    def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        vcs = range(self.view.plan.router.injection_vcs)
+        return tuple(
+            injection
+            for injection in super().injections(src, dst)
+            if all(
+                self._delivers((injection.switch, injection.port, vc, injection.head)) for vc in vcs
+            )
+        )
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: Any) -> Decision:
+        decision = super().route(switch, in_port, in_vc, head)
+        hops = []
+        for hop in decision.hops:
+            link = self.view.out_link[switch][hop.port]
+            if link is None:  # an endpoint's output, unless its attachment is dead
+                if (switch, hop.port) in self.view.ejection_at:
+                    hops.append(hop)
+                continue
+            vcs = tuple(
+                vc
+                for vc in hop.vcs
+                if self._delivers((link.dst.switch, link.dst.port, vc, decision.head))
+            )
+            if vcs:
+                hops.append(Hop(hop.port, vcs))
+        return Decision(tuple(hops), decision.head)
+
+    def _delivers(self, state: tuple[int, int, int, Any]) -> bool:
+        key = self.state_key(*state)
+        if key not in self._leads_on:
+            if key in self._open:
+                return False
+            self._open.add(key)
+            self._leads_on[key] = bool(self.route(*state).hops)
+            self._open.discard(key)
+        return self._leads_on[key]
+
+
+@functools.cache
+def _masked(cls: type[RoutingFunction]) -> type[RoutingFunction]:
+    """``cls`` with :class:`DeadEndsMasked` before it (the same name: it is the same routing)."""
+    return type(cls.__name__, (DeadEndsMasked, cls), {"__doc__": cls.__doc__})
 
 
 def head_flits(bits: int, head_bits: int | None) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..plan import FabricPlan, PlanView
 from ..topologies.transit import TransitParams, address
-from .base import Decision, Hop, Injection, RoutingFunction, routing
+from .base import Decision, Hop, Injection, RoutingFunction, make_routing, routing
 
 __all__ = ["TransitRouting", "transit_route", "params_of", "crossover_level", "pair_classes"]
 
@@ -101,7 +101,7 @@ def pair_classes(
         return None
     chosen = set(range(n) if sources is None else sources)
     view = PlanView(plan)
-    rf = TransitRouting(view)
+    rf = make_routing(view)
     classes: dict[int, dict[str, Any]] = {}
     #: routing state -> (stages, swallows) from there to the destination
     rest: dict[Hashable, tuple[int, int]] = {}
@@ -117,7 +117,7 @@ def pair_classes(
                 k = 0 if bidelta else crossover_level(c1, c2, capped=rf.transit.cap)
                 routes[c1] = (k, rf.route_bytes(src, dst))
             k, head = routes[c1]
-            first = rf.injections(src, dst)[0]  # an input whose route delivers
+            first = rf.injections(src, dst)[0]  # in a degraded fabric, one that still delivers
             switch, port = first.switch, first.port
             path: list[tuple[Hashable, int]] = []  # (state, its swallow) until a known state
             while True:
@@ -203,10 +203,6 @@ class TransitRouting(RoutingFunction):
             [(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)]
             for e in plan.endpoints
         ]
-        #: the plan lost chips or links (:func:`zfabric.faults.degrade`): routes avoid dead ends
-        self.degraded = bool(self.params.get("degraded"))
-        #: (switch, input, head) -> whether the head, arriving there, is delivered
-        self._leads_on: dict[tuple[int, int, Head], bool] = {}
 
     def route_bytes(self, src: int, dst: int) -> Head:
         """The route ``src`` writes for ``dst``."""
@@ -220,39 +216,16 @@ class TransitRouting(RoutingFunction):
         return 8 * len(head)
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
-        """Either input of the processor, if its route still delivers (a processor retries on
-        its other input: the seed's fault avoidance by retry, taken statically)."""
         head = self.route_bytes(src, dst)
-        return tuple(
-            Injection(switch, port, head)
-            for switch, port in self.inputs[src]
-            if not self.degraded or self.route(switch, port, 0, head).hops
-        )
+        return tuple(Injection(switch, port, head) for switch, port in self.inputs[src])
 
     def route(self, switch: int, in_port: int, in_vc: int, head: Head) -> Decision:
-        """The outputs of the head's direction (both on a standard-mode chip: dilation 2); in a
-        degraded fabric those from which the route still delivers (a chip's retry on its
-        direction's other output, taken statically)."""
         if self.swallow[switch][in_port]:
             head = head[1:]
         if not head:
             return Decision((), head)
         direction = (head[0] >> (6 - 2 * self.slice[switch])) & 3
-        hops = self.hops[switch][direction]
-        if self.degraded:
-            hops = tuple(hop for hop in hops if self._delivers(switch, hop.port, head))
-        return Decision(hops, head)
-
-    def _delivers(self, switch: int, port: int, head: Head) -> bool:
-        """Whether output ``port`` of ``switch`` leads ``head`` on to a delivery (every output
-        does in an intact fabric; with dead chips or links some lead to a dead end)."""
-        link = self.view.out_link[switch][port]
-        if link is None:  # a processor's output
-            return True
-        key = (link.dst.switch, link.dst.port, head)
-        if key not in self._leads_on:
-            self._leads_on[key] = bool(self.route(link.dst.switch, link.dst.port, 0, head).hops)
-        return self._leads_on[key]
+        return Decision(self.hops[switch][direction], head)
 
     def state_key(self, switch: int, in_port: int, in_vc: int, head: Head) -> Hashable:
         """``route`` sees the input only through its swallow."""

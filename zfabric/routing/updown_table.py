@@ -81,11 +81,21 @@ class UpDownTable(RoutingFunction):
     def __init__(self, view: PlanView):
         super().__init__(view)
         plan = view.plan
+        neighbours = _undirected(view)
         root = self.params.get("root")
         self.root = centre_switch(view) if root is None else root
-        distance = _distances(_undirected(view), self.root)
-        far = len(view.switches) + 1
-        order = [(distance.get(s, far), s) for s in range(len(view.switches))]
+        #: per switch: its place in the order (component, distance from its root, id); a part
+        #: the root does not reach (a Znode's other layer, which meets it only at the
+        #: processors) is ordered from a root of its own, its lowest switch
+        order: list[tuple[int, int, int]] = [(0, 0, 0)] * len(view.switches)
+        placed: set[int] = set()
+        for part, start in enumerate([self.root, *range(len(view.switches))]):
+            if start in placed:
+                continue
+            distance = _distances(neighbours, start)
+            placed.update(distance)
+            for switch, hops in distance.items():
+                order[switch] = (part, hops, switch)
         #: per channel: UP or DOWN
         self.direction = [
             UP if order[link.dst.switch] < order[link.src.switch] else DOWN for link in plan.links

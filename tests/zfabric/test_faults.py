@@ -1,0 +1,261 @@
+"""Faults: a degraded fabric is routed around its dead parts, proven, and simulated; single
+failures of every link or chip in turn; bad fault entries are refused in one line.
+
+Expected values are derived by hand, from the Transit digest (A. DeHon, "Fat-Tree Routing for
+Transit", MIT AI Lab, 1990) or by enumeration (networkx shortest paths), never from this code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pytest
+from zfabric.sim.model import DeadlockWatch, FabricModel
+from zfabric.sim.traffic import Traffic, TrafficConfig
+
+from zfabric import compile_plan, load_spec
+from zfabric.cli import main
+from zfabric.deadlock import analyse_routing
+from zfabric.errors import PlanError, SpecError
+from zfabric.fault_spec import parse_faults
+from zfabric.faults import (
+    DeadSet,
+    chips,
+    dead_channels,
+    resolve,
+    single_failures,
+    switch_levels,
+)
+from zfabric.fields import Reader
+
+TORUS = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": "dor"}
+DEAD_LINK = {"links": [{"between": ["sw0_0", "sw1_0"]}]}
+#: a Znode of two layers: 4 zones of 4 processors, 1 level-1 switch per zone, 4 at level 2
+ZNODE_LAYERS = {"name": "z", "topology": {"kind": "znode", "z": [4, 4], "R": [1, 4], "layers": 2}}
+FULL_64 = {"name": "f", "topology": {"kind": "transit", "form": "full"}}
+HYBRID_768 = {"name": "h", "topology": {"kind": "transit", "form": "hybrid", "leaf_stages": 2}}
+
+
+def torus_distances(dead: set[frozenset[str]]) -> dict[tuple[str, str], int]:
+    """Shortest switch-to-switch distances of the 4x4 torus without the ``dead`` links,
+    enumerated on a graph built here from coordinates (not from the plan)."""
+    graph = nx.Graph()
+    for x in range(4):
+        for y in range(4):
+            for a, b in (((x, y), ((x + 1) % 4, y)), ((x, y), (x, (y + 1) % 4))):
+                names = f"sw{a[0]}_{a[1]}", f"sw{b[0]}_{b[1]}"
+                if frozenset(names) not in dead:
+                    graph.add_edge(*names)
+    return {(a, b): d for a, row in nx.shortest_path_length(graph) for b, d in row.items()}
+
+
+def test_a_torus_with_a_dead_link_is_rerouted_and_proven():
+    plan = compile_plan(load_spec({**TORUS, "faults": DEAD_LINK}))
+    # dimension order needs the dead link (sw0_0 -> sw1_0 is one hop in dimension 0): tables
+    assert plan.routing.name == "updown_table"
+    assert plan.routing.params["replaces"] == "dor"
+    assert len(plan.links) == 2 * 32 - 2  # 32 physical links of a 4x4 torus, one dead
+    analysis = analyse_routing(plan, keep_pairs=True)
+    assert analysis.deadlock_free and analysis.pairs == 16 * 15
+    # every pair's route is a shortest path of the surviving torus (enumerated)
+    distance = torus_distances({frozenset({"sw0_0", "sw1_0"})})
+    switch_of = {e.id: plan.switches[e.attachments[0].switch].name for e in plan.endpoints}
+    for (src, dst), (low, high) in analysis.pair_hops.items():
+        assert low == high == distance[(switch_of[src], switch_of[dst])]
+    # by hand: only the two endpoints of the dead link lose their shortest path (1 -> 3 hops:
+    # around through the next row), so the intact sum 16 * 32 grows by 2 + 2
+    assert analysis.average_hops == pytest.approx((16 * 32 + 4) / 240)
+
+
+def test_a_torus_with_a_dead_link_delivers_every_packet_in_the_model():
+    plan = compile_plan(load_spec({**TORUS, "faults": DEAD_LINK}))
+    model = FabricModel(plan)
+    watch = DeadlockWatch(model)
+    traffic = Traffic(TrafficConfig(rate=0.5, packet_length=(1, 6)), len(plan.endpoints), 7)
+    offered = 0
+    for cycle in range(600):
+        for src, dst, length in traffic.packets_at(cycle):
+            model.offer(src, dst, length)
+            offered += 1
+        model.step()
+        assert watch() is None
+    for _ in range(20_000):
+        if model.delivered_count == offered:
+            break
+        model.step()
+        assert watch() is None
+    model.check_credits()
+    assert offered > 1000
+    assert model.delivered_count == offered and model.in_network == 0
+    for packet in model.delivered:
+        assert all(
+            (plan.switches[s].name, port) not in {("sw0_0", 1), ("sw1_0", 2)}
+            for s, port in packet.path
+        )
+
+
+def test_a_znode_with_layers_survives_any_single_up_link_failure():
+    plan = compile_plan(load_spec(ZNODE_LAYERS))
+    results = single_failures(plan, "links")
+    # every link joins level 1 and level 2: 4 zone switches x 4 up links, in each of 2 layers
+    assert len(results) == 2 * 4 * 4
+    for result in results:
+        assert result.disconnected == 0
+        assert result.deadlock_free, result
+        # one link: one channel up into level 2, one down into level 1, of 32 each
+        assert result.lost == {"level 1": (1, 32), "level 2": (1, 32)}
+
+
+def test_a_znode_layer_carries_a_zone_whose_switch_lost_every_up_link():
+    """Layer 0's zone-0 switch cut from level 2: its processors still reach every other through
+    layer 1 (the layers meet only at the processors), and the fabric is proven."""
+    faults = {"links": [{"switch": "z0l0s1_0_0", "port": p} for p in range(4, 8)]}
+    plan = compile_plan(load_spec({**ZNODE_LAYERS, "faults": faults}))
+    analysis = analyse_routing(plan)
+    assert analysis.deadlock_free and analysis.pairs == 16 * 15
+
+
+def test_transit_full_64_survives_every_single_chip_failure():
+    plan = compile_plan(load_spec(FULL_64))
+    results = single_failures(plan, "chips")
+    assert len(results) == 52  # a UT64x2's chips (Table 3.4: 16 + 16 + 12 + 8)
+    for result in results:
+        assert result.disconnected == 0, result
+        assert result.deadlock_free and result.routing == "transit", result
+
+
+def test_a_chip_failure_in_a_leafs_first_stage_costs_exactly_two_fat_tree_inputs():
+    """§2.1.1: the fat-tree inputs are spread two per first-stage chip, so one chip lost costs
+    two of a leaf's inputs from the fat tree; a B12 leaf has 4 first-stage chips, 8 inputs."""
+    plan = compile_plan(load_spec(HYBRID_768))
+    levels = switch_levels(plan)
+    into_leaves = [
+        link.id
+        for link in plan.links
+        if levels[link.dst.switch] == "leaf" and levels[link.src.switch] != "leaf"
+    ]
+    assert len(into_leaves) == 64 * 8
+    named = chips(plan)
+    for chip in [f"leaf{leaf}s1c{c}" for leaf in (0, 37) for c in range(4)]:
+        dead = DeadSet(switches=frozenset(named[chip]))
+        assert len(dead_channels(plan, dead) & set(into_leaves)) == 2, chip
+
+
+@pytest.mark.slow
+def test_transit_hybrid_768_with_a_first_stage_leaf_chip_dead_is_proven():
+    plan = compile_plan(load_spec({**HYBRID_768, "faults": {"chips": ["leaf5s1c2"]}}))
+    assert plan.routing.name == "transit"
+    analysis = analyse_routing(plan)
+    assert analysis.deadlock_free and analysis.pairs == 768 * 767
+
+
+def test_a_fault_set_that_cuts_an_endpoint_off_is_refused():
+    with pytest.raises(SpecError) as caught:
+        compile_plan(load_spec({**TORUS, "faults": {"switches": ["sw1_1"]}}))
+    assert str(caught.value) == (
+        "faults: cut off endpoint ep5: no attachment left to send or to receive through"
+    )
+
+
+def test_a_fault_set_that_disconnects_pairs_is_refused_with_them():
+    # every link of sw0_0: its endpoint is attached but reaches nobody (2 x 15 pairs)
+    faults = {"links": [{"switch": "sw0_0", "port": p} for p in range(1, 5)]}
+    with pytest.raises(PlanError, match=r"disconnect ep0->ep1, .* \(30 pairs\)$"):
+        compile_plan(load_spec({**TORUS, "faults": faults}))
+
+
+@pytest.mark.parametrize(
+    "faults, line",
+    [
+        (
+            {"links": [{"switch": "sw9_9", "port": 1}]},
+            "faults.links[0].switch: no switch named 'sw9_9' in this fabric; did you mean 'sw3_3'?",
+        ),
+        (
+            {"links": [{"switch": "sw0_0", "port": 7}]},
+            "faults.links[0].port: sw0_0 has ports 0..4, got 7",
+        ),
+        (
+            {"links": [{"between": ["sw0_0", "sw2_2"]}]},
+            "faults.links[0].between: no link joins sw0_0 and sw2_2",
+        ),
+        (
+            {"chips": ["c0"]},
+            "faults.chips[0]: a torus fabric has no chips (Transit's RN1 chips have); use"
+            " faults.switches",
+        ),
+        (
+            {"attachments": [{"endpoint": "ep0", "switch": "sw0_1"}]},
+            "faults.attachments[0].switch: ep0 is not attached to sw0_1",
+        ),
+        (
+            {"switches": ["sw0_0", "nope"]},
+            "faults.switches[1]: no switch named 'nope' in this fabric",
+        ),
+    ],
+)
+def test_a_fault_naming_what_does_not_exist_exits_2_with_one_line(tmp_path, capsys, faults, line):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({**TORUS, "faults": faults}))
+    assert main(["check", str(spec)]) == 2
+    assert capsys.readouterr().err == f"zfabric: error: {line}\n"
+
+
+def test_an_unknown_chip_of_transit_is_named():
+    plan = compile_plan(load_spec(FULL_64))
+    faults = parse_faults(Reader({"chips": ["t1u0u99"]}, "faults"))
+    with pytest.raises(SpecError, match=r"^faults.chips\[0\]: no chip named 't1u0u99'"):
+        resolve(plan, faults)
+
+
+def test_a_half_names_its_whole_alternate_mode_chip():
+    plan = compile_plan(load_spec(FULL_64))
+    faults = parse_faults(Reader({"chips": ["t1u0u0a"]}, "faults"))
+    dead = resolve(plan, faults)
+    assert sorted(plan.switches[s].name for s in dead.switches) == ["t1u0u0a", "t1u0u0b"]
+
+
+def test_check_exits_1_with_the_pairs_cut_off(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    faults = {"links": [{"switch": "sw0_0", "port": p} for p in range(1, 5)]}
+    spec.write_text(json.dumps({**TORUS, "faults": faults}))
+    assert main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(30 pairs)" in err
+
+
+def test_the_faults_command_reports_every_single_link_failure(tmp_path, capsys):
+    plot = tmp_path / "faults.png"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    assert main(["faults", str(spec), "--json", "--plot", str(plot)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["failures"] == 32 == len(report["results"])
+    assert report["all_pairs_connected"] == 32 and report["proven_deadlock_free"] == 32
+    assert report["by_routing"] == {"updown_table": 32}  # no dead link leaves dor a route
+    assert plot.stat().st_size > 0
+
+
+def test_the_faults_command_checks_its_plot_path_before_any_work(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    assert main(["faults", str(spec), "--plot", str(tmp_path / "f.nope")]) == 2
+    assert capsys.readouterr().err.startswith("zfabric: error: --plot: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
+
+
+def test_single_chip_failures_of_a_family_without_chips_are_refused(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    assert main(["faults", str(spec), "--single", "chips"]) == 2
+    assert capsys.readouterr().err == (
+        "zfabric: error: --single: chips: a torus fabric has no chips\n"
+    )
+
+
+def test_rtl_commands_refuse_a_degraded_fabric(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({**TORUS, "faults": DEAD_LINK}))
+    assert main(["verilog", str(spec), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith("zfabric: error: faults: zfabric verilog does not")

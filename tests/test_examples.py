@@ -25,6 +25,23 @@ EXPECTED = {
         vcs={"external": 2},
         bisection=8,
     ),
+    # the 4x4 torus without the link sw0_0-sw1_0: 31 links; only its two ends lose their
+    # shortest path (1 hop -> 3, around through the next row), so the DOR sum 16 * 32 over
+    # the 240 pairs grows by 2 + 2, and the diameter stays 4 (every other pair keeps a
+    # shortest path: pairs 2 apart in dimension 0 go the other way round the ring); the
+    # bisection between rows 0-1 and 2-3 (ids by rows) keeps its 8 links, none of them dead;
+    # the dead link leaves dimension order no route, so the up*/down* tables route it
+    "torus-4x4-dead-link": dict(
+        endpoints=16,
+        switches=16,
+        links=31,
+        max_radix=5,
+        diameter=4,
+        average_hops=(16 * 32 + 4) / 240,
+        vcs={"external": 2},
+        bisection=8,
+        routing="updown_table",
+    ),
     # 4x4 mesh: 3 links per row and column -> 2·3·4; per dimension the mean |i - j| over the
     # 16 ordered pairs of a 4-line is 20/16, so 2·20/16 over all pairs, ·16/15 without self;
     # the middle cut crosses 4 links; 2 VCs (the spec's vcs)

@@ -217,8 +217,9 @@ def dead_channels(plan: FabricPlan, dead: DeadSet) -> set[int]:
 
 def degrade(plan: FabricPlan, dead: DeadSet) -> tuple[FabricPlan, list[int]]:
     """``plan`` without what ``dead`` names, and the endpoints cut off (no attachment left to
-    inject or to receive through). The routing is still the plan's own, its params marked
-    ``degraded``."""
+    inject or to receive through; they keep their attachments in the plan, so that a routing's
+    tables still build, and the analysis walks no route to or from them). The routing is still
+    the plan's own, its params marked ``degraded``."""
     channels = dead_channels(plan, dead)
     links = []
     for link in plan.links:
@@ -238,6 +239,7 @@ def degrade(plan: FabricPlan, dead: DeadSet) -> tuple[FabricPlan, list[int]]:
         sides = {survivor.mode(i) for i in range(len(keep))}
         if not keep or ("both" not in sides and sides != {"in", "out"}):
             cut.append(endpoint.id)
+            survivor = endpoint  # attached as it was, for the routing's tables: never walked
         endpoints.append(survivor)
     # the routing's params say so: a routing that can avoid dead ends (Transit) looks for them
     routing = RoutingSpec(plan.routing.name, {**plan.routing.params, "degraded": True})
@@ -313,6 +315,8 @@ def own_routing_fails(
         analysis = (prove or routing_summary)(plan)
     except PlanError as error:
         return str(error)
+    except LookupError as error:  # its tables assume a part the faults took away
+        return f"its tables do not build on the degraded fabric ({error!r})"
     if analysis.cycle:
         return f"channel dependency cycle through {analysis.cycle[0]}"
     return None

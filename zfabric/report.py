@@ -110,7 +110,8 @@ def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
         root = plan.switches[plan.routing.params["root"]].name
         lines.append(
             f"  routing on the degraded fabric: {plan.routing.name} (up*/down* tables from root"
-            f" {root}) in place of {spec.routing}: {plan.routing.params['because']}"
+            f" {root}) in place of {spec.routing}, which does not survive:"
+            f" {plan.routing.params['because']}"
         )
     return lines
 

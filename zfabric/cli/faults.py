@@ -86,7 +86,8 @@ def text(name: str, kind: str, results: list[FailureResult]) -> str:
     lines = [
         f"{name}: every single {kind[:-1] if kind != 'switches' else 'switch'} failure ({n})",
         f"  every pair still connected: {total['all_pairs_connected']} of {n}",
-        f"  proven deadlock-free: {total['proven_deadlock_free']} of {n} (routing: {routings})",
+        f"  proven deadlock-free between the endpoints left: {total['proven_deadlock_free']}"
+        f" of {n} (routing: {routings})",
     ]
     if total["worst_level_loss"]:
         worst = ", ".join(

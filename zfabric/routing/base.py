@@ -71,6 +71,9 @@ class RoutingFunction:
     #: the RTL has a route unit for this routing (and builds the fabrics it runs on); when
     #: not, the commands that build RTL refuse the spec up front (:func:`require_route_unit`)
     rtl: ClassVar[bool] = True
+    #: the routing offers no candidate and no injection that dead-ends, on any plan (its
+    #: tables are computed from the plan's channels): a degraded plan needs no mask
+    avoids_dead_ends: ClassVar[bool] = False
 
     def __init__(self, view: PlanView):
         self.view = view
@@ -184,7 +187,7 @@ def make_routing(view: PlanView) -> RoutingFunction:
     """The plan's routing function; on a degraded plan (routing param ``degraded``, set by
     :func:`zfabric.faults.degrade`) with its dead ends masked (:class:`DeadEndsMasked`)."""
     cls = ROUTINGS[view.plan.routing.name]
-    if view.plan.routing.params.get("degraded"):
+    if view.plan.routing.params.get("degraded") and not cls.avoids_dead_ends:
         return _masked(cls)(view)
     return cls(view)
 

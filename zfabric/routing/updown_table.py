@@ -77,6 +77,7 @@ class UpDownTable(RoutingFunction):
     one_port = True
     #: no table route unit is generated from a plan yet
     rtl = False
+    avoids_dead_ends = True
 
     def __init__(self, view: PlanView):
         super().__init__(view)
@@ -101,88 +102,94 @@ class UpDownTable(RoutingFunction):
             UP if order[link.dst.switch] < order[link.src.switch] else DOWN for link in plan.links
         ]
         self.classes = max(1, min((link.vcs for link in plan.links), default=1))
-        #: per switch: (port, link) of every output channel, by port
-        self.outputs = [
-            [(port, link) for port, link in enumerate(view.out_link[s]) if link is not None]
-            for s in range(len(view.switches))
-        ]
         #: per endpoint: the switches it receives at
         self.hosts = [{a.switch for a in e.ejections} for e in plan.endpoints]
-        self._tables: dict[int, dict[tuple[int, int, int], Hop]] = {}
+        self._tables: dict[int, list[Hop | None]] = {}
 
-    def _next(self, phase: int, vc_class: int, link) -> tuple[int, int] | None:
-        """The (phase, class) after taking ``link`` from (``phase``, ``vc_class``), or None."""
-        if self.direction[link.id] == DOWN:
-            return DOWN, vc_class
-        if phase == UP:
-            return UP, vc_class
-        if vc_class + 1 < self.classes:
-            return UP, vc_class + 1
-        return None
+    def _id(self, switch: int, phase: int, vc_class: int) -> int:
+        """A state's index: (switch, phase, class) in one integer."""
+        return (2 * switch + phase) * self.classes + vc_class
 
     @functools.cached_property
-    def _into(self) -> dict[tuple[int, int, int], list[tuple[int, int, int]]]:
-        """State -> the states one channel before it (the search's edges, backward)."""
-        into: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
-        for switch, outputs in enumerate(self.outputs):
+    def _moves(self) -> list[list[tuple[int, int, int]]]:
+        """Per state, the (port, state after, VC) of every channel it may take, by port."""
+        moves: list[list[tuple[int, int, int]]] = []
+        for switch in range(len(self.view.switches)):
             for phase in (UP, DOWN):
                 for vc_class in range(self.classes):
-                    for _, link in outputs:
-                        after = self._next(phase, vc_class, link)
-                        if after is not None:
-                            target = (link.dst.switch, *after)
-                            into.setdefault(target, []).append((switch, phase, vc_class))
+                    here = []
+                    for port, link in enumerate(self.view.out_link[switch]):
+                        if link is None:
+                            continue
+                        if self.direction[link.id] == DOWN:
+                            after = (DOWN, vc_class)
+                        elif phase == UP:
+                            after = (UP, vc_class)
+                        elif vc_class + 1 < self.classes:  # down, then up: the next class
+                            after = (UP, vc_class + 1)
+                        else:
+                            continue
+                        here.append((port, self._id(link.dst.switch, *after), after[1]))
+                    moves.append(here)
+        return moves
+
+    @functools.cached_property
+    def _into(self) -> list[list[int]]:
+        """Per state, the states one channel before it (the search's edges, backward)."""
+        into: list[list[int]] = [[] for _ in self._moves]
+        for state, moves in enumerate(self._moves):
+            for _, after, _ in moves:
+                into[after].append(state)
         return into
 
-    def table(self, dst: int) -> dict[tuple[int, int, int], Hop]:
-        """(switch, phase, class) -> the hop toward ``dst`` (absent: no legal route)."""
+    def table(self, dst: int) -> list[Hop | None]:
+        """Per state, the hop toward ``dst`` (None: no legal route from there)."""
         if dst in self._tables:
             return self._tables[dst]
-        into = self._into
-        distance: dict[tuple[int, int, int], int] = {}
-        queue: deque[tuple[int, int, int]] = deque()
+        into, moves = self._into, self._moves
+        distance = [-1] * len(moves)
+        table: list[Hop | None] = [None] * len(moves)
+        queue: deque[int] = deque()
         for switch in sorted(self.hosts[dst]):
-            for phase in (UP, DOWN):
-                for vc_class in range(self.classes):
-                    distance[(switch, phase, vc_class)] = 0
-                    queue.append((switch, phase, vc_class))
+            hop = self.local_hop(switch, dst)
+            for state in range(self._id(switch, UP, 0), self._id(switch + 1, UP, 0)):
+                distance[state] = 0
+                table[state] = hop
+                queue.append(state)
         while queue:
             state = queue.popleft()
-            for before in into.get(state, ()):
-                if before not in distance:
+            for before in into[state]:
+                if distance[before] < 0:
                     distance[before] = distance[state] + 1
                     queue.append(before)
-        table: dict[tuple[int, int, int], Hop] = {}
-        for (switch, phase, vc_class), cost in distance.items():
-            if cost == 0:
-                table[(switch, phase, vc_class)] = self.local_hop(switch, dst)
-                continue
-            for port, link in self.outputs[switch]:  # by port: the lowest of the best wins
-                after = self._next(phase, vc_class, link)
-                if after is not None and distance.get((link.dst.switch, *after)) == cost - 1:
-                    table[(switch, phase, vc_class)] = Hop(port, (after[1],))
-                    break
+        for state, cost in enumerate(distance):
+            if cost > 0:  # the lowest port of the best next states
+                port, vc = next((p, v) for p, a, v in moves[state] if distance[a] == cost - 1)
+                table[state] = Hop(port, (vc,))
         self._tables[dst] = table
         return table
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
+        """Every attachment ``src`` injects through from which ``dst`` has a route (a Znode
+        layer cut from the destination's switch offers none)."""
         endpoint = self.view.plan.endpoints[src]
+        table = self.table(dst)
         return tuple(
             Injection(a.switch, a.port, dst)
             for i, a in enumerate(endpoint.attachments)
-            if endpoint.injects(i)
+            if endpoint.injects(i) and table[self._id(a.switch, UP, 0)] is not None
         )
 
-    def _state(self, switch: int, in_port: int, in_vc: int) -> tuple[int, int, int]:
+    def _state(self, switch: int, in_port: int, in_vc: int) -> int:
         link = self.view.in_link[switch][in_port]
         if link is None:  # injected: the route starts climbing in class 0
-            return switch, UP, 0
-        return switch, self.direction[link.id], in_vc
+            return self._id(switch, UP, 0)
+        return self._id(switch, self.direction[link.id], in_vc)
 
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
-        hop = self.table(head).get(self._state(switch, in_port, in_vc))
+        hop = self.table(head)[self._state(switch, in_port, in_vc)]
         return Decision(() if hop is None else (hop,), head)
 
     def state_key(self, switch: int, in_port: int, in_vc: int, head: int) -> Hashable:
         """``route`` sees the input only through its phase and class."""
-        return (*self._state(switch, in_port, in_vc), head)
+        return self._state(switch, in_port, in_vc), head

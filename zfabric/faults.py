@@ -33,16 +33,20 @@ __all__ = [
     "DeadSet",
     "FailureResult",
     "SINGLE_KINDS",
-    "resolve",
-    "degrade",
-    "compile_degraded",
-    "plan_graph",
-    "chips",
-    "physical_links",
-    "disconnected_pairs",
-    "switch_levels",
-    "single_failures",
     "TABLE_ROUTING",
+    "chips",
+    "compile_degraded",
+    "dead_channels",
+    "degrade",
+    "disconnected_pairs",
+    "link_groups",
+    "own_routing_fails",
+    "pairs_text",
+    "plan_graph",
+    "resolve",
+    "single_failures",
+    "switch_levels",
+    "with_table_routing",
 ]
 
 TABLE_ROUTING = "updown_table"
@@ -94,7 +98,7 @@ def _lookup(names: dict[str, Any], name: str, path: str, what: str) -> Any:
     raise SpecError(path, f"no {what} named {short(name)} in this fabric{hint}")
 
 
-def physical_links(plan: FabricPlan) -> list[tuple[int, ...]]:
+def link_groups(plan: FabricPlan) -> list[tuple[int, ...]]:
     """The channels of every physical link: a channel and its reverse between the same two
     ports, or a one-way channel alone; in the order of their first channel."""
     by_ends = {(link.src, link.dst): link.id for link in plan.links}
@@ -356,7 +360,7 @@ def plan_graph(plan: FabricPlan) -> nx.MultiGraph:
     one-way edge has ``one_way=(from, to)``): what the metrics read of a degraded plan."""
     graph = nx.MultiGraph()
     graph.add_nodes_from(("sw", s.id) for s in plan.switches)
-    for group in physical_links(plan):
+    for group in link_groups(plan):
         link = plan.links[group[0]]
         ends = ("sw", link.src.switch), ("sw", link.dst.switch)
         graph.add_edge(*ends, **({} if len(group) == 2 else {"one_way": ends}))
@@ -423,7 +427,7 @@ def _candidates(plan: FabricPlan, kind: str) -> list[tuple[str, DeadSet]]:
     names = [s.name for s in plan.switches]
     if kind == "links":
         found = []
-        for group in physical_links(plan):
+        for group in link_groups(plan):
             link = plan.links[group[0]]
             arrow = "<->" if len(group) == 2 else "->"
             text = f"{names[link.src.switch]}.p{link.src.port} {arrow} "

@@ -278,3 +278,26 @@ def test_rtl_commands_refuse_a_degraded_fabric(tmp_path, capsys):
     spec.write_text(json.dumps({**TORUS, "faults": DEAD_LINK}))
     assert main(["verilog", str(spec), "-o", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("zfabric: error: faults: zfabric verilog does not")
+
+
+def test_faults_routing_table_routes_a_znode_with_one_vc_through_its_other_layer():
+    """Up*/down* with one VC (one class) on a Znode whose layer-0 zone-0 switch is dead: each
+    layer is ordered from a root of its own (the layers meet only at the processors), and the
+    zone's processors inject into layer 1 only."""
+    faults = {"switches": ["z0l0s1_0_0"], "routing": "table"}
+    plan = compile_plan(load_spec({**ZNODE_LAYERS, "faults": faults}))
+    assert plan.routing.name == "updown_table"
+    analysis = analyse_routing(plan, keep_pairs=True)
+    assert analysis.deadlock_free and analysis.pairs == 16 * 15
+    # by hand: same zone 0 hops (the shared level-1 switch), else up and down: 2 hops
+    for (src, dst), (low, high) in analysis.pair_hops.items():
+        assert low == high == (0 if src // 4 == dst // 4 else 2)
+
+
+def test_faults_routing_own_keeps_the_familys_routing_or_fails_the_check(tmp_path, capsys):
+    survives = compile_plan(load_spec({**ZNODE_LAYERS, "faults": {"switches": ["z0l0s2_0_1"]}}))
+    assert survives.routing.name == "sliced"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({**TORUS, "faults": {**DEAD_LINK, "routing": "own"}}))
+    assert main(["check", str(spec)]) == 1
+    assert capsys.readouterr().err.startswith("zfabric: the fabric does not route: ")

@@ -273,11 +273,16 @@ def test_single_chip_failures_of_a_family_without_chips_are_refused(tmp_path, ca
     )
 
 
-def test_rtl_commands_refuse_a_degraded_fabric(tmp_path, capsys):
+def test_rtl_commands_refuse_a_degraded_fabric_that_keeps_masked_routes(tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({**TORUS, "faults": DEAD_LINK}))
+    spec.write_text(json.dumps({**ZNODE_LAYERS, "faults": {"switches": ["z0l0s2_0_1"]}}))
     assert main(["verilog", str(spec), "-o", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.startswith("zfabric: error: faults: zfabric verilog does not")
+    assert capsys.readouterr().err == (
+        "zfabric: error: faults: the degraded fabric keeps 'sliced' with its dead ends masked,"
+        " which its route units do not hold: zfabric verilog builds a degraded fabric with"
+        " faults.routing: table (check and simulate take either)\n"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_faults_routing_table_routes_a_znode_with_one_vc_through_its_other_layer():

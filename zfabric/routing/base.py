@@ -284,16 +284,23 @@ def routing_head_width(plan: FabricPlan) -> int:
 
 
 def require_route_unit(spec: Any, command: str) -> None:
-    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: faults (a
-    degraded fabric), a routing without a route unit, or an adaptive routing under first-free
-    selection (a route unit's mask cannot hold its priority order, hdl/router/route).
+    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: a degraded
+    fabric that keeps its family's routing with dead ends masked (its up*/down* tables are
+    built, as table route units), a routing without a route unit, or an adaptive routing under
+    first-free selection (a route unit's mask cannot hold its priority order, hdl/router/route).
     ``command``: what would build it, for the message."""
     if spec.faults:
-        raise SpecError(
-            "faults",
-            f"zfabric {command} does not build a degraded fabric yet (check, simulate and"
-            " faults do)",
-        )
+        from ..topologies import compile_plan  # the topologies import the routings
+
+        routing_name = compile_plan(spec).routing.name
+        if not ROUTINGS[routing_name].avoids_dead_ends:
+            raise SpecError(
+                "faults",
+                f"the degraded fabric keeps {spec.routing!r} with its dead ends masked, which"
+                f" its route units do not hold: zfabric {command} builds a degraded fabric with"
+                " faults.routing: table (check and simulate take either)",
+            )
+        return
     routing = ROUTINGS[spec.routing]
     if not routing.rtl:
         raise SpecError(

@@ -75,8 +75,7 @@ class UpDownTable(RoutingFunction):
     uses_input_port = True
     uses_input_vc = True
     one_port = True
-    #: no table route unit is generated from a plan yet
-    rtl = False
+    #: its route units are tables (hdl/router/route: one per input state, phase and class)
     avoids_dead_ends = True
 
     def __init__(self, view: PlanView):

@@ -24,10 +24,12 @@ from typing import Any
 
 import networkx as nx
 
+from .deadlock import analyse_routing, routing_summary
 from .errors import PlanError, SpecError
 from .fault_spec import FaultSpec
 from .fields import short
 from .plan import Endpoint, FabricPlan, Link, PlanView, RoutingSpec
+from .routing.updown_table import centre_switch
 
 __all__ = [
     "DeadSet",
@@ -313,8 +315,6 @@ def own_routing_fails(
     """Why the plan's own routing does not survive (it does not deliver, or its channel
     dependencies have a cycle), or None if it is proven. ``prove``: the analysis (cached by
     default)."""
-    from .deadlock import routing_summary  # the proof imports the routings, which import this
-
     try:
         analysis = (prove or routing_summary)(plan)
     except PlanError as error:
@@ -350,8 +350,6 @@ def compile_degraded(plan: FabricPlan, faults: FaultSpec) -> FabricPlan:
             return plan
     else:
         why = "faults.routing: table"
-    from .routing.updown_table import centre_switch
-
     return with_table_routing(plan, why, centre_switch(PlanView(plan)))
 
 
@@ -446,9 +444,6 @@ def single_failures(
     plan: FabricPlan, kind: str, *, progress: Callable[[int, int], None] | None = None
 ) -> list[FailureResult]:
     """Fail every link, switch or chip (``kind``) of the intact ``plan`` in turn."""
-    from .deadlock import analyse_routing
-    from .routing.updown_table import centre_switch
-
     candidates = _candidates(plan, kind)
     levels = switch_levels(plan)
     into: dict[str, list[int]] = {}  # level -> the channels entering it from another level

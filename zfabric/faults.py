@@ -41,6 +41,7 @@ __all__ = [
     "dead_channels",
     "degrade",
     "disconnected_pairs",
+    "failure_candidates",
     "link_groups",
     "own_routing_fails",
     "pairs_text",
@@ -420,7 +421,7 @@ class FailureResult:
         }
 
 
-def _candidates(plan: FabricPlan, kind: str) -> list[tuple[str, DeadSet]]:
+def failure_candidates(plan: FabricPlan, kind: str) -> list[tuple[str, DeadSet]]:
     """Every single failure of ``kind`` as (its name, what it kills)."""
     names = [s.name for s in plan.switches]
     if kind == "links":
@@ -441,10 +442,16 @@ def _candidates(plan: FabricPlan, kind: str) -> list[tuple[str, DeadSet]]:
 
 
 def single_failures(
-    plan: FabricPlan, kind: str, *, progress: Callable[[int, int], None] | None = None
+    plan: FabricPlan,
+    kind: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    candidates: list[tuple[str, DeadSet]] | None = None,
 ) -> list[FailureResult]:
-    """Fail every link, switch or chip (``kind``) of the intact ``plan`` in turn."""
-    candidates = _candidates(plan, kind)
+    """Fail every link, switch or chip (``kind``) of ``plan`` in turn (``candidates``: these
+    of :func:`failure_candidates` only)."""
+    if candidates is None:
+        candidates = failure_candidates(plan, kind)
     levels = switch_levels(plan)
     into: dict[str, list[int]] = {}  # level -> the channels entering it from another level
     for link in plan.links:

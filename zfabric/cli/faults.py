@@ -117,7 +117,9 @@ def plot(results: list[FailureResult], path: str, title: str) -> None:
         else "tab:red"
         for r in results
     ]
-    top.bar(x, [r.disconnected for r in results], color=colours, width=1.0)
+    top.scatter(x, [r.disconnected for r in results], c=colours, s=12)
+    top.set_ylim(bottom=-0.05 * max(1, max((r.disconnected for r in results), default=0)) - 0.5)
+    top.yaxis.get_major_locator().set_params(integer=True)
     top.set_ylabel("pairs disconnected")
     top.set_title(
         f"{title}\ngreen: own routing proven, blue: up*/down* tables proven, red: not proven",
@@ -128,6 +130,8 @@ def plot(results: list[FailureResult], path: str, title: str) -> None:
         bottom.plot(x, [r.lost.get(level, (0, 0))[0] for r in results], label=level, marker=".")
     if not levels:
         bottom.plot(x, [r.channels_lost for r in results], label="all channels", marker=".")
+    bottom.set_ylim(bottom=0)
+    bottom.yaxis.get_major_locator().set_params(integer=True)
     bottom.set_ylabel("channels lost")
     bottom.set_xlabel("failure (in the order zfabric faults lists them)")
     bottom.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

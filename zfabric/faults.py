@@ -470,7 +470,9 @@ def single_failures(
         routing = deadlock_free = problem = None
         if pairs:
             problem = f"disconnects {pairs_text(degraded, pairs)}"
-        elif m > 1:
+        elif m < 2:
+            problem = "fewer than two endpoints left"
+        else:
             prove = functools.partial(analyse_routing, endpoints=survivors)
             problem = own_routing_fails(degraded, prove)
             if problem is None:

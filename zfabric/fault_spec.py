@@ -72,9 +72,6 @@ class FaultSpec:
     def __bool__(self) -> bool:
         return bool(self.links or self.switches or self.chips or self.attachments)
 
-    def count(self) -> int:
-        return len(self.links) + len(self.switches) + len(self.chips) + len(self.attachments)
-
 
 def _entries(value: Any, path: str) -> list:
     if not isinstance(value, list):

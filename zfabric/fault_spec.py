@@ -63,6 +63,9 @@ class AttachmentFault:
 
 @dataclass(frozen=True)
 class FaultSpec:
+    """What the spec names dead, and the routing rule; false when nothing is dead (a
+    ``routing`` alone changes nothing)."""
+
     links: tuple[LinkFault, ...] = ()
     switches: tuple[NamedFault, ...] = ()
     chips: tuple[NamedFault, ...] = ()

@@ -8,6 +8,7 @@ Transit", MIT AI Lab, 1990) or by enumeration (networkx shortest paths), never f
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -29,12 +30,14 @@ from zfabric.faults import (
     switch_levels,
 )
 from zfabric.fields import Reader
+from zfabric.plan import plan_from_json
 
 TORUS = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": "dor"}
 DEAD_LINK = {"links": [{"between": ["sw0_0", "sw1_0"]}]}
 #: a Znode of two layers: 4 zones of 4 processors, 1 level-1 switch per zone, 4 at level 2
 ZNODE_LAYERS = {"name": "z", "topology": {"kind": "znode", "z": [4, 4], "R": [1, 4], "layers": 2}}
 FULL_64 = {"name": "f", "topology": {"kind": "transit", "form": "full"}}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HYBRID_768 = {"name": "h", "topology": {"kind": "transit", "form": "hybrid", "leaf_stages": 2}}
 
 
@@ -306,3 +309,14 @@ def test_faults_routing_own_keeps_the_familys_routing_or_fails_the_check(tmp_pat
     spec.write_text(json.dumps({**TORUS, "faults": {**DEAD_LINK, "routing": "own"}}))
     assert main(["check", str(spec)]) == 1
     assert capsys.readouterr().err.startswith("zfabric: the fabric does not route: ")
+
+
+def test_a_degraded_plan_round_trips_through_json_and_check_json_names_its_routing(capsys):
+    plan = compile_plan(load_spec({**TORUS, "faults": DEAD_LINK}))
+    assert plan_from_json(plan.to_json()) == plan
+    assert main(["check", str(EXAMPLES / "torus-4x4-dead-link.yaml"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["routing"] == "updown_table"
+    assert report["faults"]["links"] == [{"between": ["sw0_0", "sw1_0"]}]
+    assert report["faults"]["own_routing"] == "dor"
+    assert report["faults"]["own_routing_survives"] is False

@@ -44,15 +44,16 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
+from .destinations import map_groups, routing_of, setup_workers
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
-from .routing import RoutingFunction, make_routing
+from .routing import RoutingFunction
 from .setup_cache import cached
 
 __all__ = [
@@ -168,18 +169,59 @@ def analyse_routing(
     *,
     keep_pairs: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> RoutingAnalysis:
-    """Walk every (source, destination, choice) route of ``plan`` and build its CDG."""
-    view = PlanView(plan)
-    rf = make_routing(view)
+    """Walk every (source, destination, choice) route of ``plan`` and build its CDG, in
+    ``workers`` processes (default :func:`~zfabric.destinations.setup_workers`)."""
+    view, rf = routing_of(plan)
     n = len(plan.endpoints)
-    # the longest route any sane routing takes: every channel at most once
-    bound = len(plan.links) + 1
     # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
     edges: dict[Channel, set[Channel]] = defaultdict(set)
     analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
+    walk = _walk_with_pairs if keep_pairs else _walk_destinations
+    workers = setup_workers(n) if workers is None else workers
+    for done, group in map_groups(walk, plan, range(n), workers=workers):
+        for channel, targets in group.edges.items():
+            edges[channel] |= targets
+        analysis.min_hops.update(group.min_hops)
+        analysis.max_hops.update(group.max_hops)
+        if keep_pairs:
+            analysis.pair_hops.update(group.pair_hops)
+        if progress:
+            progress(done, n)
+    analysis.cdg.add_nodes_from(
+        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
+    )
+    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
+    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+    return analysis
+
+
+@dataclass
+class _Group:
+    """What the walk toward a group of destinations found."""
+
+    edges: dict[Channel, set[Channel]]
+    min_hops: Counter
+    max_hops: Counter
+    pair_hops: dict[tuple[int, int], tuple[int, int]]
+
+
+def _walk_with_pairs(plan: FabricPlan, destinations: Sequence[int]) -> _Group:
+    return _walk_destinations(plan, destinations, keep_pairs=True)
+
+
+def _walk_destinations(
+    plan: FabricPlan, destinations: Sequence[int], keep_pairs: bool = False
+) -> _Group:
+    """Every route toward ``destinations``: the CDG's edges, the hop counts per pair."""
+    view, rf = routing_of(plan)
+    n = len(plan.endpoints)
+    # the longest route any sane routing takes: every channel at most once
+    bound = len(plan.links) + 1
+    group = _Group(defaultdict(set), Counter(), Counter(), {})
     #: per endpoint, the switch inputs it injects into
     sources = [
         {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
@@ -188,8 +230,8 @@ def analyse_routing(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * bound + 1000))
     try:
-        for dst in range(n):
-            walker = _DestinationWalk(view, rf, dst, edges, bound)
+        for dst in destinations:
+            walker = _DestinationWalk(view, rf, dst, group.edges, bound)
             for src in range(n):
                 if src == dst:
                     continue
@@ -208,20 +250,13 @@ def analyse_routing(
                     for vc in range(view.plan.router.injection_vcs)  # every local VC
                 ]
                 lo, hi = min(r[1] for r in results), max(r[2] for r in results)
-                analysis.min_hops[lo] += 1
-                analysis.max_hops[hi] += 1
+                group.min_hops[lo] += 1
+                group.max_hops[hi] += 1
                 if keep_pairs:
-                    analysis.pair_hops[(src, dst)] = (lo, hi)
-            if progress:
-                progress(dst + 1, n)
+                    group.pair_hops[(src, dst)] = (lo, hi)
     finally:
         sys.setrecursionlimit(limit)
-    analysis.cdg.add_nodes_from(
-        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
-    )
-    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
-    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
-    return analysis
+    return group
 
 
 def check_deadlock_free(plan: FabricPlan) -> RoutingAnalysis:

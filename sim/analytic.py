@@ -33,15 +33,17 @@ destination (:func:`~zfabric.sim.traffic.flows_by_destination`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from zfabric.destinations import map_groups, routing_of, setup_workers
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
-from zfabric.routing import head_flits, make_routing
+from zfabric.routing import head_flits
 from zfabric.setup_cache import cached
 
 from .traffic import TrafficConfig, by_destination, flows_by_destination, pattern_flows
@@ -113,11 +115,60 @@ def _walk(
     """The channel load of ``flows`` ((dst, {src: share}) by destination), their share-weighted
     mean first-choice hop count and the mean cycles their heads' extra flits add
     (``router.head_bits``), and the longest flow's zero-load latency, from one route graph per
-    destination (the first-choice path is each node's first child). With heads longer than a
-    flit a packet of ``packet_length`` payload flits is L + H_f - 1 flits on a link where its
-    head takes H_f flits: the loads count them."""
-    view = PlanView(plan)
-    rf = make_routing(view)
+    destination (the first-choice path is each node's first child), in processes for a big
+    plan (:mod:`zfabric.destinations`). With heads longer than a flit a packet of
+    ``packet_length`` payload flits is L + H_f - 1 flits on a link where its head takes H_f
+    flits: the loads count them."""
+    load: dict[int, float] = defaultdict(float)
+    spread = False  # some flow on several links
+    total = weighted_hops = weighted_heads = 0.0
+    longest = 0.0
+    arrivals: dict[int, float] = {}  # per destination, with head flits
+    work = functools.partial(_walk_flows, packet_length=packet_length)
+    workers = setup_workers(len(plan.endpoints))
+    for _, sums in map_groups(work, plan, flows, workers=workers):
+        for link_id, value in sums.load.items():
+            load[link_id] += value
+        spread = spread or sums.spread
+        total += sums.total
+        weighted_hops += sums.weighted_hops
+        weighted_heads += sums.weighted_heads
+        longest = max(longest, sums.longest)
+        arrivals.update(sums.arrivals)
+    if not arrivals:
+        raise ValueError("the traffic pattern has no flows")
+    ejection = max(arrivals[dst] / len(plan.endpoints[dst].ejections) for dst in arrivals)
+    max_load = max(load.values(), default=0.0)
+    busiest = "none"
+    if max_load:
+        # ties (within rounding: the sums' order follows the walk) named by the lowest link id
+        link_id = min(i for i, value in load.items() if value >= max_load * (1 - 1e-9))
+        link = plan.links[link_id]
+        switch = plan.switches[link.src.switch]
+        busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
+    bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
+    load = ChannelLoad(max_load, busiest, bound, ejection, spread)
+    return _Walk(load, weighted_hops / total, weighted_heads / total, longest)
+
+
+@dataclass
+class _Sums:
+    """What :func:`_walk_flows` adds up over a group of destinations."""
+
+    load: dict[int, float]
+    spread: bool
+    total: float
+    weighted_hops: float
+    weighted_heads: float
+    longest: float
+    arrivals: dict[int, float]
+
+
+def _walk_flows(
+    plan: FabricPlan, flows: list[tuple[int, Mapping[int, float]]], packet_length: float
+) -> _Sums:
+    """:func:`_walk` over one group of destinations."""
+    view, rf = routing_of(plan)
     bits = plan.router.head_bits
 
     def flits(head) -> int:
@@ -127,18 +178,15 @@ def _walk(
         """Flits on a link per payload flit, for a packet whose head is ``head`` there."""
         return (packet_length + flits(head) - 1) / packet_length
 
-    load: dict[int, float] = defaultdict(float)
-    spread = False  # some flow on several links
-    total = weighted_hops = weighted_heads = 0.0
-    longest = 0.0
-    arrivals: dict[int, float] = defaultdict(float)  # per destination, with head flits
+    sums = _Sums(defaultdict(float), False, 0.0, 0.0, 0.0, 0.0, defaultdict(float))
+    load, arrivals = sums.load, sums.arrivals
     for dst, sources in flows:
         flow: dict[Hashable, float] = defaultdict(float)
         roots: dict[Hashable, tuple] = {}  # key -> its first injection state
         firsts = []
         for src, share in sources.items():
             states = [(i.switch, i.port, 0, i.head) for i in rf.injections(src, dst)]
-            spread = spread or len({state[:2] for state in states}) > 1  # switch, port
+            sums.spread = sums.spread or len({state[:2] for state in states}) > 1  # switch, port
             keys = [rf.state_key(*state) for state in states]
             for key, state in zip(keys, states, strict=True):
                 flow[key] += share / len(states)
@@ -151,7 +199,7 @@ def _walk(
             amount = flow.pop(key, 0.0)
             node = graph[key]
             part = amount / node.fanout
-            spread = spread or len({link_id for link_id, _, _ in node.children}) > 1
+            sums.spread = sums.spread or len({link_id for link_id, _, _ in node.children}) > 1
             for link_id, child, ways in node.children:
                 if link_id >= 0:
                     carried = part * ways
@@ -172,28 +220,15 @@ def _walk(
                 after = heads[child]
             heads[key] = (flits(node.head) - 1 + after[0], after[1])
         for root, share in firsts:
-            weighted_hops += share * hops[root]
-            weighted_heads += share * heads[root][0]
+            sums.weighted_hops += share * hops[root]
+            sums.weighted_heads += share * heads[root][0]
             arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
-            total += share
+            sums.total += share
             latency = plan.router.zero_load_latency(
                 hops[root], packet_length, heads[root][0], plan.buffer_depth
             )
-            longest = max(longest, latency)
-    if not arrivals:
-        raise ValueError("the traffic pattern has no flows")
-    ejection = max(arrivals[dst] / len(plan.endpoints[dst].ejections) for dst in arrivals)
-    max_load = max(load.values(), default=0.0)
-    busiest = "none"
-    if max_load:
-        # ties (within rounding: the sums' order follows the walk) named by the lowest link id
-        link_id = min(i for i, value in load.items() if value >= max_load * (1 - 1e-9))
-        link = plan.links[link_id]
-        switch = plan.switches[link.src.switch]
-        busiest = f"{switch.name}.p{link.src.port}({switch.ports[link.src.port].label})"
-    bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
-    load = ChannelLoad(max_load, busiest, bound, ejection, spread)
-    return _Walk(load, weighted_hops / total, weighted_heads / total, longest)
+            sums.longest = max(sums.longest, latency)
+    return sums
 
 
 def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:

@@ -42,17 +42,19 @@ CDG and the deterministic proof is unchanged.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
+from .destinations import map_groups, routing_of, setup_workers
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
-from .routing import RoutingFunction, make_routing
+from .routing import RoutingFunction
 from .setup_cache import cached
 
 __all__ = [
@@ -169,38 +171,75 @@ def analyse_routing(
     keep_pairs: bool = False,
     progress: Callable[[int, int], None] | None = None,
     endpoints: Collection[int] | None = None,
+    workers: int | None = None,
 ) -> RoutingAnalysis:
-    """Walk every (source, destination, choice) route of ``plan`` and build its CDG.
+    """Walk every (source, destination, choice) route of ``plan`` and build its CDG, in
+    ``workers`` processes (default :func:`~zfabric.destinations.setup_workers`).
     ``endpoints``: walk the routes among these only (a degraded fabric's survivors)."""
-    view = PlanView(plan)
-    rf = make_routing(view)
-    chosen = range(len(plan.endpoints)) if endpoints is None else sorted(endpoints)
+    view, rf = routing_of(plan)
+    chosen = tuple(range(len(plan.endpoints)) if endpoints is None else sorted(endpoints))
     n = len(chosen)
-    # the longest route any sane routing takes: every channel at most once
-    bound = len(plan.links) + 1
     # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
     edges: dict[Channel, set[Channel]] = defaultdict(set)
     analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
+    walk = functools.partial(_walk_destinations, sources=chosen, keep_pairs=keep_pairs)
+    workers = setup_workers(n) if workers is None else workers
+    for done, group in map_groups(walk, plan, chosen, workers=workers):
+        for channel, targets in group.edges.items():
+            edges[channel] |= targets
+        analysis.min_hops.update(group.min_hops)
+        analysis.max_hops.update(group.max_hops)
+        if keep_pairs:
+            analysis.pair_hops.update(group.pair_hops)
+        if progress:
+            progress(done, n)
+    analysis.cdg.add_nodes_from(
+        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
+    )
+    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
+    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+    return analysis
+
+
+@dataclass
+class _Group:
+    """What the walk toward a group of destinations found."""
+
+    edges: dict[Channel, set[Channel]]
+    min_hops: Counter
+    max_hops: Counter
+    pair_hops: dict[tuple[int, int], tuple[int, int]]
+
+
+def _walk_destinations(
+    plan: FabricPlan, destinations: Sequence[int], sources: Sequence[int], keep_pairs: bool
+) -> _Group:
+    """Every route from ``sources`` toward ``destinations``: the CDG's edges, the hop counts
+    per pair."""
+    view, rf = routing_of(plan)
+    # the longest route any sane routing takes: every channel at most once
+    bound = len(plan.links) + 1
+    group = _Group(defaultdict(set), Counter(), Counter(), {})
     #: per endpoint, the switch inputs it injects into
-    sources = [
+    inputs = [
         {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
         for e in plan.endpoints
     ]
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * bound + 1000))
     try:
-        for done, dst in enumerate(chosen):
-            walker = _DestinationWalk(view, rf, dst, edges, bound)
-            for src in chosen:
+        for dst in destinations:
+            walker = _DestinationWalk(view, rf, dst, group.edges, bound)
+            for src in sources:
                 if src == dst:
                     continue
                 injections = rf.injections(src, dst)
                 if not injections:
                     raise PlanError(f"{_ep(view, src)} has no way to inject for {_ep(view, dst)}")
                 for i in injections:
-                    if (i.switch, i.port) not in sources[src]:
+                    if (i.switch, i.port) not in inputs[src]:
                         raise PlanError(
                             f"{_ep(view, src)} injects at {view.switches[i.switch].name}.p{i.port},"
                             " not an input it is attached to"
@@ -211,20 +250,13 @@ def analyse_routing(
                     for vc in range(view.plan.router.injection_vcs)  # every local VC
                 ]
                 lo, hi = min(r[1] for r in results), max(r[2] for r in results)
-                analysis.min_hops[lo] += 1
-                analysis.max_hops[hi] += 1
+                group.min_hops[lo] += 1
+                group.max_hops[hi] += 1
                 if keep_pairs:
-                    analysis.pair_hops[(src, dst)] = (lo, hi)
-            if progress:
-                progress(done + 1, n)
+                    group.pair_hops[(src, dst)] = (lo, hi)
     finally:
         sys.setrecursionlimit(limit)
-    analysis.cdg.add_nodes_from(
-        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
-    )
-    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
-    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
-    return analysis
+    return group
 
 
 def check_deadlock_free(plan: FabricPlan) -> RoutingAnalysis:

@@ -5,8 +5,9 @@ attachments, and the routing function's decisions and injection choices, memoise
 The decisions are kept per routing state (:meth:`~zfabric.routing.base.RoutingFunction.state_key`):
 one ``route`` call per state, the first time a head needs one; the compiled cycle reads them by
 raw state (head, input VC) from a hash table. A source and destination's states are decided
-when its first packet is offered, with every state that packet can reach (the route graph below
-its injection), so the compiled cycles rarely miss; a miss is filled the same way. A run saves
+when its first packet is offered, with the states that packet can reach (the route graph below
+its injection, up to a bound), so the compiled cycles rarely miss; a miss returns to Python,
+which decides it and the states below it the same way. A run saves
 the tables in the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next
 run of that plan starts from them.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.plan import FabricPlan, PlanView
 from zfabric.routing import head_flits, make_routing
 from zfabric.setup_cache import entry, store
 
@@ -45,6 +46,8 @@ def tables_for(plan: FabricPlan) -> FabricTables:
 
 #: the sources of the tables' layout, besides the compiler's (part of the cache key)
 _SOURCES = (Path(__file__), Path(__file__).with_name("kernel.py"))
+#: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
+AHEAD = 64
 
 
 def _hashable(value: Any) -> Any:
@@ -146,6 +149,10 @@ class FabricTables:
         self._heads: dict[Hashable, int] = {}
         self.head_list: list[Any] = []
         self._pairs: dict[tuple[int, int], int] = {}
+        #: per endpoint, (switch, port) -> the index of its attachment there
+        self._attachment_of = [
+            {(a.switch, a.port): i for i, a in enumerate(e.attachments)} for e in plan.endpoints
+        ]
         self.widest: list[int] = []  # per pair: the most head flits of its choices
         self._decisions: dict[Hashable, int] = {}  # routing state -> decision
         self._known: set[int] = set()  # the raw states in the hash table
@@ -202,7 +209,7 @@ class FabricTables:
         pair = self._pairs.get((src, dst))
         if pair is not None:
             return pair
-        attachments = self.plan.endpoints[src].attachments
+        attachment_of = self._attachment_of[src]
         choices = self.routing.injections(src, dst)
         pair, first = len(self._pairs), self._counts["inj"]
         self._grow("pair", pair + 1)
@@ -210,43 +217,58 @@ class FabricTables:
         self.pair[pair] = first, len(choices)
         for i, choice in enumerate(choices):
             self.inj[first + i] = (
-                attachments.index(PortRef(choice.switch, choice.port)),
+                attachment_of[(choice.switch, choice.port)],
                 self.head_id(choice.head),
                 self.head_flits(choice.head),
             )
         self._counts["inj"] = first + len(choices)
         self._pairs[(src, dst)] = pair
         self.widest.append(max(self.head_flits(choice.head) for choice in choices))
-        # every state the packet may reach, decided now: the cycles then never miss
+        # the states the packet may reach, decided now (up to a bound): the cycles seldom miss
         vcs = range(self.plan.router.injection_vcs)
         self.fill(
             [
                 (self.iv_of(choice.switch, choice.port, vc), self.head_id(choice.head))
                 for choice in choices
                 for vc in vcs
-            ]
+            ],
+            required=False,
         )
         return pair
 
     # ---- decisions ---------------------------------------------------------------------------
 
-    def fill(self, misses: list[tuple[int, int]]) -> None:
-        """Decide each missed raw state (input VC, head id) and every state reachable from it."""
+    def fill(self, misses: list[tuple[int, int]], *, required: bool = True) -> None:
+        """Decide each missed raw state (input VC, head id), then states reachable from them,
+        at most :data:`AHEAD` more: the closure spares the cycles a return to Python per
+        hop, but where a head has many ways (a Znode's adaptive up links below hundreds of
+        injection attachments) deciding all of them costs more than the misses it saves.
+        ``required=False``: the states are no misses yet (a pair's injection states), so
+        they count against the bound too."""
         n_iv = len(self.iv_spv)
         known = self._known
         keys, values = [], []
-        stack = list(misses)
-        while stack:
-            iv, head_id = stack.pop()
+        stack: list[tuple[int, int]] = []
+
+        def decide(iv: int, head_id: int) -> None:
             key = head_id * n_iv + iv
             if key in known:
-                continue
+                return
             number = self._decide(iv, head_id)
             known.add(key)
             keys.append(key)
             values.append(number)
             next_head = self._next_head[number]
             stack.extend((downstream, next_head) for downstream in self._leads_to(number))
+
+        if required:
+            for iv, head_id in misses:
+                decide(iv, head_id)
+        else:
+            stack.extend(reversed(misses))
+        bound = len(keys) + AHEAD
+        while stack and len(keys) < bound:
+            decide(*stack.pop())
         if keys:
             self._insert(keys, values)
 

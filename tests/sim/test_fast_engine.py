@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lockstep import FAMILIES, LOADS, ROUTERS, lockstep, python_kernel, spec
 from test_deadlock_promise import proven_plan, specs
 from test_model import PARTIAL
-from zfabric.sim.fast import FastModel, UnsupportedSetting, kernel
+from zfabric.sim.fast import FastModel, UnsupportedSetting, kernel, tables
 from zfabric.sim.measure import make_model, replay, simulate
 from zfabric.sim.model import FabricModel, InvariantError
 from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig
@@ -240,3 +240,20 @@ def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monk
 
     monkeypatch.setattr(FabricTables, "_decide", decide)
     assert run() == first
+
+
+@pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
+def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch):
+    # nothing decided ahead: each state's first head stops the kernel and is decided mid-run
+    monkeypatch.setattr(tables, "AHEAD", 0)
+    misses = []
+    fill = tables.FabricTables.fill
+
+    def counted(self, states, *, required=True):
+        misses.extend(states if required else ())
+        fill(self, states, required=required)
+
+    monkeypatch.setattr(tables.FabricTables, "fill", counted)
+    shown = lockstep(spec(family, {"stages": 2}), 0.45)
+    assert shown["delivered"] > 10
+    assert misses

@@ -9,11 +9,10 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from zfabric.sim import analytic
 from zfabric.sim.analytic import pattern_limits
 from zfabric.sim.traffic import TrafficConfig
 
-from zfabric import compile_plan, load_spec
+from zfabric import compile_plan, destinations, load_spec
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
 
@@ -38,7 +37,8 @@ def whole_states(monkeypatch) -> None:
         rf.state_key = lambda *state: state
         return rf
 
-    monkeypatch.setattr(analytic, "make_routing", make)
+    monkeypatch.setattr(destinations, "make_routing", make)
+    monkeypatch.setattr(destinations, "_ROUTING", None)  # the plan's routing, made again
 
 
 def assert_same_limits(plan, pattern: str, monkeypatch) -> None:

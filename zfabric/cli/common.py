@@ -453,6 +453,8 @@ def progress(
         return
     from tqdm import tqdm
 
+    # no monitor thread: the set-up's walks fork processes only from a single-threaded one
+    tqdm.monitor_interval = 0
     with tqdm(desc=label, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
 
         def update(done: int, total: int) -> None:

@@ -135,7 +135,7 @@ def injection_table(plan: FabricPlan, src: int, routing=None) -> dict[int, tuple
             raise
         choices = []
         for choice in injections:
-            head = choice.head[0] if isinstance(choice.head, tuple) else choice.head
+            head = routing.head_value(choice.head)
             choices.append((attachments.index(PortRef(choice.switch, choice.port)), head))
         table[dst] = tuple(choices)
     return table

@@ -53,7 +53,7 @@ def carried_heads(rows: RouteRows) -> set[int]:
     sliced routing leaves of it): other values are heads no endpoint may send (docs/rtl.md,
     *Packets*: an id >= N where N is not a power of two)."""
     return {
-        head[0] if isinstance(head, tuple) else head
+        rows.routing.head_value(head)
         for _s, _p, _v, head, _decision in reachable_states(rows.view, rows.routing)
     }
 
@@ -74,7 +74,7 @@ def reference(
             table.append((0, None) if value in carried else None)
             continue
         mask = candidate_mask(decision.hops, row.ports, ordered=rows.ordered)
-        head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
+        head = routing.head_value(decision.head)
         table.append((mask, head if mask else None))
     return table
 

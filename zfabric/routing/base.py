@@ -88,6 +88,11 @@ class RoutingFunction:
         """Bits of the routing head a head flit carries: by default a destination endpoint id."""
         return max(1, (len(plan.endpoints) - 1).bit_length())
 
+    def head_value(self, head: Any) -> int:
+        """The bits a head flit carries for ``head`` (the RTL's ``head`` field): the head itself,
+        or the value of a (value, width) head (sliced)."""
+        return head[0] if isinstance(head, tuple) else head
+
     def head_length(self, head: Any) -> int:
         """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
         than a flit*): the class's :meth:`head_width` for a head no switch rewrites, shorter

@@ -210,6 +210,12 @@ class TransitRouting(RoutingFunction):
             return c2
         return transit_route(c1, c2, p2, full=self.transit.form == "full", capped=self.transit.cap)
 
+    def head_value(self, head: Head) -> int:
+        """The head's bytes in a head flit: the first (the one read next) in bits 7:0, each
+        later byte 8 bits higher, so that a swallow is a shift right by 8 and an exhausted
+        head is 0."""
+        return sum(byte << 8 * k for k, byte in enumerate(head))
+
     def head_length(self, head: Head) -> int:
         """The bits left: a swallow drops a byte."""
         return 8 * len(head)

@@ -65,11 +65,10 @@ def reference(
     it has no candidate); the entry itself is None (nothing to check) where the routing
     function has no route for a value outside ``carried`` (:func:`carried_heads`)."""
     row, routing = rows.row(switch), rows.routing
-    sliced = rows.kind == "sliced"
     table: list[tuple[int, int | None] | None] = []
     for value in range(1 << row.head_width):  # unreachable values are checked too
         try:
-            decision = routing.route(switch, port, vc, (value, row.head_width) if sliced else value)
+            decision = routing.route(switch, port, vc, routing.head_of_value(value, row.head_width))
         except LookupError:
             table.append((0, None) if value in carried else None)
             continue

@@ -12,12 +12,15 @@ slice, swallow and mask set) are simulated once and checked against every input 
 from __future__ import annotations
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
+from zfabric.hdl.endpoint import TransitHeads
 from zfabric.hdl.router.route import RouteRows, TransitRoute, candidate_mask
 
 from zfabric import compile_plan, load_spec
 from zfabric.plan import PlanView
+from zfabric.routing.transit import transit_route
+from zfabric.topologies.transit import TransitParams, address, transit_counts
 
 FABRICS = {
     "full-64": {"form": "full"},
@@ -105,3 +108,53 @@ def test_a_dilated_direction_offers_its_two_wires():
     unit = rows.row(switch).unit(0, 0)
     answers = simulate({0: unit}, {0: [0b1000_0000]})
     assert answers[0, 0b1000_0000] == (0b11 << 4, 0b1000_0000)
+
+
+#: (params, sources): every source of the small fabrics, spread ones of the larger
+HEAD_CASES = {
+    "full-64": (TransitParams("full", ut_layers=1), range(64)),
+    "full-4096": (TransitParams("full", ut_layers=2), (0, 1, 63, 64, 1000, 4095)),
+    "hybrid-768": (TransitParams("hybrid", leaf_stages=2, ut_layers=1), (0, 5, 11, 12, 400, 767)),
+    "hybrid-3072-j3": (TransitParams("hybrid", leaf_stages=3, ut_layers=1), (0, 47, 48, 3071)),
+    "hybrid-12288-j4": (TransitParams("hybrid", leaf_stages=4, ut_layers=1), (191, 12287)),
+    "capped-3072": (
+        TransitParams("hybrid", leaf_stages=2, ut_layers=1, cap=True),
+        (0, 11, 12, 767, 768, 3071),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HEAD_CASES))
+def test_transit_heads_compute_the_routing_functions_route(name):
+    """The endpoint's route computation equals ``transit_route`` of the two addresses (the
+    routing function's injections), for every destination of each source."""
+    params, sources = HEAD_CASES[name]
+    n = transit_counts(params)["processors"]
+    width = (n - 1).bit_length()
+    heads = TransitHeads(params=params, inputs=(0, 2))
+    m = Module()
+    dst, identity = Signal(width), Signal(width)
+    head_width = 8 * 8
+    mask, built = heads.build(m, dst, identity, 4, head_width)
+    assert mask == 0b0101
+    assert built[1].value == built[3].value == 0  # the attachments it only receives through
+    got = {}
+
+    async def testbench(ctx):
+        for src in sources:
+            ctx.set(identity, src)
+            for d in range(n):
+                if d != src:
+                    ctx.set(dst, d)
+                    got[src, d] = (ctx.get(built[0]), ctx.get(built[2]))
+
+    sim = Simulator(m)
+    sim.add_testbench(testbench)
+    sim.run()
+    full = params.form == "full"
+    for (src, d), values in got.items():
+        (c1, _), (c2, p2) = address(params, src), address(params, d)
+        route = transit_route(c1, c2, p2, full=full, capped=params.cap)
+        value = sum(byte << 8 * k for k, byte in enumerate(route))
+        assert values == (value, value), (src, d, route)
+    assert len(got) == len(sources) * (n - 1)

@@ -1,13 +1,9 @@
 """Transit on the command line: ``check`` reports the RN1 chips (counted in the plan and by the
-seed's formula), the unit trees and the proof, in text and JSON; the commands that build RTL
-refuse a Transit spec up front (no RN1 route unit in the RTL yet)."""
+seed's formula), the unit trees and the proof, in text and JSON."""
 
 from __future__ import annotations
 
 import json
-
-import pytest
-from test_adaptive import RTL_COMMANDS, rtl_command
 
 from zfabric.cli import main
 
@@ -48,13 +44,3 @@ def test_check_reports_leaves_of_a_bidelta_and_its_stages(tmp_path, capsys):
         "stages": 3,
     }
     assert report["switches"] == 64
-
-
-@pytest.mark.parametrize("command", RTL_COMMANDS)
-def test_rtl_commands_refuse_transit(tmp_path, capsys, command):
-    assert rtl_command(tmp_path, command, FULL_64) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        f"zfabric: error: routing: 'transit' (kind 'transit') has no RTL yet: zfabric {command}"
-        " cannot build it (check and simulate can)"
-    ]
-    assert not (tmp_path / "out").exists()

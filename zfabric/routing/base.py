@@ -93,6 +93,11 @@ class RoutingFunction:
         or the value of a (value, width) head (sliced)."""
         return head[0] if isinstance(head, tuple) else head
 
+    def head_of_value(self, value: int, width: int) -> Any:
+        """The head a head flit whose ``width``-bit head field holds ``value`` carries (the
+        inverse of :meth:`head_value`, for checking a route unit over every value)."""
+        return value
+
     def head_length(self, head: Any) -> int:
         """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
         than a flit*): the class's :meth:`head_width` for a head no switch rewrites, shorter

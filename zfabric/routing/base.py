@@ -68,9 +68,10 @@ class RoutingFunction:
     #: the routing offers adaptive channels besides its escape sub-function
     #: (:meth:`is_escape`): the proof checks Duato's condition instead of Dally and Seitz's
     adaptive: ClassVar[bool] = False
-    #: the RTL has a route unit for this routing (and builds the fabrics it runs on); when
-    #: not, the commands that build RTL refuse the spec up front (:func:`require_route_unit`)
-    rtl: ClassVar[bool] = True
+    #: the RTL's route unit for this routing handles heads of several flits
+    #: (``router.head_bits``); when not, the commands that build RTL refuse a spec that sets
+    #: it (:func:`require_route_unit`)
+    rtl_head_bits: ClassVar[bool] = True
 
     def __init__(self, view: PlanView):
         self.view = view
@@ -224,16 +225,17 @@ def routing_head_width(plan: FabricPlan) -> int:
 
 
 def require_route_unit(spec: Any, command: str) -> None:
-    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: a routing
-    without a route unit, or an adaptive routing under first-free selection (a route unit's
-    mask cannot hold its priority order, hdl/router/route). ``command``: what would build it,
-    for the message."""
+    """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: heads of
+    several flits for a routing whose route unit has no head-flit logic, or an adaptive routing
+    under first-free selection (a route unit's mask cannot hold its priority order,
+    hdl/router/route). ``command``: what would build it, for the message."""
     routing = ROUTINGS[spec.routing]
-    if not routing.rtl:
+    if spec.router.head_bits is not None and not routing.rtl_head_bits:
         raise SpecError(
-            "routing",
-            f"{spec.routing!r} (kind {spec.kind!r}) has no RTL yet: zfabric {command} cannot"
-            " build it (check and simulate can)",
+            "router.head_bits",
+            f"{spec.router.head_bits} with the routing {spec.routing!r}: zfabric {command}"
+            " builds its heads whole in the first flit only (leave head_bits out; check and"
+            " simulate can)",
         )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(

@@ -161,6 +161,8 @@ class TransitRouting(RoutingFunction):
     """Source routes of 2-bit slices; per input a swallow, per chip a slice."""
 
     uses_input_port = True
+    #: the RN1 route unit drops whole bytes and has no head-flit counts
+    rtl_head_bits = False
 
     @classmethod
     def head_width(cls, plan: FabricPlan) -> int:

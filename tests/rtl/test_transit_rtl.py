@@ -18,11 +18,14 @@ from zfabric import compile_plan, load_spec
 pytestmark = pytest.mark.rtl
 
 #: bidelta 64 (3 stages of 16 chips, the last in alternate mode), the same in two stacks (the
-#: second's first stage swallows) and full 64 (one UT64x2: alternate-mode up and level-1 chips)
+#: second's first stage swallows), full 64 (one UT64x2: alternate-mode up and level-1 chips)
+#: and hybrid 768 (64 B12 leaves under a UT64x8, 848 switches: its low case takes 27 minutes
+#: and 13 GB under Icarus, so only that one)
 FABRICS = {
     "bidelta-64": {"form": "bidelta", "stacks": [3]},
     "bidelta-64-two-stacks": {"form": "bidelta", "stacks": [1, 2]},
     "full-64": {"form": "full"},
+    "hybrid-768": {"form": "hybrid", "leaf_stages": 2},
 }
 #: offered flits/cycle/endpoint, 1-6 flit packets, per fabric. Knees from `zfabric sweep`
 #: (uniform, seed 1, warm-up 500, window 2000, round-robin selection): bidelta 64 stable at
@@ -31,6 +34,7 @@ RATES = {
     "bidelta-64": {"low": 0.1, "near": 0.55, "past": 0.8},
     "bidelta-64-two-stacks": {"low": 0.1, "near": 0.55, "past": 0.8},
     "full-64": {"low": 0.1, "near": 0.375, "past": 0.8},
+    "hybrid-768": {"low": 0.1},
 }
 CASES = [
     ("bidelta-64", "low", "round-robin"),
@@ -41,6 +45,7 @@ CASES = [
     pytest.param("full-64", "low", "round-robin", marks=pytest.mark.matrix),
     pytest.param("full-64", "near", "round-robin", marks=pytest.mark.matrix),
     pytest.param("full-64", "past", "round-robin", marks=pytest.mark.matrix),
+    pytest.param("hybrid-768", "low", "round-robin", marks=pytest.mark.matrix),
 ]
 CYCLES = 200
 

@@ -322,7 +322,7 @@ class TransitHeads(Heads):
         head = Signal(head_width, name="route")
         codes = {0b10: (6, 8), 0b01: (4, 6), 0b00: (2, 4)}  # O by the highest differing pair
         m.d.comb += head.eq(Cat(*rc))  # the same C: R = RC
-        for lead in reversed(range(len(c2))):  # the first differing byte wins
+        for lead in range(len(c2)):  # the first byte where the C differ, the bytes before equal
             differ = c1[lead] ^ c2[lead]
             with m.If(differ.any() & ~Cat(*(c1[k] != c2[k] for k in range(lead))).any()):
                 j = len(c2) - lead
@@ -341,6 +341,7 @@ class TransitHeads(Heads):
                         for k in range(0, len(digits), 4)
                     ]
                     route = Cat(*(Const(b, 8) for b in ru), *c2[lead:], *rc)
+                    # the highest differing pair first; the last (bits 3:2) is all that is left
                     with m.If(taken) if i == 0 else m.Elif(taken) if i < 2 else m.Else():
                         m.d.comb += head.eq(route)
         mask = sum(1 << a for a in self.inputs)

@@ -45,9 +45,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from zfabric.plan import FabricPlan, PlanView, PortRef
+from zfabric.plan import ATTACHMENT_MODES, FabricPlan, PlanView, PortRef
 from zfabric.routing import head_flits, make_routing
 from zfabric.routing.sliced import header_length
+from zfabric.routing.transit import params_of as transit_params
+from zfabric.topologies.transit import leaf_processors
 from zfabric.topologies.znode import field_width
 
 from .flit import (
@@ -135,7 +137,7 @@ def injection_table(plan: FabricPlan, src: int, routing=None) -> dict[int, tuple
             raise
         choices = []
         for choice in injections:
-            head = choice.head[0] if isinstance(choice.head, tuple) else choice.head
+            head = routing.head_value(choice.head)
             choices.append((attachments.index(PortRef(choice.switch, choice.port)), head))
         table[dst] = tuple(choices)
     return table
@@ -177,14 +179,21 @@ class TableHeads(Heads):
         self.key = ("table", tuple(sorted(table.items())))
 
     def build(self, m, dst, identity, n_attachments, head_width):
-        choices = Signal(n_attachments, name="choices")
-        heads = [Signal(head_width, name=f"head{a}") for a in range(n_attachments)]
+        # an attachment no choice takes (one the endpoint only receives through) is a constant
+        used = {a for options in self.table.values() for a, _ in options}
+        choice = [
+            Signal(name=f"choice{a}") if a in used else Const(0, 1) for a in range(n_attachments)
+        ]
+        heads = [
+            Signal(head_width, name=f"head{a}") if a in used else Const(0, head_width)
+            for a in range(n_attachments)
+        ]
         with m.Switch(dst):
             for d, options in self.table.items():
                 with m.Case(d):
                     for a, head in options:
-                        m.d.comb += [choices[a].eq(1), heads[a].eq(head)]
-        return choices, heads
+                        m.d.comb += [choice[a].eq(1), heads[a].eq(head)]
+        return Cat(*choice), heads
 
 
 class SlicedHeads(Heads):
@@ -266,6 +275,81 @@ class SlicedHeads(Heads):
         return (1 << n_attachments) - 1, [head] * n_attachments
 
 
+class TransitHeads(Heads):
+    """The Transit route R = RU.RD.RC of ``zfabric/routing/transit.py`` (A. DeHon, "Fat-Tree
+    Routing for Transit", MIT AI Lab, 1990, §3.8.3), computed from the source id
+    (``identity``) and the destination id, for the hybrid and full forms; the same head on each
+    of the processor's inputs (``inputs``, its attachments that inject), in order.
+
+    C (a byte per unit-tree layer, root first) holds a layer's child, 0..63, in bits 7:2; P (a
+    hybrid's position in its leaf of n processors, j slices) is the position shifted to the
+    top. The first byte where the C differ sets the layer j of the crossover and, by its
+    highest differing bit pair, the code O; then R is (11)^j.O padded to whole bytes (a full
+    tree climbs one layer less; a capped network's copies differing cross into the cap, O =
+    11), the destination's C from that byte on, and P. The head value holds R's first byte
+    in bits 7:0 (:meth:`~zfabric.routing.transit.TransitRouting.head_value`).
+    """
+
+    by_source = True
+
+    def __init__(self, *, params, inputs: tuple[int, ...]):
+        self.params, self.inputs = params, tuple(inputs)
+        self.key = ("transit", params, self.inputs)
+
+    def _address(self, endpoint: Value) -> tuple[list[Value], Value | None]:
+        """C's bytes and P of ``endpoint`` (``zfabric.topologies.transit.address``)."""
+        params = self.params
+        layers = params.ut_layers
+        if params.form == "full":
+            leaf, p = endpoint, None
+        else:
+            n = leaf_processors(params.leaf_stages)
+            leaf, x = endpoint // n, endpoint % n
+            p = (x << (8 - 2 * params.leaf_stages))[:8]
+        c = [Cat(Const(0, 2), (leaf >> 6 * (layers - 1 - k))[:6]) for k in range(layers)]
+        if params.cap:
+            c.insert(0, Cat(Const(0, 6), (leaf >> 6 * layers)[:2]))
+        return c, p
+
+    def build(self, m, dst, identity, n_attachments, head_width):
+        params = self.params
+        full = params.form == "full"
+        if isinstance(identity, int):  # the source as a constant (no identity port)
+            identity = Const(identity, len(dst))
+        c1, _ = self._address(identity)
+        c2, p2 = self._address(dst)
+        rc = [] if p2 is None else [p2]
+        head = Signal(head_width, name="route")
+        codes = {0b10: (6, 8), 0b01: (4, 6), 0b00: (2, 4)}  # O by the highest differing pair
+        m.d.comb += head.eq(Cat(*rc))  # the same C: R = RC
+        for lead in range(len(c2)):  # the first byte where the C differ, the bytes before equal
+            differ = c1[lead] ^ c2[lead]
+            with m.If(differ.any() & ~Cat(*(c1[k] != c2[k] for k in range(lead))).any()):
+                j = len(c2) - lead
+                if params.cap and lead == 0:
+                    choices = [(0b11, j - 1, Const(1, 1))]
+                else:
+                    choices = [
+                        (code, j, differ[low:high].any()) for code, (low, high) in codes.items()
+                    ]
+                for i, (code, layer, taken) in enumerate(choices):
+                    climb = layer - 1 if full else layer
+                    digits = [0b11] * climb + [code]
+                    digits += [0] * (-len(digits) % 4)
+                    ru = [
+                        sum(d << (6 - 2 * t) for t, d in enumerate(digits[k : k + 4]))
+                        for k in range(0, len(digits), 4)
+                    ]
+                    route = Cat(*(Const(b, 8) for b in ru), *c2[lead:], *rc)
+                    # the highest differing pair first; the last (bits 3:2) is all that is left
+                    with m.If(taken) if i == 0 else m.Elif(taken) if i < 2 else m.Else():
+                        m.d.comb += head.eq(route)
+        mask = sum(1 << a for a in self.inputs)
+        return mask, [
+            head if a in self.inputs else Const(0, head_width) for a in range(n_attachments)
+        ]
+
+
 def heads_for(plan: FabricPlan, src: int, routing=None) -> Heads:
     """The head builder of endpoint ``src``: arithmetic where the routing allows, else a table."""
     if plan.routing.name == "sliced":
@@ -274,6 +358,10 @@ def heads_for(plan: FabricPlan, src: int, routing=None) -> Heads:
         return SlicedHeads(
             z=params["z"], znodes=params["znodes"], side=params["side"], head_bits=bits
         )
+    if plan.routing.name == "transit" and plan.topology_params["form"] != "bidelta":
+        endpoint = plan.endpoints[src]
+        inputs = tuple(a for a in range(len(endpoint.attachments)) if endpoint.injects(a))
+        return TransitHeads(params=transit_params(plan), inputs=inputs)
     table = injection_table(plan, src, routing)
     if all(choices == ((0, dst),) for dst, choices in table.items()):
         return DirectHeads()
@@ -313,6 +401,10 @@ class Endpoint(wiring.Component):
         count varies (``heads.head_flits``, sliced) are sent with theirs, and arrive as one.
     credit_width : int
         Bits of each injection link's credit count (:class:`~zfabric.hdl.flit.LinkSignature`).
+    modes : tuple of str
+        Per attachment, what it carries (:data:`~zfabric.plan.ATTACHMENT_MODES`): ``both``,
+        ``in`` (the endpoint only injects there: no receive buffers, ``o`` and ``eject`` idle)
+        or ``out`` (it only receives there: ``inject`` idle); empty, every one both ways.
 
     Members
     -------
@@ -339,7 +431,15 @@ class Endpoint(wiring.Component):
         axis: bool = False,
         head_flits: int = 1,
         credit_width: int = 1,
+        modes: tuple[str, ...] = (),
     ):
+        modes = tuple(modes) or ("both",) * n_attachments
+        if len(modes) != n_attachments or not set(modes) <= set(ATTACHMENT_MODES):
+            raise ValueError(
+                f"modes must give one of {', '.join(ATTACHMENT_MODES)} per attachment"
+                f" ({n_attachments}), not {modes!r}"
+            )
+        self._modes = modes
         if isinstance(heads, TableHeads):
             for dst, choices in heads.table.items():
                 order = [a for a, _ in choices]
@@ -401,6 +501,7 @@ class Endpoint(wiring.Component):
             ejection_vcs=plan.router.ejection_vcs,
             head_flits=built_head_flits(plan),
             credit_width=credit_width(plan),
+            modes=plan.endpoints[endpoint].modes,
             **kwargs,
         )
 
@@ -422,6 +523,7 @@ class Endpoint(wiring.Component):
             None if self._identity_port else self._source,
             self._axis,
             self._head_flits,
+            self._modes,
         )
 
     def elaborate(self, platform):
@@ -438,6 +540,7 @@ class Endpoint(wiring.Component):
             first = beat.first
 
         vcs = self._n_vcs
+        injects = [mode != "out" for mode in self._modes]
         credits = [
             [
                 Signal(
@@ -445,9 +548,14 @@ class Endpoint(wiring.Component):
                 )
                 for v in range(vcs)
             ]
+            if injects[a]
+            else []
             for a in range(n)
         ]
-        has_credit = [Cat(*(c != 0 for c in credits[a])) for a in range(n)]  # per VC
+        # per VC; an attachment the endpoint does not inject through never has one
+        has_credit = [
+            Cat(*(c != 0 for c in credits[a])) if injects[a] else Const(0, vcs) for a in range(n)
+        ]
         identity = self.identity if self._identity_port else self._source
         source = identity
         choices, heads = self._heads.build(m, beat.dst, identity, n, layout.head_width)
@@ -503,6 +611,10 @@ class Endpoint(wiring.Component):
         head = head & starts.replicate(layout.head_width)  # zero on every other flit
 
         for a in range(n):
+            if self._modes[a] != "in":
+                self._receive(m, a)
+            if not injects[a]:
+                continue
             link = self.inject[a]
             m.d.sync += [
                 link.flit.valid.eq(step & chosen[a].any()),
@@ -515,8 +627,6 @@ class Endpoint(wiring.Component):
             for v in range(vcs):
                 sent = step & chosen[a][v]
                 m.d.sync += credits[a][v].eq(credits[a][v] - sent + link.credit[v])
-
-            self._receive(m, a)
         return m
 
     def _receive(self, m: Module, a: int) -> None:

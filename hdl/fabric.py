@@ -56,9 +56,11 @@ class Fabric(wiring.Component):
         Packets into endpoint ``e``, by endpoint id.
     o : ``Out(stream.Signature(PacketOutLayout(...))).array(n_endpoints, n_attachments)``
         Packets out of endpoint ``e``, one stream per attachment (every endpoint of a plan has
-        the same number of attachments). The user may hold ``ready`` low: the endpoint's
-        receive buffer and the switch's ejection credits hold the flits back
-        (docs/microarchitecture.md, Endpoints).
+        the same number of attachments; one it only injects through never has a packet). The
+        user may hold ``ready`` low: the endpoint's receive buffer and the switch's ejection
+        credits hold the flits back (docs/microarchitecture.md, Endpoints). An attachment that
+        carries one way only (a one-way plan's) is wired that way; a switch side nothing faces
+        (an unused port of a partial tree) is left idle.
     """
 
     def __init__(
@@ -178,16 +180,19 @@ class Fabric(wiring.Component):
                 self._axis_in(m, e, endpoint.i)
             else:
                 wiring.connect(m, outside=wiring.flipped(self.i[e]), endpoint=endpoint.i)
-            for a, at in enumerate(self._plan.endpoints[e].attachments):
-                wiring.connect(
-                    m, endpoint=endpoint.inject[a], switch=self._port(at.switch, at.port, "i")
-                )
-                wiring.connect(
-                    m, switch=self._port(at.switch, at.port, "o"), endpoint=endpoint.eject[a]
-                )
-                if self._axis:
-                    self._axis_out(m, e, a, endpoint.o[a])
-                else:
+            plan_endpoint = self._plan.endpoints[e]
+            for a, at in enumerate(plan_endpoint.attachments):
+                if plan_endpoint.injects(a):
+                    wiring.connect(
+                        m, endpoint=endpoint.inject[a], switch=self._port(at.switch, at.port, "i")
+                    )
+                if plan_endpoint.ejects(a):
+                    wiring.connect(
+                        m, switch=self._port(at.switch, at.port, "o"), endpoint=endpoint.eject[a]
+                    )
+                    if self._axis:
+                        self._axis_out(m, e, a, endpoint.o[a])
+                if not self._axis:
                     wiring.connect(m, endpoint=endpoint.o[a], outside=wiring.flipped(self.o[e][a]))
         return m
 

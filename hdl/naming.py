@@ -6,8 +6,8 @@ The top's port names are the members of :class:`~zfabric.hdl.fabric.Fabric` buil
 Top ports: ``clk``, the reset (``rst``, active high, or with ``reset="aresetn"`` AXI's
 active-low ``aresetn``: :data:`RESETS`), then endpoint by endpoint in endpoint-id order: its
 AXI4-Stream input ``s<e>_axis_tvalid``, ``_tready``, ``_tdata``, ``_tlast``, ``_tdest``, then its
-AXI4-Stream output per attachment ``a``: ``m<e>_axis_tvalid``, ``_tready``, ``_tdata``,
-``_tlast``, ``_tid`` (``m<e>_<a>_axis_...`` when endpoints have several attachments).
+AXI4-Stream output per attachment ``a`` it receives through: ``m<e>_axis_tvalid``, ``_tready``,
+``_tdata``, ``_tlast``, ``_tid`` (``m<e>_<a>_axis_...`` when endpoints have several attachments).
 :func:`axis_name` makes every one of those names.
 
 Modules: ``<top>_sw_p<ports>_v<vcs>`` for a switch kind (ports of the switch, most VCs on a
@@ -40,6 +40,7 @@ __all__ = [
     "with_clock_ports",
     "axis_name",
     "axis_ports",
+    "output_attachments",
     "identifier",
     "kind_names",
     "port_legend",
@@ -115,12 +116,26 @@ def axis_name(
     return f"m{endpoint}_{attachment}_axis_{signal}"
 
 
+def output_attachments(plan: FabricPlan) -> tuple[int, ...]:
+    """The attachments an endpoint has an output stream for: those it receives through (an
+    attachment that only injects, as a Transit processor's inputs, has none). Every endpoint
+    of a plan has the same ones."""
+    if not plan.endpoints:
+        return (0,)
+    found = {tuple(a for a in range(len(e.attachments)) if e.ejects(a)) for e in plan.endpoints}
+    if len(found) != 1:
+        raise ValueError(f"endpoints differ in the attachments they receive through: {found}")
+    return found.pop()
+
+
 def axis_ports(plan: FabricPlan) -> list[tuple[str, int, str]]:
     """``(direction, width, name)`` of every endpoint port of ``plan``'s Verilog top, in port
     order (after ``clk`` and ``rst``): endpoint by endpoint in id order, its input stream
-    (:data:`AXIS_IN`), then its output streams attachment by attachment (:data:`AXIS_OUT`).
-    ``tdata`` is ``flit_width`` bits, ``tdest`` and ``tid`` an endpoint id's bits."""
+    (:data:`AXIS_IN`), then its output streams attachment by attachment (:data:`AXIS_OUT`;
+    :func:`output_attachments`). ``tdata`` is ``flit_width`` bits, ``tdest`` and ``tid`` an
+    endpoint id's bits."""
     attachments = len(plan.endpoints[0].attachments) if plan.endpoints else 1
+    outputs = output_attachments(plan)
     widths = {"tdata": plan.flit_width, "tdest": dst_width(plan), "tid": dst_width(plan)}
     ins = {"tready": "output"}
     outs = {"tvalid": "output", "tdata": "output", "tlast": "output", "tid": "output"}
@@ -128,7 +143,7 @@ def axis_ports(plan: FabricPlan) -> list[tuple[str, int, str]]:
     for e in range(len(plan.endpoints)):
         for signal in AXIS_IN:
             ports.append((ins.get(signal, "input"), widths.get(signal, 1), axis_name(e, signal)))
-        for a in range(attachments):
+        for a in outputs:
             for signal in AXIS_OUT:
                 name = axis_name(e, signal, a, attachments=attachments)
                 ports.append((outs.get(signal, "input"), widths.get(signal, 1), name))
@@ -145,10 +160,15 @@ def port_legend(plan: FabricPlan, reset: str = "rst") -> list[str]:
     attachments = len(plan.endpoints[0].attachments) if plan.endpoints else 1
     out = "m<e>_<a>_axis" if attachments > 1 else "m<e>_axis"  # as axis_name makes them
     width = dst_width(plan)
+    outputs = output_attachments(plan)
+    receiving = (
+        "" if len(outputs) == attachments else f" that receives ({', '.join(map(str, outputs))})"
+    )
     return [
         f"ports: clk, {reset} (reset {RESETS[reset]}), then per endpoint e in id order an",
         "AXI4-Stream input, then an AXI4-Stream output per attachment"
         + (" a" if attachments > 1 else "")
+        + receiving
         + ":",
         f"  s<e>_axis_tvalid, _tready, _tdata[{plan.flit_width - 1}:0], _tlast, "
         f"_tdest[{width - 1}:0]: packets into endpoint e",

@@ -39,10 +39,11 @@ __all__ = [
 
 
 def input_vcs(ports: SwitchPorts, router: RouterSettings) -> tuple[int, ...]:
-    """VCs per input port: a link's, or ``router.injection_vcs`` where an endpoint injects."""
+    """VCs per input port: a link's, or ``router.injection_vcs`` where an endpoint injects (or
+    nothing does: an unused input, which receives nothing)."""
     return tuple(
-        router.injection_vcs if local else n
-        for n, local in zip(ports.vcs, ports.local, strict=True)
+        router.injection_vcs if ports.input_local(p) else ports.input_link_vcs(p)
+        for p in range(ports.n_ports)
     )
 
 
@@ -214,7 +215,7 @@ class Switch(wiring.Component):
                 {
                     # routing functions never read the VC of a local input: the route units
                     # of local VC 0 serve every local VC
-                    (port, vc): self._routes.unit(port, 0 if ports.local[port] else vc)
+                    (port, vc): self._routes.unit(port, 0 if ports.input_local(port) else vc)
                     for port, n_vcs in enumerate(self._in_vcs)
                     for vc in range(n_vcs)
                 },

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from zfabric.plan import FabricPlan
 
-from .naming import AXIS_IN, AXIS_OUT, axis_name, clock_ports
+from .naming import AXIS_IN, AXIS_OUT, axis_name, clock_ports, output_attachments
 
 __all__ = ["testbench"]
 
@@ -38,7 +38,9 @@ MAX_MESSAGES = 10
 Ports = Sequence[tuple[str, int, str]]
 
 
-def _connections(plan: FabricPlan, ports: Ports, attachments: int) -> tuple[dict, dict]:
+def _connections(
+    plan: FabricPlan, ports: Ports, attachments: int, outputs: Sequence[int]
+) -> tuple[dict, dict]:
     """Per top port, the testbench expression it connects to, and the widths of ``tdata``,
     ``tdest`` and ``tid``; refuses a top whose ports are not the streams ``axis_name`` names."""
     widths = {name: width for _, width, name in ports}
@@ -51,10 +53,10 @@ def _connections(plan: FabricPlan, ports: Ports, attachments: int) -> tuple[dict
     for e in range(len(plan.endpoints)):
         for signal in AXIS_IN:
             wanted[axis_name(e, signal)] = (signal, select(f"s_{signal}", e))
-        for a in range(attachments):
+        for r, a in enumerate(outputs):
             for signal in AXIS_OUT:
                 name = axis_name(e, signal, a, attachments=attachments)
-                wanted[name] = (signal, select(f"m_{signal}", e * attachments + a))
+                wanted[name] = (signal, select(f"m_{signal}", e * len(outputs) + r))
     if set(wanted) != set(widths):
         odd = sorted(set(widths) ^ set(wanted))
         raise ValueError(f"the top's ports are not its endpoints' AXI4-Stream ports: {odd[:4]!r}")
@@ -93,7 +95,8 @@ def testbench(
     attachments = len(plan.endpoints[0].attachments)
     if any(len(ep.attachments) != attachments for ep in plan.endpoints):
         raise ValueError("a testbench needs the same number of attachments on every endpoint")
-    conns, widths = _connections(plan, ports, attachments)
+    outputs = output_attachments(plan)
+    conns, widths = _connections(plan, ports, attachments, outputs)
     # no beat for this long means a deadlock or a lost packet: twice a lone packet's latency
     # over every link of the fabric, and the stalls
     lone = plan.router.zero_load_latency(len(plan.links), beats, buffer_depth=plan.buffer_depth)
@@ -111,8 +114,8 @@ def testbench(
     return _TEMPLATE.format(
         top=top,
         n=n,
-        r=n * attachments,
-        a=attachments,
+        r=n * len(outputs),
+        a=len(outputs),
         beats=beats,
         stall=stall,
         idle_limit=idle_limit,
@@ -134,7 +137,7 @@ _TEMPLATE = """\
 
 module {top}_tb;
   localparam integer N = {n};  // endpoints
-  localparam integer A = {a};  // output streams per endpoint (attachments)
+  localparam integer A = {a};  // output streams per endpoint (attachments that receive)
   localparam integer R = {r};  // output streams
   localparam integer L = {beats};  // beats per packet
   localparam integer TDATAW = {W};
@@ -216,7 +219,7 @@ module {top}_tb;
     end
 
     for (r = 0; r < R; r = r + 1) begin : receiver
-      localparam integer E = r / A;  // the endpoint, r % A its attachment
+      localparam integer E = r / A;  // the endpoint, r % A its output stream
       integer b = 0;  // beat of the packet on this stream
       integer src = 0;  // its source (tid of its first beat)
       integer to;

@@ -53,7 +53,7 @@ def carried_heads(rows: RouteRows) -> set[int]:
     sliced routing leaves of it): other values are heads no endpoint may send (docs/rtl.md,
     *Packets*: an id >= N where N is not a power of two)."""
     return {
-        head[0] if isinstance(head, tuple) else head
+        rows.routing.head_value(head)
         for _s, _p, _v, head, _decision in reachable_states(rows.view, rows.routing)
     }
 
@@ -65,16 +65,15 @@ def reference(
     it has no candidate); the entry itself is None (nothing to check) where the routing
     function has no route for a value outside ``carried`` (:func:`carried_heads`)."""
     row, routing = rows.row(switch), rows.routing
-    sliced = rows.kind == "sliced"
     table: list[tuple[int, int | None] | None] = []
     for value in range(1 << row.head_width):  # unreachable values are checked too
         try:
-            decision = routing.route(switch, port, vc, (value, row.head_width) if sliced else value)
+            decision = routing.route(switch, port, vc, routing.head_of_value(value, row.head_width))
         except LookupError:
             table.append((0, None) if value in carried else None)
             continue
         mask = candidate_mask(decision.hops, row.ports, ordered=rows.ordered)
-        head = decision.head[0] if isinstance(decision.head, tuple) else decision.head
+        head = routing.head_value(decision.head)
         table.append((mask, head if mask else None))
     return table
 

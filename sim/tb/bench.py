@@ -40,6 +40,7 @@ from pathlib import Path
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
+from zfabric.hdl.naming import output_attachments
 from zfabric.sim.model import EjectStalls
 from zfabric.sim.traffic import read_trace
 
@@ -92,7 +93,7 @@ async def lockstep(dut):
             ready=stalls,
         )
         for e in range(len(plan.endpoints))
-        for a in range(attachments)
+        for a in output_attachments(plan)
     ]
     for e in expected:  # in trace order, so in creation order per source
         words = tuple(codec.word(e.src, e.sequence, i) for i in range(e.length))

@@ -170,3 +170,26 @@ def test_kept_surplus_caught(sby):
     )
     result = sby(SurplusHarness(plan, [switch], rows=rows), "bmc", 1)
     assert result.status == "FAIL", result.log
+
+
+def transit_16():
+    topology = {"kind": "transit", "form": "bidelta", "stacks": [2]}
+    return compile_plan(load_spec({"name": "transit-16", "topology": topology}))
+
+
+def test_transit_route_units_proven(sby):
+    """A Transit bidelta of 16 processors: every RN1 route unit (its slice, the dilated
+    direction's two wires, the alternate-mode halves' one) against the routing function for
+    every 8-bit head."""
+    plan = transit_16()
+    assert RouteRows(plan).kind == "transit"
+    result = sby(RouteHarness(plan, every_switch(plan)), "bmc", 1)
+    assert result.status == "PASS", result.log
+
+
+@pytest.mark.formal
+def test_transit_dropped_wire_caught(sby):
+    """Head 1 reads direction 0 at every slice: a unit dropping its first wire is caught."""
+    plan = transit_16()
+    result = sby(DroppingHarness(plan, every_switch(plan)), "bmc", 1)
+    assert result.status == "FAIL", result.log

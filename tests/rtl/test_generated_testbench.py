@@ -189,3 +189,15 @@ def test_a_submodule_kept_out_of_its_kind_runs_the_same(icarus, plan_of, tmp_pat
     assert f"{kind}_allocator.v" in (tmp_path / "split" / f"{split.top}.f").read_text()
     lines = run_testbench(tmp_path / "split", split.top, ["-c", f"{split.top}.f"])
     assert len(lines) == 1 and lines[0].startswith("PASS: 240 packets of 3 beats")
+
+
+def test_generated_testbench_passes_on_a_transit_fabric(icarus, tmp_path):
+    """A Transit bidelta of 16 processors: one-way channels, each endpoint injecting through
+    attachments 0 and 2 and receiving through 1 and 3, the only ones with output streams."""
+    topology = {"kind": "transit", "form": "bidelta", "stacks": [2]}
+    plan = compile_plan(load_spec({"name": "transit-16", "topology": topology}))
+    assert {endpoint.modes for endpoint in plan.endpoints} == {("in", "out", "in", "out")}
+    emission = write(plan, tmp_path)
+    assert "m0_1_axis_tvalid" in emission.text and "m0_0_axis_tvalid" not in emission.text
+    lines = run_testbench(tmp_path, emission.top, [f"{emission.top}.v"])
+    assert len(lines) == 1 and lines[0].startswith("PASS: 240 packets of 3 beats")

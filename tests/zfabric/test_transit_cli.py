@@ -1,6 +1,7 @@
 """Transit on the command line: ``check`` reports the RN1 chips (counted in the plan and by the
 seed's formula), the unit trees and the proof, in text and JSON; the commands that build RTL
-refuse a Transit spec up front (no RN1 route unit in the RTL yet)."""
+refuse heads of several flits (the RN1 route unit drops whole bytes, with no head-flit
+counts)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,12 @@ def test_check_reports_leaves_of_a_bidelta_and_its_stages(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", RTL_COMMANDS)
-def test_rtl_commands_refuse_transit(tmp_path, capsys, command):
-    assert rtl_command(tmp_path, command, FULL_64) == 2
+def test_rtl_commands_refuse_transit_heads_of_several_flits(tmp_path, capsys, command):
+    text = FULL_64 + "router: {head_bits: 8}\n"
+    assert rtl_command(tmp_path, command, text) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"zfabric: error: routing: 'transit' (kind 'transit') has no RTL yet: zfabric {command}"
-        " cannot build it (check and simulate can)"
+        f"zfabric: error: router.head_bits: 8 with the routing 'transit': zfabric {command}"
+        " builds its heads whole in the first flit only (leave head_bits out; check and"
+        " simulate can)"
     ]
     assert not (tmp_path / "out").exists()

@@ -68,9 +68,10 @@ class RoutingFunction:
     #: the routing offers adaptive channels besides its escape sub-function
     #: (:meth:`is_escape`): the proof checks Duato's condition instead of Dally and Seitz's
     adaptive: ClassVar[bool] = False
-    #: the RTL has a route unit for this routing (and builds the fabrics it runs on); when
-    #: not, the commands that build RTL refuse the spec up front (:func:`require_route_unit`)
-    rtl: ClassVar[bool] = True
+    #: the RTL's route unit for this routing handles heads of several flits
+    #: (``router.head_bits``); when not, the commands that build RTL refuse a spec that sets
+    #: it (:func:`require_route_unit`)
+    rtl_head_bits: ClassVar[bool] = True
     #: the routing offers no candidate and no injection that dead-ends, on any plan (its
     #: tables are computed from the plan's channels): a degraded plan needs no mask
     avoids_dead_ends: ClassVar[bool] = False
@@ -90,6 +91,16 @@ class RoutingFunction:
     def head_width(cls, plan: FabricPlan) -> int:
         """Bits of the routing head a head flit carries: by default a destination endpoint id."""
         return max(1, (len(plan.endpoints) - 1).bit_length())
+
+    def head_value(self, head: Any) -> int:
+        """The bits a head flit carries for ``head`` (the RTL's ``head`` field): the head itself,
+        or the value of a (value, width) head (sliced)."""
+        return head[0] if isinstance(head, tuple) else head
+
+    def head_of_value(self, value: int, width: int) -> Any:
+        """The head a head flit whose ``width``-bit head field holds ``value`` carries (the
+        inverse of :meth:`head_value`, for checking a route unit over every value)."""
+        return value
 
     def head_length(self, head: Any) -> int:
         """Bits of ``head`` as the routing writes it (docs/microarchitecture.md, *Heads longer
@@ -286,9 +297,10 @@ def routing_head_width(plan: FabricPlan) -> int:
 def require_route_unit(spec: Any, command: str) -> None:
     """Refuse (a SpecError) before any work what the RTL cannot build from ``spec``: a degraded
     fabric that keeps its family's routing with dead ends masked (its up*/down* tables are
-    built, as table route units), a routing without a route unit, or an adaptive routing under
-    first-free selection (a route unit's mask cannot hold its priority order, hdl/router/route).
-    ``command``: what would build it, for the message."""
+    built, as table route units), heads of several flits for a routing whose route unit has no
+    head-flit logic, or an adaptive routing under first-free selection (a route unit's mask
+    cannot hold its priority order, hdl/router/route). ``command``: what would build it, for
+    the message."""
     if spec.faults:
         from ..topologies import compile_plan  # the topologies import the routings
 
@@ -302,11 +314,12 @@ def require_route_unit(spec: Any, command: str) -> None:
             )
         return
     routing = ROUTINGS[spec.routing]
-    if not routing.rtl:
+    if spec.router.head_bits is not None and not routing.rtl_head_bits:
         raise SpecError(
-            "routing",
-            f"{spec.routing!r} (kind {spec.kind!r}) has no RTL yet: zfabric {command} cannot"
-            " build it (check and simulate can)",
+            "router.head_bits",
+            f"{spec.router.head_bits} with the routing {spec.routing!r}: zfabric {command}"
+            " builds its heads whole in the first flit only (leave head_bits out; check and"
+            " simulate can)",
         )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(

@@ -131,6 +131,10 @@ class Sliced(ZnodeRouting):
         """The bits left: the head shrinks by the fields each switch pops."""
         return head[1]
 
+    def head_of_value(self, value: int, width: int) -> Head:
+        """A whole ``width``-bit header."""
+        return value, width
+
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         head = self.head(src, dst)
         return tuple(Injection(switch, port, head) for switch, port in self.attachments[src])

@@ -162,8 +162,8 @@ class TransitRouting(RoutingFunction):
     """Source routes of 2-bit slices; per input a swallow, per chip a slice."""
 
     uses_input_port = True
-    #: no RN1 route unit (slice and swallow per input) nor one-way channels in the RTL yet
-    rtl = False
+    #: the RN1 route unit drops whole bytes and has no head-flit counts
+    rtl_head_bits = False
 
     @classmethod
     def head_width(cls, plan: FabricPlan) -> int:
@@ -210,6 +210,17 @@ class TransitRouting(RoutingFunction):
         if self.transit.form == "bidelta":
             return c2
         return transit_route(c1, c2, p2, full=self.transit.form == "full", capped=self.transit.cap)
+
+    def head_value(self, head: Head) -> int:
+        """The head's bytes in a head flit: the first (the one read next) in bits 7:0, each
+        later byte 8 bits higher, so that a swallow is a shift right by 8 and an exhausted
+        head is 0."""
+        return sum(byte << 8 * k for k, byte in enumerate(head))
+
+    def head_of_value(self, value: int, width: int) -> Head:
+        """The ``width // 8`` bytes of ``value``, the first in bits 7:0 (bytes past the route's
+        end are zeros, as a head flit carries them)."""
+        return tuple((value >> 8 * k) & 0xFF for k in range(width // 8))
 
     def head_length(self, head: Head) -> int:
         """The bits left: a swallow drops a byte."""

@@ -35,6 +35,11 @@ first-free selection).
   flat address's digits for the tree part (zone and down label); every switch of a level is
   one module, its zone and coordinates on ``identity``. Tables stay available
   (``arithmetic=False``).
+- Transit source routes (``transit``): :class:`TransitRoute`, an RN1 chip's input: it drops
+  the head byte where the input swallows, reads the chip's 2-bit slice of the byte in front
+  and offers that direction's outputs (both wires of a dilated direction, as equal
+  candidates the switch's output selection picks between). No table: the slice, the
+  swallows and the masks come from the plan.
 - The baselines sliced addressing is compared against (Peratikou's Znode thesis, 2014):
   ``flat``, :class:`FlatRoute`, reads its level's label of the destination address (and, at
   the top, compares the Znode id with the SID); ``source_destination``,
@@ -52,12 +57,14 @@ from .rows import RouteRow, RouteRows, reachable_states, reachable_turns, route_
 from .sliced import SlicedRoute
 from .source_destination import SourceDestinationRoute
 from .table import TableRoute
+from .transit import TransitRoute
 
 __all__ = [
     "SwitchPorts",
     "candidate_mask",
     "RouteUnitSignature",
     "TableRoute",
+    "TransitRoute",
     "SlicedRoute",
     "FlatRoute",
     "SourceDestinationRoute",

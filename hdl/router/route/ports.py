@@ -18,23 +18,37 @@ class SwitchPorts:
     """Per-port output VC counts of one switch (a local port's: ``router.ejection_vcs``) and
     whether each port faces an endpoint.
 
-    Output VCs are numbered flat: port ``o``'s VC ``w`` is ``base[o] + w``.
+    Output VCs are numbered flat: port ``o``'s VC ``w`` is ``base[o] + w``. A port's input and
+    output may face different neighbours (one-way channels): ``in_vcs`` and ``in_local`` then
+    give its input's link VCs and whether no link feeds it (an endpoint injects there, or
+    nothing: an unused input); empty, the input is as the output.
     """
 
     vcs: tuple[int, ...]
     local: tuple[bool, ...]
+    in_vcs: tuple[int, ...] = ()
+    in_local: tuple[bool, ...] = ()
 
     @classmethod
     def from_plan(cls, view: PlanView, switch: int) -> SwitchPorts:
-        vcs, local = [], []
+        vcs, local, in_vcs, in_local = [], [], [], []
         for port in range(view.switches[switch].radix):
             into, out = view.in_link[switch][port], view.out_link[switch][port]
-            if (into is None) != (out is None) or (into and into.vcs != out.vcs):
-                name = view.switches[switch].name
-                raise ValueError(f"{name}.p{port}: its two directions differ")
-            vcs.append(into.vcs if into else view.plan.router.ejection_vcs)
-            local.append(into is None)
-        return cls(tuple(vcs), tuple(local))
+            vcs.append(out.vcs if out else view.plan.router.ejection_vcs)
+            local.append(out is None)
+            in_vcs.append(into.vcs if into else vcs[-1])
+            in_local.append(into is None)
+        if (in_vcs, in_local) == (vcs, local):
+            return cls(tuple(vcs), tuple(local))
+        return cls(tuple(vcs), tuple(local), tuple(in_vcs), tuple(in_local))
+
+    def input_local(self, port: int) -> bool:
+        """No link feeds input ``port``: an endpoint injects there (or nothing does)."""
+        return (self.in_local or self.local)[port]
+
+    def input_link_vcs(self, port: int) -> int:
+        """The VCs of the link into input ``port`` (meaningless where :meth:`input_local`)."""
+        return (self.in_vcs or self.vcs)[port]
 
     @property
     def n_ports(self) -> int:

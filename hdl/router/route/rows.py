@@ -30,6 +30,7 @@ from .ports import SwitchPorts, candidate_mask
 from .sliced import SlicedRoute
 from .source_destination import SourceDestinationRoute
 from .table import TableRoute
+from .transit import TransitRoute
 
 __all__ = ["RouteRow", "RouteRows", "route_row", "reachable_states", "reachable_turns"]
 
@@ -213,7 +214,7 @@ class RouteRows:
             )
         name = plan.routing.name
         self.kind = "table"
-        if name in ("sliced", "flat", "source_destination"):
+        if name in ("sliced", "flat", "source_destination", "transit"):
             self.kind = name
         elif (
             arithmetic
@@ -283,6 +284,8 @@ class RouteRows:
             row = self._dort(switch, ports)
         elif self.kind == "hyperz":
             row = self._hyperz(switch, ports)
+        elif self.kind == "transit":
+            row = self._transit(switch, ports)
         else:
             row = self._tables(switch, ports)
         row.one_port = self.routing.one_port
@@ -544,6 +547,29 @@ class RouteRows:
             make=lambda p, v: HyperzRoute(head_width=hw, ports=ports, **fields),
             key=("hyperz", tuple(fields.items())),
             identity=identity,
+        )
+
+    def _transit(self, switch: int, ports: SwitchPorts) -> RouteRow:
+        """The chip's slice and per-direction candidates (both wires of a dilated direction),
+        each input's swallow."""
+        routing = self.routing
+        masks = tuple(
+            candidate_mask(hops, ports, ordered=self.ordered) for hops in routing.hops[switch]
+        )
+        slice_index = routing.slice[switch]
+        swallow = tuple(routing.swallow[switch])
+        hw, n = self.head_width, ports.n_out_vcs
+        return RouteRow(
+            head_width=hw,
+            ports=ports,
+            make=lambda p, v: TransitRoute(
+                head_width=hw,
+                n_out_vcs=n,
+                slice_index=slice_index,
+                swallow=swallow[p],
+                masks=masks,
+            ),
+            key=("transit", slice_index, swallow, masks),
         )
 
     def _external_ports(self, switch: int) -> tuple:

@@ -7,6 +7,7 @@ Transit", MIT AI Lab, 1990) or by enumeration (networkx shortest paths), never f
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -170,6 +171,74 @@ def test_transit_hybrid_768_with_a_first_stage_leaf_chip_dead_is_proven():
     assert plan.routing.name == "transit"
     analysis = analyse_routing(plan)
     assert analysis.deadlock_free and analysis.pairs == 768 * 767
+
+
+#: HyperZ H_{2,2}(3,2; 2,2): q_ik = 2 side links per dimension at each of 2 levels, so a
+#: level-1 switch and its parent have l_max = sum_i q_ik = 4 parallel links of a dimension
+HYPERZ = {
+    "name": "hz",
+    "topology": {"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [1, 2], "q": [2, 2], "vcs": 2},
+    "routing": "aliod",
+}
+#: per dimension, the 4 parallel links from h0.0s1_0 (ports 4-5 to a_1 = 1, 8-9 to a_2 = 1) and
+#: its parent h0.0s2_0 (ports 2-3, 6-7) toward the neighbouring Z-node (the ports' order:
+#: topologies/hyperz.py, down and up ports first, then the side ports, dimension 1 first)
+HYPERZ_PARALLEL = {
+    0: [("h0.0s1_0", 4), ("h0.0s1_0", 5), ("h0.0s2_0", 2), ("h0.0s2_0", 3)],
+    1: [("h0.0s1_0", 8), ("h0.0s1_0", 9), ("h0.0s2_0", 6), ("h0.0s2_0", 7)],
+}
+
+
+def hyperz_with_dead(links, routing: str = "own", **topology) -> dict:
+    faults = {"links": [{"switch": s, "port": p} for s, p in links], "routing": routing}
+    return {**HYPERZ, "topology": {**HYPERZ["topology"], **topology}, "faults": faults}
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_aliod_is_proven_with_up_to_l_max_minus_1_of_a_dimensions_parallel_links_dead(dim):
+    """HyperZ §5.4: every set of 1 to l_max - 1 = 3 of the 4 parallel links dead (14 sets per
+    dimension, enumerated): ALIOD itself (recoil on the last escape VC) still delivers every
+    pair and is proven deadlock-free."""
+    links = HYPERZ_PARALLEL[dim]
+    for n in range(1, len(links)):
+        for dead in itertools.combinations(links, n):
+            plan = compile_plan(load_spec(hyperz_with_dead(dead)))
+            assert plan.routing.name == "aliod"
+            analysis = analyse_routing(plan)
+            assert analysis.deadlock_free and analysis.pairs == 24 * 23, dead
+
+
+def test_without_recoil_aliod_loses_the_pairs_of_a_switch_whose_side_links_died():
+    """The need for recoil: h0.0s1_0's both dimension-1 lanes dead, ALIOD's escape at that
+    switch has no side link left; with one escape VC the recoil is not proven (it holds a
+    tree channel before a side channel), so ``auto`` takes the up*/down* tables."""
+    dead = HYPERZ_PARALLEL[0][:2]
+    plan = compile_plan(load_spec(hyperz_with_dead(dead, "auto", vcs=1)))
+    assert plan.routing.name == "updown_table"
+    assert plan.routing.params["because"].startswith("channel dependency cycle")
+    assert analyse_routing(plan).deadlock_free
+    with_two = compile_plan(load_spec(hyperz_with_dead(dead, "auto")))
+    assert with_two.routing.name == "aliod"
+
+
+@pytest.mark.parametrize("engine", [FabricModel, FastModel], ids=["reference", "fast"])
+def test_aliod_recoils_and_delivers_every_packet_with_l_max_minus_1_links_dead(engine):
+    """The example's 3 of 4 parallel links dead: every packet arrives, none through a dead
+    port, and (reference model) packets from h0.0s1_0 to Z-node h0.1 climb to level 2."""
+    spec = load_spec(str(EXAMPLES / "hyperz-recoil.yaml"))
+    plan = compile_plan(spec)
+    assert plan.routing.name == "aliod"
+    dead = {("h0.0s1_0", 4), ("h0.0s1_0", 5), ("h0.0s2_0", 2)}
+    names = [s.name for s in plan.switches]
+    recoiled = 0
+    for packet in deliver_everything(plan, engine, 0.5):
+        hops = [(names[s], port) for s, port in packet.path]
+        assert not dead.intersection(hops)
+        # h0.0s1_0 serves h0.0p0 and p1; the Z-node h0.1 holds processors 4..7
+        if packet.src in (0, 1) and 4 <= packet.dst < 8:
+            recoiled += 1
+            assert hops[0] in {("h0.0s1_0", 2), ("h0.0s1_0", 3)}, hops  # its up ports
+    assert engine is FastModel or recoiled > 0
 
 
 def test_a_fault_set_that_cuts_an_endpoint_off_is_refused():

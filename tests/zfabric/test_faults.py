@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import networkx as nx
@@ -163,6 +165,48 @@ def test_a_chip_failure_in_a_leafs_first_stage_costs_exactly_two_fat_tree_inputs
     for chip in [f"leaf{leaf}s1c{c}" for leaf in (0, 37) for c in range(4)]:
         dead = DeadSet(switches=frozenset(named[chip]))
         assert len(dead_channels(plan, dead) & set(into_leaves)) == 2, chip
+
+
+def direction_losses(wires: list[tuple[str, int]], dead_chip: int) -> dict[str, Fraction]:
+    """Per input direction of a logical stage, the share of its wires (direction, chip) that
+    land on ``dead_chip``: the bandwidth from that direction one chip failure removes."""
+    counts = Counter(direction for direction, _ in wires)
+    lost = Counter(direction for direction, chip in wires if chip == dead_chip)
+    return {direction: Fraction(lost[direction], n) for direction, n in counts.items()}
+
+
+def test_full_dispersion_loses_25_percent_and_no_dispersion_33_percent():
+    """§2.3 (Figs 2.8, 2.9): a level-1 down stage of 4 RN1 chips, 8 lateral wires and 24 from
+    the level above in, 8 out in each of 4 directions. zfabric wires it with full dispersion:
+    on the 768 hybrid, every chip of every level-1 node, failed alone, costs 2 of the 8
+    laterals, 6 of the 24 wires from above and 8 of the 32 outputs, 25 % each. The
+    non-dispersed wiring of Fig 2.8 (the 8 laterals on one chip, the 24 from above on the other
+    three), counted the same way, loses all lateral traffic or 33 % from above."""
+    plan = compile_plan(load_spec(HYBRID_768))
+    levels = switch_levels(plan)
+    nodes: dict[int, list[int]] = {}
+    for switch in plan.switches:
+        if levels[switch.id] == "layer 1 level 1":
+            nodes.setdefault(switch.position["node"], []).append(switch.id)
+    assert len(nodes) == 16 and all(len(members) == 4 for members in nodes.values())
+    quarter = Fraction(1, 4)
+    for chips_of_node in nodes.values():
+        wires = [
+            ("lateral" if levels[link.src.switch] == "layer 1 up" else "above", link.dst.switch)
+            for link in plan.links
+            if link.dst.switch in chips_of_node
+        ]
+        assert Counter(direction for direction, _ in wires) == {"lateral": 8, "above": 24}
+        out = [link for link in plan.links if link.src.switch in chips_of_node]
+        assert len(out) == 32
+        for chip in chips_of_node:
+            assert direction_losses(wires, chip) == {"lateral": quarter, "above": quarter}
+            lost = dead_channels(plan, DeadSet(switches=frozenset({chip})))
+            assert Fraction(sum(link.id in lost for link in out), len(out)) == quarter
+    figure_2_8 = [("lateral", 0)] * 8 + [("above", c) for c in (1, 2, 3) for _ in range(8)]
+    assert direction_losses(figure_2_8, 0) == {"lateral": 1, "above": 0}
+    for chip in (1, 2, 3):
+        assert direction_losses(figure_2_8, chip) == {"lateral": 0, "above": Fraction(1, 3)}
 
 
 @pytest.mark.slow

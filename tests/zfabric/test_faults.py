@@ -433,3 +433,42 @@ def test_a_degraded_plan_round_trips_through_json_and_check_json_names_its_routi
     assert report["faults"]["links"] == [{"between": ["sw0_0", "sw1_0"]}]
     assert report["faults"]["own_routing"] == "dor"
     assert report["faults"]["own_routing_survives"] is False
+
+
+def test_faults_rate_runs_the_model_with_each_failure_as_simulate_does(tmp_path, capsys):
+    """``--rate``: the intact fabric and every connected, proven failure run on the study
+    engine; a failure's result is what ``zfabric simulate`` gives on the spec with that link
+    written into its faults by hand (same traffic, seed and windows)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    window = ["--rate", "0.6", "--warmup", "200", "--cycles", "600"]
+    assert main(["faults", str(spec), "--json", *window]) == 0
+    report = json.loads(capsys.readouterr().out)
+    model = report["model"]
+    assert model["failures_run"] == 32 and model["deadlocked"] == 0
+    assert model["inputs"]["rate"] == 0.6
+    first = report["results"][0]
+    assert first["what"] == "sw0_0.p1 <-> sw1_0.p2"
+    by_hand = tmp_path / "dead.yaml"
+    by_hand.write_text(json.dumps({**TORUS, "faults": DEAD_LINK}))
+    assert main(["simulate", str(by_hand), "--json", *window]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    assert first["model"]["accepted"] == simulated["accepted"]
+    assert first["model"]["latency"] == simulated["latency"]
+    assert main(["simulate", str(spec), "--json", *window]) == 0
+    assert model["intact"]["accepted"] == json.loads(capsys.readouterr().out)["accepted"]
+
+
+def test_faults_rate_runs_no_failure_that_cuts_an_endpoint_off(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    plot = tmp_path / "f.png"
+    args = ["--single", "switches", "--rate", "0.2", "--warmup", "100", "--cycles", "300"]
+    assert main(["faults", str(spec), *args, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].startswith(
+        "  model at rate 0.2 (uniform, 4 flits (default), fast engine): intact"
+    )
+    assert "with one failure" not in out[3]  # every switch carries an endpoint: none runs
+    assert all(line.endswith("; model: not run") for line in out[4:]) and len(out) == 4 + 16
+    assert plot.stat().st_size > 0

@@ -52,7 +52,6 @@ def register(commands) -> None:
         default="links",
         help="what fails, one at a time (chips: families built of chips, Transit's RN1)",
     )
-
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--plot",
@@ -60,11 +59,12 @@ def register(commands) -> None:
         help="plot the pairs each failure disconnects and the channels it costs each level; the"
         " suffix picks the format (.png, .pdf, .svg...); with --rate, the accepted throughput too",
     )
-    add_traffic_arguments(parser, single_rate=True)
-    parser._option_string_actions["--rate"].help = (
-        "run the model at offered load R (flits/cycle/endpoint, in (0, 1]), intact and with"
-        " each failure that leaves every pair connected and a proven routing; the traffic,"
-        " engine and executor options apply to these runs"
+    add_traffic_arguments(
+        parser,
+        single_rate=True,
+        rate_help="run the model at offered load R (flits/cycle/endpoint, in (0, 1]), intact"
+        " and with each failure that leaves every pair connected and a proven routing; the"
+        " traffic, engine and executor options apply to these runs",
     )
     add_engine_argument(parser)
     add_executor_arguments(parser, default_workers=0)

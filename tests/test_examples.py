@@ -244,6 +244,22 @@ EXPECTED = {
         bisection=16,
         proof="duato",
     ),
+    # H_{2,2}(3,2;2,2)(Z(2,2;1,2;1,1)): tree links 6·2·2, side links per (level, X) (2·3 + 3)·2
+    # lanes over 4 -> 24 + 72, 3 dead; radix 2 + 2 + (2·2 + 2) on level 1; intact per source
+    # 2·2 in its Z-node and 4|O| + 4 per other (3 at |O| = 1, 2 at 2) -> 52; the dead lanes cost
+    # the 2·2 pairs each way between h0.0s1_0 and h0.1s1_0 2 hops each (up, side, down): +16;
+    # 2 escape VCs (the recoil on the second) + 1 adaptive
+    "hyperz-recoil": dict(
+        endpoints=24,
+        switches=24,
+        links=96 - 3,
+        endpoint_links=24,
+        max_radix=10,
+        average_hops=(24 * 52 + 16) / (24 * 23),
+        vcs={"down": 3, "side": 3, "up": 3},
+        routing="aliod",
+        proof="duato",
+    ),
 }
 SLOW = {
     # reference/hyperz-transit.md §1, §3 (§5.3's first point): Eq. 2 switches 4·(32 + 32 + 8);

@@ -42,6 +42,7 @@ __all__ = [
     "degrade",
     "disconnected_pairs",
     "failure_candidates",
+    "fault_entry",
     "link_groups",
     "own_routing_fails",
     "pairs_text",
@@ -439,6 +440,22 @@ def failure_candidates(plan: FabricPlan, kind: str) -> list[tuple[str, DeadSet]]
     if not named:
         raise SpecError("--single", f"chips: a {plan.topology} fabric has no chips")
     return [(f"chip {name}", DeadSet(switches=frozenset(ids))) for name, ids in named.items()]
+
+
+def fault_entry(plan: FabricPlan, dead: DeadSet) -> dict[str, list]:
+    """A single failure of :func:`failure_candidates` as a ``faults:`` section says it (the
+    model runs a spec with it added)."""
+    names = [s.name for s in plan.switches]
+    if dead.channels:
+        first = plan.links[min(dead.channels)]
+        entry: dict[str, Any] = {"switch": names[first.src.switch], "port": first.src.port}
+        if len(dead.channels) == 1:
+            entry["side"] = "out"
+        return {"links": [entry]}
+    for name, members in chips(plan).items():
+        if set(members) == dead.switches and len(members) > 1:
+            return {"chips": [name]}
+    return {"switches": [names[s] for s in sorted(dead.switches)]}
 
 
 def single_failures(

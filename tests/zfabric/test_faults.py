@@ -7,7 +7,10 @@ Transit", MIT AI Lab, 1990) or by enumeration (networkx shortest paths), never f
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import networkx as nx
@@ -164,12 +167,122 @@ def test_a_chip_failure_in_a_leafs_first_stage_costs_exactly_two_fat_tree_inputs
         assert len(dead_channels(plan, dead) & set(into_leaves)) == 2, chip
 
 
+def direction_losses(wires: list[tuple[str, int]], dead_chip: int) -> dict[str, Fraction]:
+    """Per input direction of a logical stage, the share of its wires (direction, chip) that
+    land on ``dead_chip``: the bandwidth from that direction one chip failure removes."""
+    counts = Counter(direction for direction, _ in wires)
+    lost = Counter(direction for direction, chip in wires if chip == dead_chip)
+    return {direction: Fraction(lost[direction], n) for direction, n in counts.items()}
+
+
+def test_full_dispersion_loses_25_percent_and_no_dispersion_33_percent():
+    """§2.3 (Figs 2.8, 2.9): a level-1 down stage of 4 RN1 chips, 8 lateral wires and 24 from
+    the level above in, 8 out in each of 4 directions. zfabric wires it with full dispersion:
+    on the 768 hybrid, every chip of every level-1 node, failed alone, costs 2 of the 8
+    laterals, 6 of the 24 wires from above and 8 of the 32 outputs, 25 % each. The
+    non-dispersed wiring of Fig 2.8 (the 8 laterals on one chip, the 24 from above on the other
+    three), counted the same way, loses all lateral traffic or 33 % from above."""
+    plan = compile_plan(load_spec(HYBRID_768))
+    levels = switch_levels(plan)
+    nodes: dict[int, list[int]] = {}
+    for switch in plan.switches:
+        if levels[switch.id] == "layer 1 level 1":
+            nodes.setdefault(switch.position["node"], []).append(switch.id)
+    assert len(nodes) == 16 and all(len(members) == 4 for members in nodes.values())
+    quarter = Fraction(1, 4)
+    for chips_of_node in nodes.values():
+        wires = [
+            ("lateral" if levels[link.src.switch] == "layer 1 up" else "above", link.dst.switch)
+            for link in plan.links
+            if link.dst.switch in chips_of_node
+        ]
+        assert Counter(direction for direction, _ in wires) == {"lateral": 8, "above": 24}
+        out = [link for link in plan.links if link.src.switch in chips_of_node]
+        assert len(out) == 32
+        for chip in chips_of_node:
+            assert direction_losses(wires, chip) == {"lateral": quarter, "above": quarter}
+            lost = dead_channels(plan, DeadSet(switches=frozenset({chip})))
+            assert Fraction(sum(link.id in lost for link in out), len(out)) == quarter
+    figure_2_8 = [("lateral", 0)] * 8 + [("above", c) for c in (1, 2, 3) for _ in range(8)]
+    assert direction_losses(figure_2_8, 0) == {"lateral": 1, "above": 0}
+    for chip in (1, 2, 3):
+        assert direction_losses(figure_2_8, chip) == {"lateral": 0, "above": Fraction(1, 3)}
+
+
 @pytest.mark.slow
 def test_transit_hybrid_768_with_a_first_stage_leaf_chip_dead_is_proven():
     plan = compile_plan(load_spec({**HYBRID_768, "faults": {"chips": ["leaf5s1c2"]}}))
     assert plan.routing.name == "transit"
     analysis = analyse_routing(plan)
     assert analysis.deadlock_free and analysis.pairs == 768 * 767
+
+
+#: HyperZ H_{2,2}(3,2; 2,2): q_ik = 2 side links per dimension at each of 2 levels, so a
+#: level-1 switch and its parent have l_max = sum_i q_ik = 4 parallel links of a dimension
+HYPERZ = {
+    "name": "hz",
+    "topology": {"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [1, 2], "q": [2, 2], "vcs": 2},
+    "routing": "aliod",
+}
+#: per dimension, the 4 parallel links from h0.0s1_0 (ports 4-5 to a_1 = 1, 8-9 to a_2 = 1) and
+#: its parent h0.0s2_0 (ports 2-3, 6-7) toward the neighbouring Z-node (the ports' order:
+#: topologies/hyperz.py, down and up ports first, then the side ports, dimension 1 first)
+HYPERZ_PARALLEL = {
+    0: [("h0.0s1_0", 4), ("h0.0s1_0", 5), ("h0.0s2_0", 2), ("h0.0s2_0", 3)],
+    1: [("h0.0s1_0", 8), ("h0.0s1_0", 9), ("h0.0s2_0", 6), ("h0.0s2_0", 7)],
+}
+
+
+def hyperz_with_dead(links, routing: str = "own", **topology) -> dict:
+    faults = {"links": [{"switch": s, "port": p} for s, p in links], "routing": routing}
+    return {**HYPERZ, "topology": {**HYPERZ["topology"], **topology}, "faults": faults}
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_aliod_is_proven_with_up_to_l_max_minus_1_of_a_dimensions_parallel_links_dead(dim):
+    """HyperZ §5.4: every set of 1 to l_max - 1 = 3 of the 4 parallel links dead (14 sets per
+    dimension, enumerated): ALIOD itself (recoil on the last escape VC) still delivers every
+    pair and is proven deadlock-free."""
+    links = HYPERZ_PARALLEL[dim]
+    for n in range(1, len(links)):
+        for dead in itertools.combinations(links, n):
+            plan = compile_plan(load_spec(hyperz_with_dead(dead)))
+            assert plan.routing.name == "aliod"
+            analysis = analyse_routing(plan)
+            assert analysis.deadlock_free and analysis.pairs == 24 * 23, dead
+
+
+def test_without_recoil_aliod_loses_the_pairs_of_a_switch_whose_side_links_died():
+    """The need for recoil: h0.0s1_0's both dimension-1 lanes dead, ALIOD's escape at that
+    switch has no side link left; with one escape VC the recoil is not proven (it holds a
+    tree channel before a side channel), so ``auto`` takes the up*/down* tables."""
+    dead = HYPERZ_PARALLEL[0][:2]
+    plan = compile_plan(load_spec(hyperz_with_dead(dead, "auto", vcs=1)))
+    assert plan.routing.name == "updown_table"
+    assert plan.routing.params["because"].startswith("channel dependency cycle")
+    assert analyse_routing(plan).deadlock_free
+    with_two = compile_plan(load_spec(hyperz_with_dead(dead, "auto")))
+    assert with_two.routing.name == "aliod"
+
+
+@pytest.mark.parametrize("engine", [FabricModel, FastModel], ids=["reference", "fast"])
+def test_aliod_recoils_and_delivers_every_packet_with_l_max_minus_1_links_dead(engine):
+    """The example's 3 of 4 parallel links dead: every packet arrives, none through a dead
+    port, and (reference model) packets from h0.0s1_0 to Z-node h0.1 climb to level 2."""
+    spec = load_spec(str(EXAMPLES / "hyperz-recoil.yaml"))
+    plan = compile_plan(spec)
+    assert plan.routing.name == "aliod"
+    dead = {("h0.0s1_0", 4), ("h0.0s1_0", 5), ("h0.0s2_0", 2)}
+    names = [s.name for s in plan.switches]
+    recoiled = 0
+    for packet in deliver_everything(plan, engine, 0.5):
+        hops = [(names[s], port) for s, port in packet.path]
+        assert not dead.intersection(hops)
+        # h0.0s1_0 serves h0.0p0 and p1; the Z-node h0.1 holds processors 4..7
+        if packet.src in (0, 1) and 4 <= packet.dst < 8:
+            recoiled += 1
+            assert hops[0] in {("h0.0s1_0", 2), ("h0.0s1_0", 3)}, hops  # its up ports
+    assert engine is FastModel or recoiled > 0
 
 
 def test_a_fault_set_that_cuts_an_endpoint_off_is_refused():
@@ -320,3 +433,42 @@ def test_a_degraded_plan_round_trips_through_json_and_check_json_names_its_routi
     assert report["faults"]["links"] == [{"between": ["sw0_0", "sw1_0"]}]
     assert report["faults"]["own_routing"] == "dor"
     assert report["faults"]["own_routing_survives"] is False
+
+
+def test_faults_rate_runs_the_model_with_each_failure_as_simulate_does(tmp_path, capsys):
+    """``--rate``: the intact fabric and every connected, proven failure run on the study
+    engine; a failure's result is what ``zfabric simulate`` gives on the spec with that link
+    written into its faults by hand (same traffic, seed and windows)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    window = ["--rate", "0.6", "--warmup", "200", "--cycles", "600"]
+    assert main(["faults", str(spec), "--json", *window]) == 0
+    report = json.loads(capsys.readouterr().out)
+    model = report["model"]
+    assert model["failures_run"] == 32 and model["deadlocked"] == 0
+    assert model["inputs"]["rate"] == 0.6
+    first = report["results"][0]
+    assert first["what"] == "sw0_0.p1 <-> sw1_0.p2"
+    by_hand = tmp_path / "dead.yaml"
+    by_hand.write_text(json.dumps({**TORUS, "faults": DEAD_LINK}))
+    assert main(["simulate", str(by_hand), "--json", *window]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    assert first["model"]["accepted"] == simulated["accepted"]
+    assert first["model"]["latency"] == simulated["latency"]
+    assert main(["simulate", str(spec), "--json", *window]) == 0
+    assert model["intact"]["accepted"] == json.loads(capsys.readouterr().out)["accepted"]
+
+
+def test_faults_rate_runs_no_failure_that_cuts_an_endpoint_off(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps(TORUS))
+    plot = tmp_path / "f.png"
+    args = ["--single", "switches", "--rate", "0.2", "--warmup", "100", "--cycles", "300"]
+    assert main(["faults", str(spec), *args, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].startswith(
+        "  model at rate 0.2 (uniform, 4 flits (default), fast engine): intact"
+    )
+    assert "with one failure" not in out[3]  # every switch carries an endpoint: none runs
+    assert all(line.endswith("; model: not run") for line in out[4:]) and len(out) == 4 + 16
+    assert plot.stat().st_size > 0

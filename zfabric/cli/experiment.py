@@ -70,8 +70,10 @@ def add_traffic_arguments(
     sweep: bool = False,
     windows: bool = True,
     defaults: Mapping[str, Any] | None = None,
+    rate_help: str | None = None,
 ) -> None:
-    """The traffic options; ``defaults`` overrides built-in defaults for this command."""
+    """The traffic options; ``defaults`` overrides built-in defaults for this command,
+    ``rate_help`` the help of ``--rate`` (a command that runs the model only when it is given)."""
     from zfabric.sim.traffic import PATTERNS
 
     builtin = {name: default for name, (_flag, default) in OPTIONS.items()}
@@ -89,7 +91,8 @@ def add_traffic_arguments(
             "--rate",
             type=rate,
             metavar="R",
-            help="offered load in flits/cycle/endpoint, in (0, 1] "
+            help=rate_help
+            or "offered load in flits/cycle/endpoint, in (0, 1] "
             + _default("rate", builtin["rate"]),
         )
     if sweep:

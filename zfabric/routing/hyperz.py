@@ -240,9 +240,71 @@ class CLIOD(HyperzRouting):
 @routing("aliod")
 class ALIOD(HyperzRouting):
     """Table 1: offset dimensions at any level, alternating with up (below the LCL) or down
-    (at or above it); escape: side(min O) at the current level, else up, then down."""
+    (at or above it); escape: side(min O) at the current level, else up, then down.
+
+    Recoil (001 §5.4, the Z-tree's recoil of Adda and Peratikou): on a degraded fabric, at a
+    switch where every side link of dimension min(O) toward the destination is dead, the escape
+    climbs (or, with no working level above, descends) inside the Z-node toward a switch whose
+    link of that dimension works, and crosses there; the adaptive up and down moves only lead
+    to such switches, so no route turns back. A recoil hop holds an up or down channel before a
+    side one, the reverse of the escape order, so with two escape VCs or more (topology
+    ``vcs``) the recoil hops take the last and the other escape hops the rest: the recoil
+    channels then rank just before the side channels of their dimension, which is acyclic while
+    the dead side links are all of one dimension (the proof checks every degraded plan). The
+    switch knows which of its ports are wired: a decision is still a function of the switch and
+    the head.
+    """
 
     adaptive = True
+
+    def __init__(self, view):
+        super().__init__(view)
+        self._recoil: dict[tuple[int, int, int, str], Ports] = {}
+        recoils = any(
+            not self.live(switch, ports)
+            for switch, groups in enumerate(self.side)
+            for ports in groups.values()
+        )
+        split = recoils and self.adaptive and len(self.escape_vcs) > 1
+        self.recoil_vcs = self.escape_vcs[-1:] if split else self.escape_vcs
+        self.plain_escape_vcs = self.escape_vcs[:-1] if split else self.escape_vcs
+
+    def live(self, switch: int, ports: Ports) -> Ports:
+        """``ports`` of ``switch`` that still have a link (a fault took the others)."""
+        return tuple(p for p in ports if self.view.out_link[switch][p] is not None)
+
+    def recoil(self, switch: int, dim: int, dst: int, way: str = "") -> Ports:
+        """The tree ports leading (``way``: "up", "down"; "": up if any, else down) to a switch
+        of this Z-node whose side link of ``dim`` toward the destination works."""
+        if not way:
+            return self.recoil(switch, dim, dst, "up") or self.recoil(switch, dim, dst, "down")
+        key = (switch, dim, self.dst[dst][0][dim], way)
+        if key not in self._recoil:
+            if way == "up":
+                ports = self.up[switch]
+            elif self.level[switch] > 1:
+                ports = tuple(p for group in self.down[switch].values() for p in group)
+            else:
+                ports = ()  # level 1's down ports are its processors'
+            found = []
+            for port in self.live(switch, ports):
+                there = self.view.out_link[switch][port].dst.switch
+                if self.live(there, self.side_ports(there, dim, dst)) or self.recoil(
+                    there, dim, dst, way
+                ):
+                    found.append(port)
+            self._recoil[key] = tuple(found)
+        return self._recoil[key]
+
+    def crossing(self, switch: int, ports: Ports, dim: int, dst: int) -> Ports:
+        """``ports`` (an adaptive up or down move) leading to a switch whose side link of
+        ``dim`` toward the destination works: never back to one the escape recoils from."""
+        found = []
+        for port in self.live(switch, ports):
+            there = self.view.out_link[switch][port].dst.switch
+            if self.live(there, self.side_ports(there, dim, dst)):
+                found.append(port)
+        return tuple(found)
 
     def moves(self, switch: int, dst: int) -> tuple[list[Ports], list[Ports]]:
         offsets = self.offsets(switch, dst)
@@ -252,9 +314,27 @@ class ALIOD(HyperzRouting):
             return move, move
         sides = [self.side_ports(switch, k, dst) for k in offsets]
         if not reached:
-            tree = [self.up[switch]]
+            tree = [self.crossing(switch, self.up[switch], offsets[0], dst)]
         elif self.level[switch] > 1:
-            tree = [self.down_ports(switch, dst)]
+            tree = [self.crossing(switch, self.down_ports(switch, dst), offsets[0], dst)]
         else:
             tree = []
-        return sides + tree, sides[:1]
+        escape = self.live(switch, sides[0]) or self.recoil(switch, offsets[0], dst)
+        return sides + tree, [escape]
+
+    def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
+        offsets = self.offsets(switch, head)
+        recoiling = bool(offsets) and not self.live(
+            switch, self.side_ports(switch, offsets[0], head)
+        )
+        if self.level[switch] == 1 and self.reached(switch, head) and not offsets:
+            return super().route(switch, in_port, in_vc, head)  # delivery
+        if not self.adaptive:  # every VC escapes: the recoil joins the moves
+            moves, escape = self.moves(switch, head)
+            ports = [p for move in moves + (escape if recoiling else []) for p in move]
+            return Decision(tuple(Hop(p, self.escape_vcs) for p in ports), head)
+        moves, escape = self.moves(switch, head)
+        vcs = self.recoil_vcs if recoiling else self.plain_escape_vcs
+        hops = [Hop(p, self.adaptive_vcs) for move in moves for p in move]
+        hops += [Hop(p, vcs) for move in escape for p in move]
+        return Decision(tuple(hops), head)

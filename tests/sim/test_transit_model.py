@@ -63,6 +63,7 @@ def test_the_channel_load_bound_counts_ejection_links_only():
     assert load.bound == pytest.approx(63 / 96)
 
 
+@pytest.mark.matrix
 @pytest.mark.slow
 def test_hybrid_768_in_lockstep_past_saturation():
     """64 B12 leaves under one UT64x8 (848 switches): the fast engine equals the reference

@@ -209,6 +209,7 @@ def test_full_dispersion_loses_25_percent_and_no_dispersion_33_percent():
         assert direction_losses(figure_2_8, chip) == {"lateral": 0, "above": Fraction(1, 3)}
 
 
+@pytest.mark.matrix
 @pytest.mark.slow
 def test_transit_hybrid_768_with_a_first_stage_leaf_chip_dead_is_proven():
     plan = compile_plan(load_spec({**HYBRID_768, "faults": {"chips": ["leaf5s1c2"]}}))

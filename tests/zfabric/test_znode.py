@@ -133,6 +133,7 @@ def test_worked_example_diameter(row):
     _diameter(row)
 
 
+@pytest.mark.matrix
 @pytest.mark.slow
 @pytest.mark.parametrize("row", SLOW_DIAMETER, ids=lambda r: r[0])
 def test_worked_example_diameter_large(row):

@@ -315,6 +315,7 @@ def test_check_json(name, capsys):
     compare(check_json(name, capsys), EXPECTED[name], name)
 
 
+@pytest.mark.matrix  # 1.5-2 minutes each
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SLOW))
 def test_check_json_slow(name, capsys):

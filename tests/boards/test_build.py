@@ -233,6 +233,7 @@ class Overfull(Elaboratable):
         return m
 
 
+@pytest.mark.matrix
 @pytest.mark.fpga
 def test_design_too_large_names_the_resource(tmp_path, fpga_tools):
     target = get_target("icebreaker")

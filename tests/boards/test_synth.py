@@ -51,6 +51,7 @@ def test_fmax_is_refused_on_ice40_with_status_2(example, capsys):
     assert err.count("\n") == 0 and "--fmax" in err and "ice40-up5k" in err
 
 
+@pytest.mark.matrix
 @pytest.mark.fpga
 def test_fmax_per_kind_out_of_context(example, capsys, fpga_tools):
     report = synth_json(capsys, str(example("torus-4x4")), "--fmax", "--seeds", "1")

@@ -103,8 +103,13 @@ fabric = pytest.mark.skipif(not have_fabric(), reason="zfabric.hdl.fabric is not
 @fabric
 @pytest.mark.parametrize(
     "k, router, rate",
-    [([2], None, 0.4), ([2, 2], None, 0.4), ([2, 2], {"head_bits": 1}, 0.4), ([2, 2], None, 0.9)],
-    ids=["torus-2", "torus-2x2", "torus-2x2-head-flits", "torus-2x2-rate-0.9"],
+    [
+        pytest.param([2], None, 0.4, id="torus-2"),
+        # 2-3 minutes each in Amaranth's simulator: the plain 2x2 is left to the matrix
+        pytest.param([2, 2], None, 0.4, id="torus-2x2", marks=pytest.mark.matrix),
+        pytest.param([2, 2], {"head_bits": 1}, 0.4, id="torus-2x2-head-flits"),
+        pytest.param([2, 2], None, 0.9, id="torus-2x2-rate-0.9"),
+    ],
 )
 def test_fabric_report_matches_the_model(k, router, rate):
     """Latencies of the RTL fabric in the board equal the model's for the same creations. With
@@ -145,7 +150,7 @@ def model_latencies(plan, created, cycles, *, packets=None):
 
 
 @fabric
-@pytest.mark.parametrize("head_flits", [1, 2])
+@pytest.mark.parametrize("head_flits", [1, pytest.param(2, marks=pytest.mark.matrix)])
 def test_fabric_zero_load_latency(head_flits):
     """One packet at a time: 2H + L + 2 cycles (docs/microarchitecture.md). With H_f head
     flits (2-bit destinations at 1 bit a flit: 2) each of the H + 1 switches waits H_f - 1

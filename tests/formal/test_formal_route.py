@@ -144,6 +144,7 @@ def test_heads_no_packet_carries_are_left_free():
     assert [value for value, entry in enumerate(table) if entry is None] == list(range(20, 32))
 
 
+@pytest.mark.formal  # 2-3 minutes; test_dropped_candidate_caught plants one by default
 def test_dropped_candidate_caught_where_heads_are_left_free(sby):
     plan = balanced_torus([5, 4])
     result = sby(DroppingHarness(plan, every_switch(plan)), "bmc", 1)

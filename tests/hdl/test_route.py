@@ -86,7 +86,7 @@ DESTINATION = [
     ("torus-2x3x4-plus-balanced", True),
     ("ndt-2x2x2", True),
     ("ndt-2x2x2", False),
-    pytest.param("ndt-4x4x4", True, marks=pytest.mark.slow),
+    pytest.param("ndt-4x4x4", True, marks=[pytest.mark.slow, pytest.mark.matrix]),
     ("ndt-3x2x3", True),
     ("ndt-2x4x2-plus", True),
     ("snode-16-updown", False),
@@ -269,7 +269,9 @@ ZNODE_CASES = [
         routing,
         id=f"{name}-{routing or 'sliced'}",
         # a head per (source, destination) pair: 128 x 127 heads over 160 switches
-        marks=[pytest.mark.slow] if (name, routing) == ("snode-128", "source_destination") else [],
+        marks=[pytest.mark.slow, pytest.mark.matrix]
+        if (name, routing) == ("snode-128", "source_destination")
+        else [],
     )
     for routing in (None, "flat", "source_destination")
     for name in ("znode-16", "snode-16", "znode-8-layers", "znode-64", "snode-128")

@@ -377,7 +377,7 @@ def test_lockstep_fixed_dateline_classes(plan_of, need_sim, cosim_dir, stages, l
     check(report)
 
 
-#: ejection stalls in the default run (Icarus) and on Verilator (slow)
+#: ejection stalls (the first in the default run, Icarus) and on Verilator (slow)
 STALLS = [("torus-4x4", "near"), ("znode-64", "near")]
 
 
@@ -395,7 +395,13 @@ def on_verilator(cases, default, ids):
     ]
 
 
-@pytest.mark.parametrize("fabric, load", STALLS, ids=[f"{f}-{load}" for f, load in STALLS])
+@pytest.mark.parametrize(
+    "fabric, load",
+    [
+        pytest.param(*case, id="-".join(case), marks=[pytest.mark.matrix] if i else ())
+        for i, case in enumerate(STALLS)  # the Znode's takes 4-7 minutes: the matrix runs it
+    ],
+)
 def test_lockstep_eject_stalls(plan_of, need_sim, cosim_dir, fabric, load):
     """Receivers hold each ``m<e>_axis_tready`` low in 30% of cycles near the knee: the local
     outputs run out of credit, receive buffers fill, and the RTL still delivers every packet

@@ -91,7 +91,7 @@ def test_every_example_is_linted(example):
     [
         # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by default
         pytest.param(name, marks=[pytest.mark.matrix, pytest.mark.slow])
-        if name == "znode-64"
+        if name in ("znode-64", "mesh-4x4")
         else name
         for name in SMALL
     ],
@@ -136,7 +136,9 @@ def lints_module_by_module(folder: Path, emission) -> None:
     assert lint_each_module(folder, emission, "-Wall", waivers) == (0, set())
 
 
-@pytest.mark.parametrize("name", ["torus-4x4", "znode-64"])
+@pytest.mark.parametrize(
+    "name", ["torus-4x4", pytest.param("znode-64", marks=[pytest.mark.matrix, pytest.mark.slow])]
+)
 def test_each_module_lints_alone(example, tmp_path, name):
     """The module-at-a-time lint the big examples get is clean where the whole file is, and
     finds what -Wall finds in the whole file when the waivers are left out."""

@@ -37,6 +37,10 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 #: the examples whose emission and lint take seconds, in the default run; the big ones
 #: (minutes each, znode-512 an hour and 11 GB) under the ``matrix`` marker, a module at a time
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
+#: a degraded torus routed by up*/down* tables (table route units)
+SMALL += ["torus-4x4-dead-link"]
+#: a known defect: its RTL equals the model in lock-step, but does not lint clean yet
+DEAD_LINK_LINT = "the degraded torus's emitted Verilog has a case Verilator finds incomplete"
 BIG = [
     "ndt-4x4x4",
     "snode-128",
@@ -57,6 +61,9 @@ BIG += ["tswitch-4ary3"]
 #: Transit fat trees (one-way channels, RN1 route units, endpoints computing the route): the
 #: default run lints the bidelta of :func:`test_verilator_lints_a_transit_fabric`
 BIG += ["transit-full-64"]
+#: examples every RTL command refuses: a degraded HyperZ that keeps ALIOD, its dead ends masked
+#: and its recoil (route units hold neither)
+NO_RTL = ["hyperz-recoil"]
 
 
 def test_the_virtualenv_has_the_readmes_verilator(example, tmp_path):
@@ -83,7 +90,19 @@ def test_the_virtualenv_has_the_readmes_verilator(example, tmp_path):
 
 def test_every_example_is_linted(example):
     names = {path.stem for path in example("ring-2").parent.glob("*.yaml")}
-    assert names == set(SMALL) | set(BIG)
+    assert names == set(SMALL) | set(BIG) | set(NO_RTL)
+
+
+@pytest.mark.parametrize("name", NO_RTL)
+def test_an_example_without_rtl_is_refused(example, tmp_path, name):
+    """An example left out of the lint is one ``zfabric verilog`` refuses (exit 2, one line)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "zfabric.cli", "verilog", str(example(name)), "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "faults" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -92,6 +111,8 @@ def test_every_example_is_linted(example):
         # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by default
         pytest.param(name, marks=[pytest.mark.matrix, pytest.mark.slow])
         if name in ("znode-64", "mesh-4x4")
+        else pytest.param(name, marks=pytest.mark.xfail(reason=DEAD_LINK_LINT, strict=True))
+        if name == "torus-4x4-dead-link"
         else name
         for name in SMALL
     ],

@@ -82,6 +82,7 @@ def fault_report(spec: FabricSpec, plan: FabricPlan) -> dict[str, Any]:
         "switches": [f.name for f in faults.switches],
         "chips": [f.name for f in faults.chips],
         "attachments": [{"endpoint": f.endpoint, "switch": f.switch} for f in faults.attachments],
+        "left": _survivors(plan),
         "own_routing": spec.routing,
         "own_routing_survives": plan.routing.name == spec.routing,
         "because": plan.routing.params.get("because"),
@@ -100,7 +101,11 @@ def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
     dead += [f"switch {f.name}" for f in faults.switches]
     dead += [f"chip {f.name}" for f in faults.chips]
     dead += [f"attachment {f.endpoint}@{f.switch}" for f in faults.attachments]
-    lines = [f"  faults: {', '.join(dead)}"]
+    left = ", ".join(
+        f"{n['alive']} of {n['built']} {'RN1 chips' if what == 'chips' else what}"
+        for what, n in _survivors(plan).items()
+    )
+    lines = [f"  faults: {', '.join(dead)}", f"  left: {left}"]
     if plan.routing.name == spec.routing:
         lines.append(
             f"  routing on the degraded fabric: {spec.routing}, its own, with the candidates"
@@ -114,6 +119,18 @@ def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
             f" {plan.routing.params['because']}"
         )
     return lines
+
+
+def _survivors(plan: FabricPlan) -> dict[str, dict[str, int]]:
+    """The switches (and Transit's RN1 chips: a chip lives while one of its halves does) that
+    still have a channel, of those built."""
+    alive = {link.src.switch for link in plan.links} | {link.dst.switch for link in plan.links}
+    left = {"switches": {"alive": len(alive), "built": len(plan.switches)}}
+    if plan.topology == "transit":
+        chips = {switch.position["chip"] for switch in plan.switches}
+        living = {plan.switches[s].position["chip"] for s in alive}
+        left["chips"] = {"alive": len(living), "built": len(chips)}
+    return left
 
 
 def check_fabric(

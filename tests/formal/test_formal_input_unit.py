@@ -21,7 +21,7 @@ class CreditWithoutPop(InputUnit):
 
 
 class CreditTwice(InputUnit):
-    """Planted bug (issue 13's "a credit returned twice"): VC 0 puts each pop's credit pulse on
+    """Planted bug ("a credit returned twice"): VC 0 puts each pop's credit pulse on
     the link for two cycles."""
 
     def elaborate(self, platform):
@@ -32,7 +32,7 @@ class CreditTwice(InputUnit):
 
 
 class ShortRing(input_unit.FrontFIFO):
-    """Planted bug (issue 13's "a FIFO write without space"): the pointers wrap one entry early,
+    """Planted bug ("a FIFO write without space"): the pointers wrap one entry early,
     so the ring has B - 1 slots for B credits and the B-th flit is written over the oldest."""
 
     def _next(self, pointer):

@@ -21,7 +21,7 @@ class ReadyAlways(OutputUnit):
 
 
 class NeverReleased(OutputUnit):
-    """Planted bug (issue 13's "ownership not released"): VC 0 stays owned after its first
+    """Planted bug ("ownership not released"): VC 0 stays owned after its first
     head, tails notwithstanding."""
 
     def elaborate(self, platform):

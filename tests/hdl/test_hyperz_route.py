@@ -2,8 +2,8 @@
 """HyperZ's route units against the routing function, exhaustively: every (switch, input port,
 input VC, destination), on small fabrics with every switch kind (HyperX; two-level Z-nodes with
 up, down and side ports; three dimensions; q = 2 lanes; three processors per switch and s = 3,
-whose digits are not bit fields). The comparator unit (hdl/router/route/hyperz.py, issue 17
-item 4) by default, the generic table unit with ``arithmetic=False``."""
+whose digits are not bit fields). The comparator unit (hdl/router/route/hyperz.py) by
+default, the generic table unit with ``arithmetic=False``."""
 
 from __future__ import annotations
 

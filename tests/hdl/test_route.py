@@ -141,11 +141,11 @@ def test_destination_route_units_agree_with_the_routing_function(example, name, 
     )
 
 
-#: issue 16's routings: (fabric, routing, route unit kind); ``duato`` arithmetic or by table
+#: adaptive and twin-torus routings (fabric, routing, unit kind); ``duato`` arithmetic or by table
 NDT_333 = {"name": "ndt-3x3x3", "topology": {"kind": "ndt", "k": [3, 3, 3]}}
 #: a 2D twin torus (n even: DORT's internal classes differ) with ties on the 4-ring
 NDT_42 = {"name": "ndt-4x2", "topology": {"kind": "ndt", "k": [4, 2]}}
-ISSUE_16 = [
+ADAPTIVE_ROUTINGS = [
     ("ndt-2x2x2", "tsdor", "tsdor"),
     ("ndt-2x2x2", "tsdor", "table"),
     ("ndt-3x2x3", "tsdor", "tsdor"),
@@ -170,7 +170,7 @@ ISSUE_16 = [
 
 @pytest.mark.parametrize(
     "name, routing, kind",
-    ISSUE_16,
+    ADAPTIVE_ROUTINGS,
     ids=lambda v: v if isinstance(v, str) else v.get("selection") or v.get("tie") or v["name"],
 )
 def test_adaptive_and_tsdor_route_units_agree_with_the_routing_function(

@@ -169,20 +169,22 @@ def test_lockstep_multi_flit_heads_matrix(
     lockstep_heads(plan_of, need_sim(MATRIX_SIM), cosim_dir, routing, fabric, stages, load)
 
 
-#: issue 16's routings on the fabrics they run on (the default round-robin selection, which
-#: picks an adaptive routing's candidates by output port as the model does): one load each in
-#: the default run, every load under ``-m matrix``
-ISSUE_16 = [("tsdor", "ndt-2x2x2"), ("duato", "torus-4x4"), ("dort_adaptive", "ndt-2x2x2")]
-ISSUE_16_SLICE = [
+#: the adaptive and twin-torus routings on the fabrics they run on (the default round-robin
+#: selection, which picks an adaptive routing's candidates by output port as the model does):
+#: one load each in the default run, every load under ``-m matrix``
+ADAPTIVE_ROUTINGS = [("tsdor", "ndt-2x2x2"), ("duato", "torus-4x4"), ("dort_adaptive", "ndt-2x2x2")]
+ADAPTIVE_SLICE = [
     ("tsdor", "ndt-2x2x2", "low"),
     ("duato", "torus-4x4", "near"),
     ("dort_adaptive", "ndt-2x2x2", "past"),
 ]
-ISSUE_16_MATRIX = [(routing, fabric, load) for routing, fabric in ISSUE_16 for load in LOADS]
+ADAPTIVE_MATRIX = [
+    (routing, fabric, load) for routing, fabric in ADAPTIVE_ROUTINGS for load in LOADS
+]
 
 
 @pytest.mark.parametrize(
-    "routing, fabric, load", ISSUE_16_SLICE, ids=["-".join(c) for c in ISSUE_16_SLICE]
+    "routing, fabric, load", ADAPTIVE_SLICE, ids=["-".join(c) for c in ADAPTIVE_SLICE]
 )
 def test_lockstep_adaptive_and_tsdor(plan_of, need_sim, cosim_dir, routing, fabric, load):
     """TSDOR (two traffic classes by input VC), Duato (adaptive VCs of every productive
@@ -194,7 +196,7 @@ def test_lockstep_adaptive_and_tsdor(plan_of, need_sim, cosim_dir, routing, fabr
 @pytest.mark.matrix
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "routing, fabric, load", ISSUE_16_MATRIX, ids=["-".join(c) for c in ISSUE_16_MATRIX]
+    "routing, fabric, load", ADAPTIVE_MATRIX, ids=["-".join(c) for c in ADAPTIVE_MATRIX]
 )
 def test_lockstep_adaptive_and_tsdor_matrix(plan_of, need_sim, cosim_dir, routing, fabric, load):
     """The same at every load (``SIM=verilator`` for Verilator)."""
@@ -255,17 +257,15 @@ def test_lockstep_occupancy_matrix(plan_of, need_sim, cosim_dir, routing, fabric
     lockstep_occupancy(plan_of, sim, cosim_dir, routing, fabric, router, load)
 
 
-#: issue 16's 3DT on Verilator: the 4x4x4 examples (128 endpoints) under dort_adaptive and tsdor
-ISSUE_16_3DT = [
+#: the 3DT on Verilator: the 4x4x4 examples (128 endpoints) under dort_adaptive and tsdor
+TWIN_3DT = [
     (fabric, load) for fabric in ("ndt-4x4x4-adaptive", "ndt-4x4x4-tsdor") for load in LOADS
 ]
 
 
 @pytest.mark.matrix
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "fabric, load", ISSUE_16_3DT, ids=[f"{f}-{level}" for f, level in ISSUE_16_3DT]
-)
+@pytest.mark.parametrize("fabric, load", TWIN_3DT, ids=[f"{f}-{level}" for f, level in TWIN_3DT])
 def test_lockstep_3dt_adaptive_and_tsdor_verilator(plan_of, need_sim, cosim_dir, fabric, load):
     """RTL = model on a 3DT 4x4x4 (the examples ndt-4x4x4-adaptive and ndt-4x4x4-tsdor) at low
     load, near and past the knee, on Verilator (Icarus would take hours)."""

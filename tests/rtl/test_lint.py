@@ -39,8 +39,6 @@ def lint(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
 SMALL = ["ring-2", "torus-2x2", "torus-4x4", "mesh-4x4", "ndt-2x2", "ndt-2x2x2", "znode-64"]
 #: a degraded torus routed by up*/down* tables (table route units)
 SMALL += ["torus-4x4-dead-link"]
-#: a known defect: its RTL equals the model in lock-step, but does not lint clean yet
-DEAD_LINK_LINT = "the degraded torus's emitted Verilog has a case Verilator finds incomplete"
 BIG = [
     "ndt-4x4x4",
     "snode-128",
@@ -50,7 +48,7 @@ BIG = [
     "ndt-4x4x4-adaptive",
     "ndt-4x4x4-tsdor",
 ]
-#: HyperZ's examples (comparator route units, issue 17): 1.5-3 MB of Verilog for 32 switches, a
+#: HyperZ's examples (comparator route units): 1.5-3 MB of Verilog for 32 switches, a
 #: minute each (hyperz-1024, 288 switches: 11 min under load); the default run lints the small
 #: fabric of :func:`test_verilator_lints_the_hyperz_route_units`
 BIG += ["hyperz-hyperx-4x4", "hyperz-h2", "hyperz-d3", "hyperz-1024"]
@@ -111,8 +109,6 @@ def test_an_example_without_rtl_is_refused(example, tmp_path, name):
         # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by default
         pytest.param(name, marks=[pytest.mark.matrix, pytest.mark.slow])
         if name in ("znode-64", "mesh-4x4")
-        else pytest.param(name, marks=pytest.mark.xfail(reason=DEAD_LINK_LINT, strict=True))
-        if name == "torus-4x4-dead-link"
         else name
         for name in SMALL
     ],
@@ -236,8 +232,9 @@ def test_verilator_lints_the_addressing_baselines(example, tmp_path, routing):
     ],
 )
 def test_verilator_lints_the_adaptive_routings(example, tmp_path, name, routing, selection):
-    """Issue 16's routings (their arithmetic route units, one module per switch or card kind)
-    on the small fabrics, and occupancy selection (its low-occupancy flags and level masks)."""
+    """The adaptive and twin-torus routings (their arithmetic route units, one module per
+    switch or card kind) on the small fabrics, and occupancy selection (its low-occupancy flags
+    and level masks)."""
     data = yaml.safe_load(example(name).read_text())
     data["routing"] = routing
     if selection:

@@ -1,4 +1,4 @@
-"""Adaptive routings (issue 16): Duato's condition in the proof, ``duato`` on tori and meshes,
+"""Adaptive routings: Duato's condition in the proof, ``duato`` on tori and meshes,
 ``dort_adaptive`` and ``tsdor`` on the nDT twin torus.
 
 Expected routes are derived by hand from the reference algorithms (wormhole-models.md §1.6,

@@ -1,4 +1,4 @@
-"""The command line's defects of issue 10, one test each: output folders never lose a user's
+"""The command line's output rules, one test each: output folders never lose a user's
 file, the spec's packet length and traffic are honoured, files get the user's umask, trace
 replays say what they are, and the everyday conventions (--version, -q, --json, CSV records,
 caches, board help)."""

@@ -352,6 +352,18 @@ def test_a_half_names_its_whole_alternate_mode_chip():
     assert sorted(plan.switches[s].name for s in dead.switches) == ["t1u0u0a", "t1u0u0b"]
 
 
+def test_check_counts_what_is_left_of_a_transit_with_a_dead_chip(tmp_path, capsys):
+    """Full 64 has 52 chips, 84 switches (the seed's count; 32 alternate-mode chips are two
+    halves each): a dead alternate-mode chip leaves 51 chips and 82 switches."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({**FULL_64, "faults": {"chips": ["t1u0u0"]}}))
+    assert main(["check", str(spec)]) == 0
+    assert "  left: 82 of 84 switches, 51 of 52 RN1 chips\n" in capsys.readouterr().out
+    assert main(["check", "--json", str(spec)]) == 0
+    left = json.loads(capsys.readouterr().out)["faults"]["left"]
+    assert left == {"switches": {"alive": 82, "built": 84}, "chips": {"alive": 51, "built": 52}}
+
+
 def test_check_exits_1_with_the_pairs_cut_off(tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
     faults = {"links": [{"switch": "sw0_0", "port": p} for p in range(1, 5)]}

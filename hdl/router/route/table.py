@@ -34,4 +34,6 @@ class TableRoute(wiring.Component):
                     m.d.comb += self.cand.eq(mask)
                     if next_head is not None:
                         m.d.comb += self.next_head.eq(next_head)
+            with m.Default():  # a head no row has: no candidate, said (Verilator's lint)
+                m.d.comb += self.cand.eq(0)
         return m

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import ClockDomain, Module
+from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -78,9 +78,6 @@ class Fabric(wiring.Component):
         if len(attachments) != 1:
             raise ValueError(f"endpoints differ in their number of attachments: {attachments}")
         (n_attachments,) = attachments
-        for link in plan.links:
-            if link.latency != 1:
-                raise ValueError(f"link {link.id}: only latency 1 is built, got {link.latency}")
         self._plan = plan
         self._wrap = wrap or (lambda component: component)
         self._axis = bool(axis)
@@ -167,11 +164,12 @@ class Fabric(wiring.Component):
             src, dst = link.src, link.dst
             if self.view.switches[src.switch].ports[src.port].role == "internal":
                 continue  # inside a TwinSwitchNode
-            wiring.connect(
-                m,
-                upstream=self._port(src.switch, src.port, "o"),
-                downstream=self._port(dst.switch, dst.port, "i"),
-            )
+            upstream = self._port(src.switch, src.port, "o")
+            downstream = self._port(dst.switch, dst.port, "i")
+            if link.latency == 1:
+                wiring.connect(m, upstream=upstream, downstream=downstream)
+            else:
+                _delay(m, upstream, downstream, link.latency, f"link{link.id}")
         for e, endpoint in enumerate(self.endpoints):
             m.submodules[f"ep{e}"] = self._wrap(endpoint)
             if "identity" in endpoint.signature.members:
@@ -223,3 +221,20 @@ class Fabric(wiring.Component):
             port("tlast").eq(stream.payload.last),
             port("tid").eq(stream.payload.src),
         ]
+
+
+def _delay(m: Module, upstream, downstream, latency: int, name: str) -> None:
+    """A link of ``latency`` cycles: ``latency`` - 1 registers on its flits and as many on its
+    credits, beyond the cycle every link takes (docs/microarchitecture.md, Link)."""
+    valid, payload, credit = upstream.flit.valid, upstream.flit.payload, downstream.credit
+    for stage in range(latency - 1):
+        valid_r = Signal(name=f"{name}_valid{stage}")
+        payload_r = Signal.like(payload, name=f"{name}_flit{stage}")
+        credit_r = Signal.like(credit, name=f"{name}_credit{stage}")
+        m.d.sync += [valid_r.eq(valid), payload_r.eq(payload), credit_r.eq(credit)]
+        valid, payload, credit = valid_r, payload_r, credit_r
+    m.d.comb += [
+        downstream.flit.valid.eq(valid),
+        downstream.flit.payload.eq(payload),
+        upstream.credit.eq(credit),
+    ]

@@ -99,7 +99,9 @@ def testbench(
     conns, widths = _connections(plan, ports, attachments, outputs)
     # no beat for this long means a deadlock or a lost packet: twice a lone packet's latency
     # over every link of the fabric, and the stalls
-    lone = plan.router.zero_load_latency(len(plan.links), beats, buffer_depth=plan.buffer_depth)
+    lone = plan.router.zero_load_latency(
+        len(plan.links), beats, buffer_depth=plan.buffer_depth, link_latency=plan.link_latency
+    )
     idle_limit = 2 * int(lone) + 8 * stall + 64
     clock = clock_ports(reset)
     every = [*clock, *(name for _, _, name in ports)]

@@ -225,7 +225,7 @@ def _walk_flows(
             arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
             sums.total += share
             latency = plan.router.zero_load_latency(
-                hops[root], packet_length, heads[root][0], plan.buffer_depth
+                hops[root], packet_length, heads[root][0], plan.buffer_depth, plan.link_latency
             )
             sums.longest = max(sums.longest, latency)
     return sums
@@ -247,7 +247,9 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
     flits included (``router.head_bits``: their cycles as the contract's sum, exact while the
     buffers cover the credit loop the head's waits stretch, short of the model below it)."""
     walk = _walk(plan, by_destination(flows), packet_length)
-    return plan.router.zero_load_latency(walk.hops, packet_length, walk.heads, plan.buffer_depth)
+    return plan.router.zero_load_latency(
+        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency
+    )
 
 
 def lone_packet_latency(plan: FabricPlan, packet_length: int = 1) -> tuple[float, float]:
@@ -256,7 +258,9 @@ def lone_packet_latency(plan: FabricPlan, packet_length: int = 1) -> tuple[float
     takes, head flits included (``router.head_bits``): what the model gives such a packet."""
     flows = pattern_flows(TrafficConfig(), len(plan.endpoints))
     walk = _walk(plan, by_destination(flows), packet_length)
-    mean = plan.router.zero_load_latency(walk.hops, packet_length, walk.heads, plan.buffer_depth)
+    mean = plan.router.zero_load_latency(
+        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency
+    )
     return walk.longest, mean
 
 
@@ -282,7 +286,7 @@ def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> Pa
     flows = flows_by_destination(config, len(plan.endpoints), seed)
     walk = _walk(plan, flows, config.mean_length)
     zero = plan.router.zero_load_latency(
-        walk.hops, config.mean_length, walk.heads, plan.buffer_depth
+        walk.hops, config.mean_length, walk.heads, plan.buffer_depth, plan.link_latency
     )
     return PatternLimits(zero, walk.load)
 

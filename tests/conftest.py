@@ -123,11 +123,10 @@ def pytest_terminal_summary(terminalreporter):
     seen = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
-            if "matrix_slice" in getattr(report, "keywords", {}) and report.when in (
-                "setup",
-                "call",
-            ):
-                if report.when == "call" or report.outcome != "passed":
+            # deselected items are listed too, as items, not reports: they have no ``when``
+            when = getattr(report, "when", None)
+            if "matrix_slice" in getattr(report, "keywords", {}) and when in ("setup", "call"):
+                if when == "call" or report.outcome != "passed":
                     seen[report.nodeid] = report.outcome
     if seen:
         terminalreporter.write_sep("-", f"lock-step matrix slice: {len(seen)} cases")

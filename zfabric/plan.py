@@ -158,6 +158,11 @@ class FabricPlan:
     packet_length: int = 4
     router: RouterSettings = RouterSettings()
 
+    @property
+    def link_latency(self) -> int:
+        """Cycles on the longest switch-to-switch link (1: every link takes one)."""
+        return max((link.latency for link in self.links), default=1)
+
     def to_dict(self) -> dict[str, Any]:
         data = _canonical(asdict(self))
         for endpoint in data["endpoints"]:  # two-way attachments only: written as before modes

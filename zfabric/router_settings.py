@@ -115,12 +115,15 @@ class RouterSettings:
         let a stream move one flit per cycle; B fewer move B per period."""
         return 4 if self.stages <= 3 else 6
 
-    def streaming_cycles(self, packet_length: float, buffer_depth: int) -> float:
+    def streaming_cycles(
+        self, packet_length: float, buffer_depth: int, link_latency: int = 1
+    ) -> float:
         """What a lone packet of ``packet_length`` flits adds to the zero-load latency when
-        ``buffer_depth`` B does not cover :attr:`credit_period` P: B flits per period, so
+        ``buffer_depth`` B does not cover the credit period P (:attr:`credit_period`, and
+        2 (d - 1) more on links of ``link_latency`` d): B flits per period, so
         floor((L - 1) / B) * (P - B) cycles (0 while L <= B); of a mean length, the mean
         packet's."""
-        period = self.credit_period
+        period = self.credit_period + 2 * (link_latency - 1)
         if buffer_depth >= period:
             return 0
         return math.floor((packet_length - 1) / buffer_depth) * (period - buffer_depth)
@@ -131,6 +134,7 @@ class RouterSettings:
         packet_length: float,
         head_cycles: float = 0,
         buffer_depth: int | None = None,
+        link_latency: int = 1,
     ) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
@@ -138,11 +142,18 @@ class RouterSettings:
         :meth:`streaming_cycles` when ``buffer_depth`` is given (None: buffers that cover the
         packet). ``head_cycles`` is what heads longer than a flit add (``head_bits``): H_f - 1
         per switch for the head flits it waits for, and H_f - 1 on the ejection link
-        (:func:`head_cycles`; with short buffers the model may take longer still)."""
+        (:func:`head_cycles`; with short buffers the model may take longer still). Links of
+        ``link_latency`` d (a plan's :attr:`~zfabric.plan.FabricPlan.link_latency`) add d - 1
+        cycles per hop and stretch the credit period."""
         streaming = (
-            0 if buffer_depth is None else self.streaming_cycles(packet_length, buffer_depth)
+            0
+            if buffer_depth is None
+            else self.streaming_cycles(packet_length, buffer_depth, link_latency)
         )
-        return 1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles + streaming
+        wires = hops * (link_latency - 1)
+        return (
+            1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles + wires + streaming
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RouterSettings:

@@ -58,6 +58,8 @@ MAX_SWITCHES = 32768
 MAX_ENDPOINTS = 8192
 #: Spec files past this size are refused unread (the examples are about 1 KB).
 MAX_SPEC_BYTES = 64 * 1024
+#: the longest link a spec may ask for, in cycles (a wire pipelined across a large die)
+MAX_LINK_LATENCY = 64
 
 # ---- the spec ----------------------------------------------------------------------------------
 
@@ -74,6 +76,7 @@ class FabricSpec:
     routing_params: Mapping[str, Any]
     flit_width: int = 32
     buffer_depth: int = 4
+    link_latency: int = 1  # cycles on every switch-to-switch link (its wire registers)
     packet_length: int = 4  # the fixed packet length (top level, or traffic's single N)
     traffic: TrafficSpec = field(default_factory=TrafficSpec)
     router: RouterSettings = field(default_factory=RouterSettings)
@@ -151,6 +154,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
 
     flit_width = top.get("flit_width", integer(8, 1024), 32)
     buffer_depth = top.get("buffer_depth", integer(2, 1024), 4)
+    link_latency = top.get("link_latency", integer(1, MAX_LINK_LATENCY), 1)
     packet_length = top.get("packet_length", integer(1, MAX_PACKET_LENGTH), None)
     _, traffic = errors.attempt(lambda: parse_traffic(top.section("traffic"), packet_length))
     _, router = errors.attempt(lambda: parse_router(top.section("router")))
@@ -167,6 +171,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
         routing_params=routing_params,
         flit_width=flit_width,
         buffer_depth=buffer_depth,
+        link_latency=link_latency,
         packet_length=traffic.packet_length if isinstance(traffic.packet_length, int) else 4,
         traffic=traffic,
         router=router,

@@ -55,7 +55,9 @@ def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
     """Why the fast engine cannot run ``plan`` with ``eject_ready``, or None if it can."""
     for link in plan.links:
         if link.latency != 1:
-            return f"link {link.id}: only latency 1 is modelled, got {link.latency}"
+            return (
+                f"link {link.id} takes {link.latency} cycles: the reference model runs long links"
+            )
     if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
         return "an ejection ready function other than EjectStalls"
     return None

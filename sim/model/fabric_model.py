@@ -213,9 +213,6 @@ class FabricModel:
         on_deliver: Callable[[Packet], None] | None = None,
         eject_ready: Callable[[int, int, int], bool] | None = None,
     ):
-        for link in plan.links:
-            if link.latency != 1:
-                raise ValueError(f"link {link.id}: only latency 1 is modelled, got {link.latency}")
         self.plan = plan
         self.view = view = PlanView(plan)
         self.routing = make_routing(view)
@@ -318,6 +315,16 @@ class FabricModel:
         self._wire: list[tuple[int, int, int, _Flit]] = []
         self._credits_sent: list[tuple[int, int, int]] = []  # (switch, in port, vc)
         self._credits_wire: list[tuple[int, int, int]] = []
+        # links longer than a cycle: what lands at the end of a later cycle, by that cycle
+        self._out_delay = [
+            [1 if link is None else link.latency for link in ls] for ls in view.out_link
+        ]
+        self._in_delay = [
+            [1 if link is None else link.latency for link in ls] for ls in view.in_link
+        ]
+        self._delayed = any(link.latency != 1 for link in plan.links)
+        self._later: dict[int, list[tuple[int, int, int, _Flit]]] = {}
+        self._credits_later: dict[int, list[tuple[int, int, int]]] = {}
         self._quiet = 0
         self._last_written: dict[tuple[int, int, int], _Flit] = {}
 
@@ -346,7 +353,7 @@ class FabricModel:
         for switch in sorted(self._busy):
             moved |= self._switch_cycle(switch)
         # flits or credits on the wires this cycle land at its end: that is activity too
-        moved |= bool(self._wire or self._credits_wire)
+        moved |= bool(self._wire or self._credits_wire or self._later or self._credits_later)
         # a flit taken, or one presented to a user who holds ready low: never a deadlock
         moved |= self._end_of_cycle()
         if moved:
@@ -681,9 +688,36 @@ class FabricModel:
                     self._credit[link.src.switch][link.src.port][v] > self.depth
                 ):
                     raise InvariantError(f"credits over depth on {view.channel_name(link.id, v)}")
-        self._wire, self._sent = self._sent, []
-        self._credits_wire, self._credits_sent = self._credits_sent, []
+        if self._delayed:
+            self._schedule()
+        else:
+            self._wire, self._sent = self._sent, []
+            self._credits_wire, self._credits_sent = self._credits_sent, []
         return user
+
+    def _schedule(self) -> None:
+        """This cycle's flits and credits onto links of ``latency`` d: they land at the end of
+        cycle + d (docs/microarchitecture.md, Link)."""
+        for item in self._sent:
+            s, o = item[0], item[1]
+            delay = 1 if s < 0 else self._out_delay[s][o]
+            self._later.setdefault(self.cycle + delay, []).append(item)
+        for item in self._credits_sent:
+            self._credits_later.setdefault(
+                self.cycle + self._in_delay[item[0]][item[1]], []
+            ).append(item)
+        self._sent, self._credits_sent = [], []
+        self._wire = self._later.pop(self.cycle + 1, [])
+        self._credits_wire = self._credits_later.pop(self.cycle + 1, [])
+
+    def _flits_in_flight(self) -> list[tuple[int, int, int, _Flit]]:
+        """Flits sent this cycle or on a link."""
+        return self._sent + self._wire + [item for items in self._later.values() for item in items]
+
+    def _credits_in_flight(self) -> list[tuple[int, int, int]]:
+        """Credits returned this cycle or on a credit wire."""
+        later = [item for items in self._credits_later.values() for item in items]
+        return self._credits_sent + self._credits_wire + later
 
     def _write(self, s: int, p: int, v: int, flit: _Flit) -> None:
         buf = self._buf[s][p][v]
@@ -834,7 +868,7 @@ class FabricModel:
         packet's flits are still coming), so such VCs stay out.
         """
         returning = set()
-        for s, p, v in self._credits_sent + self._credits_wire:
+        for s, p, v in self._credits_in_flight():
             link = self.view.in_link[s][p]
             if link is not None:
                 returning.add((link.src.switch, link.src.port, v))
@@ -867,11 +901,11 @@ class FabricModel:
         """Credits + buffered + in-flight flits + returning credits = depth, per link VC."""
         view = self.view
         count: dict[tuple[int, int], int] = {}
-        for s, o, w, _flit in self._sent + self._wire:
+        for s, o, w, _flit in self._flits_in_flight():
             if s >= 0 and view.out_link[s][o] is not None:
                 key = (view.out_link[s][o].id, w)
                 count[key] = count.get(key, 0) + 1
-        for s, p, v in self._credits_sent + self._credits_wire:
+        for s, p, v in self._credits_in_flight():
             link = view.in_link[s][p]
             if link is not None:
                 count[(link.id, v)] = count.get((link.id, v), 0) + 1
@@ -885,7 +919,7 @@ class FabricModel:
                     raise InvariantError(f"credits not conserved on {name}: {total}")
         # ejection, per VC: credit + receive buffer + flits sent or on the link = depth
         sent: dict[tuple[int, int, int], int] = {}
-        for s, o, w, _flit in self._sent + self._wire:
+        for s, o, w, _flit in self._flits_in_flight():
             if s >= 0 and view.out_link[s][o] is None:
                 sent[(s, o, w)] = sent.get((s, o, w), 0) + 1
         for (s, o), (endpoint, which) in self._ejection_of.items():
@@ -896,10 +930,10 @@ class FabricModel:
                     raise InvariantError(f"credits not conserved on ejection {name}: {total}")
         # injection, per local VC: endpoint credit + buffered + in flight + returning = depth
         out: dict[tuple[int, int, int], int] = {}
-        for s, o, w, _flit in self._sent + self._wire:
+        for s, o, w, _flit in self._flits_in_flight():
             if s < 0:
                 out[(o, w, ~s)] = out.get((o, w, ~s), 0) + 1
-        for s, p, v in self._credits_sent + self._credits_wire:
+        for s, p, v in self._credits_in_flight():
             if view.in_link[s][p] is None:
                 out[(s, p, v)] = out.get((s, p, v), 0) + 1
         for (s, p), (endpoint, which) in self._injection_of.items():

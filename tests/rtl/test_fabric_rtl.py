@@ -13,10 +13,13 @@ import zlib
 from pathlib import Path
 
 import pytest
+import yaml
 import zfabric.hdl.router.allocator
 from zfabric.hdl.verilog import emit
 from zfabric.sim.tb.runner import cosim, format_report, traffic_trace
 from zfabric.sim.traffic import TraceEntry, TrafficConfig
+
+from zfabric import compile_plan, load_spec
 
 pytestmark = pytest.mark.rtl
 
@@ -69,6 +72,42 @@ def test_lockstep_icarus(plan_of, need_sim, cosim_dir, fabric, load):
     plan = plan_of(fabric)
     trace = load_trace(plan, fabric, load)
     check(cosim(plan, trace, sim=need_sim("icarus"), build_dir=cosim_dir))
+
+
+#: links longer than a cycle (``link_latency``): registers on each link's flits and credits;
+#: the torus near its knee in the default run, the twin torus (whose internal links stay one
+#: cycle) and the other loads under ``-m matrix``
+LONG_LINKS = [("torus-4x4", 3, "near")]
+LONG_LINKS_MATRIX = [("torus-4x4", 3, "low"), ("torus-4x4", 2, "past"), ("ndt-2x2x2", 4, "past")]
+
+
+def lockstep_long_links(example, sim, cosim_dir, fabric, latency, load):
+    data = yaml.safe_load(example(fabric).read_text())
+    data["link_latency"] = latency
+    plan = compile_plan(load_spec(data))
+    assert {link.latency for link in plan.links} >= {latency}
+    check(cosim(plan, load_trace(plan, fabric, load), sim=sim, build_dir=cosim_dir))
+
+
+@pytest.mark.parametrize(
+    "fabric, latency, load", LONG_LINKS, ids=[f"{f}-{d}-{lo}" for f, d, lo in LONG_LINKS]
+)
+def test_lockstep_long_links(example, need_sim, cosim_dir, fabric, latency, load):
+    """Flits and credits take ``latency`` cycles on every switch-to-switch link: RTL = model
+    packet by packet."""
+    lockstep_long_links(example, need_sim("icarus"), cosim_dir, fabric, latency, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fabric, latency, load",
+    LONG_LINKS_MATRIX,
+    ids=[f"{f}-{d}-{lo}" for f, d, lo in LONG_LINKS_MATRIX],
+)
+def test_lockstep_long_links_matrix(example, need_sim, cosim_dir, fabric, latency, load):
+    """The same at other loads and latencies, and on twin nodes."""
+    lockstep_long_links(example, need_sim(MATRIX_SIM), cosim_dir, fabric, latency, load)
 
 
 #: the addressing baselines of reference/znode.md §2.8 (flat: always to the top level;

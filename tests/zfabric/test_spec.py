@@ -110,8 +110,9 @@ def test_independent_errors_are_reported_together():
         "topology.k[2]: must be an integer >= 2, got 'x'",
         "routing: must be one of dor, duato, got 'xy'",
         "flit_width: must be an integer in 8..1024, got 2",
-        "bufer_depth: unknown key (known: buffer_depth, description, faults, flit_width, name, "
-        "packet_length, router, routing, topology, traffic); did you mean 'buffer_depth'?",
+        "bufer_depth: unknown key (known: buffer_depth, description, faults, flit_width, "
+        "link_latency, name, packet_length, router, routing, topology, traffic); did you mean "
+        "'buffer_depth'?",
     ]
     # one line per error; every line after the first carries the CLI's prefix
     assert str(caught.value).split("\nzfabric: error: ") == caught.value.lines

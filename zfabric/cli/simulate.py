@@ -102,7 +102,10 @@ def run(args: argparse.Namespace) -> int:
         report["zero_load_latency"] = flow_zero_load_latency(plan, flows, mean_length)
     else:
         report["zero_load_latency"] = plan.router.zero_load_latency(
-            analysis.average_hops, mean_length, buffer_depth=plan.buffer_depth
+            analysis.average_hops,
+            mean_length,
+            buffer_depth=plan.buffer_depth,
+            link_latency=plan.link_latency,
         )
     if args.json:
         print(json.dumps({"name": spec.name, "inputs": inputs, **report}, indent=1))

@@ -85,6 +85,15 @@ def finish_plan(
     }
     if settled:
         plan = dataclasses.replace(plan, router=dataclasses.replace(plan.router, **settled))
+    if spec.link_latency != 1:  # a twin node's internal link stays inside its node: one cycle
+        links = tuple(
+            link
+            if link.latency != 1
+            or plan.switches[link.src.switch].ports[link.src.port].role == "internal"
+            else dataclasses.replace(link, latency=spec.link_latency)
+            for link in plan.links
+        )
+        plan = dataclasses.replace(plan, links=links)
     _check_head_flits(plan)
     return plan, builder
 

@@ -145,7 +145,14 @@ def test_destination_route_units_agree_with_the_routing_function(example, name, 
 NDT_333 = {"name": "ndt-3x3x3", "topology": {"kind": "ndt", "k": [3, 3, 3]}}
 #: a 2D twin torus (n even: DORT's internal classes differ) with ties on the 4-ring
 NDT_42 = {"name": "ndt-4x2", "topology": {"kind": "ndt", "k": [4, 2]}}
+#: every dimension split (the 3DT's configuration A): a ring pair per split dimension
+NDT_A = {
+    "name": "ndt-3x2x3-a",
+    "topology": {"kind": "ndt", "k": [3, 2, 3], "ports": ["x+", "y+", "z+"]},
+}
 ADAPTIVE_ROUTINGS = [
+    (NDT_A, "dort", "dort"),
+    (NDT_A, "dort_adaptive", "dort_adaptive"),
     ("ndt-2x2x2", "tsdor", "tsdor"),
     ("ndt-2x2x2", "tsdor", "table"),
     ("ndt-3x2x3", "tsdor", "tsdor"),

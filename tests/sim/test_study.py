@@ -251,7 +251,7 @@ def test_a_killed_worker_loses_no_point_and_a_rerun_completes_the_failed(client,
 
 def test_the_example_study_expands(example):
     study = load_study(example("studies/ndt-vs-torus"))
-    assert study.specs == ("3dt-B", "3dt-C", "torus-16x8")
+    assert study.specs == ("3dt-A", "3dt-B", "3dt-C", "torus-16x8")
     assert {p.spec_name for p in study.points} == set(study.specs)
 
 

@@ -21,6 +21,7 @@ from zfabric import (
 )
 from zfabric.plan import PlanView
 from zfabric.routing import make_routing
+from zfabric.routing.dort import split_dims
 from zfabric.topologies.ndt import (
     cbest,
     internal_transit_counts,
@@ -438,9 +439,36 @@ def test_ch_merged_into_ring_upper_stays_acyclic():
 def test_sc0_with_shared_ring_classes_deadlocks():
     # §4.5 last row: SC0 {X+Y+Z+} with CBest's VC rules (one ring pair shared by all split
     # dimensions) -> cycle; the thesis needs 2n+1 internal VCs for all-split configurations
-    plan = ndt((4, 4, 4), ["x+", "y+", "z+"])
+    plan = ndt((4, 4, 4), ["x+", "y+", "z+"], rings="shared")
     assert plan.routing.params["internal_vcs"] == FULL
     assert internal(analyse_routing(plan).cycle)
+
+
+@pytest.mark.parametrize(
+    "k, ports, vcs",
+    [
+        # every dimension split: 2 per ring + pe, no ch (§4.3: 3DT 7, 5DT 11)
+        ((4, 4, 4), ["x+", "y+", "z+"], 7),
+        ((3, 3, 3), ["x+", "y-", "z+"], 7),
+        ((2, 2, 2, 2, 2), ["d0+", "d1+", "d2+", "d3+", "d4+"], 11),
+        # two of three split: ch + 2 pairs + pe
+        ((4, 4, 4), ["x+", "x-", "y+"], None),
+        ((4, 4, 4), ["x+", "y+", "y-"], None),
+    ],
+)
+def test_a_ring_pair_per_split_dimension_is_acyclic(k, ports, vcs):
+    """The thesis's 2n+1-VC scheme (§4.3): one upper/lower pair per split dimension, one VC for
+    CH traffic where a dimension is unsplit, one for PE traffic; the default wherever several
+    dimensions are split. 1 + 2s + 1 internal VCs for s split dimensions, 2n + 1 for all."""
+    plan = ndt(k, ports)
+    split = split_dims(plan.routing.params["card0"], len(k))
+    expected = 2 * len(split) + 1 + (len(split) < len(k))
+    assert vcs is None or vcs == expected
+    roles = {
+        link.vcs: plan.switches[link.src.switch].ports[link.src.port].role for link in plan.links
+    }
+    assert roles == {2: "external", expected: "internal"}
+    assert analyse_routing(plan).cycle is None
 
 
 # ---- spec errors -------------------------------------------------------------------------------

@@ -19,21 +19,25 @@ above the current one, else VC 1 ("lower"). An internal hop takes the VC of its 
   cards), so the internal link is part of that dimension's ring; upper/lower as on external links;
 - ``pe``: the destination PE is on the other card of this node.
 
-Every split dimension shares the two ring classes. Under CBest only the central dimension of an
-odd ``n`` is split, which is what the thesis proves deadlock-free with 4 internal VCs. A
-configuration splitting several dimensions would need a ring pair per split dimension
-(2n+1 internal VCs for all-split, ndt.md §4.3); with the shared pair the CDG check finds the cycle
-(ndt.md §4.5, "SC0 with CBest's VC rules") and zfabric refuses the fabric.
+Under CBest only the central dimension of an odd ``n`` is split, which is what the thesis
+proves deadlock-free with 4 internal VCs. A configuration splitting several dimensions takes a
+ring pair per split dimension (``ring_upper_<d>`` / ``ring_lower_<d>``; ``rings:
+per_dimension``, its default): 1 + 2s + 1 internal VCs for s split dimensions, 2n+1 when every
+dimension is split and no ``ch`` class is left (ndt.md §4.3). ``rings: shared`` keeps one pair
+for every split dimension (CBest's VC rules): on such configurations the CDG check finds the
+cycle (ndt.md §4.5, "SC0 with CBest's VC rules") and zfabric refuses the fabric.
 
-Routing options: ``internal_vcs`` maps each class in use to a VC, or to a list of VCs the class
-may take (merging classes reproduces the deadlocks of ndt.md §4.2); ``external_vcs`` is the VC
-count of external links: 2 (default) or any even count up to 16 splits them into the upper and
-lower classes, ``external_vcs / 2`` VCs each (:func:`~zfabric.routing.base.class_vcs`), and 1
-puts every external hop on VC 0 (the 1-VC ring cycle); ``tie``.
+Routing options: ``rings``; ``internal_vcs`` maps each class in use to a VC, or to a list of
+VCs the class may take (merging classes reproduces the deadlocks of ndt.md §4.2);
+``external_vcs`` is the VC count of external links: 2 (default) or any even count up to 16
+splits them into the upper and lower classes, ``external_vcs / 2`` VCs each
+(:func:`~zfabric.routing.base.class_vcs`), and 1 puts every external hop on VC 0 (the 1-VC
+ring cycle); ``tie``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import SpecError
@@ -44,6 +48,8 @@ from .dor import dateline_vc, ring_direction
 __all__ = [
     "DORT",
     "INTERNAL_CLASSES",
+    "RINGS",
+    "ring_class",
     "split_dims",
     "internal_classes",
     "default_internal_vcs",
@@ -56,6 +62,9 @@ __all__ = [
 #: internal-link traffic classes, in Alg 2's VC order (ndt.md §8.4)
 INTERNAL_CLASSES = ("ch", "ring_upper", "ring_lower", "pe")
 TIES = ("card0", "plus")
+#: how the split dimensions' rings share the internal link: one upper/lower pair for all of
+#: them, or a pair each (the thesis's 2n+1-VC scheme)
+RINGS = ("shared", "per_dimension")
 
 
 def split_dims(card0: Any, n: int) -> tuple[int, ...]:
@@ -64,19 +73,40 @@ def split_dims(card0: Any, n: int) -> tuple[int, ...]:
     return tuple(d for d in range(n) if ((d, 1) in ports) != ((d, -1) in ports))
 
 
-def internal_classes(card0: Any, n: int) -> tuple[str, ...]:
-    """The internal-link classes DORT uses under this port configuration."""
+def _is_class(name: str) -> bool:
+    """A class of some port configuration (one in use is checked elsewhere)."""
+    return name in INTERNAL_CLASSES or re.fullmatch(r"ring_(upper|lower)_\d+", name) is not None
+
+
+def default_rings(card0: Any, n: int) -> str:
+    """A pair per split dimension where several are split (the only deadlock-free choice
+    there), else the one shared pair."""
+    return "per_dimension" if len(split_dims(card0, n)) > 1 else "shared"
+
+
+def ring_class(dim: int, upper: bool, per_dimension: bool) -> str:
+    """The internal class of a hop on split dimension ``dim``'s ring."""
+    name = "ring_upper" if upper else "ring_lower"
+    return f"{name}_{dim}" if per_dimension else name
+
+
+def internal_classes(card0: Any, n: int, rings: str | None = None) -> tuple[str, ...]:
+    """The internal-link classes DORT uses under this port configuration, in VC order."""
     split = split_dims(card0, n)
+    per_dimension = (rings or default_rings(card0, n)) == "per_dimension"
     used = []
     if len(split) < n:  # an unsplit dimension: a PE on the other card must change card to use it
         used.append("ch")
-    if split:
-        used += ["ring_upper", "ring_lower"]
+    for dim in split if per_dimension else split[:1]:
+        used += [ring_class(dim, upper, per_dimension) for upper in (True, False)]
     return (*used, "pe")
 
 
-def default_internal_vcs(card0: Any, n: int) -> dict[str, int]:
-    """Alg 2 numbering: {ch 0, ring_upper 1, ring_lower 2, pe 3}, or {ch 0, pe 1} with no split."""
+def default_internal_vcs(card0: Any, n: int, rings: str | None = None) -> dict[str, int]:
+    """Alg 2 numbering: {ch 0, ring_upper 1, ring_lower 2, pe 3}, or {ch 0, pe 1} with no split;
+    with a pair per split dimension, the pairs in dimension order between ``ch`` and ``pe``."""
+    if (rings or default_rings(card0, n)) == "per_dimension":
+        return {name: vc for vc, name in enumerate(internal_classes(card0, n, rings))}
     if split_dims(card0, n):
         return dict(zip(INTERNAL_CLASSES, range(4), strict=True))
     return {"ch": 0, "pe": 1}
@@ -145,11 +175,14 @@ class DORT(RoutingFunction):
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
         n = len(topology_params.k)
         params: dict[str, Any] = {}
+        rings = None
+        if reader.has("rings"):
+            params["rings"] = rings = reader.get("rings", choice(list(RINGS)))
         if reader.has("internal_vcs"):
-            used = internal_classes(topology_params.card0, n)
+            used = internal_classes(topology_params.card0, n, rings)
             sub = reader.sub("internal_vcs")
             for name in sub.data:
-                if name in INTERNAL_CLASSES and name not in used:
+                if name not in used and _is_class(name):
                     raise SpecError(
                         sub.key(name),
                         f"class {name!r} is not used by this port configuration "
@@ -171,6 +204,7 @@ class DORT(RoutingFunction):
         card0 = {(dim, sign) for dim, sign in params["card0"]}
         split = set(split_dims(card0, n))
         internal_vcs = internal_class_vcs(params["internal_vcs"])
+        per_dimension = any(ring_class(d, True, True) in internal_vcs for d in split)
         upper, lower = external_classes(params.get("external_vcs", 2))
         if params.get("tie", "card0") == "card0":
             tie = [(1 if (d, 1) in card0 else -1) if d in split else 1 for d in range(n)]
@@ -209,7 +243,7 @@ class DORT(RoutingFunction):
                 if port is not None:
                     hops.append((Hop(port, upper if is_upper else lower),))
                 elif dim in split:
-                    ring = "ring_upper" if is_upper else "ring_lower"
+                    ring = ring_class(dim, is_upper, per_dimension)
                     hops.append((Hop(internal, internal_vcs[ring]),))
                 else:
                     hops.append((Hop(internal, internal_vcs["ch"]),))

@@ -65,7 +65,9 @@ class DORTAdaptive(DORT):
         params = super().parse_params(reader, topology_params)
         params["selection"] = reader.get("selection", choice(SELECTIONS), SELECTIONS[0])
         n = len(topology_params.k)
-        internal = params.get("internal_vcs") or default_internal_vcs(topology_params.card0, n)
+        internal = params.get("internal_vcs") or default_internal_vcs(
+            topology_params.card0, n, params.get("rings")
+        )
         escape = {
             "adaptive_external_vcs": ("external", params.get("external_vcs", 2)),
             "adaptive_internal_vcs": ("internal", internal_link_vcs(internal)),

@@ -126,7 +126,8 @@ def build(spec: FabricSpec):
     params: NdtParams = spec.params
     k, n = params.k, len(params.k)
     internal_vcs = dict(
-        spec.routing_params.get("internal_vcs") or default_internal_vcs(params.card0, n)
+        spec.routing_params.get("internal_vcs")
+        or default_internal_vcs(params.card0, n, spec.routing_params.get("rings"))
     )
     external_vcs = spec.routing_params.get("external_vcs", 2)
     external_link, internal_link = external_vcs, internal_link_vcs(internal_vcs)

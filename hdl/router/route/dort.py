@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
+from zfabric.routing.dort import ring_class
+
 from .logic import (
     bit_fields,
     coord_widths,
@@ -30,8 +32,8 @@ class DORTRoute(wiring.Component):
     local port if the card matches, else cross the internal link on the ``pe`` VCs. Otherwise the
     first differing dimension in ``order`` is routed the shorter way round (ties by ``tie``):
     through this card's port in that direction (the upper or lower dateline class's VCs), or
-    across the internal link on the ``ring_upper`` / ``ring_lower`` VCs if the dimension is
-    split, on the ``ch`` VCs if not.
+    across the internal link on the ``ring_upper`` / ``ring_lower`` VCs (the dimension's own
+    pair with ``rings: per_dimension``) if the dimension is split, on the ``ch`` VCs if not.
 
     TSDOR is this unit once per traffic class: class 1 takes the dimensions in descending
     ``order``, and each class its own VCs and ties (:class:`~zfabric.hdl.router.route.RouteRows`
@@ -95,8 +97,10 @@ class DORTRoute(wiring.Component):
         if port is not None:
             up, down = (mask_bits(self._ports, port, vcs) for vcs in self._external)
             return up if up == down else Mux(upper, up, down)
-        if dim in self._split:
-            return Mux(upper, self._internal("ring_upper"), self._internal("ring_lower"))
+        if dim in self._split:  # its own ring pair, or the pair every split dimension shares
+            per_dimension = ring_class(dim, True, True) in self._internal_vcs
+            ring_upper, ring_lower = (ring_class(dim, u, per_dimension) for u in (True, False))
+            return Mux(upper, self._internal(ring_upper), self._internal(ring_lower))
         return self._internal("ch")
 
     def elaborate(self, platform):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from zfabric import analyse_routing, compile_plan, load_spec
+from zfabric import SpecError, analyse_routing, compile_plan, load_spec
 
 
 def torus(k, *, wrap=True, routing="dor", **routing_options):
@@ -194,3 +194,36 @@ def test_plans_without_a_vc_classes_parameter_keep_fixed_classes():
     plan = torus((8,), vc_classes="balanced")
     del plan.routing.params["vc_classes"]
     assert ring_offer(plan, 1, 3) == (0,)
+
+
+# ---- the binary hypercube (seed 003: Alzeidi's thesis, the 2-ary n-cube) -------------------
+
+
+def hypercube(n: int):
+    return compile_plan(load_spec({"name": "h", "topology": {"kind": "hypercube", "n": n}}))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_the_hypercube_matches_its_chapter(n):
+    """The thesis's statements (wormhole-models.md): DOR is deadlock-free on one VC without
+    partitioning (L601, L1395); a uniform destination is h hops away with probability
+    C(n, h) / (N - 1) (Eq 4.43), so the mean distance is nN / (2N - 2) (Eq 5.31); and by
+    construction radix n + 1, nN / 2 links, a bisection of N / 2."""
+    plan = hypercube(n)
+    nodes = 2**n
+    assert len(plan.switches) == len(plan.endpoints) == nodes
+    assert {len(s.ports) for s in plan.switches} == {n + 1}
+    assert {link.vcs for link in plan.links} == {1}
+    assert len(plan.links) == n * nodes  # one channel each way per node pair
+    analysis = analyse_routing(plan)
+    assert analysis.deadlock_free
+    pairs = nodes * (nodes - 1)
+    assert dict(analysis.min_hops) == {h: nodes * math.comb(n, h) for h in range(1, n + 1)}
+    assert sum(analysis.min_hops.values()) == pairs
+    assert analysis.average_hops == pytest.approx(n * nodes / (2 * nodes - 2))
+
+
+def test_a_hypercube_too_large_is_refused_in_one_line():
+    spec = {"name": "h", "topology": {"kind": "hypercube", "n": 13}}
+    with pytest.raises(SpecError, match=r"^topology\.n: must be an integer in 1\.\.12, got 13$"):
+        load_spec(spec)

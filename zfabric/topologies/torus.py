@@ -1,4 +1,5 @@
-"""k-ary n-cube torus, or mesh (``wrap: false``, or ``kind: mesh``), with a size per dimension.
+"""k-ary n-cube torus, or mesh (``wrap: false``, or ``kind: mesh``), with a size per dimension;
+the binary hypercube (``kind: hypercube``, ``n`` dimensions) is the 2-ary n-mesh.
 
 ``vcs`` counts VCs per dateline class on a torus (a link carries 2 x vcs: DOR's upper and lower
 classes) and VCs per link on a mesh (one class: DOR on a mesh is deadlock-free with one VC, more
@@ -13,13 +14,13 @@ import math
 from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..fields import Reader, boolean, describe, int_list
+from ..fields import Reader, boolean, describe, int_list, integer
 from ..plan import PlanBuilder, Port
 from ..routing.base import MAX_VCS
 from ..spec import FabricSpec
 from .base import finish_plan, topology
 
-__all__ = ["TorusParams", "linear_index", "coordinates"]
+__all__ = ["TorusParams", "HypercubeParams", "linear_index", "coordinates"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,23 @@ def parse(reader: Reader, *, mesh: bool = False) -> TorusParams:
     k = reader.get("k", int_list(2))
     wrap = False if mesh else reader.get("wrap", boolean, True)
     return TorusParams(k=k, wrap=wrap, vcs=reader.get("vcs", _vcs(wrap), 1))
+
+
+@dataclass(frozen=True)
+class HypercubeParams(TorusParams):
+    """A 2-ary n-cube: one link per dimension between the two nodes, so a mesh of k = 2."""
+
+    def notation(self) -> str:
+        return f"(n={len(self.k)}, vcs={self.vcs})"
+
+
+#: the largest hypercube a spec may ask for (its 2^n switches within the size limit)
+MAX_HYPERCUBE_DIMENSIONS = 12
+
+
+def parse_hypercube(reader: Reader) -> HypercubeParams:
+    n = reader.get("n", integer(1, MAX_HYPERCUBE_DIMENSIONS))
+    return HypercubeParams(k=(2,) * n, wrap=False, vcs=reader.get("vcs", _vcs(False), 1))
 
 
 def parse_mesh(reader: Reader) -> TorusParams:
@@ -113,3 +131,6 @@ def build(spec: FabricSpec):
 
 
 topology("mesh", parse=parse_mesh, size=size, routings=("dor", "duato"), builds="torus")(build)
+topology("hypercube", parse=parse_hypercube, size=size, routings=("dor", "duato"), builds="torus")(
+    build
+)

@@ -24,6 +24,9 @@ __all__ = [
     "ALLOCATORS",
     "SELECTIONS",
     "low_occupancy",
+    "lfsr_seed",
+    "lfsr_step",
+    "random_pointer",
     "head_cycles",
 ]
 
@@ -52,8 +55,30 @@ ALLOCATORS = ("separable", "separable-2")
 #: by occupancy: the routing's priority levels first, low-occupancy output VCs
 #: (:func:`low_occupancy`) before the others within a level, round-robin among equals (4-ary
 #: 3-tree at 0.30 load: 1.23x zero-load, as round-robin; bench/adaptive.py for the adaptive
-#: routings)
-SELECTIONS = ("first-free", "round-robin", "occupancy")
+#: routings), or at random: round-robin with the pointer drawn from a pseudo-random sequence per
+#: input port (:func:`random_pointer`; the RN1's random pick between a direction's two outputs)
+SELECTIONS = ("first-free", "round-robin", "occupancy", "random")
+
+#: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
+#: 65535 states), one per input port
+LFSR_TAPS = 0xB400
+
+
+def lfsr_seed(port: int) -> int:
+    """Input port ``port``'s first LFSR state (never 0, the LFSR's fixed point)."""
+    return (0xACE1 + 0x9E37 * port) & 0xFFFF or 1
+
+
+def lfsr_step(state: int) -> int:
+    """The LFSR's next state: shift right, the taps XORed in when the bit shifted out is 1."""
+    return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
+
+
+def random_pointer(state: int, n_ports: int) -> int:
+    """The output port a ``random`` head starts its round-robin scan at: the low
+    ceil(log2 n_ports) bits of the state, a value past the last port reading as 0."""
+    pointer = state & ((1 << max(n_ports - 1, 0).bit_length()) - 1)
+    return pointer if pointer < n_ports else 0
 
 
 @dataclass(frozen=True)

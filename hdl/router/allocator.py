@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zfabric.router_settings import SELECTIONS
+from zfabric.router_settings import LFSR_TAPS, SELECTIONS, lfsr_seed
 
 __all__ = [
     "Allocator",
@@ -284,7 +284,8 @@ class Allocator(wiring.Component):
             raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
         # with one port per decision first-free and round-robin pick alike: no selection
         # pointer to keep (occupancy still prefers a low VC within the port)
-        self._selection = "first-free" if one_port and selection == "round-robin" else selection
+        pointless = one_port and selection in ("round-robin", "random")
+        self._selection = "first-free" if pointless else selection
         self._iterations = iterations
         self._pipelined = bool(pipelined)
         self._split = bool(split)
@@ -364,7 +365,14 @@ class Allocator(wiring.Component):
             if self._vc_split:
                 vc_stageds.append(Signal(n_vcs, name=f"va_staged_{port}"))
             select = None
-            if self._selection != "first-free" and not self._one_port:
+            if self._selection == "random" and not self._one_port:
+                # the pointer is the LFSR's low bits, as a thermometer (none set past the last
+                # port: pointer 0)
+                select = Signal(16, name=f"select_lfsr_{port}", init=lfsr_seed(port))
+                bits = select[: max(n_ports - 1, 0).bit_length()]
+                thermometer = Cat(*(bits <= i for i in range(n_ports)))
+                select_mask = _signal(m, self._per_port(thermometer), f"select_mask_{port}")
+            elif self._selection != "first-free" and not self._one_port:
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
                 select_mask = _signal(m, self._per_port(select), f"select_mask_{port}")
             selects.append(select)
@@ -511,6 +519,10 @@ class Allocator(wiring.Component):
                 if p == port:
                     taken = taken | (wanted & acquires[port][vc].replicate(n_ovc))
             taken = _signal(m, taken, f"taken_{port}")
+            if self._selection == "random":
+                with m.If(taken.any()):  # zfabric.router_settings.lfsr_step
+                    m.d.sync += select.eq((select >> 1) ^ Mux(select[0], LFSR_TAPS, 0))
+                continue
             with m.If(taken.any()):
                 m.d.sync += select.eq(
                     after(

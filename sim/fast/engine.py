@@ -58,6 +58,8 @@ def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
             return (
                 f"link {link.id} takes {link.latency} cycles: the reference model runs long links"
             )
+    if plan.router.selection == "random":
+        return "random selection: the reference model runs it"
     if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
         return "an ejection ready function other than EjectStalls"
     return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
-from zfabric.router_settings import low_occupancy
+from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pointer
 from zfabric.routing import head_flits, make_routing
 
 __all__ = [
@@ -248,7 +248,8 @@ class FabricModel:
         # round-robin and occupancy selection keep a selection pointer per input port;
         # occupancy ranks a head's usable candidates by (priority level, high occupancy)
         # first: per switch, per output port, per VC, the level, and the low-occupancy credit
-        self._selection_pointer = plan.router.selection in ("round-robin", "occupancy")
+        self._selection_pointer = plan.router.selection in ("round-robin", "occupancy", "random")
+        self._random = plan.router.selection == "random"  # the pointer from an LFSR per port
         self._occupancy = plan.router.selection == "occupancy"
         self._level = [
             [[self.routing.priority(s, o, w) for w in range(n)] for o, n in enumerate(ports)]
@@ -285,7 +286,11 @@ class FabricModel:
         self._va_in = [[0] * len(ports) for ports in self._in_vcs]
         self._va_out = [[0] * len(ports) for ports in self._out_vcs]
         self._routed = False  # some head computed its route this cycle (that is activity)
-        self._rr_select = [[0] * len(ports) for ports in self._in_vcs]  # output port pointer
+        # per input port: the output port pointer, or under ``random`` its LFSR state
+        self._rr_select = [
+            [lfsr_seed(p) if self._random else 0 for p in range(len(ports))]
+            for ports in self._in_vcs
+        ]
         self._busy: set[int] = set()  # switches with a flit in some input buffer
 
         self._endpoints = [
@@ -471,7 +476,7 @@ class FabricModel:
         for p, v, o, w in acquired:
             assign[p][v] = (o, w)
             owner[o][w] = (p, v)
-            self._rr_select[s][p] = (o + 1) % len(bufs)
+            self._move_select(s, p, o)
             if not self._vc_split:  # else it moved when the VC input stage picked
                 self._va_in[s][p] = (v + 1) % len(bufs[p])
             self._va_out[s][o] = (p + 1) % len(bufs)
@@ -487,7 +492,7 @@ class FabricModel:
                 if not self._vc_stage:
                     assign[p][v] = (o, w)
                     owner[o][w] = (p, v)
-                    self._rr_select[s][p] = (o + 1) % len(bufs)
+                    self._move_select(s, p, o)
                 flit.head = flit.decision.head
                 flit.decision = None
                 flit.packet.path.append((s, o))
@@ -602,6 +607,8 @@ class FabricModel:
         if not self._selection_pointer:
             return usable[0]
         pointer, n_ports = self._rr_select[s][p], len(owner)
+        if self._random:
+            pointer = random_pointer(pointer, n_ports)
         if not self._occupancy:
             return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
         level, low = self._level[s], self._low
@@ -614,6 +621,14 @@ class FabricModel:
                 c[1],
             ),
         )
+
+    def _move_select(self, s: int, p: int, o: int) -> None:
+        """A head of input port ``p`` took output port ``o``: its selection pointer moves past
+        ``o``, or under ``random`` its LFSR steps (docs/microarchitecture.md, step 2)."""
+        if self._random:
+            self._rr_select[s][p] = lfsr_step(self._rr_select[s][p])
+        else:
+            self._rr_select[s][p] = (o + 1) % len(self._rr_select[s])
 
     def _free(self, s: int, o: int, w: int) -> bool:
         """Output VC (o, w) can be taken by a head: it has no owner and, if it is an adaptive

@@ -333,6 +333,8 @@ ROUTERS = {
     "s5-ff": {"stages": 5, "selection": "first-free"},
     "ev1": {"ejection_vcs": 1},
     "ev3": {"ejection_vcs": 3},
+    "rnd": {"selection": "random"},
+    "s5-rnd": {"stages": 5, "selection": "random"},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -359,6 +361,7 @@ SLICE = [
     ("iv2", "znode-64", "low"),
     ("ev1", "torus-4x4", "near"),
     ("ev3", "znode-64", "near"),
+    ("rnd", "znode-64", "near"),
 ]
 
 

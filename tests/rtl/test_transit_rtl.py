@@ -46,6 +46,9 @@ CASES = [
     pytest.param("full-64", "near", "round-robin", marks=pytest.mark.matrix),
     pytest.param("full-64", "past", "round-robin", marks=pytest.mark.matrix),
     pytest.param("hybrid-768", "low", "round-robin", marks=pytest.mark.matrix),
+    # the RN1's random pick between a direction's two outputs
+    ("bidelta-64", "near", "random"),
+    pytest.param("full-64", "past", "random", marks=pytest.mark.matrix),
 ]
 CYCLES = 200
 

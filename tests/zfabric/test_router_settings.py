@@ -9,7 +9,13 @@ import yaml
 
 from zfabric import PlanError, SpecError, compile_plan, load_spec, plan_from_json
 from zfabric.plan import PlanView
-from zfabric.router_settings import RouterSettings, low_occupancy
+from zfabric.router_settings import (
+    RouterSettings,
+    lfsr_seed,
+    lfsr_step,
+    low_occupancy,
+    random_pointer,
+)
 from zfabric.routing import make_routing
 
 
@@ -253,3 +259,41 @@ def test_one_port_routings_offer_one_port_at_every_decision(name, topology, rout
     counts = ports_offered(plan)
     assert make_routing(PlanView(plan)).one_port is one_port
     assert (counts == {1}) is one_port, counts
+
+
+def test_the_random_selections_lfsr_is_maximal_from_every_ports_seed():
+    """Every nonzero 16-bit state once before the first comes back (enumerated), so each input
+    port's pointer sequence repeats only after 65,535 heads, whatever its seed."""
+    for port in range(8):
+        first = state = lfsr_seed(port)
+        seen = set()
+        while True:
+            assert state not in seen and state != 0
+            seen.add(state)
+            state = lfsr_step(state)
+            if state == first:
+                break
+        assert len(seen) == 2**16 - 1
+
+
+@pytest.mark.parametrize("n_ports", [1, 2, 3, 5, 8, 9])
+def test_a_random_pointer_is_the_low_bits_and_past_the_last_port_reads_zero(n_ports):
+    """Over the LFSR's whole period every port is drawn; the pointer is the state's low
+    ceil(log2 P) bits, 0 where those name no port; so with P a power of two each port is drawn
+    2^16 / P times (one fewer for port 0: the state 0 never occurs)."""
+    counts = [0] * n_ports
+    state = lfsr_seed(0)
+    for _ in range(2**16 - 1):
+        pointer = random_pointer(state, n_ports)
+        bits = (n_ports - 1).bit_length()
+        low = state & ((1 << bits) - 1)
+        assert pointer == (low if low < n_ports else 0)
+        counts[pointer] += 1
+        state = lfsr_step(state)
+    assert all(counts)
+    if n_ports & (n_ports - 1) == 0 and n_ports > 1:
+        assert counts == [2**16 // n_ports - 1] + [2**16 // n_ports] * (n_ports - 1)
+
+
+def test_random_selection_is_a_spec_setting():
+    assert load_spec(spec({"selection": "random"})).router.selection == "random"

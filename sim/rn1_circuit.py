@@ -15,7 +15,8 @@ Two measurements:
 - :meth:`CircuitNetwork.one_round`: the thesis's unqueued measure (§4.5, after Knight's
   probabilistic model): every processor opens a connection at once with probability ``load``
   (1: a fully loaded network, each processor on one of its two inputs), nothing is released
-  during the round; the fraction that reaches its destination is P_route, and over a locality
+  during the round, and every set-up advances one chip a step (a wire delay common to every
+  link changes no order); the fraction that reaches its destination is P_route, and over a locality
   model's destinations P_norm = sum P_any(n) P_route(n) (Eq 4.43).
 - :meth:`CircuitNetwork.run`: the same machine in time: an idle processor starts a message of
   ``message_cycles`` cycles with probability ``load`` each cycle; a circuit, reached or

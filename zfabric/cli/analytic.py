@@ -326,6 +326,10 @@ _QUEUEING_FLAGS = (
 )  # fmt: skip
 
 
+#: the thesis's latency table of each form
+TABLES = {"full": "4.5", "hybrid": "4.7", "bidelta": "4.9"}
+
+
 def _transit(args: argparse.Namespace, spec) -> int:
     """DeHon's empty-network latency of a Transit fat tree, per crossover level."""
     from zfabric.sim.transit_analytic import TC_NS, transit_report
@@ -373,9 +377,9 @@ def _transit(args: argparse.Namespace, spec) -> int:
         )
     worst, best = report["extremes"]["worst"], report["extremes"]["best"]
     print(
-        f"  the thesis's table row: connect worst {worst['connect'] * TC_NS} ns, best"
-        f" {best['connect'] * TC_NS} ns; open worst {worst['open'] * TC_NS} ns, best"
-        f" {best['open'] * TC_NS} ns"
+        f"  the model's row of Table {TABLES[spec.params.form]}: connect worst"
+        f" {worst['connect'] * TC_NS} ns, best {best['connect'] * TC_NS} ns;"
+        f" open worst {worst['open'] * TC_NS} ns, best {best['open'] * TC_NS} ns"
     )
     print(f"  level: {report['level_meaning']}")
     return 0

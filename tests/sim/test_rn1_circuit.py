@@ -140,3 +140,54 @@ def test_bad_arguments_are_refused():
     torus = compile_plan(spec_from_dict({"name": "t", "topology": {"kind": "torus", "k": [4]}}))
     with pytest.raises(ValueError, match="Transit plan"):
         CircuitNetwork(torus)
+
+
+def expected_first_stage_drops(top_digits: list[int], processors: int) -> float:
+    """Set-ups dropped at a dilated first-stage chip, expected, by enumeration: each input's
+    processor sends on it with probability 1/2 (it has two inputs), to a destination uniform
+    over the others, whose top base-4 digit is the direction (16 of the 63 others in each
+    group but its own, which holds 15); a direction takes two, the rest are dropped."""
+    per_group = processors // 4
+    counts: dict[tuple[int, ...], float] = {(0, 0, 0, 0): 1.0}
+    for own in top_digits:
+        ways = [(None, 0.5)] + [
+            (d, 0.5 * (per_group - (d == own)) / (processors - 1)) for d in range(4)
+        ]
+        grown: dict[tuple[int, ...], float] = {}
+        for state, p in counts.items():
+            for d, q in ways:
+                after = state if d is None else tuple(x + (i == d) for i, x in enumerate(state))
+                grown[after] = grown.get(after, 0.0) + p * q
+        counts = grown
+    return sum(p * sum(max(0, x - 2) for x in state) for state, p in counts.items())
+
+
+def test_first_stage_drops_of_a_bidelta_match_enumeration():
+    """Bidelta 64 fully loaded under uniform traffic: the share of set-ups dropped at the first
+    stage is what enumerating one chip's inputs gives, within 4 standard errors over rounds."""
+    plan = transit("bidelta", stacks=(3,))
+    first: dict[int, list[int]] = {}
+    for endpoint in plan.endpoints:
+        for i, attachment in enumerate(endpoint.attachments):
+            if endpoint.injects(i):
+                first.setdefault(attachment.switch, []).append(endpoint.id // 16)
+    expected = sum(expected_first_stage_drops(d, 64) for d in first.values()) / 64
+
+    class Stage1(CircuitNetwork):
+        drops = 0
+
+        def _advance(self, state, held):
+            verdict, output, after = super()._advance(state, held)
+            Stage1.drops += verdict == "dropped" and state[0] in first
+            return verdict, output, after
+
+    network = Stage1(plan, seed=9)
+    uniform = destination_function(TrafficConfig(), 64, network.rng)
+    shares = []
+    for _ in range(400):
+        Stage1.drops = 0
+        result = network.one_round(1.0, uniform, lambda s, d: 0)
+        shares.append(Stage1.drops / result.tried[0])
+    mean = sum(shares) / len(shares)
+    error = (sum((s - mean) ** 2 for s in shares) / (len(shares) - 1) / len(shares)) ** 0.5
+    assert abs(mean - expected) < 4 * error, (mean, expected, error)

@@ -40,7 +40,7 @@ from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
 
 from . import ENGINES
 from .sweep import knee
-from .traffic import PATTERNS, PERMUTATIONS, silent_pattern
+from .traffic import BY_LEVEL, PATTERNS, PERMUTATIONS, silent_pattern
 
 __all__ = [
     "Point",
@@ -347,11 +347,12 @@ def study_from_dict(
     patterns = _list(traffic.get("patterns", "uniform"), "traffic.patterns")
     for i, pattern in enumerate(patterns):
         _require(pattern in PATTERNS, f"traffic.patterns[{i}]", f"one of {PATTERNS}", pattern)
-        if pattern == "weighted":  # its level weights belong to one fabric's levels
+        if pattern in BY_LEVEL:  # its level weights belong to one fabric's levels
+            flag = "--level-weights W,W,..." if pattern == "weighted" else "--locality P,P,..."
             raise SpecError(
                 f"traffic.patterns[{i}]",
-                "'weighted' is not offered in study files; run it with simulate or sweep"
-                " (--traffic weighted --level-weights W,W,...)",
+                f"{pattern!r} is not offered in study files; run it with simulate or sweep"
+                f" (--traffic {pattern} {flag})",
             )
         for spec_name, (spec_json, _varied) in specs.items() if pattern in PERMUTATIONS else ():
             why = silent_pattern(pattern, len(_plan(spec_json).endpoints), spec_name)

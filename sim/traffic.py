@@ -17,6 +17,14 @@ n-trees, XGFTs, HyperZ's Z-nodes) endpoint ``e`` is processor ``e mod P_z`` of Z
 level of their labels (its peer level when they sit in different Znodes): the highest level
 whose label differs, or 1 when only the Znodes do.
 
+Locality follows the Transit thesis (A. DeHon, *Fat-Tree Routing for Transit*, 1990, §4.5):
+the probability P_any of each level is given (it must sum to 1) and a destination is drawn as
+under weighted-random, uniformly within its level, so that each destination at level n has
+P_particular(n) = P_any(n) / (destinations at level n). A Transit fabric has levels too: a full
+tree of L unit-tree stages is a Znode of zones (4,) * 3L (level n: 3 * 4^(n-1) processors), a
+hybrid one of zones (N_leaf, 4, ..., 4) whose level 1 is the leaf cluster (the thesis's n = 0)
+and a capped one a fourth copy level on top; a bidelta network has the one level.
+
 Injection is Bernoulli (one packet with probability rate/length per cycle per endpoint) or
 Poisson (a Poisson number of packets with that mean), with ``rate`` in flits/cycle/endpoint.
 """
@@ -31,11 +39,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from zfabric.traffic_spec import LOCALITY_TOLERANCE
 from zfabric.traffic_spec import TRAFFIC_PATTERNS as PATTERNS
 
 __all__ = [
     "PATTERNS",
     "PERMUTATIONS",
+    "BY_LEVEL",
     "TrafficConfig",
     "TraceEntry",
     "Traffic",
@@ -62,17 +72,25 @@ class TrafficConfig:
     hotspots: tuple[int, ...] = (0,)
     hotspot_fraction: float = 0.2
     zipf_exponent: float = 1.0
-    #: weighted: the probability of each level (level 1 first), normalised; empty: all equal
+    #: weighted: the probability of each level (level 1 first), normalised; empty: all equal;
+    #: locality: P_any of each level, summing to 1
     level_weights: tuple[float, ...] = ()
-    #: weighted: the fabric's zones under each level (its z), from :func:`fabric_levels`
+    #: weighted, locality: the fabric's zones under each level (its z), :func:`fabric_levels`
     zones: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
             raise ValueError(f"unknown traffic pattern {self.pattern!r}; one of {PATTERNS}")
-        if self.pattern == "weighted":
+        if self.pattern in BY_LEVEL:
             if not self.zones:
-                raise ValueError("weighted traffic needs a fabric with levels (zones)")
+                raise ValueError(f"{self.pattern} traffic needs a fabric with levels (zones)")
+            if self.pattern == "locality" and (
+                not self.level_weights or abs(sum(self.level_weights) - 1) > LOCALITY_TOLERANCE
+            ):
+                raise ValueError(
+                    "locality traffic needs the probability of each level, summing to 1, got"
+                    f" {self.level_weights}"
+                )
             weights = self.level_weights
             if weights and len(weights) != len(self.zones):
                 raise ValueError(
@@ -94,6 +112,8 @@ class TrafficConfig:
 
 
 PERMUTATIONS = ("transpose", "bit-reversal", "bit-complement", "shuffle")
+#: the patterns that draw the level first, then a destination within it
+BY_LEVEL = ("weighted", "locality")
 
 
 def _permutation(pattern: str, bits: int) -> Callable[[int], int]:
@@ -119,9 +139,18 @@ def _permutation_table(pattern: str, n: int) -> list[int]:
 
 def fabric_levels(plan) -> tuple[int, ...] | None:
     """The zones under each level (z) of a fabric of Znodes, whose endpoints are numbered Znode
-    by Znode (znode and its presets, hyperz and hyperx); None for a fabric without levels."""
+    by Znode (znode and its presets, hyperz and hyperx), or of a Transit network (the module
+    doc); None for a fabric without levels."""
     if plan.topology in ("znode", "hyperz"):
         return tuple(plan.topology_params["z"])
+    if plan.topology == "transit":
+        params = plan.topology_params
+        if params["form"] == "bidelta":
+            return (len(plan.endpoints),)
+        tree = (4,) * (3 * params["ut_layers"]) + (4,) * params["cap"]
+        if params["form"] == "full":
+            return tree
+        return (3 * 4 ** (params["leaf_stages"] - 1), *tree)
     return None
 
 
@@ -225,7 +254,7 @@ def destination_function(
         return lambda src: (src + shift) % n
     if pattern == "neighbour":
         return lambda src: (src + 1) % n
-    if pattern == "weighted":
+    if pattern in BY_LEVEL:
         return _weighted(config, n, rng)
     if pattern == "hotspot":
         hot = [h for h in config.hotspots if 0 <= h < n]
@@ -292,7 +321,7 @@ def pattern_flows(
             for hot in targets:
                 flows[(src, hot)] += config.hotspot_fraction / len(targets)
         return flows
-    if pattern == "weighted":
+    if pattern in BY_LEVEL:
         probabilities = level_probabilities(config, n)
         counts = level_counts(config.zones, n)
         flows = {}

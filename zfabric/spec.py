@@ -122,8 +122,11 @@ def _routing_params(routing: Any, reader: Reader, params: Any) -> Mapping[str, A
     return values
 
 
-def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
-    """Check every key of ``data``, recording errors in ``errors``; the spec if there are none."""
+def _read_spec(
+    data: Any, source: str, errors: Errors, size_limit: bool = True
+) -> FabricSpec | None:
+    """Check every key of ``data``, recording errors in ``errors``; the spec if there are none
+    (``size_limit``: refuse a fabric too large to build)."""
     from .routing import ROUTINGS
     from .topologies import TOPOLOGIES
 
@@ -139,7 +142,7 @@ def _read_spec(data: Any, source: str, errors: Errors) -> FabricSpec | None:
     if found:
         topology = TOPOLOGIES[kind]
         clean, params = errors.attempt(_parse_topology, topology, topo)
-        if clean:
+        if clean and size_limit:
             clean, _ = errors.attempt(_check_size, topology, params, topo.data)
 
     routing, routing_params = None, None
@@ -329,16 +332,17 @@ def _parse_yaml(path: Path, errors: Errors) -> Any:
         loader.dispose()
 
 
-def load_spec(source: str | Path | Mapping[str, Any]) -> FabricSpec:
-    """Load a spec from a YAML file path, or validate a dict."""
+def load_spec(source: str | Path | Mapping[str, Any], *, size_limit: bool = True) -> FabricSpec:
+    """Load a spec from a YAML file path, or validate a dict; ``size_limit=False`` takes a
+    fabric too large to build, for what reads its parameters only (a closed-form model)."""
     if isinstance(source, Mapping):
-        return spec_from_dict(source)
+        return _checked(lambda errors: _read_spec(source, "spec", errors, size_limit))
     path = Path(source)
 
     def read(errors: Errors) -> FabricSpec | None:
         data = _parse_yaml(path, errors)
         if not isinstance(data, Mapping):
             raise SpecError("", f"{path}: the spec must be a mapping of keys, got {describe(data)}")
-        return _read_spec(data, path.stem, errors)
+        return _read_spec(data, path.stem, errors, size_limit)
 
     return _checked(read)

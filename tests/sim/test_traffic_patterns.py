@@ -52,8 +52,14 @@ ZONES = {24: (2, 2, 3), 7: (7,), 16: (2, 2, 2)}
 
 
 def fabric(pattern: str, n: int) -> dict:
-    """What a pattern needs of the fabric: weighted, its levels."""
-    return {"zones": ZONES[n]} if pattern == "weighted" else {}
+    """What a pattern needs of the fabric: weighted, its levels; locality, its levels and
+    their probabilities (every level alike)."""
+    if pattern == "weighted":
+        return {"zones": ZONES[n]}
+    if pattern == "locality":
+        levels = len(ZONES[n])
+        return {"zones": ZONES[n], "level_weights": (1 / levels,) * levels}
+    return {}
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)

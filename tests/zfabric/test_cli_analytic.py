@@ -116,3 +116,64 @@ def test_text_output(example, capsys):
     assert out[1].startswith("  zero-load latency: model ")
     assert out[2].startswith("  saturation: model ")
     assert out[-1].startswith("  0.1: ")
+
+
+# ---- Transit: DeHon's empty-network latency ---------------------------------------------------
+
+
+def transit_spec(tmp_path, **topology) -> str:
+    spec = tmp_path / "transit.yaml"
+    keys = ", ".join(f"{key}: {value}" for key, value in topology.items())
+    spec.write_text(f"name: transit\ntopology: {{kind: transit, {keys}}}\n")
+    return str(spec)
+
+
+def test_transit_past_the_size_limit_gives_table_4_7s_row(tmp_path, capsys):
+    """786 432 processors (4096 B192 under two UT64x8 stages): 290 / 40 ns connect, 320 / 40
+    open (Table 4.7); the per-level rows are Eq 4.31-4.32 with n = 2, 6 (worst) and 1, 1."""
+    spec = transit_spec(tmp_path, form="hybrid", leaf_stages=4, ut_layers=2)
+    assert main(["analytic", spec, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["processors"] == 786432
+    assert report["wire_delays"] == {"worst": [2, 6], "best": [1, 1]}
+    assert report["extremes"] == {
+        "worst": {"connect": 29, "open": 32},
+        "best": {"connect": 4, "open": 4},
+    }
+    by_level = {row["level"]: row for row in report["levels"]}
+    assert sorted(by_level) == list(range(7))
+    assert by_level[4]["best"] == {"connect": 15, "open": 18}  # the digest §9, j = 4, k = 4
+    assert main(["analytic", spec]) == 0
+    text = capsys.readouterr().out
+    assert "connect worst 290 ns, best 40 ns; open worst 320 ns, best 40 ns" in text
+
+
+@pytest.mark.parametrize(
+    "args, key",
+    [
+        (["--compare"], "--compare"),
+        (["--rates", "0.1"], "--rates"),
+        (["--timing", "thesis"], "--timing"),
+    ],
+)
+def test_transit_refuses_the_queueing_options(tmp_path, capsys, args, key):
+    spec = transit_spec(tmp_path, form="full")
+    assert main(["analytic", spec, *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"zfabric: error: {key}")
+
+
+def test_transit_capped_root_is_refused(tmp_path, capsys):
+    spec = transit_spec(tmp_path, form="hybrid", leaf_stages=2, cap="true")
+    assert main(["analytic", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("zfabric: error: topology.cap")
+
+
+def test_the_size_limit_still_holds_for_the_queueing_models(tmp_path, capsys):
+    spec = tmp_path / "big.yaml"
+    spec.write_text("name: big\ntopology: {kind: torus, k: [200, 200]}\n")
+    assert main(["analytic", str(spec)]) == 2
+    assert "over the limit" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """``zfabric analytic``: the latency the thesis's finite-buffer models predict for a torus or
 mesh (Alzeidi, chapter 4 for ``dor``, chapter 5 for ``duato``; docs/analytic.md), and with
-``--compare`` the cycle model's curve beside it, each with the saturation rate it predicts."""
+``--compare`` the cycle model's curve beside it, each with the saturation rate it predicts; for
+a Transit fat tree, DeHon's empty-network latency per crossover level (docs/research/transit.md)."""
 
 from __future__ import annotations
 
@@ -37,14 +38,19 @@ def register(commands) -> None:
     parser = add_command(
         commands,
         "analytic",
-        "the thesis's finite-buffer latency models for a torus or mesh, against the cycle model",
+        "the theses' latency models: a torus or mesh against the cycle model; a Transit fat tree",
         "Predict mean packet latency under uniform traffic with the queueing models of"
         " Alzeidi's thesis (chapter 4: dimension-order routing, chapter 5: Duato's adaptive"
         " routing; finite buffers, virtual channels), and the rate at which each saturates."
         " With --compare, run the cycle model at the same rates (slow) and give each point's"
-        " error. Other families are refused (exit 2).",
+        " error. For a Transit fat tree (kind transit), print DeHon's latency of a circuit"
+        " through an empty network at each crossover level, with the worst-case and one-cycle"
+        " wire delays, in cycles and ns (only --json applies). Other families are refused"
+        " (exit 2).",
     )
-    parser.add_argument("spec", help="fabric spec (YAML) of a torus or mesh under dor or duato")
+    parser.add_argument(
+        "spec", help="fabric spec (YAML) of a torus or mesh under dor or duato, or of a Transit"
+    )
     parser.add_argument(
         "--model",
         choices=["dor", "duato"],
@@ -115,9 +121,12 @@ def run(args: argparse.Namespace) -> int:
     from zfabric import compile_plan
     from zfabric.sim.wormhole_fabric import fabric_model
 
+    spec = load_spec(args.spec, size_limit=False)  # the Transit model reads sizes past it
+    if spec.kind == "transit":
+        return _transit(args, spec)
+    spec = load_spec(args.spec)
     if args.plot:
         check_plot_file(args.plot, "--plot")
-    spec = load_spec(args.spec)
     plan = compile_plan(spec)
     # the models know uniform traffic only: the cycle model runs it too, whatever the spec says
     defaults = {name: default for name, (_flag, default) in OPTIONS.items()}
@@ -309,3 +318,68 @@ def _plot(path: Path, name, model, saturation, wanted, cycle_points) -> None:
         packet_length=model.payload_length,
         buffer_depth=model.buffer_depth,
     )
+
+
+#: the flags of the queueing models, which mean nothing to the Transit model
+_QUEUEING_FLAGS = (
+    "model", "rates", "packet_length", "compare", "process", "seed", "warmup", "cycles", "plot",
+)  # fmt: skip
+
+
+#: the thesis's latency table of each form
+TABLES = {"full": "4.5", "hybrid": "4.7", "bidelta": "4.9"}
+
+
+def _transit(args: argparse.Namespace, spec) -> int:
+    """DeHon's empty-network latency of a Transit fat tree, per crossover level."""
+    from zfabric.sim.transit_analytic import TC_NS, transit_report
+
+    for name in _QUEUEING_FLAGS:
+        if getattr(args, name) not in (None, False):
+            flag = "--" + name.replace("_", "-")
+            raise SpecError(
+                flag,
+                "the Transit latency model (DeHon, §4.3) is an empty network's: it takes no"
+                " load, packet or cycle-model option",
+            )
+    if args.timing != "zfabric":
+        raise SpecError("--timing", "the Transit latency model has the thesis's timing only")
+    try:
+        report = transit_report(spec.params)
+    except ValueError as error:
+        raise SpecError("topology.cap", str(error)) from None
+    report = {"name": spec.name, **report}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    wires = report["wire_delays"]
+    print(f"{spec.name}: Transit {report['network']}, {report['processors']} processors")
+    print(
+        "  DeHon's latency model (Fat-Tree Routing for Transit, 1990, §4.3): a circuit through"
+        f" an empty network, tc = {TC_NS} ns"
+    )
+    shown = (
+        ", ".join(map(str, wires["worst"])) + " cycles" if wires["worst"] else "none (one stack)"
+    )
+    print(f"  wire delays n(m) between stack stages, worst case: {shown}; best case: 1 cycle")
+    print("                                 | worst-case wires            | one-cycle wires")
+    print("  level  stages  swallows  wires | connect       open          | connect       open")
+
+    def cell(cycles: int) -> str:
+        return f"{cycles:>3} ({cycles * TC_NS:>4} ns)"
+
+    for row in report["levels"]:
+        worst, best = row["worst"], row["best"]
+        print(
+            f"  {row['level']:>5}  {row['stages']:>6}  {row['swallows']:>8}  {row['wires']:>5} |"
+            f" {cell(worst['connect'])} {cell(worst['open'])} |"
+            f" {cell(best['connect'])} {cell(best['open'])}"
+        )
+    worst, best = report["extremes"]["worst"], report["extremes"]["best"]
+    print(
+        f"  the model's row of Table {TABLES[spec.params.form]}: connect worst"
+        f" {worst['connect'] * TC_NS} ns, best {best['connect'] * TC_NS} ns;"
+        f" open worst {worst['open'] * TC_NS} ns, best {best['open'] * TC_NS} ns"
+    )
+    print(f"  level: {report['level_meaning']}")
+    return 0

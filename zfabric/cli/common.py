@@ -29,6 +29,7 @@ from zfabric.topologies import build_fabric
 
 # the spec's own limits on the traffic section's windows and packet length
 from zfabric.traffic_spec import MAX_CYCLES, MAX_PACKET_LENGTH
+from zfabric.traffic_spec import locality as checked_locality
 
 __all__ = [
     "MAX_CYCLES",
@@ -45,6 +46,7 @@ __all__ = [
     "rate",
     "rates",
     "weights",
+    "locality",
     "packet_length",
     "plural",
     "rate_text",
@@ -154,6 +156,23 @@ def rates(text: str) -> tuple[float, ...]:
                 f" in {short(text)}"
             ) from None
     return tuple(sorted(set(values)))
+
+
+def locality(text: str) -> str | tuple[float, ...]:
+    """A locality preset's name, or comma-separated probabilities summing to 1."""
+    value: object = text.strip()
+    if "," in text or text.strip()[:1].isdigit() or text.strip()[:1] == ".":
+        parts = [part.strip() for part in text.split(",")]
+        try:
+            value = [float(part) for part in parts]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be a preset name or comma-separated probabilities, got {short(text)}"
+            ) from None
+    try:
+        return checked_locality(value, "--locality")
+    except SpecError as error:
+        raise argparse.ArgumentTypeError(error.message) from None
 
 
 def weights(text: str) -> tuple[float, ...]:

@@ -24,6 +24,7 @@ from .common import (
     MAX_PACKET_LENGTH,
     fraction,
     integer,
+    locality,
     packet_length,
     progress,
     rate,
@@ -52,6 +53,7 @@ OPTIONS: dict[str, tuple[str, Any]] = {
     "process": ("--process", "bernoulli"),
     "hotspot_fraction": ("--hotspot-fraction", 0.2),
     "level_weights": ("--level-weights", None),  # None: every level alike
+    "locality": ("--locality", None),  # required under --traffic locality
     "seed": ("--seed", 1),
     "warmup": ("--warmup", 1000),
     "cycles": ("--cycles", 10000),
@@ -131,6 +133,14 @@ def add_traffic_arguments(
         " traffic.level_weights, else every level alike)",
     )
     parser.add_argument(
+        "--locality",
+        type=locality,
+        metavar="PRESET|P,P,...",
+        help="under --traffic locality, the probability of each level a packet must reach"
+        " (level 1 first, summing to 1), or a preset of the Transit thesis's Tables"
+        " 4.10-4.14 (docs/specs.md) (default: the spec's traffic.locality; required)",
+    )
+    parser.add_argument(
         "--seed",
         type=integer(0, 2**63 - 1),
         metavar="N",
@@ -190,7 +200,8 @@ class Experiment:
     warmup: int | None = None
     cycles: int | None = None
     level_weights: tuple[float, ...] | None = None  # weighted traffic only
-    zones: tuple[int, ...] = ()  # weighted traffic: the fabric's levels (not an option)
+    locality: str | tuple[float, ...] | None = None  # locality traffic only
+    zones: tuple[int, ...] = ()  # weighted, locality: the fabric's levels (not an option)
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def config(self, offered: float | None = None):
@@ -204,11 +215,19 @@ class Experiment:
                 packet_length=self.packet_length,
                 process=self.process,
                 hotspot_fraction=self.hotspot_fraction,
-                level_weights=self.level_weights or (),
+                level_weights=self._level_weights(),
                 zones=self.zones,
             )
         except ValueError as error:
             raise SpecError("traffic", str(error)) from None
+
+    def _level_weights(self) -> tuple[float, ...]:
+        """What the pattern reads per level: locality's probabilities, weighted's weights."""
+        from zfabric.traffic_spec import locality_probabilities
+
+        if self.pattern == "locality":
+            return locality_probabilities(self.locality)
+        return self.level_weights or ()
 
     def lengths(self) -> str:
         """``4 flits (spec)``: the packet length and where it came from."""
@@ -262,31 +281,54 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
     if why:
         raise SpecError(where("pattern"), why)
     zones: tuple[int, ...] = ()
-    if values["pattern"] == "weighted":
-        zones = weighted_levels(plan, values.get("level_weights"), where)
-    else:  # the level weights mean nothing to other patterns
-        values.pop("level_weights", None)
-        sources.pop("level_weights", None)
+    pattern = values["pattern"]
+    if pattern == "locality" and values.get("locality") is None:
+        raise SpecError(
+            where("pattern"),
+            "'locality' needs the probability of each level: traffic.locality or --locality"
+            " (a list, or a preset)",
+        )
+    if pattern in ("weighted", "locality"):
+        key = "level_weights" if pattern == "weighted" else "locality"
+        weights = values.get(key)
+        if pattern == "locality":
+            from zfabric.traffic_spec import locality_probabilities
+
+            weights = locality_probabilities(weights)
+        zones = fabric_levels_for(plan, pattern, weights, where, key)
+    for name, used_by in (("level_weights", "weighted"), ("locality", "locality")):
+        if pattern != used_by:  # they mean nothing to other patterns
+            values.pop(name, None)
+            sources.pop(name, None)
     return Experiment(**values, zones=zones, sources=sources)
 
 
-def weighted_levels(plan, level_weights, where) -> tuple[int, ...]:
-    """The fabric's zones per level for weighted-random traffic, or a SpecError at the
-    pattern's source (a fabric without levels) or the weights' (``where(name)``: its key)."""
+def fabric_levels_for(plan, pattern: str, weights, where, key: str) -> tuple[int, ...]:
+    """The fabric's zones per level for a pattern that draws the level first, or a SpecError
+    at the pattern's source (a fabric without levels) or the weights' (``where(key)``)."""
     from zfabric.sim.traffic import TrafficConfig, fabric_levels, level_probabilities
 
     zones = fabric_levels(plan)
     if zones is None:
         raise SpecError(
             where("pattern"),
-            f"'weighted' draws destinations by level, and {plan.name} ({plan.topology}) has no"
-            " levels: it needs a fabric of Znodes (znode, kary_ntree, xgft, hyperz, hyperx)",
+            f"{pattern!r} draws destinations by level, and {plan.name} ({plan.topology}) has no"
+            " levels: it needs a fabric of Znodes (znode, kary_ntree, xgft, hyperz, hyperx) or"
+            " a Transit network",
+        )
+    if pattern == "locality" and len(weights) != len(zones):
+        given = f"{len(weights)} level{'s' * (len(weights) != 1)}"
+        raise SpecError(
+            where(key),
+            f"gives {given}, and {plan.name} has {len(zones)} (level 1 first: "
+            + ("the leaf cluster, then " if plan.topology_params.get("form") == "hybrid" else "")
+            + f"zones {list(zones)})",
         )
     try:
-        config = TrafficConfig(pattern="weighted", zones=zones, level_weights=level_weights or ())
+        config = TrafficConfig(pattern=pattern, zones=zones, level_weights=weights or ())
         level_probabilities(config, len(plan.endpoints))
     except ValueError as error:
-        raise SpecError(where("level_weights"), f"{error} ({plan.name})") from None
+        raise SpecError(where(key), f"{error} ({plan.name})") from None
     return zones
 
 

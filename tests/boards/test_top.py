@@ -105,10 +105,11 @@ fabric = pytest.mark.skipif(not have_fabric(), reason="zfabric.hdl.fabric is not
     "k, router, rate",
     [
         pytest.param([2], None, 0.4, id="torus-2"),
-        # 2-3 minutes each in Amaranth's simulator: the plain 2x2 is left to the matrix
+        # 2-3 minutes each in Amaranth's simulator: the plain 2x2 and the one at 0.9 are left
+        # to the matrix
         pytest.param([2, 2], None, 0.4, id="torus-2x2", marks=pytest.mark.matrix),
         pytest.param([2, 2], {"head_bits": 1}, 0.4, id="torus-2x2-head-flits"),
-        pytest.param([2, 2], None, 0.9, id="torus-2x2-rate-0.9"),
+        pytest.param([2, 2], None, 0.9, id="torus-2x2-rate-0.9", marks=pytest.mark.matrix),
     ],
 )
 def test_fabric_report_matches_the_model(k, router, rate):

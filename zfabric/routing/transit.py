@@ -21,6 +21,7 @@ one VC suffices.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -54,7 +55,7 @@ def transit_route(
     if len(c1) != len(c2):
         raise ValueError(f"addresses of {len(c1)} and {len(c2)} bytes")
     rc = () if p2 is None else (p2,)
-    lead = next((k for k, (a, b) in enumerate(zip(c1, c2, strict=True)) if a != b), None)
+    lead = _first_difference(c1, c2)
     if lead is None:
         return rc
     j = len(c2) - lead
@@ -65,21 +66,34 @@ def transit_route(
         if pair not in _CROSSOVER:
             raise ValueError(f"addresses differ in the unused bits 1:0 of byte {lead}")
         code = _CROSSOVER[pair]
-    climb = j - 1 if full else j
+    return _route_up(j - 1 if full else j, code) + tuple(c2[lead:]) + rc
+
+
+def _first_difference(c1: Head, c2: Head) -> int | None:
+    """The index of the first byte where C1 and C2 differ (None: the same C)."""
+    for k, byte in enumerate(c1):
+        if byte != c2[k]:
+            return k
+    return None
+
+
+@functools.cache
+def _route_up(climb: int, code: int) -> Head:
+    """RU: ``climb`` up digits (11) then the crossover code, padded with 00 to whole bytes,
+    the first digit in bits 7:6 (a handful of values, computed once each)."""
     digits = [0b11] * climb + [code]
     digits += [0] * (-len(digits) % 4)
-    ru = tuple(
+    return tuple(
         sum(d << (6 - 2 * t) for t, d in enumerate(digits[k : k + 4]))
         for k in range(0, len(digits), 4)
     )
-    return ru + tuple(c2[lead:]) + rc
 
 
 def crossover_level(c1: Head, c2: Head, *, capped: bool = False) -> int:
     """The fat-tree level k where a route from C1 to C2 crosses over: 3 (j - 1) + l for down
     level l of unit-tree layer j (the seed's level numbering of §4.3); 0 for the same C; the
     cap of a capped network is level 4 of its top layer j."""
-    lead = next((k for k, (a, b) in enumerate(zip(c1, c2, strict=True)) if a != b), None)
+    lead = _first_difference(c1, c2)
     if lead is None:
         return 0
     if capped and lead == 0:

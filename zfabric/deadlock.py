@@ -300,7 +300,8 @@ def _walk_orbits(
 @dataclass
 class _Footprint:
     """What the walk toward one destination found: its CDG edges (``a * channels + b`` codes,
-    sorted as walked, not once mapped), the fewest and most hops from each source (-1 at the destination itself)."""
+    sorted as walked, not once mapped), the fewest and most hops from each source (-1 at the
+    destination itself)."""
 
     edges: np.ndarray
     low: np.ndarray

@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +99,6 @@ class RoutingAnalysis(_Verdict):
     """What the walk found. Hops count switch-to-switch links (injection/ejection excluded)."""
 
     view: PlanView
-    cdg: nx.DiGraph
     cycle: list[str] | None
     pairs: int
     min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
@@ -107,6 +106,23 @@ class RoutingAnalysis(_Verdict):
     pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
     #: the proof is Duato's (``cdg`` is the escape channels' extended CDG)
     adaptive: bool = False
+    #: the CDG's edges, made into ``cdg`` when it is first read (the verdict needs no graph)
+    edges: Iterable[tuple[Channel, Channel]] = field(default=(), repr=False)
+
+    @functools.cached_property
+    def cdg(self) -> nx.DiGraph:
+        """The CDG (Duato's extended CDG of the escape channels for an adaptive routing):
+        nodes are the escape channels ``(link id, vc)``."""
+        rf = routing_of(self.view.plan)[1]
+        graph = nx.DiGraph()
+        graph.add_nodes_from(
+            (link.id, vc)
+            for link in self.view.plan.links
+            for vc in range(link.vcs)
+            if rf.is_escape(link.id, vc)
+        )
+        graph.add_edges_from(self.edges)
+        return graph
 
 
 @dataclass
@@ -184,21 +200,56 @@ def analyse_routing(
     view, rf = routing_of(plan)
     chosen = tuple(range(len(plan.endpoints)) if endpoints is None else sorted(endpoints))
     n = len(chosen)
-    analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
+    analysis = RoutingAnalysis(view, None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
     workers = setup_workers(n) if workers is None else workers
     group = symmetry_group_of(plan) if symmetry and endpoints is None else None
     if group is None:
-        edges = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
-    else:
-        edges = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
-    analysis.cdg.add_nodes_from(
-        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
-    )
-    analysis.cdg.add_edges_from(edges)
-    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+        analysis.edges = list(_walk_all(plan, analysis, chosen, keep_pairs, progress, workers))
+        analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+        return analysis
+    codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
+    channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
+    channel_vc = np.arange(group.channels) - group.base[channel_link]
+    a, b = codes // group.channels, codes % group.channels
+    analysis.edges = _Pairs(channel_link[a], channel_vc[a], channel_link[b], channel_vc[b])
+    if not _acyclic(a, b, group.channels):
+        analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
+
+
+@dataclass
+class _Pairs:
+    """CDG edges as arrays (source link, VC, target link, VC), read as channel pairs."""
+
+    link: np.ndarray
+    vc: np.ndarray
+    to_link: np.ndarray
+    to_vc: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[Channel, Channel]]:
+        columns = (self.link, self.vc, self.to_link, self.to_vc)
+        for a, v, b, w in zip(*(column.tolist() for column in columns), strict=True):
+            yield (a, v), (b, w)
+
+
+def _acyclic(a: np.ndarray, b: np.ndarray, nodes: int) -> bool:
+    """Whether the graph of edges ``a[i] -> b[i]`` (``a`` sorted) on ``nodes`` nodes has no
+    cycle: Kahn's peeling of the nodes nothing waits for, a frontier at a time."""
+    starts = np.searchsorted(a, np.arange(nodes + 1))
+    waiting = np.bincount(b, minlength=nodes)
+    frontier = np.flatnonzero(waiting == 0)
+    peeled = 0
+    while frontier.size:
+        peeled += frontier.size
+        counts = starts[frontier + 1] - starts[frontier]
+        offsets = np.repeat(starts[frontier] - np.cumsum(counts) + counts, counts)
+        targets = b[offsets + np.arange(counts.sum())]
+        waiting -= np.bincount(targets, minlength=nodes)
+        targets = np.unique(targets)
+        frontier = targets[waiting[targets] == 0]
+    return peeled == nodes
 
 
 def symmetry_group_of(plan: FabricPlan) -> SymmetryGroup | None:
@@ -239,9 +290,10 @@ def _walk_orbits(
     keep_pairs: bool,
     progress: Callable[[int, int], None] | None,
     workers: int,
-) -> list[tuple[Channel, Channel]]:
+) -> np.ndarray:
     """One destination per orbit walked and mapped onto its orbit, and the spot checks' walked
-    in full and compared: the hop counts into ``analysis``; the CDG's edges, sorted."""
+    in full and compared: the hop counts into ``analysis``; the CDG's edges as sorted codes
+    (``a * channels + b``)."""
     n = len(plan.endpoints)
     orbit_of = {orbit[0]: orbit for orbit in group.orbits}
     checks = group.spot_check_members()
@@ -265,7 +317,7 @@ def _walk_orbits(
                                 int(image.low[src]),
                                 int(image.high[src]),
                             )
-            union = np.union1d(union, np.unique(np.concatenate(codes)))
+            union = _distinct(np.concatenate([union, *codes]))
             low, high = footprint.low[footprint.low >= 0], footprint.high[footprint.high >= 0]
             for hops, counts in ((low, analysis.min_hops), (high, analysis.max_hops)):
                 for value, count in zip(*np.unique(hops, return_counts=True), strict=True):
@@ -278,23 +330,20 @@ def _walk_orbits(
         mapped = group.image_of(
             member, walked[representative], functools.partial(_map_footprint, group)
         )
-        if not np.array_equal(np.unique(mapped.edges), walked[member].edges):
+        if not np.array_equal(_distinct(mapped.edges), walked[member].edges):
             raise group.mismatch("channel dependencies", member)
         if not (
             np.array_equal(mapped.low, walked[member].low)
             and np.array_equal(mapped.high, walked[member].high)
         ):
             raise group.mismatch("hop counts", member)
-    channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
-    channel_vc = np.arange(group.channels) - group.base[channel_link]
-    a, b = union // group.channels, union % group.channels
-    return list(
-        zip(
-            zip(channel_link[a].tolist(), channel_vc[a].tolist(), strict=True),
-            zip(channel_link[b].tolist(), channel_vc[b].tolist(), strict=True),
-            strict=True,
-        )
-    )
+    return union
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """``codes`` sorted, each once (by sorting: numpy's hashing ``unique`` is slower here)."""
+    codes = np.sort(codes)
+    return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
 
 
 @dataclass
@@ -333,7 +382,7 @@ def _walk_footprints(plan: FabricPlan, destinations: Sequence[int]) -> list[tupl
         high = np.full(n, -1, dtype=np.int64)
         for (src, _), (lo, hi) in group.pair_hops.items():
             low[src], high[src] = lo, hi
-        result.append((dst, _Footprint(np.unique(np.array(codes, dtype=np.int64)), low, high)))
+        result.append((dst, _Footprint(_distinct(np.array(codes, dtype=np.int64)), low, high)))
     return result
 
 

@@ -133,15 +133,16 @@ def _walk(
     plan (:mod:`zfabric.destinations`). With heads longer than a flit a packet of
     ``packet_length`` payload flits is L + H_f - 1 flits on a link where its head takes H_f
     flits: the loads count them. ``uniform``: ``flows`` are uniform traffic's, invariant under
-    every permutation of the endpoints, so where the routing declares symmetries
-    (:mod:`zfabric.symmetry`) one destination per orbit is walked and mapped onto the rest."""
+    every permutation of the endpoints, so where the routing declares port symmetries
+    (:meth:`~zfabric.routing.base.RoutingFunction.port_symmetries`: the loads are the links', not
+    the channels') one destination per orbit is walked and mapped onto the rest."""
     load: dict[int, float] = defaultdict(float)
     spread = False  # some flow on several links
     total = weighted_hops = weighted_heads = 0.0
     longest = 0.0
     arrivals: dict[int, float] = {}  # per destination, with head flits
     workers = setup_workers(len(plan.endpoints))
-    group = symmetry_group_of(plan) if uniform else None
+    group = symmetry_group_of(plan, ports=True) if uniform else None
     if group is None:
         work = functools.partial(_walk_flows, packet_length=packet_length)
         parts = (sums for _, sums in map_groups(work, plan, flows, workers=workers))

@@ -252,11 +252,13 @@ def _acyclic(a: np.ndarray, b: np.ndarray, nodes: int) -> bool:
     return peeled == nodes
 
 
-def symmetry_group_of(plan: FabricPlan) -> SymmetryGroup | None:
-    """The group of the symmetries ``plan``'s routing declares (none on a degraded plan)."""
+def symmetry_group_of(plan: FabricPlan, *, ports: bool = False) -> SymmetryGroup | None:
+    """The group of the symmetries ``plan``'s routing declares (none on a degraded plan); with
+    ``ports``, of its port symmetries (what link loads may use)."""
     if plan.routing.params.get("degraded"):
         return None
-    return symmetry_group(plan, routing_of(plan)[1].symmetries())
+    rf = routing_of(plan)[1]
+    return symmetry_group(plan, rf.port_symmetries() if ports else rf.symmetries())
 
 
 def _walk_all(

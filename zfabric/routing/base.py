@@ -138,6 +138,14 @@ class RoutingFunction:
         per orbit. A declaration: the tests hold it against the full walk. None by default."""
         return ()
 
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        """Automorphisms the routing commutes with when VCs are ignored: its ports (in order)
+        and injections map, no port it offers depends on the VC a packet holds, and each
+        decision offers as many VCs on a link as its image does. What reads links and not
+        channels (a pattern's link loads, hop counts) may use them. :meth:`symmetries` by
+        default."""
+        return self.symmetries()
+
     def is_escape(self, link: int, vc: int) -> bool:
         """Whether channel (``link``, ``vc``) belongs to the escape sub-function (Duato's C1).
 
@@ -231,6 +239,9 @@ class DeadEndsMasked(RoutingFunction):
 
     def symmetries(self) -> tuple[Symmetry, ...]:
         """None: a fault breaks the family's symmetries."""
+        return ()
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
         return ()
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:

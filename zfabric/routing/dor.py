@@ -138,10 +138,19 @@ class DOR(RoutingFunction):
         one (by two where ``alternate`` ties read the parity of an even ring). With dateline
         classes the translations are no symmetry: a class is chosen by where the ring's
         wrap-around link is."""
+        return self._symmetries(self.datelines)
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        """The translations too with dateline classes: a class never changes a port, and a
+        decision offers one port (DOR) or the same number of VCs on each (Duato's adaptive
+        hops, then its escape's one class)."""
+        return self._symmetries(False)
+
+    def _symmetries(self, datelines: bool) -> tuple[Symmetry, ...]:
         plan = self.view.plan
         result = []
         for dim, size in enumerate(self.k):
-            if self.wrap and not self.datelines:
+            if self.wrap and not datelines:
                 shift = 2 if self.tie == "alternate" and size % 2 == 0 else 1
                 if shift < size:
                     result.append(translation(plan, dim, shift))

@@ -176,25 +176,24 @@ def _walk(
 def _orbit_sums(
     plan: FabricPlan, group: SymmetryGroup, packet_length: float, workers: int
 ) -> Iterator[_Sums]:
-    """Uniform traffic's sums, one per orbit: its representative walked, its loads mapped onto
-    every member (the other sums are alike for all of them); then the spot checks' walked in
-    full and compared with their mapped loads."""
+    """Uniform traffic's sums, one per orbit: its representative walked, its figures alike for
+    every member; then the loads of all (:meth:`SymmetryGroup.link_sums`); then the spot checks'
+    walked in full and compared with their mapped loads."""
     orbit_of = {orbit[0]: orbit for orbit in group.orbits}
     checks = group.spot_check_members()
     work = functools.partial(_walk_uniform, packet_length=packet_length)
     walked: dict[int, tuple[_Sums, np.ndarray]] = {}
+    total = np.zeros(len(plan.links))
     for _, part in map_groups(work, plan, [*orbit_of, *checks], workers=workers):
         for dst, sums, loads in part:
             walked[dst] = sums, loads
             orbit = orbit_of.get(dst)
             if orbit is None:
                 continue
-            total = np.zeros(len(plan.links))
-            for _, image in group.images(orbit, loads, group.map_links):
-                total += image
+            total += group.link_sums(loads, len(orbit))
             size = len(orbit)
             yield _Sums(
-                {int(i): float(total[i]) for i in np.flatnonzero(total)},
+                {},
                 sums.spread,
                 sums.total * size,
                 sums.weighted_hops * size,
@@ -202,6 +201,7 @@ def _orbit_sums(
                 sums.longest,
                 dict.fromkeys(orbit, sums.arrivals[dst]),
             )
+    yield _Sums({int(i): float(total[i]) for i in np.flatnonzero(total)}, False, 0, 0, 0, 0, {})
     for member in checks:
         representative = next(orbit[0] for orbit in group.orbits if member in orbit)
         sums, loads = walked[representative]

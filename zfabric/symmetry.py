@@ -20,6 +20,7 @@ mapped results (:func:`spot_check_members`).
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,14 @@ import numpy as np
 from .errors import PlanError
 from .plan import FabricPlan, Port, Switch
 
-__all__ = ["Symmetry", "SymmetryGroup", "SPOT_CHECKS", "relabelled_ports", "symmetry_group"]
+__all__ = [
+    "Symmetry",
+    "SymmetryGroup",
+    "SPOT_CHECKS",
+    "distinct",
+    "relabelled_ports",
+    "symmetry_group",
+]
 
 #: destinations outside the representatives walked in full and compared on every use
 SPOT_CHECKS = 2
@@ -107,6 +115,50 @@ class SymmetryGroup:
             value = apply(self.generators[generator], value)
         return value
 
+    def closure(self, codes: np.ndarray) -> np.ndarray:
+        """The CDG edges (sorted codes) the group makes of ``codes`` (sorted, distinct): the
+        edges toward every destination are the group's images of its representatives', so
+        their union is the closure of the representatives' under the generators, found a
+        frontier at a time (each edge mapped once by each generator)."""
+        known = frontier = codes
+        while frontier.size:
+            images = distinct(
+                np.concatenate([self.map_edges(g, frontier) for g in self.generators])
+            )
+            where = np.searchsorted(known, images)
+            fresh = where == len(known)
+            fresh[~fresh] = known[where[~fresh]] != images[~fresh]
+            frontier = images[fresh]
+            known = np.sort(np.concatenate([known, frontier]), kind="stable")  # two sorted runs
+        return known
+
+    def link_sums(self, values: np.ndarray, members: int) -> np.ndarray:
+        """Per link, the sum over ``members`` destinations of an orbit of the value their
+        representative's ``values`` map to there: ``members`` times the mean of ``values``
+        over the link's orbit (each link of an orbit is every one's image equally often)."""
+        orbit = self.link_orbit
+        sums = np.bincount(orbit, weights=values, minlength=len(orbit))
+        return members * (sums[orbit] / self.link_orbit_size[orbit])
+
+    @functools.cached_property
+    def link_orbit(self) -> np.ndarray:
+        """Per link, the lowest link id of its orbit under the group: labels pass both ways
+        along every generator until none lowers."""
+        orbit = np.arange(len(self.base))
+        while True:
+            lowest = orbit.copy()
+            for generator in self.generators:
+                lowest = np.minimum(lowest, lowest[generator.link])
+                lowest[generator.link] = np.minimum(lowest[generator.link], lowest)
+            lowest = lowest[lowest]
+            if np.array_equal(lowest, orbit):
+                return orbit
+            orbit = lowest
+
+    @functools.cached_property
+    def link_orbit_size(self) -> np.ndarray:
+        return np.bincount(self.link_orbit, minlength=len(self.link_orbit))
+
     def spot_check_members(self, seed: int = 1) -> list[int]:
         """:data:`SPOT_CHECKS` destinations that are no representative, chosen by ``seed``."""
         others = sorted(member for orbit in self.orbits for member in orbit[1:])
@@ -149,19 +201,33 @@ def relabelled_ports(
     result = []
     for switch in plan.switches:
         image = plan.switches[switch_map[switch.id]]
-        where: dict[tuple[Port, int], int] = {}
-        count: dict[Port, int] = {}
+        where: dict[tuple, int] = {}
+        count: dict[tuple, int] = {}
         for index, port in enumerate(image.ports):
-            where[(port, count.get(port, 0))] = index
-            count[port] = count.get(port, 0) + 1
-        seen: dict[Port, int] = {}
+            label = _label(port)
+            lane = count.get(label, 0)
+            where[(label, lane)] = index
+            count[label] = lane + 1
+        seen: dict[tuple, int] = {}
         ports = []
         for index, port in enumerate(switch.ports):
-            label = relabel(switch, port)
-            ports.append(where.get((label, seen.get(label, 0)), index))
-            seen[label] = seen.get(label, 0) + 1
+            label = _label(relabel(switch, port))
+            lane = seen.get(label, 0)
+            ports.append(where.get((label, lane), index))
+            seen[label] = lane + 1
         result.append(tuple(ports))
     return tuple(result)
+
+
+def _label(port: Port) -> tuple:
+    """A port's fields as a tuple (hashed faster than the dataclass)."""
+    return port.role, port.dim, port.sign, port.group
+
+
+def distinct(codes: np.ndarray) -> np.ndarray:
+    """``codes`` sorted, each once (by sorting: numpy's hashing ``unique`` is slower here)."""
+    codes = np.sort(codes)
+    return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
 
 
 def symmetry_group(plan: FabricPlan, symmetries: Sequence[Symmetry]) -> SymmetryGroup | None:

@@ -239,17 +239,15 @@ def _acyclic(a: np.ndarray, b: np.ndarray, nodes: int) -> bool:
     cycle: Kahn's peeling of the nodes nothing waits for, a frontier at a time."""
     starts = np.searchsorted(a, np.arange(nodes + 1))
     waiting = np.bincount(b, minlength=nodes)
-    frontier = np.flatnonzero(waiting == 0)
-    peeled = 0
+    peeled = waiting == 0
+    frontier = np.flatnonzero(peeled)
     while frontier.size:
-        peeled += frontier.size
         counts = starts[frontier + 1] - starts[frontier]
         offsets = np.repeat(starts[frontier] - np.cumsum(counts) + counts, counts)
-        targets = b[offsets + np.arange(counts.sum())]
-        waiting -= np.bincount(targets, minlength=nodes)
-        targets = np.unique(targets)
-        frontier = targets[waiting[targets] == 0]
-    return peeled == nodes
+        waiting -= np.bincount(b[offsets + np.arange(counts.sum())], minlength=nodes)
+        frontier = np.flatnonzero((waiting == 0) & ~peeled)
+        peeled[frontier] = True
+    return bool(peeled.all())
 
 
 def symmetry_group_of(plan: FabricPlan, *, ports: bool = False) -> SymmetryGroup | None:

@@ -5,9 +5,9 @@ mapped) and by the full walk (every destination), in the same run.
 Each (case, walk) runs in a fresh process, ``--repeats`` times; the table shows medians of wall
 time and of CPU time (the process and its walking processes, ``$ZFABRIC_SETUP_WORKERS`` or one
 per core from 256 endpoints). Nothing is read from the set-up cache: both are computed. The full
-walk of the 8192-endpoint HyperZ is skipped (docs/specs.md measured it at 898 CPU s for the proof
-and 777 s for the limits before the walks were split between processes; docs/model.md quotes
-about 650 s wall for both); the load average is printed before and after.
+walk of the 8192-endpoint HyperZ is skipped: it took 653 s for both, in two processes, before
+the walks went through the symmetries (docs/specs.md: 898 CPU s for the proof and 777 s for the
+limits in one). The load average is printed before and after.
 
     .venv/bin/python bench/setup_speed.py [--cases torus-16x16,...] [--repeats 3] [--no-full]
 """

@@ -252,11 +252,26 @@ def _acyclic(a: np.ndarray, b: np.ndarray, nodes: int) -> bool:
 
 def symmetry_group_of(plan: FabricPlan, *, ports: bool = False) -> SymmetryGroup | None:
     """The group of the symmetries ``plan``'s routing declares (none on a degraded plan); with
-    ``ports``, of its port symmetries (what link loads may use)."""
+    ``ports``, of its port symmetries (what link loads may use). Kept for the last plan asked
+    (its proof and its limits use both)."""
     if plan.routing.params.get("degraded"):
         return None
-    rf = routing_of(plan)[1]
-    return symmetry_group(plan, rf.port_symmetries() if ports else rf.symmetries())
+    global _GROUPS
+    if _GROUPS is None or _GROUPS[0] is not plan:
+        _GROUPS = (plan, {})
+    groups = _GROUPS[1]
+    if ports not in groups:
+        rf = routing_of(plan)[1]
+        if ports and type(rf).port_symmetries is RoutingFunction.port_symmetries:
+            groups[ports] = symmetry_group_of(plan)  # the same declarations
+        else:
+            symmetries = rf.port_symmetries() if ports else rf.symmetries()
+            groups[ports] = symmetry_group(plan, symmetries)
+    return groups[ports]
+
+
+#: the last plan :func:`symmetry_group_of` was asked for, its groups by ``ports``
+_GROUPS: tuple[FabricPlan, dict[bool, SymmetryGroup | None]] | None = None
 
 
 def _walk_all(

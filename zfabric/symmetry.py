@@ -120,11 +120,10 @@ class SymmetryGroup:
         edges toward every destination are the group's images of its representatives', so
         their union is the closure of the representatives' under the generators, found a
         frontier at a time (each edge mapped once by each generator)."""
+        moving = [g for g in self.generators if not np.array_equal(g.channel, self._identity)]
         known = frontier = codes
-        while frontier.size:
-            images = distinct(
-                np.concatenate([self.map_edges(g, frontier) for g in self.generators])
-            )
+        while frontier.size and moving:
+            images = distinct(np.concatenate([self.map_edges(g, frontier) for g in moving]))
             where = np.searchsorted(known, images)
             fresh = where == len(known)
             fresh[~fresh] = known[where[~fresh]] != images[~fresh]
@@ -154,6 +153,11 @@ class SymmetryGroup:
             if np.array_equal(lowest, orbit):
                 return orbit
             orbit = lowest
+
+    @functools.cached_property
+    def _identity(self) -> np.ndarray:
+        """Every channel to itself (HyperZ's processor permutations move no channel)."""
+        return np.arange(self.channels)
 
     @functools.cached_property
     def link_orbit_size(self) -> np.ndarray:

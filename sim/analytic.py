@@ -34,19 +34,29 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from zfabric.deadlock import symmetry_group_of
 from zfabric.destinations import map_groups, routing_of, setup_workers
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 from zfabric.routing import head_flits
 from zfabric.setup_cache import cached
+from zfabric.symmetry import SymmetryGroup
 
-from .traffic import TrafficConfig, by_destination, flows_by_destination, pattern_flows
+from .traffic import (
+    TrafficConfig,
+    by_destination,
+    flows_by_destination,
+    uniform_sources,
+)
 
 __all__ = [
     "zero_load_latency",
@@ -110,7 +120,11 @@ class _Walk(NamedTuple):
 
 
 def _walk(
-    plan: FabricPlan, flows: Iterable[tuple[int, Mapping[int, float]]], packet_length: float
+    plan: FabricPlan,
+    flows: Iterable[tuple[int, Mapping[int, float]]],
+    packet_length: float,
+    *,
+    uniform: bool = False,
 ) -> _Walk:
     """The channel load of ``flows`` ((dst, {src: share}) by destination), their share-weighted
     mean first-choice hop count and the mean cycles their heads' extra flits add
@@ -118,15 +132,23 @@ def _walk(
     destination (the first-choice path is each node's first child), in processes for a big
     plan (:mod:`zfabric.destinations`). With heads longer than a flit a packet of
     ``packet_length`` payload flits is L + H_f - 1 flits on a link where its head takes H_f
-    flits: the loads count them."""
+    flits: the loads count them. ``uniform``: ``flows`` are uniform traffic's, invariant under
+    every permutation of the endpoints, so where the routing declares port symmetries
+    (:meth:`~zfabric.routing.base.RoutingFunction.port_symmetries`: the loads are the links', not
+    the channels') one destination per orbit is walked and mapped onto the rest."""
     load: dict[int, float] = defaultdict(float)
     spread = False  # some flow on several links
     total = weighted_hops = weighted_heads = 0.0
     longest = 0.0
     arrivals: dict[int, float] = {}  # per destination, with head flits
-    work = functools.partial(_walk_flows, packet_length=packet_length)
     workers = setup_workers(len(plan.endpoints))
-    for _, sums in map_groups(work, plan, flows, workers=workers):
+    group = symmetry_group_of(plan, ports=True) if uniform else None
+    if group is None:
+        work = functools.partial(_walk_flows, packet_length=packet_length)
+        parts = (sums for _, sums in map_groups(work, plan, flows, workers=workers))
+    else:
+        parts = _orbit_sums(plan, group, packet_length, workers)
+    for sums in parts:
         for link_id, value in sums.load.items():
             load[link_id] += value
         spread = spread or sums.spread
@@ -149,6 +171,69 @@ def _walk(
     bound = min(1.0, 1.0 / max_load if max_load else 1.0, 1.0 / ejection)
     load = ChannelLoad(max_load, busiest, bound, ejection, spread)
     return _Walk(load, weighted_hops / total, weighted_heads / total, longest)
+
+
+def _orbit_sums(
+    plan: FabricPlan, group: SymmetryGroup, packet_length: float, workers: int
+) -> Iterator[_Sums]:
+    """Uniform traffic's sums, one per orbit: its representative walked, its figures alike for
+    every member; then the loads of all (:meth:`SymmetryGroup.link_sums`); then the spot checks'
+    walked in full and compared with their mapped loads."""
+    orbit_of = {orbit[0]: orbit for orbit in group.orbits}
+    checks = group.spot_check_members()
+    work = functools.partial(_walk_uniform, packet_length=packet_length)
+    walked: dict[int, tuple[_Sums, np.ndarray]] = {}
+    total = np.zeros(len(plan.links))
+    for _, part in map_groups(work, plan, [*orbit_of, *checks], workers=workers):
+        for dst, sums, loads in part:
+            walked[dst] = sums, loads
+            orbit = orbit_of.get(dst)
+            if orbit is None:
+                continue
+            total += group.link_sums(loads, len(orbit))
+            size = len(orbit)
+            yield _Sums(
+                {},
+                sums.spread,
+                sums.total * size,
+                sums.weighted_hops * size,
+                sums.weighted_heads * size,
+                sums.longest,
+                dict.fromkeys(orbit, sums.arrivals[dst]),
+            )
+    yield _Sums({int(i): float(total[i]) for i in np.flatnonzero(total)}, False, 0, 0, 0, 0, {})
+    for member in checks:
+        representative = next(orbit[0] for orbit in group.orbits if member in orbit)
+        sums, loads = walked[representative]
+        mapped = group.image_of(member, loads, group.map_links)
+        own, own_loads = walked[member]
+        if not np.allclose(mapped, own_loads, rtol=1e-9, atol=1e-12 * max(1.0, loads.max())):
+            raise group.mismatch("channel loads", member)
+        pairs = (
+            (sums.total, own.total),
+            (sums.weighted_hops, own.weighted_hops),
+            (sums.weighted_heads, own.weighted_heads),
+            (sums.longest, own.longest),
+            (sums.arrivals[representative], own.arrivals[member]),
+        )
+        if sums.spread != own.spread or not all(math.isclose(a, b) for a, b in pairs):
+            raise group.mismatch("hop counts and arrivals", member)
+
+
+def _walk_uniform(
+    plan: FabricPlan, destinations: list[int], packet_length: float
+) -> list[tuple[int, _Sums, np.ndarray]]:
+    """:func:`_walk_flows` of uniform traffic, each of ``destinations`` on its own: its sums and
+    its loads as an array over the links."""
+    n = len(plan.endpoints)
+    result = []
+    for dst in destinations:
+        sums = _walk_flows(plan, [(dst, uniform_sources(dst, n))], packet_length)
+        loads = np.zeros(len(plan.links))
+        for link_id, value in sums.load.items():
+            loads[link_id] = value
+        result.append((dst, sums, loads))
+    return result
 
 
 @dataclass
@@ -238,7 +323,9 @@ def channel_load(plan: FabricPlan, flows: Flows) -> ChannelLoad:
 
 def uniform_channel_load(plan: FabricPlan) -> ChannelLoad:
     """Channel-load bound for uniform traffic under the plan's routing."""
-    return channel_load(plan, pattern_flows(TrafficConfig(), len(plan.endpoints)))
+    n = len(plan.endpoints)
+    flows = flows_by_destination(TrafficConfig(), n)
+    return _walk(plan, flows, plan.packet_length, uniform=True).load
 
 
 def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float) -> float:
@@ -256,8 +343,8 @@ def lone_packet_latency(plan: FabricPlan, packet_length: int = 1) -> tuple[float
     """``(longest, mean)`` zero-load latency of a lone packet of ``packet_length`` flits over
     the ordered pairs of distinct endpoints, along the first choices an uncontended packet
     takes, head flits included (``router.head_bits``): what the model gives such a packet."""
-    flows = pattern_flows(TrafficConfig(), len(plan.endpoints))
-    walk = _walk(plan, by_destination(flows), packet_length)
+    flows = flows_by_destination(TrafficConfig(), len(plan.endpoints))
+    walk = _walk(plan, flows, packet_length, uniform=True)
     mean = plan.router.zero_load_latency(
         walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency
     )
@@ -281,10 +368,15 @@ class PatternLimits:
         }
 
 
-def pattern_limits(plan: FabricPlan, config: TrafficConfig, seed: int = 1) -> PatternLimits:
-    """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf)."""
+def pattern_limits(
+    plan: FabricPlan, config: TrafficConfig, seed: int = 1, *, symmetry: bool = True
+) -> PatternLimits:
+    """Zero-load latency and channel-load bound of ``config``'s pattern (``seed`` for zipf).
+    Uniform traffic goes through the routing's symmetries (:func:`_walk`) unless ``symmetry``
+    is False; every other pattern walks every destination."""
     flows = flows_by_destination(config, len(plan.endpoints), seed)
-    walk = _walk(plan, flows, config.mean_length)
+    uniform = symmetry and config.pattern == "uniform"
+    walk = _walk(plan, flows, config.mean_length, uniform=uniform)
     zero = plan.router.zero_load_latency(
         walk.hops, config.mean_length, walk.heads, plan.buffer_depth, plan.link_latency
     )

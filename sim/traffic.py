@@ -54,6 +54,7 @@ __all__ = [
     "destination_function",
     "silent_pattern",
     "fabric_levels",
+    "uniform_sources",
     "level_counts",
     "level_probabilities",
     "pair_level",
@@ -352,11 +353,17 @@ def flows_by_destination(
     once. Uniform's are made one destination at a time, never all N^2 pairs at once (some
     10 GB at 8192 endpoints), so the analysis walks a big fabric destination by destination."""
     if config.pattern == "uniform":
-        share = 1 / (endpoints - 1)
         for dst in range(endpoints):
-            yield dst, {src: share for src in range(endpoints) if src != dst}
+            yield dst, uniform_sources(dst, endpoints)
         return
     yield from by_destination(pattern_flows(config, endpoints, seed))
+
+
+def uniform_sources(dst: int, endpoints: int) -> dict[int, float]:
+    """Uniform traffic's flows into ``dst``: {src: share}, every other endpoint alike (so the
+    pattern is invariant under every permutation of the endpoints)."""
+    share = 1 / (endpoints - 1)
+    return {src: share for src in range(endpoints) if src != dst}
 
 
 def by_destination(

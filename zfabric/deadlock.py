@@ -45,17 +45,19 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .destinations import map_groups, routing_of, setup_workers
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
 from .routing import RoutingFunction
 from .setup_cache import cached
+from .symmetry import SymmetryGroup, symmetry_group
 
 __all__ = [
     "RoutingAnalysis",
@@ -97,7 +99,6 @@ class RoutingAnalysis(_Verdict):
     """What the walk found. Hops count switch-to-switch links (injection/ejection excluded)."""
 
     view: PlanView
-    cdg: nx.DiGraph
     cycle: list[str] | None
     pairs: int
     min_hops: Counter = field(default_factory=Counter)  # histogram over ordered pairs
@@ -105,6 +106,23 @@ class RoutingAnalysis(_Verdict):
     pair_hops: dict[tuple[int, int], tuple[int, int]] | None = None  # (src, dst) -> (min, max)
     #: the proof is Duato's (``cdg`` is the escape channels' extended CDG)
     adaptive: bool = False
+    #: the CDG's edges, made into ``cdg`` when it is first read (the verdict needs no graph)
+    edges: Iterable[tuple[Channel, Channel]] = field(default=(), repr=False)
+
+    @functools.cached_property
+    def cdg(self) -> nx.DiGraph:
+        """The CDG (Duato's extended CDG of the escape channels for an adaptive routing):
+        nodes are the escape channels ``(link id, vc)``."""
+        rf = routing_of(self.view.plan)[1]
+        graph = nx.DiGraph()
+        graph.add_nodes_from(
+            (link.id, vc)
+            for link in self.view.plan.links
+            for vc in range(link.vcs)
+            if rf.is_escape(link.id, vc)
+        )
+        graph.add_edges_from(self.edges)
+        return graph
 
 
 @dataclass
@@ -172,20 +190,105 @@ def analyse_routing(
     progress: Callable[[int, int], None] | None = None,
     endpoints: Collection[int] | None = None,
     workers: int | None = None,
+    symmetry: bool = True,
 ) -> RoutingAnalysis:
     """Walk every (source, destination, choice) route of ``plan`` and build its CDG, in
     ``workers`` processes (default :func:`~zfabric.destinations.setup_workers`).
-    ``endpoints``: walk the routes among these only (a degraded fabric's survivors)."""
+    ``endpoints``: walk the routes among these only (a degraded fabric's survivors).
+    ``symmetry``: walk one destination per orbit of the symmetries the routing declares
+    (:mod:`zfabric.symmetry`) and map the rest, the same results; False walks them all."""
     view, rf = routing_of(plan)
     chosen = tuple(range(len(plan.endpoints)) if endpoints is None else sorted(endpoints))
     n = len(chosen)
-    # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
-    edges: dict[Channel, set[Channel]] = defaultdict(set)
-    analysis = RoutingAnalysis(view, nx.DiGraph(), None, n * (n - 1), adaptive=rf.adaptive)
+    analysis = RoutingAnalysis(view, None, n * (n - 1), adaptive=rf.adaptive)
     if keep_pairs:
         analysis.pair_hops = {}
-    walk = functools.partial(_walk_destinations, sources=chosen, keep_pairs=keep_pairs)
     workers = setup_workers(n) if workers is None else workers
+    group = symmetry_group_of(plan) if symmetry and endpoints is None else None
+    if group is None:
+        analysis.edges = list(_walk_all(plan, analysis, chosen, keep_pairs, progress, workers))
+        analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+        return analysis
+    codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
+    channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
+    analysis.edges = _Pairs(codes, group.channels, channel_link, group.base)
+    if not _acyclic(codes // group.channels, codes % group.channels, group.channels):
+        analysis.cycle = find_cdg_cycle(view, analysis.cdg)
+    return analysis
+
+
+@dataclass
+class _Pairs:
+    """CDG edges as ``a * channels + b`` codes, read as channel pairs ((link, VC), (link, VC))
+    a block at a time (26 million edges at 8192 endpoints: arrays of pairs would not fit)."""
+
+    codes: np.ndarray
+    channels: int
+    channel_link: np.ndarray  # per channel id, its link
+    base: np.ndarray  # per link, its first channel id
+
+    def __iter__(self) -> Iterator[tuple[Channel, Channel]]:
+        for start in range(0, len(self.codes), 1 << 16):
+            block = self.codes[start : start + (1 << 16)]
+            a, b = block // self.channels, block % self.channels
+            links = self.channel_link[a], self.channel_link[b]
+            columns = (links[0], a - self.base[links[0]], links[1], b - self.base[links[1]])
+            for x, v, y, w in zip(*(column.tolist() for column in columns), strict=True):
+                yield (x, v), (y, w)
+
+
+def _acyclic(a: np.ndarray, b: np.ndarray, nodes: int) -> bool:
+    """Whether the graph of edges ``a[i] -> b[i]`` (``a`` sorted) on ``nodes`` nodes has no
+    cycle: Kahn's peeling of the nodes nothing waits for, a frontier at a time."""
+    starts = np.searchsorted(a, np.arange(nodes + 1))
+    waiting = np.bincount(b, minlength=nodes)
+    peeled = waiting == 0
+    frontier = np.flatnonzero(peeled)
+    while frontier.size:
+        counts = starts[frontier + 1] - starts[frontier]
+        offsets = np.repeat(starts[frontier] - np.cumsum(counts) + counts, counts)
+        waiting -= np.bincount(b[offsets + np.arange(counts.sum())], minlength=nodes)
+        frontier = np.flatnonzero((waiting == 0) & ~peeled)
+        peeled[frontier] = True
+    return bool(peeled.all())
+
+
+def symmetry_group_of(plan: FabricPlan, *, ports: bool = False) -> SymmetryGroup | None:
+    """The group of the symmetries ``plan``'s routing declares (none on a degraded plan); with
+    ``ports``, of its port symmetries (what link loads may use). Kept for the last plan asked
+    (its proof and its limits use both)."""
+    if plan.routing.params.get("degraded"):
+        return None
+    global _GROUPS
+    if _GROUPS is None or _GROUPS[0] is not plan:
+        _GROUPS = (plan, {})
+    groups = _GROUPS[1]
+    if ports not in groups:
+        rf = routing_of(plan)[1]
+        if ports and type(rf).port_symmetries is RoutingFunction.port_symmetries:
+            groups[ports] = symmetry_group_of(plan)  # the same declarations
+        else:
+            symmetries = rf.port_symmetries() if ports else rf.symmetries()
+            groups[ports] = symmetry_group(plan, symmetries)
+    return groups[ports]
+
+
+#: the last plan :func:`symmetry_group_of` was asked for, its groups by ``ports``
+_GROUPS: tuple[FabricPlan, dict[bool, SymmetryGroup | None]] | None = None
+
+
+def _walk_all(
+    plan: FabricPlan,
+    analysis: RoutingAnalysis,
+    chosen: tuple[int, ...],
+    keep_pairs: bool,
+    progress: Callable[[int, int], None] | None,
+    workers: int,
+) -> Iterator[tuple[Channel, Channel]]:
+    """Every destination walked: the hop counts into ``analysis``; the CDG's edges."""
+    # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
+    edges: dict[Channel, set[Channel]] = defaultdict(set)
+    walk = functools.partial(_walk_destinations, sources=chosen, keep_pairs=keep_pairs)
     for done, group in map_groups(walk, plan, chosen, workers=workers):
         for channel, targets in group.edges.items():
             edges[channel] |= targets
@@ -194,13 +297,111 @@ def analyse_routing(
         if keep_pairs:
             analysis.pair_hops.update(group.pair_hops)
         if progress:
-            progress(done, n)
-    analysis.cdg.add_nodes_from(
-        (link.id, vc) for link in plan.links for vc in range(link.vcs) if rf.is_escape(link.id, vc)
+            progress(done, len(chosen))
+    return ((a, b) for a, targets in edges.items() for b in targets)
+
+
+def _walk_orbits(
+    plan: FabricPlan,
+    group: SymmetryGroup,
+    analysis: RoutingAnalysis,
+    keep_pairs: bool,
+    progress: Callable[[int, int], None] | None,
+    workers: int,
+) -> np.ndarray:
+    """One destination per orbit walked and mapped onto its orbit, and the spot checks' walked
+    in full and compared: the hop counts into ``analysis``; the CDG's edges as sorted codes
+    (``a * channels + b``)."""
+    n = len(plan.endpoints)
+    orbit_of = {orbit[0]: orbit for orbit in group.orbits}
+    checks = group.spot_check_members()
+    walked: dict[int, _Footprint] = {}
+    done = 0
+    union = np.zeros(0, dtype=np.int64)
+    for _, part in map_groups(_walk_footprints, plan, [*orbit_of, *checks], workers=workers):
+        for dst, footprint in part:
+            walked[dst] = footprint
+            orbit = orbit_of.get(dst)
+            if orbit is None:
+                continue
+            images = group.images(orbit, footprint, functools.partial(_map_footprint, group))
+            codes = []
+            for member, image in images:
+                codes.append(image.edges)
+                if keep_pairs:
+                    for src in range(n):
+                        if src != member:
+                            analysis.pair_hops[(src, member)] = (
+                                int(image.low[src]),
+                                int(image.high[src]),
+                            )
+            union = _distinct(np.concatenate([union, *codes]))
+            low, high = footprint.low[footprint.low >= 0], footprint.high[footprint.high >= 0]
+            for hops, counts in ((low, analysis.min_hops), (high, analysis.max_hops)):
+                for value, count in zip(*np.unique(hops, return_counts=True), strict=True):
+                    counts[int(value)] += int(count) * len(orbit)
+            done += len(orbit)
+            if progress:
+                progress(done, n)
+    for member in checks:
+        representative = next(orbit[0] for orbit in group.orbits if member in orbit)
+        mapped = group.image_of(
+            member, walked[representative], functools.partial(_map_footprint, group)
+        )
+        if not np.array_equal(_distinct(mapped.edges), walked[member].edges):
+            raise group.mismatch("channel dependencies", member)
+        if not (
+            np.array_equal(mapped.low, walked[member].low)
+            and np.array_equal(mapped.high, walked[member].high)
+        ):
+            raise group.mismatch("hop counts", member)
+    return union
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """``codes`` sorted, each once (by sorting: numpy's hashing ``unique`` is slower here)."""
+    codes = np.sort(codes)
+    return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
+
+
+@dataclass
+class _Footprint:
+    """What the walk toward one destination found: its CDG edges (``a * channels + b`` codes,
+    sorted as walked, not once mapped), the fewest and most hops from each source (-1 at the
+    destination itself)."""
+
+    edges: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def _map_footprint(group: SymmetryGroup, generator, footprint: _Footprint) -> _Footprint:
+    return _Footprint(
+        group.map_edges(generator, footprint.edges),
+        group.map_endpoints(generator, footprint.low),
+        group.map_endpoints(generator, footprint.high),
     )
-    analysis.cdg.add_edges_from((a, b) for a, targets in edges.items() for b in targets)
-    analysis.cycle = find_cdg_cycle(view, analysis.cdg)
-    return analysis
+
+
+def _walk_footprints(plan: FabricPlan, destinations: Sequence[int]) -> list[tuple[int, _Footprint]]:
+    """Each of ``destinations`` walked on its own from every source: its footprint."""
+    n = len(plan.endpoints)
+    base = np.cumsum([0] + [link.vcs for link in plan.links])
+    channels = int(base[-1])
+    result = []
+    for dst in destinations:
+        group = _walk_destinations(plan, [dst], range(n), keep_pairs=True)
+        codes = [
+            (base[a[0]] + a[1]) * channels + base[b[0]] + b[1]
+            for a, targets in group.edges.items()
+            for b in targets
+        ]
+        low = np.full(n, -1, dtype=np.int64)
+        high = np.full(n, -1, dtype=np.int64)
+        for (src, _), (lo, hi) in group.pair_hops.items():
+            low[src], high[src] = lo, hi
+        result.append((dst, _Footprint(_distinct(np.array(codes, dtype=np.int64)), low, high)))
+    return result
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 from ..errors import SpecError
 from ..fields import Reader
 from ..plan import FabricPlan, PlanView
+from ..symmetry import Symmetry
 
 __all__ = [
     "Hop",
@@ -129,6 +130,22 @@ class RoutingFunction:
             head,
         )
 
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """Automorphisms of the plan (:mod:`zfabric.symmetry`) this routing commutes with: for
+        each g, ``route`` at g's image of a state toward destination d gives g's image of its
+        decision there toward g(d) (ports and VCs mapped, the same hops in the same order, a
+        hop's VCs as a set), and ``injections`` likewise. The set-up then walks one destination
+        per orbit. A declaration: the tests hold it against the full walk. None by default."""
+        return ()
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        """Automorphisms the routing commutes with when VCs are ignored: its ports (in order)
+        and injections map, no port it offers depends on the VC a packet holds, and each
+        decision offers as many VCs on a link as its image does. What reads links and not
+        channels (a pattern's link loads, hop counts) may use them. :meth:`symmetries` by
+        default."""
+        return self.symmetries()
+
     def is_escape(self, link: int, vc: int) -> bool:
         """Whether channel (``link``, ``vc``) belongs to the escape sub-function (Duato's C1).
 
@@ -219,6 +236,13 @@ class DeadEndsMasked(RoutingFunction):
         super().__init__(view)
         self._leads_on: dict[Hashable, bool] = {}
         self._open: set[Hashable] = set()
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """None: a fault breaks the family's symmetries."""
+        return ()
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        return ()
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         vcs = range(self.view.plan.router.injection_vcs)

@@ -30,9 +30,12 @@ parameter mean ``fixed``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..fields import Reader, boolean, choice
+from ..symmetry import Symmetry
+from ..topologies.torus import reflection, translation
 from .base import Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 
 __all__ = ["DOR", "TIES", "VC_CLASSES", "may_take_either", "ring_direction", "tie_sign"]
@@ -126,6 +129,46 @@ class DOR(RoutingFunction):
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         attachment = self.view.plan.endpoints[src].attachments[0]
         return (Injection(attachment.switch, attachment.port, dst),)
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """Per dimension of size k: the reflection c -> k - 1 - c, where ties are broken by
+        the coordinate's parity or never occur (k odd), or on a mesh; with dateline classes it
+        swaps them on that dimension's links (a hop toward a higher coordinate is class 0, its
+        mirror image toward a lower one class 1). Without dateline classes, the translation by
+        one (by two where ``alternate`` ties read the parity of an even ring). With dateline
+        classes the translations are no symmetry: a class is chosen by where the ring's
+        wrap-around link is."""
+        return self._symmetries(self.datelines)
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        """The translations too with dateline classes: a class never changes a port, and a
+        decision offers one port (DOR) or the same number of VCs on each (Duato's adaptive
+        hops, then its escape's one class)."""
+        return self._symmetries(False)
+
+    def _symmetries(self, datelines: bool) -> tuple[Symmetry, ...]:
+        plan = self.view.plan
+        result = []
+        for dim, size in enumerate(self.k):
+            if self.wrap and not datelines:
+                shift = 2 if self.tie == "alternate" and size % 2 == 0 else 1
+                if shift < size:
+                    result.append(translation(plan, dim, shift))
+            if not self.wrap or self.tie == "alternate" or size % 2:
+                mirror = reflection(plan, dim)
+                if self.datelines:
+                    mirror = mirror.with_vcs(plan, functools.partial(self._swapped, dim))
+                result.append(mirror)
+        return tuple(result)
+
+    def _swapped(self, dim: int, link_id: int) -> tuple[int, ...] | None:
+        """The VCs of a link of dimension ``dim`` with the two dateline classes swapped (the
+        VCs after them, Duato's adaptive ones, stay); None for other links."""
+        link = self.view.plan.links[link_id]
+        if self.view.switches[link.src.switch].ports[link.src.port].dim != dim:
+            return None
+        lower, upper = self.classes
+        return upper + lower + tuple(range(len(lower) + len(upper), link.vcs))
 
     def state_key(self, switch: int, in_port: int, in_vc: int, head: Any) -> tuple:
         """Balanced classes read the input port and the class of the input VC."""

@@ -45,11 +45,12 @@ from ..fields import MAX_INTEGER, Reader, checked_entries, choice, describe, int
 from ..plan import PlanBuilder, Port
 from ..routing.base import MAX_VCS
 from ..spec import FabricSpec
+from ..symmetry import Symmetry, relabelled_ports
 from .base import finish_plan, topology
 from .torus import coordinates, linear_index
 from .znode import PATTERNS, ZnodeParams, validate, wire_tree
 
-__all__ = ["HyperzParams", "side_port_base"]
+__all__ = ["HyperzParams", "side_port_base", "coordinate_permutation", "processor_permutation"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,55 @@ def side_port_base(params: HyperzParams, level: int, dim: int, own: int, target:
     for k in range(dim):
         port += params.q[k][level - 1] * (params.s[k] - 1)
     return port + (target - (target > own)) * params.q[dim][level - 1]
+
+
+# ---- symmetries ------------------------------------------------------------------------------
+
+
+def coordinate_permutation(plan, dim: int, values: Sequence[int]) -> Symmetry:
+    """Coordinate value c of dimension ``dim`` (0-based) to ``values[c]`` in every Z-node, each
+    switch's side ports toward c to those toward ``values[c]``: dimensions are complete graphs,
+    so any permutation of a dimension's values is an automorphism."""
+
+    def move(c: Sequence[int]) -> tuple[int, ...]:
+        return (*c[:dim], values[c[dim]], *c[dim + 1 :])
+
+    def relabel(switch, port: Port) -> Port:
+        if port.role == "side" and port.dim == dim:
+            return Port("side", dim=dim, group=values[port.group])
+        return port
+
+    s = tuple(plan.topology_params["s"])
+    zone_size = math.prod(plan.topology_params["z"])
+    where = {
+        (tuple(sw.position["coords"]), sw.position["level"], sw.position["flat"]): sw.id
+        for sw in plan.switches
+    }
+    switch = tuple(
+        where[(move(sw.position["coords"]), sw.position["level"], sw.position["flat"])]
+        for sw in plan.switches
+    )
+    everywhere = coordinates(s)
+    endpoint = tuple(
+        linear_index(move(everywhere[e.id // zone_size]), s) * zone_size + e.id % zone_size
+        for e in plan.endpoints
+    )
+    name = f"coordinates d{dim + 1} {tuple(values)}"
+    return Symmetry(name, switch, relabelled_ports(plan, switch, relabel), endpoint)
+
+
+def processor_permutation(plan, values: Sequence[int]) -> Symmetry:
+    """Processor c of every level-1 switch (its local port group) to processor ``values[c]``
+    of the same switch: the switches stay."""
+    z1 = plan.topology_params["z"][0]
+
+    def relabel(switch, port: Port) -> Port:
+        return Port("local", group=values[port.group]) if port.role == "local" else port
+
+    switch = tuple(range(len(plan.switches)))
+    endpoint = tuple(e.id - e.id % z1 + values[e.id % z1] for e in plan.endpoints)
+    name = f"processors {tuple(values)}"
+    return Symmetry(name, switch, relabelled_ports(plan, switch, relabel), endpoint)
 
 
 # ---- spec parsing ------------------------------------------------------------------------------

@@ -18,9 +18,17 @@ from ..fields import Reader, boolean, describe, int_list, integer
 from ..plan import PlanBuilder, Port
 from ..routing.base import MAX_VCS
 from ..spec import FabricSpec
+from ..symmetry import Symmetry, relabelled_ports
 from .base import finish_plan, topology
 
-__all__ = ["TorusParams", "HypercubeParams", "linear_index", "coordinates"]
+__all__ = [
+    "TorusParams",
+    "HypercubeParams",
+    "linear_index",
+    "coordinates",
+    "translation",
+    "reflection",
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,42 @@ def linear_index(coords: tuple[int, ...], k: tuple[int, ...]) -> int:
 def coordinates(k: tuple[int, ...]) -> list[tuple[int, ...]]:
     """All coordinates in :func:`linear_index` order."""
     return [tuple(reversed(c)) for c in itertools.product(*(range(r) for r in reversed(k)))]
+
+
+def _moved(plan, name: str, move, relabel) -> Symmetry:
+    """The symmetry taking the switch at coordinates c to ``move(c)`` (and its endpoint along),
+    each port to the one ``relabel`` names."""
+    k = tuple(plan.topology_params["k"])
+    switch = tuple(
+        linear_index(move(tuple(s.position["coords"])), k) for s in plan.switches
+    )  # endpoint i sits at switch i
+    return Symmetry(name, switch, relabelled_ports(plan, switch, relabel), switch)
+
+
+def translation(plan, dim: int, shift: int) -> Symmetry:
+    """Every switch ``shift`` places on in dimension ``dim`` (a torus's automorphism)."""
+    size = plan.topology_params["k"][dim]
+
+    def move(c: tuple[int, ...]) -> tuple[int, ...]:
+        return c[:dim] + ((c[dim] + shift) % size,) + c[dim + 1 :]
+
+    return _moved(plan, f"translation d{dim} +{shift}", move, lambda switch, port: port)
+
+
+def reflection(plan, dim: int) -> Symmetry:
+    """Coordinate c of dimension ``dim`` to k - 1 - c, its + ports to - ports (a torus's and a
+    mesh's automorphism)."""
+    size = plan.topology_params["k"][dim]
+
+    def move(c: tuple[int, ...]) -> tuple[int, ...]:
+        return c[:dim] + (size - 1 - c[dim],) + c[dim + 1 :]
+
+    def relabel(switch, port: Port) -> Port:
+        if port.role == "external" and port.dim == dim:
+            return Port("external", dim=dim, sign=-port.sign)
+        return port
+
+    return _moved(plan, f"reflection d{dim}", move, relabel)
 
 
 @topology("torus", parse=parse, size=size, routings=("dor", "duato"))

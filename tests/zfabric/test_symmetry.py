@@ -1,0 +1,175 @@
+"""The set-up through the fabric's symmetries (zfabric/symmetry.py): one destination per orbit
+walked and mapped must give the full walk's results, a routing that breaks a declared symmetry
+must be caught, and a declared map that is no automorphism refused."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from zfabric.sim.analytic import pattern_limits
+from zfabric.sim.traffic import TrafficConfig
+
+from zfabric import analyse_routing, compile_plan, load_spec
+from zfabric.deadlock import symmetry_group_of
+from zfabric.errors import PlanError
+from zfabric.routing import ROUTINGS, Decision, Hop
+from zfabric.routing.dor import DOR
+from zfabric.topologies.torus import translation
+
+
+def _plan(topology: dict, routing: str | dict = "dor", **more):
+    return compile_plan(load_spec({"name": "s", "topology": topology, "routing": routing, **more}))
+
+
+def _torus(*k: int, **routing):
+    return _plan({"kind": "torus", "k": list(k)}, {"name": "dor", **routing})
+
+
+def _example(name: str):
+    return compile_plan(load_spec(f"examples/{name}.yaml"))
+
+
+def assert_same_setup(plan, config: TrafficConfig | None = None) -> None:
+    """The symmetric proof and uniform limits equal the full walk's: the CDG's nodes and edges,
+    the hop histograms and every pair's hops exactly, the limits' floats within rounding (the
+    sums run in another order), the rest exactly."""
+    full = analyse_routing(plan, keep_pairs=True, workers=1, symmetry=False)
+    mapped = analyse_routing(plan, keep_pairs=True, workers=1)
+    assert set(mapped.cdg.edges) == set(full.cdg.edges)
+    assert set(mapped.cdg.nodes) == set(full.cdg.nodes)
+    assert (mapped.min_hops, mapped.max_hops) == (full.min_hops, full.max_hops)
+    assert mapped.pair_hops == full.pair_hops
+    assert (mapped.cycle is None) == (full.cycle is None)
+    assert mapped.pairs == full.pairs
+    config = config or TrafficConfig()
+    walked = pattern_limits(plan, config, symmetry=False).to_dict()
+    through = pattern_limits(plan, config).to_dict()
+    for key, value in walked.items():
+        if isinstance(value, float):
+            assert math.isclose(through[key], value, rel_tol=1e-12), key
+        else:
+            assert through[key] == value, key
+
+
+# every declared family and each routing option that changes its routes, small sizes
+DEFAULT_CASES = {
+    "torus-4x4": lambda: _torus(4, 4),
+    "torus-5x5-odd": lambda: _torus(5, 5),
+    "torus-4x4-tie-plus": lambda: _torus(4, 4, tie="plus"),
+    "torus-5x5-tie-plus": lambda: _torus(5, 5, tie="plus"),
+    "torus-4x4-fixed-classes": lambda: _torus(4, 4, vc_classes="fixed"),
+    "torus-6x4-no-datelines": lambda: _torus(6, 4, datelines=False),
+    "torus-5x3-no-datelines-plus": lambda: _torus(5, 3, datelines=False, tie="plus"),
+    "torus-3x3x3": lambda: _torus(3, 3, 3),
+    "torus-4x4-2-vcs": lambda: _plan({"kind": "torus", "k": [4, 4], "vcs": 2}),
+    "torus-4x4-duato": lambda: _plan({"kind": "torus", "k": [4, 4]}, "duato"),
+    "mesh-4x3": lambda: _plan({"kind": "mesh", "k": [4, 3]}),
+    "torus-4x4-router": lambda: _plan(
+        {"kind": "torus", "k": [4, 4]},
+        router={"injection_vcs": 2, "ejection_vcs": 2, "head_bits": 3},
+    ),
+    "hyperz-h2-cliod": lambda: _example("hyperz-h2"),
+    "hyperz-d3-aliod": lambda: _example("hyperz-d3"),
+    "hyperx-4x4-aliod": lambda: _example("hyperz-hyperx-4x4"),
+    "hyperz-odim": lambda: _plan({"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [1, 2]}, "odim"),
+    "hyperz-deter": lambda: _plan(
+        {"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [2, 2]}, "deter"
+    ),
+    "hyperz-aliod-2-vcs": lambda: _plan(
+        {"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [1, 2], "vcs": 2, "q": [2, 1]},
+        {"name": "aliod", "adaptive_vcs": 2},
+    ),
+    "hyperz-aliod-no-adaptive": lambda: _plan(
+        {"kind": "hyperz", "s": [3], "z": [2, 2], "R": [1, 2]}, {"name": "aliod", "adaptive_vcs": 0}
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DEFAULT_CASES)
+def test_the_symmetric_setup_is_the_full_walk(case):
+    plan = DEFAULT_CASES[case]()
+    assert symmetry_group_of(plan) is not None or symmetry_group_of(plan, ports=True) is not None
+    assert_same_setup(plan)
+
+
+MATRIX_CASES = {
+    "torus-8x8": lambda: _torus(8, 8),
+    "torus-8x8-duato": lambda: _example("torus-8x8-duato"),
+    "torus-7x7": lambda: _torus(7, 7),
+    "torus-4x4x4": lambda: _torus(4, 4, 4),
+    "torus-8x8-no-datelines": lambda: _torus(8, 8, datelines=False),
+    "hyperz-4x4-cliod": lambda: _plan(
+        {"kind": "hyperz", "s": [4, 4], "z": [4, 2], "R": [1, 2], "psi": [1, 2]}, "cliod"
+    ),
+    "hyperz-4x2-aliod-3-levels": lambda: _plan(
+        {"kind": "hyperz", "s": [4, 2], "z": [2, 2, 2], "R": [1, 2, 2]}, "aliod"
+    ),
+}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("case", MATRIX_CASES)
+def test_the_symmetric_setup_is_the_full_walk_at_medium_sizes(case):
+    assert_same_setup(MATRIX_CASES[case]())
+
+
+def test_transpose_limits_walk_every_destination():
+    """A permutation pattern is not invariant under the group: it is walked in full (the same
+    figures with and without symmetry, to the bit)."""
+    plan = _torus(4, 4)
+    config = TrafficConfig(pattern="transpose")
+    assert pattern_limits(plan, config) == pattern_limits(plan, config, symmetry=False)
+
+
+def test_orbits_are_the_hand_counted_ones():
+    """Torus 4x4 with dateline classes: the reflections only, (x, y) ~ (3-x, y) ~ (x, 3-y),
+    4 orbits of 4; its link loads also take the translations by two (ties by parity), so one
+    orbit. HyperZ 2x2 of Z(8,4,8): 4 Z-nodes and 8 processors per level-1 switch alike, 32."""
+    torus = _torus(4, 4)
+    assert sorted(map(sorted, symmetry_group_of(torus).orbits)) == [
+        [0, 3, 12, 15],
+        [1, 2, 13, 14],
+        [4, 7, 8, 11],
+        [5, 6, 9, 10],
+    ]
+    assert len(symmetry_group_of(torus, ports=True).orbits) == 1
+    hyperz = _example("hyperz-1024")
+    assert len(symmetry_group_of(hyperz).orbits) == 1024 // (4 * 8)
+    deter = _plan({"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [2, 2]}, "deter")
+    assert len(symmetry_group_of(deter).orbits) == 4  # D-mod-K: the Z-nodes only, 24 / 6
+
+
+def test_a_degraded_plan_walks_every_destination():
+    assert symmetry_group_of(_example("torus-4x4-dead-link")) is None
+
+
+class _Planted(DOR):
+    """DOR with one switch that offers both dateline classes on every hop: it breaks the
+    reflections there (and only there)."""
+
+    def route(self, switch, in_port, in_vc, head):
+        decision = super().route(switch, in_port, in_vc, head)
+        if switch != 5 or self.view.out_link[switch][decision.hops[0].port] is None:
+            return decision
+        return Decision((Hop(decision.hops[0].port, (0, 1)),), head)
+
+
+def test_a_routing_that_breaks_its_symmetry_is_caught(monkeypatch):
+    monkeypatch.setitem(ROUTINGS, "dor", _Planted)
+    plan = _torus(4, 4, vc_classes="fixed")
+    with pytest.raises(PlanError, match="torus dor routing does not commute"):
+        analyse_routing(plan, workers=1)
+    analyse_routing(plan, workers=1, symmetry=False)  # the full walk itself is fine
+
+
+def test_a_declared_map_that_is_no_automorphism_is_refused(monkeypatch):
+    """A translation of a mesh: the boundary switches have fewer ports."""
+
+    def translations(self):
+        return (translation(self.view.plan, 0, 1),)
+
+    monkeypatch.setattr(DOR, "symmetries", translations)
+    plan = _plan({"kind": "mesh", "k": [4, 3]})
+    with pytest.raises(PlanError, match="translation d0 \\+1' is no automorphism"):
+        analyse_routing(plan, workers=1)

@@ -158,6 +158,9 @@ class FastModel:
             "cfg": cfg,
             "sc": np.zeros(k.SC_SIZE, np.int64),
             "stall": stall,
+            "stepping": np.zeros((2, len(tables.sw)), np.int64),
+            "stepping_n": np.zeros(2, np.int64),
+            "taking": np.zeros(n_ga, np.int64),
         }
 
     def _state(self) -> k.State:

@@ -72,6 +72,24 @@ def test_lockstep_with_packet_lengths_drawn_per_packet():
     assert shown["delivered"] > 10
 
 
+#: Znodes shaped as the Znode thesis's E6 (every processor attached to all R_1 level-1
+#: switches of its zone, R halving per level): most switches idle and most attachments empty in
+#: any cycle, where the engine steps only the switches and visits only the attachments at work
+E6_LIKE = {
+    "z2-2-2-R8-4-2": ([2, 2, 2], [8, 4, 2]),
+    "z4-4-R16-8": ([4, 4], [16, 8]),
+    "z2-2-4-R16-8-4": ([2, 2, 4], [16, 8, 4]),
+}
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.9])
+@pytest.mark.parametrize("z, r", E6_LIKE.values(), ids=E6_LIKE)
+def test_lockstep_on_znodes_with_many_attachments_per_processor(z, r, rate):
+    znode = {"name": "e6-like", "topology": {"kind": "znode", "z": z, "R": r}, "routing": "sliced"}
+    shown = lockstep(znode, rate)
+    assert shown["delivered"] > 10
+
+
 @pytest.mark.matrix
 @pytest.mark.slow
 @pytest.mark.parametrize("rate", LOADS)

@@ -46,8 +46,9 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
     WATCH_EVERY,
     CHECKS,
     N_IV,
+    LISTS,
     CFG_SIZE,
-) = range(16)
+) = range(17)
 
 FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
 
@@ -282,9 +283,15 @@ def _fail(sc: np.ndarray, error: int, at: int) -> None:
 # the previous cycle, or a flit landed in it or a credit on one of its outputs at that cycle's
 # end. Otherwise its inputs (FIFOs, credits, owners, pointers, decisions) are those of a step
 # that changed nothing, so this one would change nothing either: no pointer moves without a
-# grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c``, in the order they
-# were woken (switches do not interact within a cycle). The attachments holding flits are
+# grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c``, stepped in index
+# order as the reference steps them (switches do not interact within a cycle: the order only
+# keeps the tables read in order). The attachments holding flits are
 # listed in ``taking``, visited in index order (the order deliveries are reported in).
+#
+# The lists pay on a large fabric mostly idle in any cycle (the Znode thesis's E6: 17,440
+# switches, 131,072 attachments); on a small one, or one whose switches are nearly all busy,
+# keeping them costs more than a scan of every switch and attachment saves, so there (``cfg``
+# LISTS 0) the cycle scans them all, as :class:`~zfabric.sim.fast.FastModel` chooses.
 
 
 @njit(cache=True, inline="always")
@@ -308,9 +315,9 @@ def _lookups(st) -> int:
     keys, values = st.hash_keys, st.hash_vals
     misses = 0
     n_iv, depth = st.cfg[N_IV], st.cfg[DEPTH]
-    now = st.sc[CYCLE] & 1
-    for i in range(st.stepping_n[now]):
-        s = st.stepping[now, i]
+    now, stepping, lists = st.sc[CYCLE] & 1, st.stepping, st.cfg[LISTS] != 0
+    for i in range(st.stepping_n[now] if lists else sws.shape[0]):
+        s = stepping[now, i] if lists else i
         if sws[s, SW_CNT] == 0:
             continue
         first = gps[sws[s, SW_PORT0], GP_IV0]
@@ -783,16 +790,18 @@ def _take(st) -> bool:
     stalls = st.cfg[STALLS] != 0
     cycle = sc[CYCLE]
     active = False
+    lists = st.cfg[LISTS] != 0
     listed = sc[N_TAKING]
     taking[:listed].sort()
     kept = 0
-    for i in range(listed):
-        g = taking[i]
+    for i in range(listed if lists else gas.shape[0]):
+        g = taking[i] if lists else i
         if gas[g, GA_CNT] == 0:
             gas[g, GA_LISTED] = 0
             continue
-        taking[kept] = g
-        kept += 1
+        if lists:
+            taking[kept] = g
+            kept += 1
         vc = gas[g, PRESENTING]
         if vc < 0:
             for k in range(n):
@@ -817,7 +826,8 @@ def _take(st) -> bool:
             gas[g, PRESENTING] = -1
         ov = gas[g, GA_OV0] + vc
         ovs[ov, CREDIT] += 1
-        _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
+        if lists:
+            _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
         _deliver(st, endpoint, flit)
     sc[N_TAKING] = kept
     return active
@@ -843,6 +853,7 @@ def _end_of_cycle(st) -> bool:
     depth = st.cfg[DEPTH]
     n_ej = st.cfg[EJ_VCS]
     checks = st.cfg[CHECKS] != 0
+    lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
     woken = sc[CYCLE] + 1
     for k in range(wf_n[landing]):
@@ -857,7 +868,7 @@ def _end_of_cycle(st) -> bool:
             rbs[target, RB_CNT] += 1
             g = target // n_ej
             gas[g, GA_CNT] += 1
-            if not gas[g, GA_LISTED]:
+            if lists and not gas[g, GA_LISTED]:
                 gas[g, GA_LISTED] = 1
                 taking[sc[N_TAKING]] = g
                 sc[N_TAKING] += 1
@@ -870,7 +881,8 @@ def _end_of_cycle(st) -> bool:
         buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
         ivs[target, IV_CNT] += 1
         sws[ivs[target, IV_SW], SW_CNT] += 1
-        _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
+        if lists:
+            _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
         sc[BUSY] += 1
     user = _take(st)
     for k in range(wc_n[landing]):
@@ -879,7 +891,8 @@ def _end_of_cycle(st) -> bool:
             credits[-1 - target] += 1
             continue
         ovs[target, CREDIT] += 1
-        _wake(sws, stepping, stepping_n, ovs[target, OV_SW], woken)
+        if lists:
+            _wake(sws, stepping, stepping_n, ovs[target, OV_SW], woken)
         if checks and ovs[target, CREDIT] > depth:
             _fail(sc, CREDIT_OVER, target)
     wf_n[landing] = 0
@@ -895,14 +908,16 @@ def _end_of_cycle(st) -> bool:
 def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
     sws, sc, stepping, stepping_n = st.sw, st.sc, st.stepping, st.stepping_n
-    now, woken = sc[CYCLE] & 1, sc[CYCLE] + 1
+    now, woken, lists = sc[CYCLE] & 1, sc[CYCLE] + 1, st.cfg[LISTS] != 0
     stepping_n[1 - now] = 0
     moved = _inject(st)
-    for i in range(stepping_n[now]):
-        s = stepping[now, i]
+    stepping[now, : stepping_n[now]].sort()  # in index order: the tables are read in order
+    for i in range(stepping_n[now] if lists else sws.shape[0]):
+        s = stepping[now, i] if lists else i
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
-            _wake(sws, stepping, stepping_n, s, woken)
+            if lists:
+                _wake(sws, stepping, stepping_n, s, woken)
     landing = sc[PHASE]
     # flits or credits on the wires this cycle land at its end: that is activity too
     if st.wf_n[landing] > 0 or st.wc_n[landing] > 0:

@@ -4,7 +4,9 @@ after the engine's arrays are made (:class:`~zfabric.sim.fast.FastModel`, its ro
 empty or read from the set-up cache) and after ``--cycles`` cycles of uniform traffic at
 ``--rate`` (Bernoulli, 4-flit packets, seed 1; the routing tables fill as pairs come), each
 minus the one before, and the engine's part (arrays and run) per switch. No verdict set-up
-(routing proof, pattern limits): the engine's own memory only.
+(routing proof, pattern limits): the engine's own memory only. Each case starts from an empty
+set-up cache, so its routing tables hold only the states its own run decided (a plan's saved
+tables grow with every run of it, as more source-destination pairs come).
 
 Cases: ``torus-KxK``, ``hyperz-AxB`` (the HyperZ scalability series' Z-node Z(8,4,8; 1,4,8;
 1,2,2) replicated as an A x B HyperZ, M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3:
@@ -20,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 from hyperz_scale import ZNODE
@@ -95,7 +99,11 @@ def main() -> None:
     )
     for case in args.cases.split(","):
         argv = [__file__, "--one", case, "--cycles", str(args.cycles), "--rate", str(args.rate)]
-        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=True)
+        with tempfile.TemporaryDirectory() as setup_dir:
+            env = {**os.environ, "ZFABRIC_SETUP_DIR": setup_dir}
+            out = subprocess.run(
+                [sys.executable, *argv], capture_output=True, text=True, check=True, env=env
+            )
         row = json.loads(out.stdout.splitlines()[-1])
         engine = row["run"] - row["plan"]
         print(

@@ -17,8 +17,13 @@ Then bounded memory: ``simulate()`` (warm-up 1000, drain) on torus-4x4, uniform 
 10k, 30k and 100k measured cycles on each engine, each in a fresh process: peak RSS (median
 of --repeats). It must stay flat (within 10%) from 10k to 100k cycles.
 
+``--against DIR``: instead, the fast engine of this checkout against that of the checkout DIR
+(with its own ``.venv``), e.g. before a change: per case, one run of each to fill its routing
+tables, then ``--repeats`` runs of each, alternating, from the user's set-up cache (the set-up
+is not timed here); medians and their ratio.
+
     .venv/bin/python bench/model_speed.py [--cases torus-8x8@0.1,...] [--all] [--repeats 3]
-        [--warmup 500] [--cycles 2000] [--memory-only] [--no-memory]
+        [--warmup 500] [--cycles 2000] [--memory-only] [--no-memory] [--against DIR]
 """
 
 from __future__ import annotations
@@ -81,9 +86,9 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
     fills = [0.0]
     fill = FabricTables.fill
 
-    def timed_fill(self, misses):
+    def timed_fill(self, misses, **options):
         begin = time.process_time()
-        fill(self, misses)
+        fill(self, misses, **options)
         fills[0] += time.process_time() - begin
 
     FabricTables.fill = timed_fill
@@ -150,10 +155,14 @@ def memory(cycles: int, engine: str) -> dict:
     }
 
 
-def _fresh(args: list[str], env: dict | None = None) -> dict:
-    """Run this script with ``args`` in a new interpreter and return its JSON line."""
+def _fresh(args: list[str], env: dict | None = None, checkout: str | None = None) -> dict:
+    """Run this script (or that of ``checkout``, in its virtualenv) with ``args`` in a new
+    interpreter and return its JSON line."""
+    command = [sys.executable, __file__]
+    if checkout:
+        command = [os.path.join(checkout, ".venv/bin/python"), f"{checkout}/bench/model_speed.py"]
     out = subprocess.run(
-        [sys.executable, __file__, *args],
+        [*command, *args],
         capture_output=True,
         text=True,
         check=True,
@@ -204,6 +213,34 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> dic
     return speeds_of
 
 
+def against_table(cases: list[str], repeats: int, warmup: int, cycles: int, other: str) -> None:
+    """The fast engine here and in checkout ``other``, alternating, in router-cycles/s."""
+    print(
+        f"# fast engine: this checkout against {other}; uniform traffic, 4-flit packets,"
+        f" Bernoulli, seed 1; {warmup} cycles untimed, then {cycles} timed (32x32: half of"
+        f" each); CPU time of the timed window; median of {repeats} fresh processes each,"
+        " alternating, after one run each that fills the routing tables"
+    )
+    print("case              switches   this rc/s  that rc/s  this/that  RSS this/that MB")
+    for case in cases:
+        scale = 2 if "32x32" in case else 1
+        argv = ["--one", case, "--warmup", str(warmup // scale), "--cycles", str(cycles // scale)]
+        argv += ["--engine", "fast"]
+        for checkout in (None, other):
+            _fresh(argv, checkout=checkout)
+        runs: dict[str | None, list[dict]] = {None: [], other: []}
+        for _ in range(repeats):
+            for checkout in runs:
+                runs[checkout].append(_fresh(argv, checkout=checkout))
+        this, that = _median(runs[None]), _median(runs[other])
+        speeds = this["router_cycles_per_s"], that["router_cycles_per_s"]
+        print(
+            f"{case:17s} {this['switches']:8.0f}  {speeds[0]:10,.0f} {speeds[1]:10,.0f}"
+            f"  {speeds[0] / speeds[1]:9.2f}"
+            f"  {this['peak_rss_mb']:6.0f} / {that['peak_rss_mb']:4.0f}"
+        )
+
+
 def _median(runs: list[dict]) -> dict:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
@@ -245,6 +282,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-only", action="store_true", help="only the memory table")
     parser.add_argument("--no-memory", action="store_true", help="no memory table")
+    parser.add_argument("--against", metavar="DIR", help="another checkout's fast engine")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
@@ -256,8 +294,11 @@ def main() -> None:
         print(json.dumps(memory(args.memory, args.engine)))
         return
     speeds = {}
+    cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
+    if args.against:
+        against_table(cases, args.repeats, args.warmup, args.cycles, args.against)
+        return
     if not args.memory_only:
-        cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
         speeds = speed_table(cases, args.repeats, args.warmup, args.cycles)
     if not args.no_memory:
         memory_table(args.repeats)

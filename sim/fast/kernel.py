@@ -46,8 +46,9 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
     WATCH_EVERY,
     CHECKS,
     N_IV,
+    LISTS,
     CFG_SIZE,
-) = range(16)
+) = range(17)
 
 FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
 
@@ -65,11 +66,12 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
     N_MISS,
     N_DELIVERED_LOG,
     N_PATH_LOG,
+    N_TAKING,
     SC_SIZE,
-) = range(13)
+) = range(14)
 
-# ``sw``: per switch
-SW_PORT0, SW_NPORTS, SW_CNT, SW_FIELDS = range(4)
+# ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never)
+SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
 # ``gp``: per port (input and output of one index), with its pointers and staged picks
 (
     GP_IV0,
@@ -103,11 +105,12 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_FIELDS = range(4)
 ) = range(11)
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic)
-OV_GP, OV_PORT, OV_VC, OV_DST, OV_LEVEL, OV_ATOMIC, OWNER, CREDIT, OV_FIELDS = range(9)
+OV_GP, OV_PORT, OV_VC, OV_DST, OV_LEVEL, OV_ATOMIC, OV_SW, OWNER, CREDIT, OV_FIELDS = range(10)
 # ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
 EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
-# ``ga``: per endpoint attachment; its ejection side
-GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_FIELDS = range(8)
+# ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
+# flits (``taking``)
+GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_LISTED, GA_FIELDS = range(9)
 # ``rbs``: per receive buffer (its ring in ``rb``)
 RB_HEAD, RB_CNT, RB_FIELDS = range(3)
 # ``pk``: per packet slot
@@ -152,7 +155,7 @@ INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
 State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
-    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall",
+    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -274,6 +277,33 @@ def _fail(sc: np.ndarray, error: int, at: int) -> None:
         sc[ERROR_AT] = at
 
 
+# ---- the work lists --------------------------------------------------------------------------
+#
+# A switch is stepped in a cycle only if its step could change something: it did something in
+# the previous cycle, or a flit landed in it or a credit on one of its outputs at that cycle's
+# end. Otherwise its inputs (FIFOs, credits, owners, pointers, decisions) are those of a step
+# that changed nothing, so this one would change nothing either: no pointer moves without a
+# grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c``, stepped in index
+# order as the reference steps them (switches do not interact within a cycle: the order only
+# keeps the tables read in order). The attachments holding flits are
+# listed in ``taking``, visited in index order (the order deliveries are reported in).
+#
+# The lists pay on a large fabric mostly idle in any cycle (the Znode thesis's E6: 17,440
+# switches, 131,072 attachments); on a small one, or one whose switches are nearly all busy,
+# keeping them costs more than a scan of every switch and attachment saves, so there (``cfg``
+# LISTS 0) the cycle scans them all, as :class:`~zfabric.sim.fast.FastModel` chooses.
+
+
+@njit(cache=True, inline="always")
+def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int, cycle: int):
+    """Put switch ``s`` on the list of cycle ``cycle`` (once)."""
+    if sws[s, SW_WAKE] != cycle:
+        sws[s, SW_WAKE] = cycle
+        n = stepping_n[cycle & 1]
+        stepping[cycle & 1, n] = s
+        stepping_n[cycle & 1] = n + 1
+
+
 # ---- routing table ---------------------------------------------------------------------------
 
 
@@ -285,7 +315,9 @@ def _lookups(st) -> int:
     keys, values = st.hash_keys, st.hash_vals
     misses = 0
     n_iv, depth = st.cfg[N_IV], st.cfg[DEPTH]
-    for s in range(sws.shape[0]):
+    now, stepping, lists = st.sc[CYCLE] & 1, st.stepping, st.cfg[LISTS] != 0
+    for i in range(st.stepping_n[now] if lists else sws.shape[0]):
+        s = stepping[now, i] if lists else i
         if sws[s, SW_CNT] == 0:
             continue
         first = gps[sws[s, SW_PORT0], GP_IV0]
@@ -751,15 +783,25 @@ def _take(st) -> bool:
     ejection pointer when it has none); the user takes it when ``ready`` (a hidden head flit
     whatever ``ready``), and its credit is back at the local output next cycle. Whether a flit
     was taken or presented."""
-    gas, rbs, rb, ovs, pks = st.ga, st.rbs, st.rb, st.ov, st.pk
+    gas, rbs, rb, ovs, pks, sc = st.ga, st.rbs, st.rb, st.ov, st.pk, st.sc
+    sws, stepping, stepping_n, taking = st.sw, st.stepping, st.stepping_n, st.taking
     depth = st.cfg[DEPTH]
     n = st.cfg[EJ_VCS]
     stalls = st.cfg[STALLS] != 0
-    cycle = st.sc[CYCLE]
+    cycle = sc[CYCLE]
     active = False
-    for g in range(gas.shape[0]):
+    lists = st.cfg[LISTS] != 0
+    listed = sc[N_TAKING]
+    taking[:listed].sort()
+    kept = 0
+    for i in range(listed if lists else gas.shape[0]):
+        g = taking[i] if lists else i
         if gas[g, GA_CNT] == 0:
+            gas[g, GA_LISTED] = 0
             continue
+        if lists:
+            taking[kept] = g
+            kept += 1
         vc = gas[g, PRESENTING]
         if vc < 0:
             for k in range(n):
@@ -782,8 +824,12 @@ def _take(st) -> bool:
         gas[g, GA_CNT] -= 1
         if _is_tail(pks, flit):
             gas[g, PRESENTING] = -1
-        ovs[gas[g, GA_OV0] + vc, CREDIT] += 1
+        ov = gas[g, GA_OV0] + vc
+        ovs[ov, CREDIT] += 1
+        if lists:
+            _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
         _deliver(st, endpoint, flit)
+    sc[N_TAKING] = kept
     return active
 
 
@@ -803,10 +849,13 @@ def _end_of_cycle(st) -> bool:
         st.sc,
     )
     wf, wf_n, wc, wc_n, credits = st.wf, st.wf_n, st.wc, st.wc_n, st.inj_credit
+    stepping, stepping_n, taking = st.stepping, st.stepping_n, st.taking
     depth = st.cfg[DEPTH]
     n_ej = st.cfg[EJ_VCS]
     checks = st.cfg[CHECKS] != 0
+    lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
+    woken = sc[CYCLE] + 1
     for k in range(wf_n[landing]):
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
@@ -817,7 +866,12 @@ def _end_of_cycle(st) -> bool:
                 continue
             rb[target * depth + (rbs[target, RB_HEAD] + rbs[target, RB_CNT]) % depth] = flit
             rbs[target, RB_CNT] += 1
-            gas[target // n_ej, GA_CNT] += 1
+            g = target // n_ej
+            gas[g, GA_CNT] += 1
+            if lists and not gas[g, GA_LISTED]:
+                gas[g, GA_LISTED] = 1
+                taking[sc[N_TAKING]] = g
+                sc[N_TAKING] += 1
             continue
         if kind == 0 and flit & 0xFFFF == 0:
             pks[flit >> 16, PK_HOPS] += 1
@@ -827,6 +881,8 @@ def _end_of_cycle(st) -> bool:
         buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
         ivs[target, IV_CNT] += 1
         sws[ivs[target, IV_SW], SW_CNT] += 1
+        if lists:
+            _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
         sc[BUSY] += 1
     user = _take(st)
     for k in range(wc_n[landing]):
@@ -835,6 +891,8 @@ def _end_of_cycle(st) -> bool:
             credits[-1 - target] += 1
             continue
         ovs[target, CREDIT] += 1
+        if lists:
+            _wake(sws, stepping, stepping_n, ovs[target, OV_SW], woken)
         if checks and ovs[target, CREDIT] > depth:
             _fail(sc, CREDIT_OVER, target)
     wf_n[landing] = 0
@@ -849,11 +907,17 @@ def _end_of_cycle(st) -> bool:
 @njit(cache=True)
 def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
-    sws, sc = st.sw, st.sc
+    sws, sc, stepping, stepping_n = st.sw, st.sc, st.stepping, st.stepping_n
+    now, woken, lists = sc[CYCLE] & 1, sc[CYCLE] + 1, st.cfg[LISTS] != 0
+    stepping_n[1 - now] = 0
     moved = _inject(st)
-    for s in range(sws.shape[0]):
+    stepping[now, : stepping_n[now]].sort()  # in index order: the tables are read in order
+    for i in range(stepping_n[now] if lists else sws.shape[0]):
+        s = stepping[now, i] if lists else i
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
+            if lists:
+                _wake(sws, stepping, stepping_n, s, woken)
     landing = sc[PHASE]
     # flits or credits on the wires this cycle land at its end: that is activity too
     if st.wf_n[landing] > 0 or st.wc_n[landing] > 0:

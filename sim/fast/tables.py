@@ -14,6 +14,7 @@ run of that plan starts from them.
 
 from __future__ import annotations
 
+import inspect
 import json
 import weakref
 from collections.abc import Hashable
@@ -44,8 +45,18 @@ def tables_for(plan: FabricPlan) -> FabricTables:
     return tables
 
 
-#: the sources of the tables' layout, besides the compiler's (part of the cache key)
-_SOURCES = (Path(__file__), Path(__file__).with_name("kernel.py"))
+#: the source of the tables' layout, besides the compiler's (part of the cache key)
+_SOURCES = (Path(__file__),)
+#: what the saved routing tables' meaning depends on in the compiled cycle (part of the cache
+#: key): their columns and the hash's probe, so an edit elsewhere in it keeps them valid
+_LAYOUT = {
+    "columns": {
+        name: getattr(k, name)
+        for name in dir(k)
+        if name.split("_")[0] in ("DEC", "CAND", "PAIR", "INJ") and name != "INJ_VCS"
+    },
+    "hash": [inspect.getsource(k.hash_slot.py_func), int(k._GOLDEN)],
+}
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64
 
@@ -129,6 +140,7 @@ class FabricTables:
                 self.ov[ov, k.OV_DST] = -1 - (eject_ga_of[(s, p)] * n_ej + w)
             self.ov[ov, k.OV_ATOMIC] = rf.atomic(s, p, w)
             self.ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
+            self.ov[ov, k.OV_SW] = s
         self.ga = _table(n_ga, k.GA_FIELDS, 0)
         self.ga[:, k.PRESENTING] = -1
         for ga, (e, i, a) in enumerate(attachments):
@@ -338,7 +350,7 @@ class FabricTables:
     # ---- the set-up cache --------------------------------------------------------------------
 
     def _entry(self) -> Path:
-        return entry("tables", self.plan, sources=_SOURCES, suffix="npz")
+        return entry("tables", self.plan, inputs=_LAYOUT, sources=_SOURCES, suffix="npz")
 
     def save(self) -> None:
         """Keep the routing tables in the set-up cache if they grew since read (a head the

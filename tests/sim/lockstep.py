@@ -74,14 +74,17 @@ def lockstep(
     stall: float | None = None,
     packet_length: int | tuple[int, int] | None = None,
     traffic: dict[str, Any] | None = None,
+    work_lists: bool = True,
 ) -> dict[str, int]:
     """Run both engines on the same traffic and raise AssertionError at the first difference.
     ``traffic``: :class:`TrafficConfig` fields beside the rate and packet length (the pattern).
+    ``work_lists``: the fast engine steps only the switches at work (by default only large
+    fabrics do; the small ones here would otherwise never run them), else scans them all.
     Returns the packets delivered and the cycles run (a test checks it did something)."""
     plan = spec_or_plan if hasattr(spec_or_plan, "links") else compile_plan(load_spec(spec_or_plan))
     ready = EjectStalls(stall, seed) if stall else None
     reference = FabricModel(plan, eject_ready=ready)
-    fast = FastModel(plan, eject_ready=ready)
+    fast = FastModel(plan, eject_ready=ready, work_lists=work_lists)
     watches = DeadlockWatch(reference), DeadlockWatch(fast)
     lengths = packet_length or plan.packet_length
     config = TrafficConfig(rate=rate, packet_length=lengths, **(traffic or {}))

@@ -50,6 +50,13 @@ def test_fast_engine_in_lockstep_with_the_reference(family, router, rate, fields
     assert shown["delivered"] > 10
 
 
+@pytest.mark.parametrize("family, router, rate, fields", SLICE[::4], ids=[s[0] for s in SLICE[::4]])
+def test_lockstep_scanning_every_switch(family, router, rate, fields):
+    # the small fabrics' default: every switch and attachment scanned each cycle, no work lists
+    shown = lockstep(spec(family, router, **fields), rate, work_lists=False)
+    assert shown["delivered"] > 10
+
+
 @pytest.mark.parametrize("stall", [0.3, 0.8])
 def test_lockstep_with_ejection_stalls(stall):
     router = {"stages": 2, "injection_vcs": 2, "ejection_vcs": 2}
@@ -69,6 +76,24 @@ def test_lockstep_with_weighted_random_traffic(rate):
 def test_lockstep_with_packet_lengths_drawn_per_packet():
     router = {"stages": 3, "selection": "round-robin"}
     shown = lockstep(spec("torus-duato", router), 0.45, packet_length=(1, 9))
+    assert shown["delivered"] > 10
+
+
+#: Znodes shaped as the Znode thesis's E6 (every processor attached to all R_1 level-1
+#: switches of its zone, R halving per level): most switches idle and most attachments empty in
+#: any cycle, where the engine steps only the switches and visits only the attachments at work
+E6_LIKE = {
+    "z2-2-2-R8-4-2": ([2, 2, 2], [8, 4, 2]),
+    "z4-4-R16-8": ([4, 4], [16, 8]),
+    "z2-2-4-R16-8-4": ([2, 2, 4], [16, 8, 4]),
+}
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.9])
+@pytest.mark.parametrize("z, r", E6_LIKE.values(), ids=E6_LIKE)
+def test_lockstep_on_znodes_with_many_attachments_per_processor(z, r, rate):
+    znode = {"name": "e6-like", "topology": {"kind": "znode", "z": z, "R": r}, "routing": "sliced"}
+    shown = lockstep(znode, rate)
     assert shown["delivered"] > 10
 
 
@@ -96,22 +121,39 @@ def test_fast_engine_in_lockstep_on_random_specs(drawn, seed, rate):
 #: the output port's round-robin pointer at traversal (step 5), and the same pointer off by one
 POINTER = "gps[base + o, RR_OUT] = (p + 1) % n_ports"
 OFF_BY_ONE = "gps[base + o, RR_OUT] = (p + 2) % n_ports"
+#: a switch is stepped in the cycle after it gets a credit back, after a flit lands in it and
+#: after a step of it changed something, and each of these wakes left off
+CREDIT_WAKE = "_wake(sws, stepping, stepping_n, ovs[target, OV_SW], woken)"
+FLIT_WAKE = "_wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)"
+STEP_WAKE = "_wake(sws, stepping, stepping_n, s, woken)"
+#: the same for the credit of an ejection VC, returned by the endpoint taking a flit
+EJECTION_WAKE = "_wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)"
+
+PLANTS = {
+    "as-is": None,
+    "allocator-pointer": ("_traverse", POINTER, OFF_BY_ONE),
+    "switch-not-woken-by-a-credit": ("_end_of_cycle", CREDIT_WAKE, "pass"),
+    "switch-not-woken-by-a-flit": ("_end_of_cycle", FLIT_WAKE, "pass"),
+    "switch-not-woken-after-a-step": ("_step", STEP_WAKE, "pass"),
+    "switch-not-woken-by-an-ejection-credit": ("_take", EJECTION_WAKE, "pass"),
+}
 
 
-@pytest.mark.parametrize(
-    "plant, caught", [(None, False), (("_traverse", POINTER, OFF_BY_ONE), True)]
-)
-def test_a_planted_allocator_bug_fails_the_lockstep(monkeypatch, plant, caught):
+@pytest.mark.parametrize("plant", PLANTS.values(), ids=PLANTS)
+def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     """The kernel run as plain Python (the compiled one untouched), once as it is and once with
-    the output arbiter's pointer moving one port too far: only the planted copy is caught."""
+    a bug planted: the output arbiter's pointer moving one port too far, or a switch left off
+    the work list of the cycle after it gets a credit or a flit or changed something: only the
+    planted copies are caught.
+    The endpoints hold flits back half the time, so local outputs run out of credits too."""
     monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
     with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
-        if caught:
+        if plant:
             with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
-                lockstep(torus, 0.45, cycles=200)
+                lockstep(torus, 0.45, cycles=200, stall=0.5)
         else:
-            assert lockstep(torus, 0.45, cycles=200)["delivered"] > 10
+            assert lockstep(torus, 0.45, cycles=200, stall=0.5)["delivered"] > 10
 
 
 # ---- deadlocks ---------------------------------------------------------------------------------
@@ -149,6 +191,9 @@ def test_both_engines_find_the_same_partial_deadlock():
     ]
     assert results[0].deadlock is not None and results[0].deadlock["partial"]
     assert results[0].deadlock == results[1].deadlock
+    # and cycle for cycle with the work lists on: both watches call the knot at the same cycle,
+    # which stops the run while packets are still offered
+    assert lockstep(plan, 0.9, cycles=3000)["cycles"] < 3000
 
 
 # ---- measurement runs --------------------------------------------------------------------------
@@ -243,8 +288,10 @@ def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monk
 
 
 @pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
-def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch):
-    # nothing decided ahead: each state's first head stops the kernel and is decided mid-run
+def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp_path):
+    # nothing decided ahead: each state's first head stops the kernel and is decided mid-run;
+    # an empty set-up cache, so no tables another test of this plan saved are read
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))
     monkeypatch.setattr(tables, "AHEAD", 0)
     misses = []
     fill = tables.FabricTables.fill

@@ -34,7 +34,12 @@ MAX_FLITS = 1 << 16
 #: on the 1024-switch torus at 0.1 (nearly every switch busy); none measured in between
 WORK_LISTS_FROM = 4096
 
-_SELECTIONS = {"first-free": k.FIRST_FREE, "round-robin": k.ROUND_ROBIN, "occupancy": k.OCCUPANCY}
+_SELECTIONS = {
+    "first-free": k.FIRST_FREE,
+    "round-robin": k.ROUND_ROBIN,
+    "occupancy": k.OCCUPANCY,
+    "random": k.RANDOM,
+}
 
 #: why :meth:`FastModel.run_until` stopped, by the kernel's status
 STOPS = {k.UNTIL: "until", k.STUCK: "stuck", k.WATCH: "watch", k.SETTLED: "settled"}
@@ -62,8 +67,6 @@ def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
             return (
                 f"link {link.id} takes {link.latency} cycles: the reference model runs long links"
             )
-    if plan.router.selection == "random":
-        return "random selection: the reference model runs it"
     if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
         return "an ejection ready function other than EjectStalls"
     return None

@@ -50,7 +50,9 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
     CFG_SIZE,
 ) = range(17)
 
-FIRST_FREE, ROUND_ROBIN, OCCUPANCY = range(3)
+FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
+#: ``random`` selection's LFSR taps (zfabric.router_settings.LFSR_TAPS)
+LFSR_TAPS = 0xB400
 
 # ``sc``: the scalars that change
 (
@@ -422,6 +424,14 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     selection = cfg[SELECTION]
     depth, low = cfg[DEPTH], cfg[LOW]
     pointer = st.gp[gp, RR_SEL]
+    if selection == RANDOM:  # zfabric.router_settings.random_pointer
+        bits, rest = 0, n_ports - 1
+        while rest:
+            bits += 1
+            rest >>= 1
+        pointer &= (1 << bits) - 1
+        if pointer >= n_ports:
+            pointer = 0
     best = -1
     best_key = 0
     for c in range(decs[d, DEC_START], decs[d, DEC_START] + decs[d, DEC_N]):
@@ -664,12 +674,21 @@ def _acquire(st, base: int, n_ports: int) -> int:
         iv = gps[gp, GP_IV0] + v
         ivs[iv, ASSIGN] = ov
         ovs[ov, OWNER] = iv
-        gps[gp, RR_SEL] = (o + 1) % n_ports
+        gps[gp, RR_SEL] = _next_select(gps[gp, RR_SEL], o, n_ports, cfg[SELECTION])
         if not vc_split:  # else it moved when the VC input stage picked
             gps[gp, VA_IN] = (v + 1) % gps[gp, GP_NIV]
         gps[base + o, VA_OUT] = (p + 1) % n_ports
         acquired += 1
     return acquired
+
+
+@njit(cache=True, inline="always")
+def _next_select(select: int, o: int, n_ports: int, selection: int) -> int:
+    """A head took output port ``o``: the selection pointer moves past it, or under ``random``
+    the port's LFSR steps (zfabric.router_settings.lfsr_step)."""
+    if selection == RANDOM:
+        return (select >> 1) ^ (LFSR_TAPS if select & 1 else 0)
+    return (o + 1) % n_ports
 
 
 @njit(cache=True, inline="always")
@@ -693,7 +712,7 @@ def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
             if not vc_stage:
                 ivs[iv, ASSIGN] = ov
                 ovs[ov, OWNER] = iv
-                gps[gp, RR_SEL] = (o + 1) % n_ports
+                gps[gp, RR_SEL] = _next_select(gps[gp, RR_SEL], o, n_ports, cfg[SELECTION])
             pks[slot, PK_HEAD] = decs[ivs[iv, DECISION], DEC_NEXT_HEAD]
             ivs[iv, DECISION] = -1
             if paths:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from zfabric.plan import FabricPlan, PlanView
+from zfabric.router_settings import lfsr_seed
 from zfabric.routing import head_flits, make_routing
 from zfabric.setup_cache import entry, store
 
@@ -117,6 +118,8 @@ class FabricTables:
         self.gp = _table(len(gp_rows), k.GP_FIELDS)
         self.gp[:, [k.GP_IV0, k.GP_NIV, k.GP_OV0, k.GP_NOV]] = gp_rows
         self.gp[:, [k.RR_IN, k.RR_OUT, k.VA_IN, k.VA_OUT, k.RR_SEL]] = 0
+        if plan.router.selection == "random":  # each input port's LFSR, from its seed
+            self.gp[:, k.RR_SEL] = [lfsr_seed(p) for s in plan.switches for p in range(s.radix)]
         self.iv = _table(n_iv, k.IV_FIELDS)
         self.iv[:, [k.IV_SW, k.IV_GP]] = iv_rows
         self.iv[:, [k.IV_HEAD, k.IV_CNT]] = 0

@@ -55,7 +55,7 @@ ROUTERS = [
     for stages in (1, 2, 3, 4, 5)
     for allocator in ("separable", "separable-2")
     if allocator == "separable" or stages <= 3
-    for selection in ("first-free", "round-robin", "occupancy")
+    for selection in ("first-free", "round-robin", "occupancy", "random")
 ]
 
 

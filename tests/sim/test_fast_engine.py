@@ -41,6 +41,9 @@ SLICE = [
     ("transit-full", {"stages": 3, "selection": "round-robin", "head_bits": 8}, 0.9, {}),
     ("transit-bidelta", {"stages": 2, "selection": "occupancy"}, 0.1, {}),
     ("transit-bidelta", {"stages": 4, "head_bits": 8}, 0.9, {"buffer_depth": 3}),
+    ("transit-bidelta", {"stages": 1, "selection": "random"}, 0.9, {}),
+    ("znode-sliced", {"stages": 5, "selection": "random"}, 0.45, {}),
+    ("hyperx-aliod", {"stages": 3, "selection": "random"}, 0.9, {}),
 ]
 
 

@@ -115,7 +115,7 @@ class ChannelLoad:
 class _Walk(NamedTuple):
     load: ChannelLoad
     hops: float  # share-weighted mean first-choice hop count
-    heads: float  # share-weighted mean cycles the heads' extra flits add
+    heads: float  # share-weighted mean cycles the heads' extra flits and long links add
     longest: float  # the largest zero-load latency of one flow along its first choices
 
 
@@ -303,14 +303,16 @@ def _walk_flows(
                 after = (ejected - 1, ejected)
             else:
                 after = heads[child]
-            heads[key] = (flits(node.head) - 1 + after[0], after[1])
+            # a link longer than a cycle adds its extra cycles as a head's extra flits do
+            wire = 0 if link_id < 0 else plan.links[link_id].latency - 1
+            heads[key] = (flits(node.head) - 1 + wire + after[0], after[1])
         for root, share in firsts:
             sums.weighted_hops += share * hops[root]
             sums.weighted_heads += share * heads[root][0]
             arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
             sums.total += share
             latency = plan.router.zero_load_latency(
-                hops[root], packet_length, heads[root][0], plan.buffer_depth, plan.link_latency
+                hops[root], packet_length, heads[root][0], plan.buffer_depth, plan.link_latency, 0
             )
             sums.longest = max(sums.longest, latency)
     return sums
@@ -335,7 +337,7 @@ def flow_zero_load_latency(plan: FabricPlan, flows: Flows, packet_length: float)
     buffers cover the credit loop the head's waits stretch, short of the model below it)."""
     walk = _walk(plan, by_destination(flows), packet_length)
     return plan.router.zero_load_latency(
-        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency
+        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency, 0
     )
 
 
@@ -346,7 +348,7 @@ def lone_packet_latency(plan: FabricPlan, packet_length: int = 1) -> tuple[float
     flows = flows_by_destination(TrafficConfig(), len(plan.endpoints))
     walk = _walk(plan, flows, packet_length, uniform=True)
     mean = plan.router.zero_load_latency(
-        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency
+        walk.hops, packet_length, walk.heads, plan.buffer_depth, plan.link_latency, 0
     )
     return walk.longest, mean
 
@@ -378,7 +380,7 @@ def pattern_limits(
     uniform = symmetry and config.pattern == "uniform"
     walk = _walk(plan, flows, config.mean_length, uniform=uniform)
     zero = plan.router.zero_load_latency(
-        walk.hops, config.mean_length, walk.heads, plan.buffer_depth, plan.link_latency
+        walk.hops, config.mean_length, walk.heads, plan.buffer_depth, plan.link_latency, 0
     )
     return PatternLimits(zero, walk.load)
 

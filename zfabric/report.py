@@ -122,8 +122,9 @@ def fault_lines(spec: FabricSpec, plan: FabricPlan) -> list[str]:
 
 
 def _survivors(plan: FabricPlan) -> dict[str, dict[str, int]]:
-    """The switches (and Transit's RN1 chips: a chip lives while one of its halves does) that
-    still have a channel, of those built."""
+    """The switches (and Transit's RN1 chips: a chip counts while one of its halves does) that
+    still have a channel, of those built: a dead switch has none, nor has a live one whose
+    every link died."""
     alive = {link.src.switch for link in plan.links} | {link.dst.switch for link in plan.links}
     left = {"switches": {"alive": len(alive), "built": len(plan.switches)}}
     if plan.topology == "transit":

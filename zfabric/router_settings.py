@@ -26,7 +26,7 @@ __all__ = [
     "low_occupancy",
     "lfsr_seed",
     "lfsr_step",
-    "random_pointer",
+    "random_pick",
     "head_cycles",
 ]
 
@@ -55,8 +55,8 @@ ALLOCATORS = ("separable", "separable-2")
 #: by occupancy: the routing's priority levels first, low-occupancy output VCs
 #: (:func:`low_occupancy`) before the others within a level, round-robin among equals (4-ary
 #: 3-tree at 0.30 load: 1.23x zero-load, as round-robin; bench/adaptive.py for the adaptive
-#: routings), or at random: round-robin with the pointer drawn from a pseudo-random sequence per
-#: input port (:func:`random_pointer`; the RN1's random pick between a direction's two outputs)
+#: routings), or at random: one of the usable output ports drawn from a pseudo-random sequence
+#: per input port (:func:`random_pick`; the RN1's random pick between a direction's two outputs)
 SELECTIONS = ("first-free", "round-robin", "occupancy", "random")
 
 #: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
@@ -74,11 +74,11 @@ def lfsr_step(state: int) -> int:
     return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
 
 
-def random_pointer(state: int, n_ports: int) -> int:
-    """The output port a ``random`` head starts its round-robin scan at: the low
-    ceil(log2 n_ports) bits of the state, a value past the last port reading as 0."""
-    pointer = state & ((1 << max(n_ports - 1, 0).bit_length()) - 1)
-    return pointer if pointer < n_ports else 0
+def random_pick(state: int, usable: int) -> int:
+    """Which of a ``random`` head's ``usable`` output ports it takes, counted in ascending port
+    order: the state's low 8 bits modulo their number (each port's chance within 1/256 of the
+    others' with up to 8 ports, the same with 1, 2, 4 or 8)."""
+    return (state & 0xFF) % usable
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ class RouterSettings:
         head_cycles: float = 0,
         buffer_depth: int | None = None,
         link_latency: int = 1,
+        wire_cycles: float | None = None,
     ) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
@@ -168,14 +169,15 @@ class RouterSettings:
         packet). ``head_cycles`` is what heads longer than a flit add (``head_bits``): H_f - 1
         per switch for the head flits it waits for, and H_f - 1 on the ejection link
         (:func:`head_cycles`; with short buffers the model may take longer still). Links of
-        ``link_latency`` d (a plan's :attr:`~zfabric.plan.FabricPlan.link_latency`) add d - 1
-        cycles per hop and stretch the credit period."""
+        ``link_latency`` d (a plan's :attr:`~zfabric.plan.FabricPlan.link_latency`, its
+        longest) stretch the credit period and add d - 1 cycles per hop, or ``wire_cycles``
+        where the path's own links were counted (a twin node's internal link keeps 1)."""
         streaming = (
             0
             if buffer_depth is None
             else self.streaming_cycles(packet_length, buffer_depth, link_latency)
         )
-        wires = hops * (link_latency - 1)
+        wires = hops * (link_latency - 1) if wire_cycles is None else wire_cycles
         return (
             1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles + wires + streaming
         )

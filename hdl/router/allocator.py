@@ -190,7 +190,7 @@ class Allocator(wiring.Component):
         The (input port, output port) pairs packets can take (default: all). Other pairs get
         no request logic; an output's round-robin runs over its possible inputs only, which
         grants exactly as over all inputs since the others never request.
-    selection : ``"first-free"``, ``"round-robin"`` or ``"occupancy"``
+    selection : ``"first-free"``, ``"round-robin"``, ``"occupancy"`` or ``"random"``
         How a head picks among its usable candidates.
     levels : sequence of int, optional
         Per output VC (flat), its priority level for ``"occupancy"`` (0 first; default: all
@@ -366,12 +366,8 @@ class Allocator(wiring.Component):
                 vc_stageds.append(Signal(n_vcs, name=f"va_staged_{port}"))
             select = None
             if self._selection == "random" and not self._one_port:
-                # the pointer is the LFSR's low bits, as a thermometer (none set past the last
-                # port: pointer 0)
+                # the LFSR: which usable port each VC's head takes (``_random_mask``)
                 select = Signal(16, name=f"select_lfsr_{port}", init=lfsr_seed(port))
-                bits = select[: max(n_ports - 1, 0).bit_length()]
-                thermometer = Cat(*(bits <= i for i in range(n_ports)))
-                select_mask = _signal(m, self._per_port(thermometer), f"select_mask_{port}")
             elif self._selection != "first-free" and not self._one_port:
                 select = Signal(n_ports, name=f"select_pointer_{port}", init=(1 << n_ports) - 1)
                 select_mask = _signal(m, self._per_port(select), f"select_mask_{port}")
@@ -409,6 +405,9 @@ class Allocator(wiring.Component):
                 else:
                     if select is None:
                         chosen = lowest_one(m, pool, name)
+                    elif self._selection == "random":
+                        mask = self._random_mask(m, pool, select, name)
+                        chosen = round_robin(m, pool, mask, name)
                     else:
                         chosen = round_robin(m, pool, select_mask, name)
                     cand_port = self._ports_of(chosen)
@@ -653,6 +652,22 @@ class Allocator(wiring.Component):
         """The output ports (one bit each) that have a bit of ``out_vcs`` among their VCs."""
         spans = zip(self._base, self._out_vcs, strict=True)
         return Cat(*(out_vcs[b : b + n].any() for b, n in spans))
+
+    def _random_mask(self, m: Module, pool, lfsr, name: str) -> Value:
+        """``random`` selection: the round-robin mask starting at the drawn one of ``pool``'s
+        output ports (:func:`zfabric.router_settings.random_pick`: the LFSR's low 8 bits modulo
+        their number, counted in ascending port order), so that its lowest VC in the pool wins."""
+        ports = _signal(
+            m,
+            Cat(*(pool[b : b + n].any() for b, n in zip(self._base, self._out_vcs, strict=True))),
+            f"{name}_ports",
+        )
+        count = _signal(m, sum(ports[o] for o in range(len(ports))), f"{name}_count")
+        rank = _signal(m, lfsr[:8] % Mux(count == 0, 1, count), f"{name}_rank")
+        drawn = [ports[o] & (sum(ports[i] for i in range(o)) == rank) for o in range(len(ports))]
+        # the thermometer: every port at or after the drawn one
+        thermometer = Cat(*(Cat(*drawn[: o + 1]).any() for o in range(len(ports))))
+        return _signal(m, self._per_port(thermometer), f"{name}_mask")
 
     def _per_port(self, bits) -> Value:
         """An output-port vector spread over each port's output VCs."""

@@ -67,6 +67,8 @@ def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
             return (
                 f"link {link.id} takes {link.latency} cycles: the reference model runs long links"
             )
+    if plan.router.selection == "random" and max(s.radix for s in plan.switches) > 62:
+        return "random selection on switches of more than 62 ports"
     if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
         return "an ejection ready function other than EjectStalls"
     return None

@@ -23,6 +23,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from zfabric.router_settings import LFSR_TAPS
+
 #: status codes :func:`run` returns
 UNTIL, MISS, STUCK, WATCH, SETTLED, LOGS, INVARIANT = range(7)
 
@@ -51,8 +53,6 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
 ) = range(17)
 
 FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
-#: ``random`` selection's LFSR taps (zfabric.router_settings.LFSR_TAPS)
-LFSR_TAPS = 0xB400
 
 # ``sc``: the scalars that change
 (
@@ -424,25 +424,31 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     selection = cfg[SELECTION]
     depth, low = cfg[DEPTH], cfg[LOW]
     pointer = st.gp[gp, RR_SEL]
-    if selection == RANDOM:  # zfabric.router_settings.random_pointer
-        bits, rest = 0, n_ports - 1
+    first, end = decs[d, DEC_START], decs[d, DEC_START] + decs[d, DEC_N]
+    if selection == RANDOM:  # the drawn one of the usable ports (router_settings.random_pick)
+        ports = 0  # a bit per usable port
+        for c in range(first, end):
+            if _usable(ovs, cands[c, CAND_OV], vc_stage, depth):
+                ports |= 1 << cands[c, CAND_PORT]
+        count, rest = 0, ports
         while rest:
-            bits += 1
+            count += rest & 1
             rest >>= 1
-        pointer &= (1 << bits) - 1
-        if pointer >= n_ports:
-            pointer = 0
+        if count == 0:
+            return -1
+        rank = (pointer & 0xFF) % count
+        pointer = 0
+        while not (ports >> pointer) & 1 or rank:
+            if (ports >> pointer) & 1:
+                rank -= 1
+            pointer += 1
     best = -1
     best_key = 0
-    for c in range(decs[d, DEC_START], decs[d, DEC_START] + decs[d, DEC_N]):
+    for c in range(first, end):
         ov = cands[c, CAND_OV]
-        if ovs[ov, OWNER] >= 0:
+        if not _usable(ovs, ov, vc_stage, depth):
             continue
         credit = ovs[ov, CREDIT]
-        if not vc_stage and credit <= 0:
-            continue
-        if ovs[ov, OV_ATOMIC] and credit != depth:
-            continue  # an adaptive VC is free only with its downstream buffer empty
         if selection == FIRST_FREE:
             return ov
         distance = cands[c, CAND_PORT] - pointer
@@ -457,6 +463,18 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
             best = ov
             best_key = key
     return best
+
+
+@njit(cache=True, inline="always")
+def _usable(ovs, ov: int, vc_stage: bool, depth: int) -> bool:
+    """Output VC ``ov`` can be requested: free, with a credit unless VC allocation is a stage
+    of its own, and an adaptive VC only with its downstream buffer empty."""
+    if ovs[ov, OWNER] >= 0:
+        return False
+    credit = ovs[ov, CREDIT]
+    if not vc_stage and credit <= 0:
+        return False
+    return not ovs[ov, OV_ATOMIC] or credit == depth
 
 
 @njit(cache=True, inline="always")

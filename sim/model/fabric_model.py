@@ -14,7 +14,7 @@ from typing import Any
 
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
-from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pointer
+from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pick
 from zfabric.routing import head_flits, make_routing
 
 __all__ = [
@@ -607,8 +607,9 @@ class FabricModel:
         if not self._selection_pointer:
             return usable[0]
         pointer, n_ports = self._rr_select[s][p], len(owner)
-        if self._random:
-            pointer = random_pointer(pointer, n_ports)
+        if self._random:  # the drawn one of the usable ports, its lowest usable VC
+            ports = sorted({o for o, _ in usable})
+            pointer = ports[random_pick(pointer, len(ports))]
         if not self._occupancy:
             return min(usable, key=lambda c: ((c[0] - pointer) % n_ports, c[1]))
         level, low = self._level[s], self._low

@@ -6,6 +6,7 @@ hand formulas: a lone packet pays d - 1 more cycles per hop, and a stream's cred
 from __future__ import annotations
 
 import pytest
+from zfabric.sim.analytic import lone_packet_latency
 from zfabric.sim.model import DeadlockWatch, FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
@@ -96,3 +97,33 @@ def test_a_latency_out_of_range_is_refused_in_one_line():
     spec = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "link_latency": 0}
     with pytest.raises(SpecError, match=r"link_latency"):
         load_spec(spec)
+
+
+def test_a_twin_nodes_internal_link_keeps_one_cycle_at_zero_load():
+    """On the nDT twin torus with links of 3 every external hop pays 2 cycles more and an
+    internal hop none: 2H + L + 2 + 2 H_ext for every ordered pair (L = 1), and the analysis's
+    mean over the pairs is the model's."""
+    spec = {
+        "name": "n",
+        "topology": {"kind": "ndt", "k": [2, 2, 2]},
+        "link_latency": 3,
+        "buffer_depth": 8,
+    }
+    plan = compile_plan(load_spec(spec))
+    internal = {
+        (link.src.switch, link.src.port)
+        for link in plan.links
+        if plan.switches[link.src.switch].ports[link.src.port].role == "internal"
+    }
+    assert {link.latency for link in plan.links} == {1, 3} and internal
+    latencies = []
+    for src in range(len(plan.endpoints)):
+        for dst in range(len(plan.endpoints)):
+            if src == dst:
+                continue
+            packet, _ = lone(plan, src, dst, 1)
+            external = sum(hop not in internal for hop in packet.path[:-1])
+            assert packet.latency == 2 * packet.hops + 1 + 2 + 2 * external, (src, dst)
+            latencies.append(packet.latency)
+    _, mean = lone_packet_latency(plan, 1)
+    assert mean == pytest.approx(sum(latencies) / len(latencies))

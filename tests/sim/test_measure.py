@@ -254,6 +254,7 @@ def test_distributed_packet_lengths_from_the_command_line(example, capsys):
 def test_simulate_stops_on_a_partial_deadlock():
     spec = {
         "topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]},
+        "routing": {"name": "dort", "rings": "shared"},
         "router": {"injection_vcs": 1},  # as tests/sim/test_model.py's PARTIAL
     }
     fabric = compile_plan(load_spec(spec))

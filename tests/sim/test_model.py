@@ -160,12 +160,14 @@ def run_until_deadlock(plan, config, cycles, seed=1):
     return model, traffic, None
 
 
-#: nDT 3x3x3 with Card0 = d0+ d1+ d2+: every dimension split across the cards, so the ring
-#: classes of several dimensions share the internal link's VCs and the CDG is cyclic. One
+#: nDT 3x3x3 with Card0 = d0+ d1+ d2+: every dimension split across the cards, and with
+#: ``rings: shared`` the ring classes of several dimensions share the internal link's VCs, so
+#: the CDG is cyclic. One
 #: injection VC: with two (``auto``) the endpoints keep feeding the knot, and in these runs
 #: the whole fabric has stopped (a deadlock, not a partial one) by the time it is seen
 PARTIAL = {
     "topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]},
+    "routing": {"name": "dort", "rings": "shared"},
     "router": {"injection_vcs": 1},
 }
 

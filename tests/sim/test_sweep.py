@@ -47,6 +47,7 @@ def test_a_sweep_that_never_saturates_runs_the_coarse_rates_only():
 def test_a_sweep_stops_on_a_deadlock():
     spec = {
         "topology": {"kind": "ndt", "k": [3, 3, 3], "ports": ["d0+", "d1+", "d2+"]},
+        "routing": {"name": "dort", "rings": "shared"},
         "router": {"injection_vcs": 1},  # as tests/sim/test_model.py's PARTIAL
     }
     plan = compile_plan(load_spec(spec))

@@ -52,6 +52,16 @@ def test_refuses_rings_without_escape_classes(tmp_path, capsys):
     assert "routing.datelines" in capsys.readouterr().err
 
 
+def test_refuses_links_longer_than_a_cycle(tmp_path, capsys):
+    """The thesis's models take one cycle a link: a spec's ``link_latency`` would make them
+    describe another fabric than the one the cycle model runs."""
+    spec = tmp_path / "long.yaml"
+    spec.write_text("name: long\ntopology: {kind: torus, k: [4, 4]}\nlink_latency: 3\n")
+    assert main(["analytic", str(spec)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["zfabric: error: link_latency: the models take links of one cycle, got 3"]
+
+
 def test_json_shape(example, capsys):
     assert main(["analytic", str(example("torus-4x4")), "--rates", "0.1,0.3", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -14,7 +14,7 @@ from zfabric.router_settings import (
     lfsr_seed,
     lfsr_step,
     low_occupancy,
-    random_pointer,
+    random_pick,
 )
 from zfabric.routing import make_routing
 
@@ -276,23 +276,19 @@ def test_the_random_selections_lfsr_is_maximal_from_every_ports_seed():
         assert len(seen) == 2**16 - 1
 
 
-@pytest.mark.parametrize("n_ports", [1, 2, 3, 5, 8, 9])
-def test_a_random_pointer_is_the_low_bits_and_past_the_last_port_reads_zero(n_ports):
-    """Over the LFSR's whole period every port is drawn; the pointer is the state's low
-    ceil(log2 P) bits, 0 where those name no port; so with P a power of two each port is drawn
-    2^16 / P times (one fewer for port 0: the state 0 never occurs)."""
-    counts = [0] * n_ports
+@pytest.mark.parametrize("usable", [1, 2, 3, 4, 5, 8])
+def test_a_random_pick_draws_every_usable_port_about_equally(usable):
+    """Over the LFSR's whole period each of the usable ports is drawn 65,535 / n times, within
+    the low byte's rounding: at most 256 mod n of the 256 byte values get one draw more, and
+    state 0 never occurs (enumerated, not sampled)."""
+    counts = [0] * usable
     state = lfsr_seed(0)
     for _ in range(2**16 - 1):
-        pointer = random_pointer(state, n_ports)
-        bits = (n_ports - 1).bit_length()
-        low = state & ((1 << bits) - 1)
-        assert pointer == (low if low < n_ports else 0)
-        counts[pointer] += 1
+        counts[random_pick(state, usable)] += 1
         state = lfsr_step(state)
-    assert all(counts)
-    if n_ports & (n_ports - 1) == 0 and n_ports > 1:
-        assert counts == [2**16 // n_ports - 1] + [2**16 // n_ports] * (n_ports - 1)
+    assert sum(counts) == 2**16 - 1
+    assert max(counts) - min(counts) <= 256 + 1
+    assert all(abs(c - (2**16 - 1) / usable) <= 256 for c in counts)
 
 
 def test_random_selection_is_a_spec_setting():

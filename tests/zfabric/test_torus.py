@@ -208,7 +208,7 @@ def test_the_hypercube_matches_its_chapter(n):
     """The thesis's statements (wormhole-models.md): DOR is deadlock-free on one VC without
     partitioning (L601, L1395); a uniform destination is h hops away with probability
     C(n, h) / (N - 1) (Eq 4.43), so the mean distance is nN / (2N - 2) (Eq 5.31); and by
-    construction radix n + 1, nN / 2 links, a bisection of N / 2."""
+    construction radix n + 1 and nN one-way channels (nN / 2 links)."""
     plan = hypercube(n)
     nodes = 2**n
     assert len(plan.switches) == len(plan.endpoints) == nodes

@@ -125,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if spec.kind == "transit":
         return _transit(args, spec)
     spec = load_spec(args.spec)
+    if spec.link_latency != 1:  # the thesis's models take one cycle a link
+        raise SpecError(
+            "link_latency", f"the models take links of one cycle, got {spec.link_latency}"
+        )
     if args.plot:
         check_plot_file(args.plot, "--plot")
     plan = compile_plan(spec)

@@ -85,7 +85,7 @@ def finish_plan(
     }
     if settled:
         plan = dataclasses.replace(plan, router=dataclasses.replace(plan.router, **settled))
-    if spec.link_latency != 1:  # a twin node's internal link stays inside its node: one cycle
+    if spec.link_latency != 1:  # internal links (nDT, T-switch nodes) stay inside: one cycle
         links = tuple(
             link
             if link.latency != 1

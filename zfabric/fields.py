@@ -184,8 +184,11 @@ class Reader:
             raise self._fail(error) from None
 
     def _typo_hint(self, name: str) -> str:
-        """Point at a present key that looks like a misspelling of the missing one."""
-        present = [k for k in self.data if k != name and len(k) <= VALUE_CHARS]
+        """Point at a present key that looks like a misspelling of the missing one (not one
+        already read: that one is right where it is)."""
+        present = [
+            k for k in self.data if k != name and k not in self._taken and len(k) <= VALUE_CHARS
+        ]
         close = [k for k in present if k.lower() == name.lower()][:1]  # a key's case
         close = close or difflib.get_close_matches(name, present, n=1)
         self._misspelt.update(close)  # reported here: finish() does not report it again

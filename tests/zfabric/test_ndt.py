@@ -567,3 +567,16 @@ def test_2dt():
     assert {s.radix for s in plan.switches} == {4}
     assert plan.routing.params["internal_vcs"] == {"ch": 0, "pe": 1}
     assert analyse_routing(plan).deadlock_free
+
+
+def test_a_missing_ring_pair_class_names_the_classes_in_use():
+    """Configuration A with dimension 2's upper ring class left out: the error names it and
+    the classes in use, and points at no other class in use as a misspelling."""
+    vcs = {"ring_upper_0": 0, "ring_lower_0": 1, "ring_upper_1": 2, "ring_lower_1": 3}
+    spec = ndt_spec((4, 4, 4), ["x+", "y+", "z+"], internal_vcs={**vcs, "ring_lower_2": 5, "pe": 6})
+    with pytest.raises(SpecError) as error:
+        load_spec(spec)
+    assert str(error.value) == (
+        "routing.internal_vcs.ring_upper_2: missing required key (classes in use: ring_upper_0,"
+        " ring_lower_0, ring_upper_1, ring_lower_1, ring_upper_2, ring_lower_2, pe)"
+    )

@@ -37,6 +37,7 @@ ring cycle); ``tie``.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -188,6 +189,19 @@ class DORT(RoutingFunction):
                         f"class {name!r} is not used by this port configuration "
                         f"(classes in use: {', '.join(used)})",
                     )
+            missing = [name for name in used if name not in sub.data]
+            if missing:  # a typo hint may only point at a key that is no class in use
+                unknown = [str(name) for name in sub.data if name not in used]
+                close = difflib.get_close_matches(missing[0], unknown, n=1)
+                hint = (
+                    f"; found unknown key {close[0]!r}: did you mean {missing[0]!r}?"
+                    if close
+                    else ""
+                )
+                raise SpecError(
+                    sub.key(missing[0]),
+                    f"missing required key (classes in use: {', '.join(used)}){hint}",
+                )
             params["internal_vcs"] = {name: sub.get(name, internal_vc_option) for name in used}
             sub.finish()
         if reader.has("external_vcs"):

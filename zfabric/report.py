@@ -125,12 +125,14 @@ def _survivors(plan: FabricPlan) -> dict[str, dict[str, int]]:
     """The switches (and Transit's RN1 chips: a chip counts while one of its halves does) that
     still have a channel, of those built: a dead switch has none, nor has a live one whose
     every link died."""
+    from .faults import chips
+
     alive = {link.src.switch for link in plan.links} | {link.dst.switch for link in plan.links}
     left = {"switches": {"alive": len(alive), "built": len(plan.switches)}}
-    if plan.topology == "transit":
-        chips = {switch.position["chip"] for switch in plan.switches}
-        living = {plan.switches[s].position["chip"] for s in alive}
-        left["chips"] = {"alive": len(living), "built": len(chips)}
+    built = chips(plan)
+    if built:
+        living = sum(any(s in alive for s in members) for members in built.values())
+        left["chips"] = {"alive": living, "built": len(built)}
     return left
 
 

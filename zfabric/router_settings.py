@@ -171,7 +171,8 @@ class RouterSettings:
         (:func:`head_cycles`; with short buffers the model may take longer still). Links of
         ``link_latency`` d (a plan's :attr:`~zfabric.plan.FabricPlan.link_latency`, its
         longest) stretch the credit period and add d - 1 cycles per hop, or ``wire_cycles``
-        where the path's own links were counted (a twin node's internal link keeps 1)."""
+        where the path's own links were counted (internal links of nDT twin nodes and
+        T-switches keep 1)."""
         streaming = (
             0
             if buffer_depth is None

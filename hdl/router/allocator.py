@@ -282,8 +282,8 @@ class Allocator(wiring.Component):
             raise ValueError(f"selection must be one of {SELECTIONS!r}, not {selection!r}")
         if iterations not in (1, 2):
             raise ValueError(f"iterations must be 1 or 2, not {iterations!r}")
-        # with one port per decision first-free and round-robin pick alike: no selection
-        # pointer to keep (occupancy still prefers a low VC within the port)
+        # with one port per decision first-free, round-robin and random pick alike: no
+        # selection pointer or LFSR to keep (occupancy still prefers a low VC within the port)
         pointless = one_port and selection in ("round-robin", "random")
         self._selection = "first-free" if pointless else selection
         self._iterations = iterations

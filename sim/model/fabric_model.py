@@ -245,11 +245,12 @@ class FabricModel:
         self._rr_in = [[0] * len(ports) for ports in self._in_vcs]
         self._rr_out = [[0] * len(ports) for ports in self._out_vcs]
         # router settings (docs/microarchitecture.md, steps 2 to 4)
-        # round-robin and occupancy selection keep a selection pointer per input port;
+        # round-robin and occupancy selection keep a selection pointer per input port, random
+        # selection an LFSR state;
         # occupancy ranks a head's usable candidates by (priority level, high occupancy)
         # first: per switch, per output port, per VC, the level, and the low-occupancy credit
         self._selection_pointer = plan.router.selection in ("round-robin", "occupancy", "random")
-        self._random = plan.router.selection == "random"  # the pointer from an LFSR per port
+        self._random = plan.router.selection == "random"  # a usable port drawn by the LFSR
         self._occupancy = plan.router.selection == "occupancy"
         self._level = [
             [[self.routing.priority(s, o, w) for w in range(n)] for o, n in enumerate(ports)]

@@ -15,6 +15,9 @@ claim that rests on header bits on the wire shows only where heads span several 
   the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform
   traffic. Claims: level 2 has the lowest delay and the highest throughput; the optimum beats
   the 8-ary 3-tree at every load.
+- ``e2``: 1024 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1);
+  uniform traffic. Claims: levels 3 to 5 have a lower delay and a higher throughput than
+  levels 2 and 6, level 3 slightly the best.
 - ``e5``: the four addressing schemes (flat, source-destination, destination = ``updown``,
   sliced) on the thesis's Z3 = (1,8,64)/(8,8,16), 1024 processors, under uniform, hotspot
   and neighbour traffic, with heads longer than a flit (``router.head_bits: 8``: a 32-bit
@@ -37,8 +40,9 @@ claim that rests on header bits on the wire shows only where heads span several 
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
 
-    .venv/bin/python bench/znode_studies.py [e1 e5 e5h e5sd e5sdh e6 e7 e9] [-o build/znode-studies]
-        [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1] [--rates 0.1 0.2 ...]
+    .venv/bin/python bench/znode_studies.py [e1 e2 e5 e5h e5sd e5sdh e6 e7 e9]
+        [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
+        [--rates 0.1 0.2 ...]
 """
 
 from __future__ import annotations
@@ -81,6 +85,11 @@ def e1() -> dict[str, Any]:
     )
     specs.append(_named({"topology": {"kind": "kary_ntree", "k": 8, "n": 3}}, "8-ary-3-tree"))
     return {"name": "e1-optimum-level", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+def e2() -> dict[str, Any]:
+    specs = [_named(_pick(1024, n), f"oZ{n}") for n in range(2, 7)]
+    return {"name": "e2-optimum-level-1024", "specs": specs, "traffic": {"patterns": ["uniform"]}}
 
 
 #: E5's addressing schemes, as the thesis names them -> our routing
@@ -228,6 +237,25 @@ def claims_e1(s: dict[str, dict[str, Any]]) -> list[str]:
     ]
 
 
+def claims_e2(s: dict[str, dict[str, Any]]) -> list[str]:
+    middle, ends = ["oZ3", "oZ4", "oZ5"], ["oZ2", "oZ6"]
+    worst_middle = max(s[name]["latency"] for name in middle)
+    best_end = min(s[name]["latency"] for name in ends)
+    knees = {name: s[name]["knee"] or 0 for name in middle + ends}
+    best = min(middle + ends, key=lambda name: (s[name]["latency"], -knees[name]))
+    shown = ", ".join(f"{name} {s[name]['latency']:.2f}" for name in sorted(knees))
+    return [
+        f"levels 3-5 lower delay at {REFERENCE_LOAD} than levels 2 and 6 ({shown}): "
+        + _verdict(worst_middle < best_end),
+        "levels 3-5 higher throughput than levels 2 and 6 (knees "
+        + ", ".join(f"{name} {knees[name]:.2f}" for name in sorted(knees))
+        + "): "
+        + _verdict(min(knees[name] for name in middle) > max(knees[name] for name in ends)),
+        f"level 3 the best (lowest delay at {REFERENCE_LOAD}, then highest knee: {best}): "
+        + _verdict(best == "oZ3"),
+    ]
+
+
 def e5sd() -> dict[str, Any]:
     """E5's source-destination scheme, and sliced beside it, under neighbour and uniform
     traffic (uniform: minutes of set-up a point, see ``ALL_PAIRS_SCHEMES``)."""
@@ -314,6 +342,7 @@ def claims_e9(s: dict[str, dict[str, Any]]) -> list[str]:
 
 STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
+    "e2": (e2, claims_e2),
     "e5": (e5, claims_e5),
     "e5h": (e5h, claims_e5),
     "e5sd": (e5sd, claims_e5),

@@ -88,22 +88,44 @@ def test_ownership_bounded(sby):
     assert result.status == "PASS", result.log
 
 
+OWNERSHIP_CONFIGS = {
+    "3-ports": {"n_ports": 3},
+    "torus-round-robin": {**TORUS_LIKE, "selection": "round-robin"},
+    "torus-occupancy": {**TORUS_LIKE, **OCCUPANCY},
+}
+#: the default run proves each configuration and each pipeline depth at least once; every
+#: pair under ``-m formal``
+OWNERSHIP_DEFAULT = {
+    ("3-ports", 1),
+    ("torus-round-robin", 3),
+    ("torus-occupancy", 4),
+    ("torus-round-robin", 5),
+}
+
+
 @pytest.mark.parametrize(
-    "config",
+    "config, stages",
     [
-        {"n_ports": 3},
-        {**TORUS_LIKE, "selection": "round-robin"},
-        {**TORUS_LIKE, **OCCUPANCY},
+        pytest.param(
+            name,
+            stages,
+            id=f"{name}-{stages}",
+            marks=() if (name, stages) in OWNERSHIP_DEFAULT else pytest.mark.formal,
+        )
+        for name in OWNERSHIP_CONFIGS
+        for stages in (1, 3, 4, 5)
     ],
 )
-@pytest.mark.parametrize("stages", [1, 3, 4, 5])
 def test_ownership_proven(sby, config, stages):
-    config |= STAGES[stages]
+    config = OWNERSHIP_CONFIGS[config] | STAGES[stages]
     result = sby(AllocatorHarness(state=True, **config), "prove", 2)
     assert result.status == "PASS", result.log
 
 
-@pytest.mark.parametrize("stages", [1, 3, 4, 5])
+@pytest.mark.parametrize(
+    "stages",
+    [1, pytest.param(3, marks=pytest.mark.formal), pytest.param(4, marks=pytest.mark.formal), 5],
+)
 def test_one_port_allocator_proven(sby, stages):
     # what torus, nDT and up*/down* switches build: each head's candidates in one output port
     config = {**TORUS_LIKE, "one_port": True} | STAGES[stages]

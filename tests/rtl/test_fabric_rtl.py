@@ -215,7 +215,7 @@ ADAPTIVE_ROUTINGS = [("tsdor", "ndt-2x2x2"), ("duato", "torus-4x4"), ("dort_adap
 ADAPTIVE_SLICE = [
     ("tsdor", "ndt-2x2x2", "low"),
     ("duato", "torus-4x4", "near"),
-    ("dort_adaptive", "ndt-2x2x2", "past"),
+    ("dort_adaptive", "ndt-2x2x2", "near"),
 ]
 ADAPTIVE_MATRIX = [
     (routing, fabric, load) for routing, fabric in ADAPTIVE_ROUTINGS for load in LOADS
@@ -360,7 +360,7 @@ SLICE = [
     ("iv1", "torus-4x4", "past"),
     ("iv2", "znode-64", "low"),
     ("ev1", "torus-4x4", "near"),
-    ("ev3", "znode-64", "near"),
+    ("ev3", "torus-4x4", "near"),
     ("rnd", "znode-64", "near"),
 ]
 

@@ -28,17 +28,22 @@ RATES = {"low": 0.1, "past": 0.7}
 #: 2000): hyperx-3x2 under aliod stable at 0.525, saturated from 0.531 (zero-load 8.05
 #: cycles); hyperz-2x2-h2 under cliod stable at 0.614, saturated from 0.620
 NEAR = {("hyperx-3x2", "aliod"): 0.5, ("hyperz-2x2-h2", "cliod"): 0.6}
+#: each fabric and routing at two loads by default, the rest under ``-m matrix``
 CASES = [
     ("hyperx-3x2", "aliod", "low"),
-    ("hyperx-3x2", "aliod", "near"),
+    pytest.param("hyperx-3x2", "aliod", "near", marks=pytest.mark.matrix),
     ("hyperx-3x2", "aliod", "past"),
-    ("hyperz-2x2-h2", "cliod", "low"),
+    pytest.param("hyperz-2x2-h2", "cliod", "low", marks=pytest.mark.matrix),
     ("hyperz-2x2-h2", "cliod", "near"),
     ("hyperz-2x2-h2", "aliod", "past"),
 ]
 
 
-@pytest.mark.parametrize("fabric, routing, load", CASES, ids=["-".join(c) for c in CASES])
+def _case_id(case) -> str:
+    return "-".join(case.values if hasattr(case, "values") else case)
+
+
+@pytest.mark.parametrize("fabric, routing, load", CASES, ids=[_case_id(c) for c in CASES])
 def test_lockstep_icarus(need_sim, cosim_dir, fabric, routing, load):
     plan = compile_plan(
         load_spec({"name": fabric, "topology": FABRICS[fabric], "routing": routing})

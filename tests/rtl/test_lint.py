@@ -106,9 +106,10 @@ def test_an_example_without_rtl_is_refused(example, tmp_path, name):
 @pytest.mark.parametrize(
     "name",
     [
-        # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by default
+        # znode-64's whole file takes a minute: test_each_module_lints_alone covers it by
+        # default; the mesh's and the twin ring's switches are the torus's and the 2x2x2's
         pytest.param(name, marks=[pytest.mark.matrix, pytest.mark.slow])
-        if name in ("znode-64", "mesh-4x4")
+        if name in ("znode-64", "mesh-4x4", "ndt-2x2")
         else name
         for name in SMALL
     ],
@@ -184,7 +185,8 @@ def test_every_waiver_is_needed(example, tmp_path, name):
 @pytest.mark.parametrize(
     "name, head_bits",
     [
-        ("torus-4x4", 2),  # dor: 4 bits of head in 2 flits (one hidden at the endpoint)
+        # dor: 4 bits of head in 2 flits (one hidden at the endpoint)
+        pytest.param("torus-4x4", 2, marks=[pytest.mark.matrix, pytest.mark.slow]),
         ("torus-4x4", 1),  # in 4 flits (the first and two behind it hidden)
         pytest.param("znode-64", 4, marks=[pytest.mark.matrix, pytest.mark.slow]),  # sliced
     ],

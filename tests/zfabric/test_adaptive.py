@@ -392,8 +392,8 @@ def stress_case(topology: dict, routing, pattern: str, selection: str | None = N
 
 #: every adaptive routing under both patterns on the small fabrics with round-robin and
 #: occupancy selection; then, uniform only, a mesh (one escape class), a 3DT 3x3x3 (54
-#: endpoints, odd rings), the other selection functions and first-free selection (the
-#: candidates' priority order)
+#: endpoints, odd rings; its tsdor case under ``-m matrix``), the other selection functions
+#: and first-free selection (the candidates' priority order)
 STRESS = [
     stress_case(topology, routing, pattern, selection)
     for topology, routing in ((TORUS_44, "duato"), (NDT_222, "dort_adaptive"), (NDT_222, "tsdor"))
@@ -402,7 +402,7 @@ STRESS = [
 ] + [
     stress_case({**TORUS_44, "wrap": False}, "duato", "uniform"),
     stress_case(NDT_333, "dort_adaptive", "uniform", marks=pytest.mark.slow),
-    stress_case(NDT_333, "tsdor", "uniform", marks=pytest.mark.slow),
+    stress_case(NDT_333, "tsdor", "uniform", marks=[pytest.mark.slow, pytest.mark.matrix]),
     *(
         stress_case(NDT_222, {"name": "dort_adaptive", "selection": s}, "uniform")
         for s in ("2_priority", "round_robin", "no_internal")

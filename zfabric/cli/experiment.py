@@ -366,6 +366,7 @@ def read_checked_trace(path: str, plan) -> list:
     if not trace:
         raise SpecError("--trace", f"{path}: no packets to simulate")
     n = len(plan.endpoints)
+    longest = plan.router.longest_packet
     for entry in trace:
         # beyond the spec's own limits a replay would run for hours
         for role, value, limit in (
@@ -378,6 +379,12 @@ def read_checked_trace(path: str, plan) -> list:
                     f"{path}:{_line_of(Path(path), entry)}: {role} {short(value)} is above"
                     f" {limit} (the spec's limit)",
                 )
+        if longest is not None and entry.length > longest:
+            raise SpecError(
+                "--trace",
+                f"{path}:{_line_of(Path(path), entry)}: length {entry.length} is above the"
+                f" {longest} flits router.switching {plan.router.switching} was built for",
+            )
         for role in ("src", "dst"):
             value = getattr(entry, role)
             if not 0 <= value < n:

@@ -166,6 +166,14 @@ class RouterSettings:
             raise ValueError(f"router switching {self.switching} without a longest_packet")
         return self.longest_packet
 
+    def check_length(self, length: int) -> None:
+        """Refuse (ValueError) a packet longer than the switches hold whole."""
+        if self.longest_packet is not None and length > self.longest_packet:
+            raise ValueError(
+                f"a {length}-flit packet under {self.switching} switching built for packets up"
+                f" to {self.longest_packet} flits"
+            )
+
     @property
     def stores(self) -> bool:
         """A head waits for its whole packet in its input buffer before it is routed."""

@@ -144,6 +144,7 @@ class FastModel:
         cfg[k.WATCH_EVERY] = watch_every
         cfg[k.N_IV] = n_iv
         cfg[k.LISTS] = lists
+        cfg[k.WHOLE], cfg[k.STORES] = router.whole_packets, router.stores
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
@@ -214,6 +215,7 @@ class FastModel:
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
+        self.plan.router.check_length(length)
         pair = self._tables.pair_id(src, dst)
         if length + self._tables.widest[pair] > MAX_FLITS:
             raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")

@@ -348,11 +348,7 @@ class FabricModel:
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
-        if self._whole and length > self._whole:
-            raise ValueError(
-                f"a {length}-flit packet under {self.plan.router.switching} switching built for"
-                f" packets up to {self._whole} flits"
-            )
+        self.plan.router.check_length(length)
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
         packet = Packet(self._next_id, src, dst, length, self.cycle if created is None else created)

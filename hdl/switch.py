@@ -72,7 +72,9 @@ def switch_kind(
 
 
 class Switch(wiring.Component):
-    """Wormhole switch with virtual channels and credit-based links.
+    """Wormhole switch with virtual channels and credit-based links (or, by
+    ``router.switching``, cut-through or store-and-forward: docs/microarchitecture.md,
+    *Switching modes*).
 
     Parameters
     ----------

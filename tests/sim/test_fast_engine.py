@@ -186,6 +186,29 @@ def test_both_engines_find_the_same_deadlock():
     assert shown["cycles"] == results[0].deadlock["cycle"]
 
 
+def test_both_engines_find_the_same_deadlock_under_cut_through():
+    """A ring without dateline classes, 6-flit buffers and 4-flit packets: blocked heads wait
+    for a downstream buffer to have room for a whole packet (credits 1 to 3 count as waiting,
+    not only 0), and both engines stop at the same deadlock."""
+    ring = {
+        "name": "ring",
+        "topology": {"kind": "torus", "k": [6]},
+        "routing": {"name": "dor", "datelines": False, "tie": "plus"},
+        "buffer_depth": 6,
+        "packet_length": 4,
+        "router": {"switching": "cut_through"},
+    }
+    shown = lockstep(ring, 0.9, cycles=5000)
+    plan = compile_plan(load_spec(ring))
+    results = [
+        simulate(plan, Traffic(TrafficConfig(rate=0.9), 6, 1), warmup=100, cycles=2000, engine=e)
+        for e in ("reference", "fast")
+    ]
+    assert results[0].deadlock is not None
+    assert results[0].deadlock == results[1].deadlock
+    assert shown["cycles"] < 5000
+
+
 def test_both_engines_find_the_same_partial_deadlock():
     plan = compile_plan(load_spec(PARTIAL))
     results = [

@@ -331,7 +331,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 unit,
                 "order",
                 "every flit leaves once, unmodified, in the order it came (sequence tags)"
-                + ("; a pop's last_tail is the last entry's tail bit" if skip else ""),
+                + ("; a pop's last_tail is the last entry's tail bit" if skip else "")
+                + ("; ends = the FIFO holds a tail" if kind.count_ends else ""),
                 "input order",
                 lambda n=n: InputUnitHarness(
                     n_vcs=n,

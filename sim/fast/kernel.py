@@ -470,7 +470,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
 @njit(cache=True, inline="always")
 def _usable(ovs, ov: int, vc_stage: bool, depth: int, whole: int) -> bool:
     """Output VC ``ov`` can be requested: free, with a credit unless VC allocation is a stage
-    of its own, and an adaptive VC only with its downstream buffer empty."""
+    of its own, and room as :func:`_room` says."""
     if ovs[ov, OWNER] >= 0:
         return False
     credit = ovs[ov, CREDIT]

@@ -184,7 +184,8 @@ def _read_spec(
         packet_length=(
             traffic.packet_length
             if isinstance(traffic.packet_length, int)
-            else DEFAULT_PACKET_LENGTH
+            # a range's stand-in, which the switches of a switching mode must hold whole
+            else min(DEFAULT_PACKET_LENGTH, router.longest_packet or DEFAULT_PACKET_LENGTH)
         ),
         traffic=traffic,
         router=router,

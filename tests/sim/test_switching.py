@@ -190,3 +190,20 @@ def test_a_model_refuses_a_packet_longer_than_its_switches_hold(example):
     model = FabricModel(plan_for(example, "torus-4x4", "cut_through", length=4, depth=4))
     with pytest.raises(ValueError, match="5-flit packet"):
         model.offer(0, 1, 5)
+
+
+def test_a_range_of_short_packets_keeps_the_default_length_within_the_buffers():
+    """The plan's packet length (what a board's generators send and an offer without a length
+    means) stands in for a range with 4 flits, or the range's longest if that is shorter: a
+    store-and-forward switch with 2-flit buffers must never be given a 4-flit packet."""
+    spec = {
+        "name": "t",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "buffer_depth": 2,
+        "traffic": {"packet_length": [1, 2]},
+        "router": {"switching": "store_and_forward"},
+    }
+    plan = compile_plan(load_spec(spec))
+    assert plan.packet_length == plan.router.longest_packet == 2
+    packet = lone(plan, 0, 1, plan.packet_length)
+    assert packet.latency == by_hand("store_and_forward", 1, 1, 2)

@@ -92,3 +92,15 @@ def test_check_names_the_switching_mode_in_its_router_line(tmp_path, capsys, swi
         assert "switching" not in router[0]
     else:
         assert router[0].endswith(shown)
+
+
+def test_the_wormhole_analytic_models_refuse_another_mode(tmp_path, capsys):
+    """The thesis's analytic models are of wormhole switching: not silently applied to
+    another mode."""
+    spec = write(tmp_path, router={"switching": "cut_through"})
+    assert main(["analytic", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "zfabric: error: router.switching: cut_through: the analytic models are of wormhole"
+        " switching"
+    ]

@@ -104,3 +104,22 @@ def test_the_wormhole_analytic_models_refuse_another_mode(tmp_path, capsys):
         "zfabric: error: router.switching: cut_through: the analytic models are of wormhole"
         " switching"
     ]
+
+
+def test_a_study_length_longer_than_the_buffers_hold_exits_2(tmp_path, capsys):
+    spec = write(tmp_path, router={"switching": "store_and_forward"})  # 4-flit packets
+    study = tmp_path / "s.yaml"
+    study.write_text(
+        yaml.safe_dump(
+            {
+                "name": "s",
+                "specs": [spec],
+                "traffic": {"packet_lengths": [4, [2, 6]], "rates": [0.1]},
+            }
+        )
+    )
+    assert main(["study", str(study), "-o", str(tmp_path / "out"), "--workers", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("zfabric: error: traffic.packet_lengths[1]: ") and "4 flits" in err[0]
+    assert not (tmp_path / "out").exists()

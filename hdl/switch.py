@@ -72,7 +72,9 @@ def switch_kind(
 
 
 class Switch(wiring.Component):
-    """Wormhole switch with virtual channels and credit-based links.
+    """Wormhole switch with virtual channels and credit-based links (or, by
+    ``router.switching``, cut-through or store-and-forward: docs/microarchitecture.md,
+    *Switching modes*).
 
     Parameters
     ----------
@@ -196,6 +198,7 @@ class Switch(wiring.Component):
                         max_skip=self._surplus,
                         # stages 5 measured lower with it (InputUnit's shared_data)
                         shared_data=self._router.stages <= 3,
+                        count_ends=self._router.stores,
                     )
                     for n in self._in_vcs
                 ],
@@ -209,6 +212,7 @@ class Switch(wiring.Component):
                         low=self._router.selection == "occupancy",
                         credit_width=self._credit_width(port),
                         atomic=self._atomic(port),
+                        whole=self._router.whole_packets,
                     )
                     for port, n in enumerate(ports.vcs)
                 ],
@@ -383,7 +387,11 @@ class Switch(wiring.Component):
                     identity = self.identity if self._identity_port else self._routes.identity
                     m.d.comb += route.identity.eq(identity)
                 valid = front.valid
-                if self._head_flits > 1 or self._surplus:
+                if self._router.stores:
+                    # store-and-forward: a head is at the front only once its packet is whole
+                    valid = Signal(name=f"valid{port}_{vc}")
+                    m.d.comb += valid.eq(front.valid & (~kind[0] | unit.ends[vc]))
+                elif self._head_flits > 1 or self._surplus:
                     # a head is at the front only once all its head flits are in the FIFO
                     valid = Signal(name=f"valid{port}_{vc}")
                     flits = route.flits if self._surplus else self._head_flits

@@ -368,6 +368,17 @@ def study_from_dict(
         _length(v, f"traffic.packet_lengths[{i}]")
         for i, v in enumerate(_list(traffic.get("packet_lengths", 4), "traffic.packet_lengths"))
     ]
+    for spec_name, (spec_json, _varied) in specs.items():
+        if (json.loads(spec_json).get("router") or {}).get("switching", "wormhole") == "wormhole":
+            continue  # no plan to build: wormhole holds no packet whole
+        longest = _plan(spec_json).router.longest_packet
+        for i, length in enumerate(lengths):
+            if (max(length) if isinstance(length, (tuple, list)) else length) > longest:
+                raise SpecError(
+                    f"traffic.packet_lengths[{i}]",
+                    f"{short(length)}: longer than the {longest} flits {spec_name}'s"
+                    " router.switching was built for (its spec's longest packet)",
+                )
     seeds = [
         _int(v, f"traffic.seeds[{i}]", 0, 2**63 - 1)
         for i, v in enumerate(_list(traffic.get("seeds", 1), "traffic.seeds"))

@@ -157,6 +157,11 @@ def fabric_model(
         raise SpecError(
             "--model", f"{model}: {plan.name} routes by {routing}; its model is {routing}"
         )
+    if plan.router.switching != "wormhole":
+        raise SpecError(
+            "router.switching",
+            f"{plan.router.switching}: the analytic models are of wormhole switching",
+        )
     params = plan.topology_params
     wrap = bool(params["wrap"])
     options = plan.routing.params

@@ -188,6 +188,9 @@ def router_text(router: RouterSettings) -> str:
     text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
     if router.head_bits is not None:
         text += f", {router.head_bits} head bits per flit"
+    if router.switching != "wormhole":
+        text += f", {router.switching.replace('_', '-')} switching"
+        text += f" of packets up to {router.longest_packet} flits"
     return text
 
 

@@ -10,7 +10,7 @@ so older figures stay reproducible.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import PlanError, SpecError
@@ -23,6 +23,7 @@ __all__ = [
     "STAGES",
     "ALLOCATORS",
     "SELECTIONS",
+    "SWITCHINGS",
     "low_occupancy",
     "lfsr_seed",
     "lfsr_step",
@@ -58,6 +59,11 @@ ALLOCATORS = ("separable", "separable-2")
 #: routings), or at random: one of the usable output ports drawn from a pseudo-random sequence
 #: per input port (:func:`random_pick`; the RN1's random pick between a direction's two outputs)
 SELECTIONS = ("first-free", "round-robin", "occupancy", "random")
+#: how much of the next buffer a head needs before it moves (docs/microarchitecture.md,
+#: *Switching modes*): ``wormhole`` a free output VC with a credit; ``cut_through`` (virtual
+#: cut-through) a free output VC whose downstream buffer takes the longest packet whole;
+#: ``store_and_forward`` that too, and its own packet whole in its input buffer first
+SWITCHINGS = ("wormhole", "cut_through", "store_and_forward")
 
 #: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
 #: 65535 states), one per input port
@@ -103,12 +109,20 @@ class RouterSettings:
     #: ceil(len / N) head flits (docs/microarchitecture.md, *Heads longer than a flit*), so a
     #: long head costs its length at every switch and a shrinking (sliced) one less and less
     head_bits: int | None = None
+    #: ``wormhole`` (the default), ``cut_through`` or ``store_and_forward`` (:data:`SWITCHINGS`)
+    switching: str = "wormhole"
+    #: the longest packet the switches must hold whole, in flits (the traffic's longest
+    #: ``packet_length``): None under wormhole, which holds none whole. ``cut_through`` takes
+    #: an output VC only with this many credits: the RTL knows no packet's length, so every
+    #: packet is treated as the longest one
+    longest_packet: int | None = None
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("stages", self.stages, STAGES),
             ("allocator", self.allocator, ALLOCATORS),
             ("selection", self.selection, SELECTIONS),
+            ("switching", self.switching, SWITCHINGS),
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
@@ -131,6 +145,39 @@ class RouterSettings:
         bits = self.head_bits
         if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):
             raise ValueError(f"router head_bits must be a positive integer or None, not {bits!r}")
+        longest = self.longest_packet
+        if self.switching == "wormhole" and longest is not None:
+            raise ValueError(f"router longest_packet {longest!r} means nothing to wormhole")
+        if longest is not None and (
+            isinstance(longest, bool) or not isinstance(longest, int) or longest < 1
+        ):
+            raise ValueError(f"router longest_packet must be a positive integer, not {longest!r}")
+        if self.switching != "wormhole" and bits is not None:
+            raise ValueError(f"router switching {self.switching} needs head_bits None")
+
+    @property
+    def whole_packets(self) -> int:
+        """The credits a free output VC needs before a head may take it: :attr:`longest_packet`
+        under ``cut_through`` and ``store_and_forward``, 0 under wormhole (whose heads ask one
+        credit, as every flit does)."""
+        if self.switching == "wormhole":
+            return 0
+        if self.longest_packet is None:  # a spec's, until its traffic is read
+            raise ValueError(f"router switching {self.switching} without a longest_packet")
+        return self.longest_packet
+
+    def check_length(self, length: int) -> None:
+        """Refuse (ValueError) a packet longer than the switches hold whole."""
+        if self.longest_packet is not None and length > self.longest_packet:
+            raise ValueError(
+                f"a {length}-flit packet under {self.switching} switching built for packets up"
+                f" to {self.longest_packet} flits"
+            )
+
+    @property
+    def stores(self) -> bool:
+        """A head waits for its whole packet in its input buffer before it is routed."""
+        return self.switching == "store_and_forward"
 
     @property
     def credit_period(self) -> int:
@@ -172,15 +219,32 @@ class RouterSettings:
         ``link_latency`` d (a plan's :attr:`~zfabric.plan.FabricPlan.link_latency`, its
         longest) stretch the credit period and add d - 1 cycles per hop, or ``wire_cycles``
         where the path's own links were counted (internal links of nDT twin nodes and
-        T-switches keep 1)."""
+        T-switches keep 1).
+
+        Switching modes (docs/microarchitecture.md, *Switching modes*). ``cut_through`` equals
+        wormhole at zero load: every downstream buffer is empty, so every output VC a lone head
+        wants has all B >= L credits. ``store_and_forward`` adds L - 1 per switch, H + 1 of
+        them: the flits leave the source one per cycle and cross each switch one per cycle (B
+        >= L credits, so no flit ever waits for one), so the tail enters a switch's buffer L - 1
+        cycles after the head, and the head is routed only then, as if it reached the front
+        L - 1 cycles late; from there its cycles are wormhole's, at every ``stages``. The
+        ejection link adds nothing: the endpoint takes each flit as it arrives."""
         streaming = (
             0
             if buffer_depth is None
             else self.streaming_cycles(packet_length, buffer_depth, link_latency)
         )
         wires = hops * (link_latency - 1) if wire_cycles is None else wire_cycles
+        stored = (hops + 1) * (packet_length - 1) if self.stores else 0
         return (
-            1 + (self.stages + 1) * (hops + 1) + packet_length - 1 + head_cycles + wires + streaming
+            1
+            + (self.stages + 1) * (hops + 1)
+            + packet_length
+            - 1
+            + head_cycles
+            + wires
+            + streaming
+            + stored
         )
 
     @classmethod
@@ -210,8 +274,15 @@ def parse_router(reader: Any) -> RouterSettings:
         ejection_vcs=reader.get("ejection_vcs", _endpoint_vcs, AUTO),
         head_bits=reader.get("head_bits", integer(1, MAX_HEAD_BITS), None),
     )
+    switching = reader.get("switching", choice(list(SWITCHINGS)), RouterSettings.switching)
+    if switching != "wormhole" and settings.head_bits is not None:
+        # the head flits' count varies per hop (sliced): no one length for the credit compare
+        reader.report(
+            SpecError(reader.key("head_bits"), f"cannot be used with switching {switching}")
+        )
+        switching = RouterSettings.switching
     reader.finish()
-    return settings
+    return settings if switching == "wormhole" else replace(settings, switching=switching)
 
 
 def _endpoint_vcs(value: Any, path: str) -> int | str:

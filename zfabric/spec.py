@@ -15,6 +15,7 @@ at once and in one line per error.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,9 @@ from .fields import (
 )
 from .router_settings import RouterSettings, parse_router
 from .traffic_spec import MAX_PACKET_LENGTH, TrafficSpec, parse_traffic
+
+#: a spec's packet length when its traffic names none
+DEFAULT_PACKET_LENGTH = 4
 
 __all__ = [
     "FabricSpec",
@@ -162,6 +166,8 @@ def _read_spec(
     _, traffic = errors.attempt(lambda: parse_traffic(top.section("traffic"), packet_length))
     _, router = errors.attempt(lambda: parse_router(top.section("router")))
     _, faults = errors.attempt(lambda: parse_faults(top.section("faults")))
+    if router is not None and traffic is not None and router.switching != "wormhole":
+        router = _whole_packets(router, traffic, buffer_depth, top)
     top.finish()
     if errors.found:
         return None
@@ -175,11 +181,35 @@ def _read_spec(
         flit_width=flit_width,
         buffer_depth=buffer_depth,
         link_latency=link_latency,
-        packet_length=traffic.packet_length if isinstance(traffic.packet_length, int) else 4,
+        packet_length=(
+            traffic.packet_length
+            if isinstance(traffic.packet_length, int)
+            # a range's stand-in, which the switches of a switching mode must hold whole
+            else min(DEFAULT_PACKET_LENGTH, router.longest_packet or DEFAULT_PACKET_LENGTH)
+        ),
         traffic=traffic,
         router=router,
         faults=faults,
     )
+
+
+def _whole_packets(
+    router: RouterSettings, traffic: TrafficSpec, buffer_depth: int, top: Reader
+) -> RouterSettings:
+    """``router`` with the longest packet its switches must hold whole (the traffic's longest
+    ``packet_length``, 4 when it names none); a buffer shallower than that is an error."""
+    length = traffic.packet_length
+    longest = max(length) if isinstance(length, tuple) else length or DEFAULT_PACKET_LENGTH
+    if buffer_depth < longest:
+        top.report(
+            SpecError(
+                "buffer_depth",
+                f"{buffer_depth} is shallower than the longest packet ({longest} flits), which"
+                f" router.switching {router.switching} holds whole in one buffer; use"
+                f" buffer_depth >= {longest}",
+            )
+        )
+    return dataclasses.replace(router, longest_packet=longest)
 
 
 def _checked(read: Callable[[Errors], FabricSpec | None]) -> FabricSpec:

@@ -29,7 +29,11 @@ Properties (assertions), per VC:
   once, unmodified (those a ``skip`` takes out included: the front after them is the flit
   behind them); with ``max_skip``, ``last_tail`` of a pop is the tail bit of the last flit it
   takes, checked on one flit of each VC whose sequence number the solver picks freely
-  (``AnyConst``), whose kind the harness keeps.
+  (``AnyConst``), whose kind the harness keeps;
+- with ``count_ends`` (store-and-forward, docs/microarchitecture.md, *Switching modes*) and
+  ``order``: a flit is a tail exactly when its sequence number is odd, so the FIFO holds
+  ⌊(level + (popped mod 2)) / 2⌋ tails, and ``ends`` says whether that is nonzero (with
+  ``state`` the unit's count of ends equals it, and every entry's tail bit is its tag's).
 
 The counting properties are inductive on the ports alone. The order property depends on the
 FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` the harness reads
@@ -76,6 +80,8 @@ class InputUnitHarness(wiring.Component):
         As the unit's: the most entries a pop takes behind the front (0: none).
     shared_data : bool
         As the unit's: its VCs' data in one RAM (or a RAM per VC).
+    count_ends : bool
+        As the unit's: it counts the packet ends each VC holds (needs ``order``).
     unit_class : type
         The unit under proof: ``InputUnit`` or a deliberately broken subclass.
     """
@@ -90,10 +96,11 @@ class InputUnitHarness(wiring.Component):
         state: bool = False,
         max_skip: int = 0,
         shared_data: bool = True,
+        count_ends: bool = False,
         unit_class: type = InputUnit,
     ):
-        if state and not order:
-            raise ValueError("state invariants strengthen the order property: pass both")
+        if (state or count_ends) and not order:
+            raise ValueError("state invariants and ends strengthen the order property: pass both")
         if (1 << payload_width) <= buffer_depth:
             raise ValueError(
                 f"payload_width {payload_width!r} cannot count {buffer_depth!r} flits in a buffer"
@@ -107,6 +114,7 @@ class InputUnitHarness(wiring.Component):
         self._n_vcs, self._depth, self._order, self._state = n_vcs, buffer_depth, order, state
         self._unit_class, self._max_skip = unit_class, max_skip
         self._shared_data = shared_data
+        self._count_ends = count_ends
         skip = {"skip": In(range(max_skip + 1)).array(n_vcs)} if max_skip else {}
         super().__init__(
             skip
@@ -129,6 +137,7 @@ class InputUnitHarness(wiring.Component):
             buffer_depth=depth,
             max_skip=self._max_skip,
             shared_data=self._shared_data,
+            count_ends=self._count_ends,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -201,6 +210,16 @@ class InputUnitHarness(wiring.Component):
                     ),
                     Cover(taken & (popped == depth + 1)),
                 ]
+            if self._count_ends:
+                # tails are the odd tags: the FIFO holds the odd ones of popped .. written - 1
+                ends = (level + popped[0]) >> 1
+                m.d.comb += [
+                    Assume(~sent | (self.send_kind[1] == written[0])),
+                    Assert(unit.ends[vc] == (ends != 0)),
+                    Cover((level == depth) & (ends == depth // 2)),
+                ]
+                if self._state:
+                    m.d.comb += Assert(internal[f"ends{vc}"] == ends)
             watch = None
             if self._order and self._max_skip:
                 # one flit the solver picks by its sequence number; its tail bit, kept
@@ -260,3 +279,5 @@ class InputUnitHarness(wiring.Component):
                         if watch is not None:
                             tail = entry.kind.as_value()[1]
                             m.d.comb += Assert((tag != watch[0]) | (tail == watch[1]))
+                        if self._count_ends:
+                            m.d.comb += Assert(entry.kind.as_value()[1] == tag[0])

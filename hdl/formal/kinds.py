@@ -90,6 +90,10 @@ class ProofKind:
     out_credit: tuple[int, ...] = ()
     #: per output port, per VC: taken only when empty (an adaptive VC; empty: none is)
     out_atomic: tuple[tuple[bool, ...], ...] = ()
+    #: the credits an output VC needs to be free (the longest packet under cut-through and
+    #: store-and-forward; 0: wormhole), and whether inputs count the packet ends they hold
+    out_whole: int = 0
+    count_ends: bool = False
     #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
     shared_data: bool = True
     switches: tuple[str, ...] = field(compare=False, default=())
@@ -172,6 +176,8 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             shared_data=switch.input_units[0]._shared_data,
             out_credit=tuple(unit.link.signature.credit_width for unit in switch.output_units),
             out_atomic=tuple(unit._atomic for unit in switch.output_units),
+            out_whole=switch.output_units[0]._whole,
+            count_ends=switch.input_units[0]._count_ends,
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -325,7 +331,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 unit,
                 "order",
                 "every flit leaves once, unmodified, in the order it came (sequence tags)"
-                + ("; a pop's last_tail is the last entry's tail bit" if skip else ""),
+                + ("; a pop's last_tail is the last entry's tail bit" if skip else "")
+                + ("; ends = the FIFO holds a tail" if kind.count_ends else ""),
                 "input order",
                 lambda n=n: InputUnitHarness(
                     n_vcs=n,
@@ -335,8 +342,9 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                     payload_width=tag_width,
                     max_skip=skip,
                     shared_data=shared,
+                    count_ends=kind.count_ends,
                 ),
-                ("input order", n, b, skip, shared),
+                ("input order", n, b, skip, shared, kind.count_ends),
             ),
         ]
     widths = kind.out_credit or (1,) * len(kind.out_vcs)
@@ -348,6 +356,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         if atomic:
             adaptive = ",".join(str(vc) for vc, a in enumerate(atomic) if a)
             unit += f", VC {adaptive} free only when empty"
+        if kind.out_whole:
+            unit += f", free only with {kind.out_whole} credits"
         unit += ")"
         found.append(
             Property(
@@ -356,7 +366,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 "per VC: receiver holds <= B, credits + link + held = B, ready = credit != 0, "
                 + ("spare2 and keep2 = two credits next cycle, " if kind.split else "")
                 + "owner set by a head (or acquire), released by the tail"
-                + (", an adaptive VC free only with every credit home" if atomic else ""),
+                + (", an adaptive VC free only with every credit home" if atomic else "")
+                + (f", free only with {kind.out_whole} credits" if kind.out_whole else ""),
                 "output credits",
                 lambda n=n, width=width, atomic=atomic: OutputUnitHarness(
                     n_vcs=n,
@@ -365,9 +376,10 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                     second=kind.split,
                     credit_width=width,
                     atomic=atomic,
+                    whole=kind.out_whole,
                     state=True,
                 ),
-                ("output", n, b, kind.pipelined, kind.split, width, atomic),
+                ("output", n, b, kind.pipelined, kind.split, width, atomic, kind.out_whole),
             )
         )
     settings = {

@@ -31,7 +31,9 @@ Properties (assertions), per output VC:
   allocator reads it only when a flit goes), and if it does not;
 - ``free`` is low exactly between a head's crossing and its tail's (set by a head, cleared by a
   tail; a single flit leaves it free); for an ``atomic`` VC (an adaptive one) also while any
-  credit is out: free means no owner and nothing in the receiver, on the link or coming back.
+  credit is out: free means no owner and nothing in the receiver, on the link or coming back;
+  with ``whole`` (cut-through and store-and-forward, docs/microarchitecture.md, *Switching
+  modes*) also while the reference count is below ``whole``.
 
 With ``state`` the harness also reads the unit's counters, credit-nonzero flags and owner bits
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts they equal the reference ones: that
@@ -66,6 +68,7 @@ class OutputUnitHarness(wiring.Component):
         state: bool = False,
         credit_width: int = 1,
         atomic: tuple[bool, ...] = (),
+        whole: int = 0,
         unit_class: type = OutputUnit,
     ):
         self._layout = FlitLayout(
@@ -75,6 +78,7 @@ class OutputUnitHarness(wiring.Component):
         self._acquire, self._second, self._state = acquire, second, state
         self._credit_width = credit_width
         self._atomic = atomic
+        self._whole = whole
         super().__init__(
             {
                 "send": In(1),
@@ -97,6 +101,7 @@ class OutputUnitHarness(wiring.Component):
             second=self._second,
             credit_width=self._credit_width,
             atomic=self._atomic,
+            whole=self._whole,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -157,7 +162,7 @@ class OutputUnitHarness(wiring.Component):
                 Assert(unit.spare[vc] == (credits + pulse - (credits != 0) != 0)),
                 Assert(unit.free[vc] == (~owned & (held == 0) & ~arrives))
                 if self._atomic and self._atomic[vc]
-                else Assert(unit.free[vc] == ~owned),
+                else Assert(unit.free[vc] == (~owned & (credits >= self._whole))),
                 *(
                     [
                         # read only in a cycle that sends, so with a credit (a count of two

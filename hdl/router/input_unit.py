@@ -220,6 +220,10 @@ class InputUnit(wiring.Component):
         Entries behind the front that a pop of VC ``v`` takes out with it.
     last_tail : ``Out(n_vcs)``, only with ``max_skip``
         Bit ``v``: the last entry a pop of VC ``v`` takes (with ``skip``) is a tail.
+    ends : ``Out(n_vcs)``, only with ``count_ends``
+        Bit ``v``: VC ``v``'s FIFO holds a flit that ends a packet (a tail, or a single), from
+        a count of those written in and popped out: the packet at its front is whole
+        (store-and-forward, docs/microarchitecture.md, *Switching modes*).
     """
 
     def __init__(
@@ -230,6 +234,7 @@ class InputUnit(wiring.Component):
         buffer_depth: int,
         max_skip: int = 0,
         shared_data: bool = True,
+        count_ends: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -240,6 +245,9 @@ class InputUnit(wiring.Component):
         self._buffer_depth = buffer_depth
         self._max_skip = max_skip
         self._shared_data = shared_data
+        if count_ends and max_skip:
+            raise ValueError("count_ends needs max_skip 0: a surplus pop may take a tail unseen")
+        self._count_ends = bool(count_ends)
         width = (1 + max_skip).bit_length()
         skip = (
             {"skip": In(range(max_skip + 1)).array(n_vcs), "last_tail": Out(n_vcs)}
@@ -256,6 +264,7 @@ class InputUnit(wiring.Component):
                 "level": Out(range(buffer_depth + 1)).array(n_vcs),
                 "overflow": Out(1),
             }
+            | ({"ends": Out(n_vcs)} if count_ends else {})
         )
 
     def elaborate(self, platform):
@@ -298,6 +307,13 @@ class InputUnit(wiring.Component):
                 m.d.sync += self.link.credit[vc].eq(Mux(pop, 1 + self.skip[vc], 0))
             else:
                 m.d.sync += self.link.credit[vc].eq(pop)
+            if self._count_ends:
+                # packet ends held: +1 for one written, -1 for one popped (kind's tail bit)
+                ends = Signal(range(self._buffer_depth + 1), name=f"ends{vc}")
+                written = write & queue.w_rdy & flit.payload.kind.as_value()[1]
+                popped = pop & self.o[vc].payload.kind.as_value()[1]
+                m.d.sync += ends.eq(ends + written - popped)
+                m.d.comb += self.ends[vc].eq(ends != 0)
             lost = lost | (write & ~queue.w_rdy)
         if self._shared_data:
             self._shared_ram(m, queues, arrivals)

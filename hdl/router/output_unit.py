@@ -49,6 +49,10 @@ class OutputUnit(wiring.Component):
         Per VC, whether it is free only when empty too (an adaptive VC of an adaptive routing,
         docs/microarchitecture.md step 2): no owner and its credit counter at
         ``buffer_depth``. Empty: no VC waits for that.
+    whole : int
+        The credits every VC needs to be free (docs/microarchitecture.md, *Switching modes*:
+        the longest packet under cut-through and store-and-forward): a compare of the
+        registered counter with this constant. 0 (the default, wormhole) builds none.
 
     Members
     -------
@@ -64,7 +68,8 @@ class OutputUnit(wiring.Component):
         take it from the allocator's staged picks, off the crossbar's path).
     link : ``Out(LinkSignature(flit_layout, n_vcs))``
     free : ``Out(n_vcs)``
-        Bit ``w``: output VC ``w`` has no owner (and, if it is ``atomic``, every credit).
+        Bit ``w``: output VC ``w`` has no owner (and, if it is ``atomic``, every credit; with
+        ``whole``, that many credits).
     ready : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has a credit.
     spare : ``Out(n_vcs)``
@@ -94,6 +99,7 @@ class OutputUnit(wiring.Component):
         low: bool = False,
         credit_width: int = 1,
         atomic: Sequence[bool] = (),
+        whole: int = 0,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -104,6 +110,9 @@ class OutputUnit(wiring.Component):
         if atomic and len(atomic) != n_vcs:
             raise ValueError(f"atomic must have {n_vcs} entries, not {len(atomic)}")
         self._atomic = atomic if any(atomic) else ()
+        if not isinstance(whole, int) or not 0 <= whole <= buffer_depth:
+            raise ValueError(f"whole must be an integer in 0..{buffer_depth}, not {whole!r}")
+        self._whole = whole
         self._buffer_depth = buffer_depth
         self._acquire = bool(acquire)
         self._second = bool(second)
@@ -132,7 +141,7 @@ class OutputUnit(wiring.Component):
         ]
         kind = flit.kind.as_value()
         owned = Signal(self._n_vcs)
-        empty = []  # per VC: no condition beyond the owner, or every credit home
+        empty = []  # per VC: no condition beyond the owner, every credit home, or enough
         for vc in range(self._n_vcs):
             sent = self.sent[vc]
             with m.If(self.acquire[vc] if self._acquire else sent & kind[0]):
@@ -145,7 +154,12 @@ class OutputUnit(wiring.Component):
             pulse = self.link.credit[vc]
             m.d.sync += credit.eq(credit - sent + pulse)
             atomic = bool(self._atomic) and self._atomic[vc]
-            empty.append(credit == self._buffer_depth if atomic else Const(1, 1))
+            if atomic:  # every credit home: the longest packet fits too
+                empty.append(credit == self._buffer_depth)
+            elif self._whole:  # room for the longest packet
+                empty.append(credit >= self._whole)
+            else:
+                empty.append(Const(1, 1))
             # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
             # a register rather than a comparison at the start of its long path
             nonzero = Signal(name=f"nonzero{vc}", init=1)

@@ -144,6 +144,7 @@ class FastModel:
         cfg[k.WATCH_EVERY] = watch_every
         cfg[k.N_IV] = n_iv
         cfg[k.LISTS] = lists
+        cfg[k.WHOLE], cfg[k.STORES] = router.whole_packets, router.stores
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
@@ -214,6 +215,7 @@ class FastModel:
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
+        self.plan.router.check_length(length)
         pair = self._tables.pair_id(src, dst)
         if length + self._tables.widest[pair] > MAX_FLITS:
             raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
@@ -394,9 +396,11 @@ class FastModel:
         could move. ``returning``: the output VCs with a credit on its way back."""
         a = self._arrays
         row = a["iv"][iv]
+        needed = 1  # credits: one per flit, under cut-through a head's whole packet
         if row[k.ASSIGN] >= 0:
             wanted = [int(row[k.ASSIGN])]
         else:
+            needed = max(1, self.plan.router.whole_packets)
             number = row[k.DECISION]
             if number < 0:
                 head = self._tables.head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
@@ -410,7 +414,7 @@ class FastModel:
             holder = int(a["ov"][ov, k.OWNER])
             if holder >= 0 and holder != iv:
                 targets.add(spv[holder])
-            elif a["ov"][ov, k.CREDIT] == 0 and ov not in returning:
+            elif a["ov"][ov, k.CREDIT] < needed and ov not in returning:
                 downstream = int(a["ov"][ov, k.OV_DST])
                 if downstream < 0:
                     return set()  # a local output waits for the user to take flits, no VC

@@ -49,8 +49,10 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
     CHECKS,
     N_IV,
     LISTS,
+    WHOLE,
+    STORES,
     CFG_SIZE,
-) = range(17)
+) = range(19)
 
 FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
 
@@ -316,7 +318,7 @@ def _lookups(st) -> int:
     sws, gps, ivs, pks, buf, ms = st.sw, st.gp, st.iv, st.pk, st.buf, st.ms
     keys, values = st.hash_keys, st.hash_vals
     misses = 0
-    n_iv, depth = st.cfg[N_IV], st.cfg[DEPTH]
+    n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, stepping, lists = st.sc[CYCLE] & 1, st.stepping, st.cfg[LISTS] != 0
     for i in range(st.stepping_n[now] if lists else sws.shape[0]):
         s = stepping[now, i] if lists else i
@@ -328,7 +330,7 @@ def _lookups(st) -> int:
             if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
                 continue
             slot = _at(buf, ivs, iv, 0, depth) >> 16
-            if ivs[iv, IV_CNT] < pks[slot, PK_HF]:
+            if ivs[iv, IV_CNT] < pks[slot, PK_COUNT if stores else PK_HF]:
                 continue
             key = pks[slot, PK_HEAD] * n_iv + iv
             h = hash_slot(keys, key)
@@ -422,13 +424,13 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     d = ivs[iv, DECISION]
     vc_stage = cfg[VC_STAGE] != 0
     selection = cfg[SELECTION]
-    depth, low = cfg[DEPTH], cfg[LOW]
+    depth, low, whole = cfg[DEPTH], cfg[LOW], cfg[WHOLE]
     pointer = st.gp[gp, RR_SEL]
     first, end = decs[d, DEC_START], decs[d, DEC_START] + decs[d, DEC_N]
     if selection == RANDOM:  # the drawn one of the usable ports (router_settings.random_pick)
         ports = 0  # a bit per usable port
         for c in range(first, end):
-            if _usable(ovs, cands[c, CAND_OV], vc_stage, depth):
+            if _usable(ovs, cands[c, CAND_OV], vc_stage, depth, whole):
                 ports |= 1 << cands[c, CAND_PORT]
         count, rest = 0, ports
         while rest:
@@ -446,7 +448,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     best_key = 0
     for c in range(first, end):
         ov = cands[c, CAND_OV]
-        if not _usable(ovs, ov, vc_stage, depth):
+        if not _usable(ovs, ov, vc_stage, depth, whole):
             continue
         credit = ovs[ov, CREDIT]
         if selection == FIRST_FREE:
@@ -466,15 +468,23 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _usable(ovs, ov: int, vc_stage: bool, depth: int) -> bool:
+def _usable(ovs, ov: int, vc_stage: bool, depth: int, whole: int) -> bool:
     """Output VC ``ov`` can be requested: free, with a credit unless VC allocation is a stage
-    of its own, and an adaptive VC only with its downstream buffer empty."""
+    of its own, and room as :func:`_room` says."""
     if ovs[ov, OWNER] >= 0:
         return False
     credit = ovs[ov, CREDIT]
     if not vc_stage and credit <= 0:
         return False
-    return not ovs[ov, OV_ATOMIC] or credit == depth
+    return _room(ovs, ov, depth, whole)
+
+
+@njit(cache=True, inline="always")
+def _room(ovs, ov: int, depth: int, whole: int) -> bool:
+    """The credit side of a free output VC: under cut-through and store-and-forward room for
+    the longest packet (``whole``, 0 under wormhole), for an adaptive VC every credit home."""
+    credit = ovs[ov, CREDIT]
+    return credit >= whole and (not ovs[ov, OV_ATOMIC] or credit == depth)
 
 
 @njit(cache=True, inline="always")
@@ -646,7 +656,7 @@ def _requests(st, base: int, n_ports: int) -> bool:
     with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
     gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
     vc_stage = st.cfg[VC_STAGE] != 0
-    depth = st.cfg[DEPTH]
+    depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
     routed = False
     for gp in range(base, base + n_ports):
         iv0 = gps[gp, GP_IV0]
@@ -658,7 +668,9 @@ def _requests(st, base: int, n_ports: int) -> bool:
             target = ivs[iv, ASSIGN]
             if target < 0:
                 slot = _at(buf, ivs, iv, 0, depth) >> 16
-                if ivs[iv, DECISION] >= 0 or ivs[iv, IV_CNT] >= pks[slot, PK_HF]:
+                # routed once its head flits are in, under store-and-forward its whole packet
+                need = pks[slot, PK_COUNT] if stores else pks[slot, PK_HF]
+                if ivs[iv, DECISION] >= 0 or ivs[iv, IV_CNT] >= need:
                     target = _select(st, n_ports, gp, iv)
                     if target == -2:
                         routed = True
@@ -687,7 +699,7 @@ def _acquire(st, base: int, n_ports: int) -> int:
             # the VC output stage's grant moves its pointer, but takes the output VC only if
             # it is still free: another head may have acquired it last cycle
             gps[base + o, VA_OUT] = (p + 1) % n_ports
-            if ovs[ov, OWNER] >= 0 or (ovs[ov, OV_ATOMIC] and ovs[ov, CREDIT] != depth):
+            if ovs[ov, OWNER] >= 0 or not _room(ovs, ov, depth, cfg[WHOLE]):
                 continue
         iv = gps[gp, GP_IV0] + v
         ivs[iv, ASSIGN] = ov

@@ -218,6 +218,11 @@ class FabricModel:
         self.routing = make_routing(view)
         self.depth = plan.buffer_depth
         self._head_bits = plan.router.head_bits  # None: every head rides in one flit
+        # switching modes (docs/microarchitecture.md, Switching modes): the credits a free
+        # output VC needs before a head takes it (0: wormhole's one credit), and whether a head
+        # waits for its whole packet in its input buffer before it is routed
+        self._whole = plan.router.whole_packets
+        self._stores = plan.router.stores
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
@@ -343,6 +348,7 @@ class FabricModel:
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
+        self.plan.router.check_length(length)
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
         packet = Packet(self._next_id, src, dst, length, self.cycle if created is None else created)
@@ -435,8 +441,10 @@ class FabricModel:
                     continue
                 target = assign[p][v]
                 if target is None:
-                    # a head is routed once all its head flits are in (step 1)
-                    ready = buf[0].decision is not None or len(buf) >= buf[0].head_flits
+                    # a head is routed once all its head flits are in (step 1), under
+                    # store-and-forward its whole packet (no head flits then: its length)
+                    need = buf[0].packet.length if self._stores else buf[0].head_flits
+                    ready = buf[0].decision is not None or len(buf) >= need
                     target = self._select(s, p, v, buf[0]) if ready else None
                     if self._vc_stage:
                         if target is not None:
@@ -633,11 +641,15 @@ class FabricModel:
             self._rr_select[s][p] = (o + 1) % len(self._rr_select[s])
 
     def _free(self, s: int, o: int, w: int) -> bool:
-        """Output VC (o, w) can be taken by a head: it has no owner and, if it is an adaptive
-        VC, its downstream buffer is empty (every credit home)."""
+        """Output VC (o, w) can be taken by a head: it has no owner, under cut-through and
+        store-and-forward its downstream buffer takes the longest packet whole, and, if it is
+        an adaptive VC, that buffer is empty (every credit home)."""
         if self._owner[s][o][w] is not None:
             return False
-        return (o, w) not in self._atomic[s] or self._credit[s][o][w] == self.depth
+        credit = self._credit[s][o][w]
+        if credit < self._whole:
+            return False
+        return (o, w) not in self._atomic[s] or credit == self.depth
 
     def _allocate(
         self,
@@ -845,17 +857,19 @@ class FabricModel:
         flit waiting for one of those is not blocked.
         """
         buf = self._buf[s][p][v]
+        needed = 1  # credits: one per flit, under cut-through a head's whole packet
         if self._assign[s][p][v] is not None:
             wanted = [self._assign[s][p][v]]
         else:
             decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
             wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
+            needed = max(1, self._whole)
         targets = set()
         for o, w in wanted:
             holder = self._owner[s][o][w]
             if holder is not None and holder != (p, v):
                 targets.add((s, *holder))
-            elif self._credit[s][o][w] == 0 and (s, o, w) not in returning:
+            elif self._credit[s][o][w] < needed and (s, o, w) not in returning:
                 link = self.view.out_link[s][o]
                 if link is None:
                     return set()  # a local output waits for the user to take flits, no VC

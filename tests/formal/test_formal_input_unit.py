@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from amaranth.hdl import Mux, Signal
 from zfabric.hdl.formal.input_unit import InputUnitHarness
+from zfabric.hdl.formal.state import opened
 from zfabric.hdl.router import input_unit
 from zfabric.hdl.router.input_unit import InputUnit
 
@@ -183,4 +184,40 @@ def test_one_credit_per_pop_caught(sby):
 def test_multi_pop_fifo_bugs_caught(sby, monkeypatch, bug):
     monkeypatch.setattr(input_unit, "FrontFIFO", bug)
     result = sby(InputUnitHarness(max_skip=2, order=True), "bmc", 8)
+    assert result.status == "FAIL", result.log
+
+
+class EndsFromLink(InputUnit):
+    """Planted bug: VC 0's count of packet ends drops on any pop, the popped flit a tail or
+    not (store-and-forward would route a head before its tail is in)."""
+
+    def elaborate(self, platform):
+        fragment, signals = opened(super().elaborate(platform), platform)
+        ends = signals["ends0"]
+        flit = self.link.flit
+        written = flit.valid & (flit.payload.vc == 0) & flit.payload.kind.as_value()[1]
+        popped = self.o[0].valid & self.o[0].ready
+        fragment.add_statements("sync", ends.eq(ends + written - popped))
+        return fragment
+
+
+@pytest.mark.parametrize("shared_data", [True, False])
+def test_packet_ends_proven(sby, shared_data):
+    # store-and-forward: ``ends`` says whether the FIFO holds a tail (tails are the odd tags)
+    for n_vcs, depth in ((2, 4), (1, 3)):
+        harness = InputUnitHarness(
+            n_vcs=n_vcs,
+            buffer_depth=depth,
+            order=True,
+            state=True,
+            shared_data=shared_data,
+            count_ends=True,
+        )
+        result = sby(harness, "prove", 2)
+        assert result.status == "PASS", result.log
+
+
+def test_packet_ends_bug_caught(sby):
+    harness = InputUnitHarness(order=True, count_ends=True, unit_class=EndsFromLink)
+    result = sby(harness, "bmc", 8)
     assert result.status == "FAIL", result.log

@@ -169,3 +169,27 @@ def test_adaptive_vc_taken_before_empty_caught(sby):
     harness = OutputUnitHarness(n_vcs=2, atomic=(False, True), unit_class=TakenBeforeEmpty)
     result = sby(harness, "bmc", 8)
     assert result.status == "FAIL", result.log
+
+
+class FreeWithoutRoom(OutputUnit):
+    """Planted bug: cut-through's compare one credit short, a VC free with L - 1 credits."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._whole -= 1
+
+
+@pytest.mark.parametrize(("acquire", "whole"), [(False, 3), (True, 3), (False, 1)])
+def test_free_only_with_room_for_the_longest_packet_proven(sby, acquire, whole):
+    # cut-through and store-and-forward: free = no owner and at least ``whole`` credits
+    harness = OutputUnitHarness(
+        n_vcs=2, buffer_depth=4, acquire=acquire, atomic=(False, True), whole=whole, state=True
+    )
+    result = sby(harness, "prove", 2)
+    assert result.status == "PASS", result.log
+
+
+def test_free_without_room_caught(sby):
+    harness = OutputUnitHarness(n_vcs=2, buffer_depth=4, whole=3, unit_class=FreeWithoutRoom)
+    result = sby(harness, "bmc", 8)
+    assert result.status == "FAIL", result.log

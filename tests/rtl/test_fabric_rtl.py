@@ -596,3 +596,57 @@ def test_zero_load_latency_with_sliced_head_flits_rtl(plan_of, need_sim, cosim_d
     near, far = 2 * 2 + 1 + 2 + (1 + 1), 2 * 4 + 1 + 2 + (2 + 1 + 1)
     assert report["latency"]["rtl"]["max"] == far
     assert report["latency"]["rtl"]["mean"] == (near + far) / 2
+
+
+#: switching modes (docs/microarchitecture.md, Switching modes) on torus-4x4 with 6-flit
+#: buffers, the trace's longest packet: one case per mode near the knee in the default run;
+#: every load at stages 1, 3 and 5, and with ejection stalls (a local output's credits then
+#: fall below the longest packet), under ``-m matrix``
+SWITCHING_SLICE = [("cut_through", 1, 0.0, "near"), ("store_and_forward", 1, 0.0, "near")]
+SWITCHING_MATRIX = [
+    (mode, stages, stall, load)
+    for mode in ("cut_through", "store_and_forward")
+    for stages, stall in ((1, 0.0), (3, 0.0), (5, 0.0), (1, STALL))
+    for load in LOADS
+    if (mode, stages, stall, load) not in SWITCHING_SLICE
+]
+
+
+def switching_id(case) -> str:
+    mode, stages, stall, load = case
+    return f"{mode}-s{stages}{'-stalls' if stall else ''}-{load}"
+
+
+def lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load):
+    data = yaml.safe_load(example("torus-4x4").read_text())
+    del data["packet_length"]
+    data["traffic"]["packet_length"] = [1, 6]  # load_trace's lengths
+    data.update(buffer_depth=6, router={"switching": mode, "stages": stages})
+    plan = compile_plan(load_spec(data))
+    assert plan.router.switching == mode and plan.router.longest_packet == 6
+    seed = zlib.crc32(f"switching/{mode}/{stages}/{load}".encode())
+    trace = load_trace(plan, "torus-4x4", load)
+    options = {"eject_stall": stall, "eject_seed": seed} if stall else {}
+    check(cosim(plan, trace, sim=sim, build_dir=cosim_dir, **options))
+
+
+@pytest.mark.parametrize(
+    "mode, stages, stall, load", SWITCHING_SLICE, ids=map(switching_id, SWITCHING_SLICE)
+)
+def test_lockstep_switching(example, need_sim, cosim_dir, mode, stages, stall, load):
+    """Cut-through (a free output VC needs the longest packet's credits) and
+    store-and-forward (a head is routed once its packet is whole): RTL = model packet by
+    packet."""
+    lockstep_switching(example, need_sim("icarus"), cosim_dir, mode, stages, stall, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mode, stages, stall, load", SWITCHING_MATRIX, ids=map(switching_id, SWITCHING_MATRIX)
+)
+def test_lockstep_switching_matrix(example, need_sim, cosim_dir, mode, stages, stall, load):
+    """The same at every load, at stages 1, 3 and 5, and with ejection stalls
+    (``SIM=verilator`` for Verilator)."""
+    sim = need_sim(MATRIX_SIM)
+    lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load)

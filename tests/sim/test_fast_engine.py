@@ -186,6 +186,29 @@ def test_both_engines_find_the_same_deadlock():
     assert shown["cycles"] == results[0].deadlock["cycle"]
 
 
+def test_both_engines_find_the_same_deadlock_under_cut_through():
+    """A ring without dateline classes, 6-flit buffers and 4-flit packets: blocked heads wait
+    for a downstream buffer to have room for a whole packet (credits 1 to 3 count as waiting,
+    not only 0), and both engines stop at the same deadlock."""
+    ring = {
+        "name": "ring",
+        "topology": {"kind": "torus", "k": [6]},
+        "routing": {"name": "dor", "datelines": False, "tie": "plus"},
+        "buffer_depth": 6,
+        "packet_length": 4,
+        "router": {"switching": "cut_through"},
+    }
+    shown = lockstep(ring, 0.9, cycles=5000)
+    plan = compile_plan(load_spec(ring))
+    results = [
+        simulate(plan, Traffic(TrafficConfig(rate=0.9), 6, 1), warmup=100, cycles=2000, engine=e)
+        for e in ("reference", "fast")
+    ]
+    assert results[0].deadlock is not None
+    assert results[0].deadlock == results[1].deadlock
+    assert shown["cycles"] < 5000
+
+
 def test_both_engines_find_the_same_partial_deadlock():
     plan = compile_plan(load_spec(PARTIAL))
     results = [
@@ -307,3 +330,48 @@ def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp
     shown = lockstep(spec(family, {"stages": 2}), 0.45)
     assert shown["delivered"] > 10
     assert misses
+
+
+# ---- switching modes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("switching", ["cut_through", "store_and_forward"])
+def test_lockstep_under_each_switching_mode(switching):
+    """Cut-through and store-and-forward (docs/microarchitecture.md, Switching modes) near the
+    knee with packets of 1 to 6 flits in 6-flit buffers, ejection stalls keeping local outputs
+    short of a whole packet's credits."""
+    fields = {"buffer_depth": 6, "traffic": {"packet_length": [1, 6]}}
+    torus = spec("torus-dor", {"switching": switching, "stages": 3}, **fields)
+    shown = lockstep(torus, 0.45, packet_length=(1, 6), stall=0.3)
+    assert shown["delivered"] > 50
+
+
+#: the cut-through compare one credit short: a head may take an output VC with L - 1 credits
+SHORT_BY_ONE = ("_room", "return credit >= whole and", "return credit >= whole - 1 and")
+#: store-and-forward's wait for the whole packet at the request left off
+NO_WAIT = ("_requests", "need = pks[slot, PK_COUNT] if stores else pks[slot, PK_HF]",
+           "need = pks[slot, PK_HF]")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "switching, plant",
+    [
+        ("cut_through", None),
+        ("store_and_forward", None),
+        ("cut_through", SHORT_BY_ONE),
+        ("store_and_forward", NO_WAIT),
+    ],
+    ids=["cut-through-as-is", "store-and-forward-as-is", "credits-short-by-one", "no-wait"],
+)
+def test_a_planted_switching_bug_fails_the_lockstep(monkeypatch, switching, plant):
+    """The kernel as plain Python, as it is and with the mode's condition weakened: only the
+    planted copies are caught."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
+    fields = {"buffer_depth": 4, "packet_length": 4}
+    torus = spec("torus-dor", {"switching": switching}, **fields)
+    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
+        if plant:
+            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+                lockstep(torus, 0.45, cycles=200)
+        else:
+            assert lockstep(torus, 0.45, cycles=200)["delivered"] > 10

@@ -231,9 +231,7 @@ class Experiment:
 
     def lengths(self) -> str:
         """``4 flits (spec)``: the packet length and where it came from."""
-        length = self.packet_length
-        shown = f"{length[0]}-{length[1]}" if isinstance(length, tuple) else str(length)
-        return f"{shown} flits ({self.sources['packet_length']})"
+        return f"{_shown(self.packet_length)} flits ({self.sources['packet_length']})"
 
     def inputs(self, spec_name: str) -> dict[str, Any]:
         """What a JSON output records about how it was made."""
@@ -277,6 +275,13 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
     def where(name: str) -> str:
         return f"traffic.{name}" if sources[name] == "spec" else OPTIONS[name][0]
 
+    longest, length = plan.router.longest_packet, values.get("packet_length")
+    if longest is not None and length is not None and _longest(length) > longest:
+        raise SpecError(
+            where("packet_length"),
+            f"{_shown(length)}: packets longer than the {longest} flits router.switching"
+            f" {plan.router.switching} was built for (the spec's longest packet)",
+        )
     why = silent_pattern(values["pattern"], len(plan.endpoints), plan.name)
     if why:
         raise SpecError(where("pattern"), why)
@@ -301,6 +306,14 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
             values.pop(name, None)
             sources.pop(name, None)
     return Experiment(**values, zones=zones, sources=sources)
+
+
+def _longest(length: int | tuple[int, int]) -> int:
+    return max(length) if isinstance(length, tuple) else length
+
+
+def _shown(length: int | tuple[int, int]) -> str:
+    return f"{length[0]}-{length[1]}" if isinstance(length, tuple) else str(length)
 
 
 def fabric_levels_for(plan, pattern: str, weights, where, key: str) -> tuple[int, ...]:
@@ -353,6 +366,7 @@ def read_checked_trace(path: str, plan) -> list:
     if not trace:
         raise SpecError("--trace", f"{path}: no packets to simulate")
     n = len(plan.endpoints)
+    longest = plan.router.longest_packet
     for entry in trace:
         # beyond the spec's own limits a replay would run for hours
         for role, value, limit in (
@@ -365,6 +379,12 @@ def read_checked_trace(path: str, plan) -> list:
                     f"{path}:{_line_of(Path(path), entry)}: {role} {short(value)} is above"
                     f" {limit} (the spec's limit)",
                 )
+        if longest is not None and entry.length > longest:
+            raise SpecError(
+                "--trace",
+                f"{path}:{_line_of(Path(path), entry)}: length {entry.length} is above the"
+                f" {longest} flits router.switching {plan.router.switching} was built for",
+            )
         for role in ("src", "dst"):
             value = getattr(entry, role)
             if not 0 <= value < n:

@@ -50,14 +50,23 @@ class Hops:
         )
 
 
-def latency_formula(router: RouterSettings) -> tuple[int, int]:
-    """``(per_hop, constant)`` with zero-load latency = per_hop * H + L + constant cycles, read
-    off :meth:`RouterSettings.zero_load_latency` (which is linear in hops H and length L)."""
+def latency_formula(router: RouterSettings) -> str:
+    """The zero-load latency of a packet of L flits over H links, as the README writes it:
+    ``per_hop·H + L + constant``, or under store-and-forward switching (L − 1 more at each of
+    the H + 1 switches) ``(L + stages)·(H + 1) + L``; read off
+    :meth:`RouterSettings.zero_load_latency` and checked against it at two more points."""
     f = router.zero_load_latency
-    per_hop, constant = f(1, 1) - f(0, 1), f(0, 1) - 1
-    if f(2, 3) != 2 * per_hop + 3 + constant:  # the formula is read, so check it still fits
-        raise ValueError(f"zero-load latency of {router!r} is not per_hop * H + L + constant")
-    return int(per_hop), int(constant)
+    if router.stores:
+        text, formula = (
+            f"(L + {router.stages})·(H + 1) + L",
+            lambda h, n: (n + router.stages) * (h + 1) + n,
+        )
+    else:
+        per_hop, constant = int(f(1, 1) - f(0, 1)), int(f(0, 1) - 1)
+        text, formula = f"{per_hop}·H + L + {constant}", lambda h, n: per_hop * h + n + constant
+    if any(f(h, n) != formula(h, n) for h, n in ((0, 1), (1, 1), (2, 3), (5, 4))):
+        raise ValueError(f"zero-load latency of {router!r} is not {text}")
+    return text
 
 
 def _header(text: str) -> list[str]:
@@ -135,7 +144,7 @@ def readme(
     (``Emission.ports``), ``files`` the files written beside it, ``reset`` the top's reset
     port."""
     clock, reset_port = clock_ports(reset)
-    per_hop, constant = latency_formula(plan.router)
+    formula = latency_formula(plan.router)
     stages = plan.router.stages
     lines = [
         f"# {top}: a zfabric fabric",
@@ -167,9 +176,16 @@ def readme(
         "",
         f"With `router.stages: {stages}`, a packet of L flits whose route crosses H "
         "switch-to-switch links, alone in the fabric and with the output's ready high, is "
-        f"delivered **{per_hop}·H + L + {constant} cycles** after it is offered "
+        f"delivered **{formula} cycles** after it is offered "
         "(docs/microarchitecture.md, Consequences: one cycle to inject, stages + 1 cycles per "
-        "switch for H + 1 switches, L − 1 cycles of serialisation).",
+        "switch for H + 1 switches, L − 1 cycles of serialisation"
+        + (
+            f"; under `router.switching: {plan.router.switching}` each switch routes a head only"
+            " once its whole packet is in, L − 1 cycles more per switch"
+            if plan.router.stores
+            else ""
+        )
+        + ").",
     ]
     depth, period = plan.buffer_depth, plan.router.credit_period
     if depth < period:
@@ -178,6 +194,18 @@ def readme(
             f" {depth}/{period} flits per cycle, as a credit lets the next flit follow {period}"
             f" cycles after it was spent, and takes ⌊(L − 1)/{depth}⌋·{period - depth} cycles"
             " more (docs/microarchitecture.md, Streaming)."
+        )
+    if plan.router.switching != "wormhole":
+        lines[-1] += (
+            f" Under `router.switching: {plan.router.switching}` every packet must be at most"
+            f" {plan.router.longest_packet} flits long (`packet_length`): a switch knows no"
+            " packet's length and takes every one as that long, so it cannot refuse a longer"
+            " one; "
+            + (
+                "such a packet never lies whole in a buffer, and the fabric stalls."
+                if plan.router.stores
+                else "such a packet may block across several switches, as under wormhole."
+            )
         )
     if plan.router.head_bits is not None:
         lines[-1] += (

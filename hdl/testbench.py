@@ -77,16 +77,24 @@ def testbench(
     top: str,
     ports: Ports,
     *,
-    beats: int = 3,
+    beats: int | None = None,
     stall: int = 7,
     reset: str = "rst",
 ) -> str:
     """The testbench of the fabric of ``plan`` emitted as module ``top`` with ``ports``
     (``Emission.ports``) and the reset port ``reset`` (``rst``, or ``aresetn``: driven as
-    ``!rst`` from the bench's own active-high ``rst``): packets of ``beats`` beats; each
+    ``!rst`` from the bench's own active-high ``rst``): packets of ``beats`` beats (default 3,
+    or the longest packet a cut-through or store-and-forward fabric takes if shorter); each
     output's ``tready`` low one cycle in ``stall`` (0: always high)."""
+    longest = None if plan.router.switching == "wormhole" else plan.router.longest_packet
+    if beats is None:
+        beats = min(3, longest or 3)
     if not isinstance(beats, int) or beats < 1:
         raise ValueError(f"beats must be a positive integer, not {beats!r}")
+    if longest is not None and beats > longest:
+        raise ValueError(
+            f"beats {beats}: longer than the {longest} flits {plan.router.switching} takes"
+        )
     if not isinstance(stall, int) or stall < 0 or stall == 1:
         raise ValueError(f"stall must be 0 or an integer >= 2, not {stall!r}")
     n = len(plan.endpoints)

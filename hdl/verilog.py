@@ -446,7 +446,12 @@ def _header(
         f"router: stages {router.stages}, allocator {router.allocator}, "
         f"selection {router.selection}, injection VCs {router.injection_vcs}, "
         f"ejection VCs {router.ejection_vcs}"
-        + (f", head_bits {router.head_bits}" if router.head_bits is not None else ""),
+        + (f", head_bits {router.head_bits}" if router.head_bits is not None else "")
+        + (
+            f", switching {router.switching} (packets of at most {router.longest_packet} flits)"
+            if router.switching != "wormhole"
+            else ""
+        ),
         f"flit: {layout.size} bits (kind 2, vc {layout.vc_width}, head {layout.head_width}, "
         f"src {layout.src_width}, payload {layout.payload_width}); "
         f"VCs per link: {', '.join(map(str, vcs))}",

@@ -176,7 +176,7 @@ class FabricPlan:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FabricPlan:
         try:
-            return cls(
+            plan = cls(
                 name=data["name"],
                 topology=data["topology"],
                 topology_params=data["topology_params"],
@@ -211,8 +211,17 @@ class FabricPlan:
                 # first-free selection (every key of a router section is written since)
                 router=RouterSettings.from_dict(data.get("router", {"selection": "first-free"})),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError) as error:
             raise PlanError(f"malformed plan: {error!r}") from None
+        router = plan.router
+        if router.switching != "wormhole" and not (
+            router.longest_packet is not None and router.longest_packet <= plan.buffer_depth
+        ):  # what the spec reader refuses: the buffers must hold the longest packet
+            raise PlanError(
+                f"malformed plan: router switching {router.switching} needs a longest_packet of"
+                f" at most the buffer depth {plan.buffer_depth}, got {router.longest_packet!r}"
+            )
+        return plan
 
 
 def plan_from_json(text: str) -> FabricPlan:

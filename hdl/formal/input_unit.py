@@ -31,9 +31,11 @@ Properties (assertions), per VC:
   takes, checked on one flit of each VC whose sequence number the solver picks freely
   (``AnyConst``), whose kind the harness keeps;
 - with ``count_ends`` (store-and-forward, docs/microarchitecture.md, *Switching modes*) and
-  ``order``: a flit is a tail exactly when its sequence number is odd, so the FIFO holds
-  ⌊(level + (popped mod 2)) / 2⌋ tails, and ``ends`` says whether that is nonzero (with
-  ``state`` the unit's count of ends equals it, and every entry's tail bit is its tag's).
+  ``order``: with ``state`` any flit may be a tail (the solver picks each one's tail bit), the
+  unit's count of ends equals the tail bits of the entries its FIFO holds, each entry's tail
+  bit the one sent (one watched flit, as above), and ``ends`` says whether it is nonzero;
+  without ``state`` (bounded runs) a flit is a tail exactly when its sequence number is odd,
+  so the FIFO holds ⌊(level + (popped mod 2)) / 2⌋ tails.
 
 The counting properties are inductive on the ports alone. The order property depends on the
 FIFOs' pointers and RAM contents, which the ports do not show: with ``state`` the harness reads
@@ -210,7 +212,7 @@ class InputUnitHarness(wiring.Component):
                     ),
                     Cover(taken & (popped == depth + 1)),
                 ]
-            if self._count_ends:
+            if self._count_ends and not self._state:
                 # tails are the odd tags: the FIFO holds the odd ones of popped .. written - 1
                 ends = (level + popped[0]) >> 1
                 m.d.comb += [
@@ -218,16 +220,22 @@ class InputUnitHarness(wiring.Component):
                     Assert(unit.ends[vc] == (ends != 0)),
                     Cover((level == depth) & (ends == depth // 2)),
                 ]
-                if self._state:
-                    m.d.comb += Assert(internal[f"ends{vc}"] == ends)
+            elif self._count_ends:
+                # any flit may be a tail: the unit's count equals the tail bits its entries hold
+                # (_invariants), each entry's tail bit the one sent (the watched flit below)
+                m.d.comb += [
+                    Assert(unit.ends[vc] == (internal[f"ends{vc}"] != 0)),
+                    Cover((level == depth) & (internal[f"ends{vc}"] == depth)),
+                ]
             watch = None
-            if self._order and self._max_skip:
+            if self._order and (self._max_skip or (self._count_ends and self._state)):
                 # one flit the solver picks by its sequence number; its tail bit, kept
                 watch, watched = AnyConst(width), Signal(name=f"watched_tail{vc}")
                 with m.If(sent & (written == watch)):
                     m.d.sync += watched.eq(self.send_kind[1])
-                last = (popped + skip)[:width]
-                m.d.comb += Assert(~taken | (last != watch) | (unit.last_tail[vc] == watched))
+                if self._max_skip:
+                    last = (popped + skip)[:width]
+                    m.d.comb += Assert(~taken | (last != watch) | (unit.last_tail[vc] == watched))
                 watch = (watch, watched)
             if self._state:
                 self._invariants(m, internal, vc, level, popped, watch)
@@ -267,6 +275,12 @@ class InputUnitHarness(wiring.Component):
                 for n in range(depth + 1):
                     with m.If(level == n):
                         m.d.comb += Assert(w_ptr == (r + n) % depth)
+                if self._count_ends:
+                    held = sum(
+                        Mux(level > j, entries[(r + j) % depth].kind.as_value()[1], 0)
+                        for j in range(depth)
+                    )
+                    m.d.comb += Assert(internal[f"ends{vc}"] == held)
                 for j in range(depth):
                     tag = (popped + j)[: layout.payload_width]
                     entry = entries[(r + j) % depth]
@@ -279,5 +293,3 @@ class InputUnitHarness(wiring.Component):
                         if watch is not None:
                             tail = entry.kind.as_value()[1]
                             m.d.comb += Assert((tag != watch[0]) | (tail == watch[1]))
-                        if self._count_ends:
-                            m.d.comb += Assert(entry.kind.as_value()[1] == tag[0])

@@ -203,7 +203,7 @@ class EndsFromLink(InputUnit):
 
 @pytest.mark.parametrize("shared_data", [True, False])
 def test_packet_ends_proven(sby, shared_data):
-    # store-and-forward: ``ends`` says whether the FIFO holds a tail (tails are the odd tags)
+    # store-and-forward: ``ends`` says whether the FIFO holds a tail (any flit may be one)
     for n_vcs, depth in ((2, 4), (1, 3)):
         harness = InputUnitHarness(
             n_vcs=n_vcs,

@@ -3,13 +3,17 @@ the value, and ``check`` names a mode other than wormhole in its router line."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 import yaml
 
+from zfabric import compile_plan, load_spec
 from zfabric.cli import main
+from zfabric.errors import PlanError
+from zfabric.plan import plan_from_json
 
 TORUS = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}}
 
@@ -123,3 +127,16 @@ def test_a_study_length_longer_than_the_buffers_hold_exits_2(tmp_path, capsys):
     assert len(err) == 1
     assert err[0].startswith("zfabric: error: traffic.packet_lengths[1]: ") and "4 flits" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("longest", [8, None])
+def test_a_plan_whose_buffers_miss_the_longest_packet_is_malformed(longest):
+    """A plan file edited past what the spec reader refuses (a longest packet beyond the
+    buffers, or none) is refused on reading, as any malformed plan."""
+
+    spec = {**TORUS, "router": {"switching": "store_and_forward"}}
+    data = compile_plan(load_spec(spec)).to_dict()
+    assert data["router"]["longest_packet"] == 4 == data["buffer_depth"]
+    data["router"]["longest_packet"] = longest
+    with pytest.raises(PlanError, match="malformed plan"):
+        plan_from_json(json.dumps(data))

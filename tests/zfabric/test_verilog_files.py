@@ -25,13 +25,35 @@ def ring(tmp_path):
     return spec
 
 
-@pytest.mark.parametrize(
-    "stages, formula", [(1, (2, 2)), (2, (3, 3)), (3, (4, 4)), (4, (5, 5)), (5, (6, 6))]
-)
-def test_latency_formula_is_the_documented_one(stages, formula):
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
+def test_latency_formula_is_the_documented_one(stages):
     """docs/microarchitecture.md: 2H + L + 2, 3H + L + 3, 4H + L + 4, 5H + L + 5 and
-    6H + L + 6 cycles."""
-    assert latency_formula(RouterSettings(stages=stages)) == formula
+    6H + L + 6 cycles; cut-through the same; store-and-forward L − 1 more at each of the H + 1
+    switches: 1 + (S + 1)(H + 1) + L − 1 + (H + 1)(L − 1) = (L + S)(H + 1) + L."""
+    n = stages + 1
+    assert latency_formula(RouterSettings(stages=stages)) == f"{n}·H + L + {n}"
+    modes = {"switching": "cut_through", "longest_packet": 4}
+    assert latency_formula(RouterSettings(stages=stages, **modes)) == f"{n}·H + L + {n}"
+    modes["switching"] = "store_and_forward"
+    stored = RouterSettings(stages=stages, **modes)
+    assert latency_formula(stored) == f"(L + {stages})·(H + 1) + L"
+
+
+@pytest.mark.parametrize("mode", ["cut_through", "store_and_forward"])
+def test_verilog_of_each_switching_mode_says_its_packet_limit(tmp_path, mode):
+    """The README's latency and packet limit, the header's router line and a testbench whose
+    packets fit (2-flit buffers: 2-beat packets, not the default 3)."""
+    spec = tmp_path / "ring.yaml"
+    spec.write_text(RING + f"buffer_depth: 2\npacket_length: 2\nrouter: {{switching: {mode}}}\n")
+    out = tmp_path / "rtl"
+    assert main(["verilog", str(spec), "-o", str(out)]) == 0
+    readme = (out / "ring_3_README.md").read_text()
+    formula = "(L + 1)·(H + 1) + L" if mode == "store_and_forward" else "2·H + L + 2"
+    assert f"**{formula} cycles**" in readme
+    assert "every packet must be at most 2 flits long" in readme
+    header = (out / "ring_3.v").read_text().split("module", 1)[0]
+    assert f"switching {mode} (packets of at most 2 flits)" in header
+    assert "localparam integer L = 2;" in (out / "ring_3_tb.v").read_text()
 
 
 def test_readme_lists_ports_in_order_and_the_latency(ring, tmp_path, capsys):

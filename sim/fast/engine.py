@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from zfabric.bubble import asks_bubble
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import low_occupancy
@@ -69,6 +70,8 @@ def fast_refusal(plan: FabricPlan, eject_ready: Any = None) -> str | None:
             )
     if plan.router.selection == "random" and max(s.radix for s in plan.switches) > 62:
         return "random selection on switches of more than 62 ports"
+    if asks_bubble(plan):
+        return "bubble flow control: the reference model runs it"
     if eject_ready is not None and not isinstance(eject_ready, EjectStalls):
         return "an ejection ready function other than EjectStalls"
     return None

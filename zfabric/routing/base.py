@@ -345,6 +345,12 @@ def require_route_unit(spec: Any, command: str) -> None:
             " builds its heads whole in the first flit only (leave head_bits out; check and"
             " simulate can)",
         )
+    if (spec.routing_params or {}).get("flow_control") == "bubble":
+        raise SpecError(
+            "routing.flow_control",
+            f"bubble: zfabric {command} builds no switch with the bubble rule (check and"
+            " simulate run it in the reference model)",
+        )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(
             "router.selection",

@@ -177,14 +177,22 @@ def test_check_names_the_bubble_proof_and_refuses_a_broken_premise_in_one_line(t
     )
 
 
-def test_the_rtl_commands_refuse_bubble_flow_control(tmp_path):
+@pytest.mark.parametrize(
+    "command, stages, words",
+    [
+        ("verilog", 5, "router.stages: 5 with flow_control bubble: zfabric verilog builds"),
+        ("prove", 1, "routing.flow_control: bubble: zfabric prove has no property"),
+    ],
+)
+def test_what_the_rtl_does_not_build_is_refused_before_any_output(tmp_path, command, stages, words):
     spec = tmp_path / "t.yaml"
-    spec.write_text(yaml.safe_dump(BUBBLE))
+    spec.write_text(yaml.safe_dump({**BUBBLE, "router": {**BUBBLE["router"], "stages": stages}}))
+    before = sorted(tmp_path.iterdir())
     done = subprocess.run(
-        [sys.executable, "-m", "zfabric.cli", "verilog", str(spec), "-o", str(tmp_path / "v")],
+        [sys.executable, "-m", "zfabric.cli", command, str(spec), "-o", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 2 and not (tmp_path / "v").exists()
-    assert done.stderr.startswith("zfabric: error: routing.flow_control: bubble: zfabric verilog")
+    assert done.returncode == 2 and sorted(tmp_path.iterdir()) == before
+    assert done.stderr.startswith(f"zfabric: error: {words}"), done.stderr

@@ -196,3 +196,21 @@ def test_what_the_rtl_does_not_build_is_refused_before_any_output(tmp_path, comm
     )
     assert done.returncode == 2 and sorted(tmp_path.iterdir()) == before
     assert done.stderr.startswith(f"zfabric: error: {words}"), done.stderr
+
+
+@pytest.mark.parametrize("length", ["3", "2-4"])
+def test_simulate_refuses_packets_of_another_length_in_one_line(tmp_path, length):
+    spec = tmp_path / "t.yaml"
+    spec.write_text(yaml.safe_dump(BUBBLE))
+    done = subprocess.run(
+        [sys.executable, "-m", "zfabric.cli", "simulate", str(spec), "--packet-length", length],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"zfabric: error: --packet-length: {length}: packets of another length than the 4"
+        " flits bubble flow control was built for (the bubble argument counts packets of one"
+        " length)\n"
+    )

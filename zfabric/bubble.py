@@ -58,10 +58,10 @@ def bubble_refusal(plan: FabricPlan) -> str | None:
     """Why the bubble argument does not prove ``plan`` (which asks for it), or None when it
     does: the premises of the argument, each one a clause of the message."""
     params, router = plan.routing.params, plan.router
-    if plan.routing.name != "dor" or not params.get("wrap"):
-        return (
-            f"needs dimension-order routing on a torus, not {plan.routing.name} on {plan.topology}"
-        )
+    if plan.routing.name != "dor":
+        return f"needs dimension-order routing, not {plan.routing.name}"
+    if not params.get("wrap"):
+        return "needs the wrap-around rings of a torus"
     if params.get("datelines"):
         return "needs one VC class per ring (no dateline classes)"
     wider = [link for link in plan.links if link.vcs != 1]

@@ -78,6 +78,9 @@ def broken(plan, premise: str):
     if premise == "wormhole":
         router = dataclasses.replace(plan.router, switching="wormhole", longest_packet=None)
         return dataclasses.replace(plan, router=router)
+    if premise == "mesh":
+        params = {**plan.routing.params, "wrap": False}
+        return dataclasses.replace(plan, routing=dataclasses.replace(plan.routing, params=params))
     links = tuple(dataclasses.replace(link, vcs=2) for link in plan.links)
     return dataclasses.replace(plan, links=links)
 
@@ -88,6 +91,7 @@ def broken(plan, premise: str):
         ("buffers", "needs buffers of at least two longest packets (8 flits), not buffer_depth 7"),
         ("wormhole", "needs router.switching cut_through, not wormhole"),
         ("vcs", "needs one VC per link, link 0 has 2"),
+        ("mesh", "needs the wrap-around rings of a torus"),
     ],
 )
 def test_the_proof_refuses_a_plan_outside_the_bubble_premises(premise, words):

@@ -655,9 +655,9 @@ def test_lockstep_switching_matrix(example, need_sim, cosim_dir, mode, stages, s
 
 #: bubble flow control (docs/microarchitecture.md, Bubble flow control) on the 1-VC torus-4x4
 #: with ``tie: plus`` (its rings close a dependency cycle without the bubble), 8-flit buffers
-#: and 4-flit packets: its knee (mean latency 3 x zero-load, `zfabric simulate`, the model)
-#: lies between 0.35 and 0.40 flits/cycle/endpoint; near it by default, low and past it under
-#: ``-m matrix``
+#: and 4-flit packets: its knee is 0.394 flits/cycle/endpoint (bench/saturation.py on that
+#: spec: uniform, seed 1, warm-up 500, window 2000 cycles, bisected to 0.02), 0.38 here; near
+#: it by default, low and past it under ``-m matrix``
 BUBBLE_KNEE = 0.38
 BUBBLE_CASES = [(1, "near")]
 BUBBLE_MATRIX = [(stages, load) for stages in (1, 3) for load in LOADS] + [(4, "near")]

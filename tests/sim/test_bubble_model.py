@@ -7,7 +7,6 @@ deadlock under the same load; a lone packet keeps cut-through's zero-load latenc
 from __future__ import annotations
 
 import pytest
-from zfabric.sim.fast import FastModel, UnsupportedSetting, fast_refusal
 from zfabric.sim.model import DeadlockWatch, FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
@@ -108,10 +107,3 @@ def test_a_packet_of_another_length_is_refused():
     model = FabricModel(bubble_plan())
     with pytest.raises(ValueError, match="3-flit packet under bubble flow control"):
         model.offer(0, 1, 3)
-
-
-def test_the_fast_engine_leaves_bubble_flow_control_to_the_reference_model():
-    plan = bubble_plan()
-    assert fast_refusal(plan) == "bubble flow control: the reference model runs it"
-    with pytest.raises(UnsupportedSetting, match="bubble flow control"):
-        FastModel(plan)

@@ -15,7 +15,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zfabric.plan import FabricPlan
+from zfabric.bubble import asks_bubble, entering_pairs
+from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 
 from .flit import (
@@ -55,6 +56,7 @@ def switch_kind(
     router: RouterSettings,
     head_flits: int = 1,
     surplus: int = 0,
+    entering: frozenset[tuple[int, int]] = frozenset(),
 ) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
     identity_port = bool(identity_port and routes.identity_width)
@@ -68,6 +70,7 @@ def switch_kind(
         routes.key,
         identity_port,
         None if identity_port else routes.identity,
+        tuple(sorted(entering)),
     )
 
 
@@ -103,6 +106,11 @@ class Switch(wiring.Component):
         (:func:`~zfabric.hdl.flit.surplus_head_flits`): the route units then give each head's
         count and surplus, an input FIFO pops a head with its surplus in one cycle and the
         links into inputs carry credit counts. 0 (the default) builds none of it.
+    entering : set of (int, int)
+        Bubble flow control (docs/microarchitecture.md, *Bubble flow control*): the (input
+        port, output port) pairs on which a head enters a ring
+        (:func:`~zfabric.bubble.entering_pairs`) and needs room for two longest packets. Empty
+        (the default) builds none of it.
 
     Members
     -------
@@ -127,6 +135,7 @@ class Switch(wiring.Component):
         router: RouterSettings | None = None,
         head_flits: int = 1,
         surplus: int = 0,
+        entering: frozenset[tuple[int, int]] = frozenset(),
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -156,6 +165,9 @@ class Switch(wiring.Component):
                 f"surplus must be an integer in 0..{buffer_depth - 1}, not {surplus!r}"
             )
         self._surplus = surplus
+        self._entering = frozenset(entering)
+        if self._entering and (router.whole_packets == 0 or router.stages == 5):
+            raise ValueError("entering pairs need cut-through switching and stages 1 to 4")
         self._in_vcs = input_vcs(ports, router)
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
@@ -213,6 +225,9 @@ class Switch(wiring.Component):
                         credit_width=self._credit_width(port),
                         atomic=self._atomic(port),
                         whole=self._router.whole_packets,
+                        entering=2 * self._router.whole_packets
+                        if port in {o for _, o in self._entering}
+                        else 0,
                     )
                     for port, n in enumerate(ports.vcs)
                 ],
@@ -234,9 +249,20 @@ class Switch(wiring.Component):
                     split=self._router.stages >= 4,
                     vc_split=self._router.stages == 5,
                     one_port=self._routes.one_port,
+                    entering=self._entering_masks(),
                 ),
             )
         return self._parts
+
+    def _entering_masks(self) -> tuple[int, ...]:
+        """Per input port, the output VCs (flat bits) a head of it enters a ring on."""
+        if not self._entering:
+            return ()
+        vcs = self._ports.vcs
+        masks = [0] * len(vcs)
+        for p, o in self._entering:
+            masks[p] |= ((1 << vcs[o]) - 1) << sum(vcs[:o])
+        return tuple(masks)
 
     @property
     def input_units(self) -> list[InputUnit]:
@@ -275,6 +301,7 @@ class Switch(wiring.Component):
             router=plan.router,
             head_flits=built_head_flits(plan),
             surplus=surplus_head_flits(plan),
+            entering=entering_pairs(PlanView(plan))[switch] if asks_bubble(plan) else frozenset(),
         )
 
     @property
@@ -297,6 +324,7 @@ class Switch(wiring.Component):
             self._router,
             self._head_flits,
             self._surplus,
+            self._entering,
         )
 
     def i(self, port: int):
@@ -344,6 +372,8 @@ class Switch(wiring.Component):
         )
 
         free, ready, spare, spare2, keep2, low = [], [], [], [], [], []
+        free2 = []  # bubble flow control: per output, free with room for two packets
+        ring_outputs = {o for _, o in self._entering}
         for port, n_vcs in enumerate(self._ports.vcs):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
@@ -365,6 +395,7 @@ class Switch(wiring.Component):
                 tail = crossed.payload.kind.as_value()[1]
                 m.d.comb += out.released.eq(sent & tail.replicate(n_vcs))
             free.append(out.free)
+            free2.append(out.free2 if port in ring_outputs else out.free)
             ready.append(out.ready)
             spare.append(out.spare)
             if self._router.selection == "occupancy":
@@ -440,6 +471,8 @@ class Switch(wiring.Component):
         ]
         if self._router.stages >= 4:
             m.d.comb += [alloc.spare2.eq(Cat(*spare2)), alloc.keep2.eq(Cat(*keep2))]
+        if self._entering:
+            m.d.comb += alloc.free2.eq(Cat(*free2))
         if low:
             m.d.comb += alloc.low.eq(Cat(*low))
         overflow = 0

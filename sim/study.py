@@ -33,6 +33,7 @@ from typing import Any, Protocol, TextIO
 
 import yaml
 
+from zfabric.bubble import asks_bubble
 from zfabric.errors import SpecError
 from zfabric.fields import short
 from zfabric.spec import load_spec
@@ -371,13 +372,20 @@ def study_from_dict(
     for spec_name, (spec_json, _varied) in specs.items():
         if (json.loads(spec_json).get("router") or {}).get("switching", "wormhole") == "wormhole":
             continue  # no plan to build: wormhole holds no packet whole
-        longest = _plan(spec_json).router.longest_packet
+        plan = _plan(spec_json)
+        longest = plan.router.longest_packet
         for i, length in enumerate(lengths):
             if (max(length) if isinstance(length, (tuple, list)) else length) > longest:
                 raise SpecError(
                     f"traffic.packet_lengths[{i}]",
                     f"{short(length)}: longer than the {longest} flits {spec_name}'s"
                     " router.switching was built for (its spec's longest packet)",
+                )
+            if asks_bubble(plan) and length != longest:
+                raise SpecError(
+                    f"traffic.packet_lengths[{i}]",
+                    f"{short(length)}: not the {longest} flits {spec_name}'s bubble flow"
+                    " control was built for",
                 )
     seeds = [
         _int(v, f"traffic.seeds[{i}]", 0, 2**63 - 1)

@@ -35,6 +35,12 @@ a head an adaptive VC only when that VC's downstream buffer is empty
 channels need no such care: a packet queued behind another in an escape buffer waits on a
 packet whose own requests are edges of the same graph.
 
+Bubble flow control (:mod:`zfabric.bubble`) on the rings of a torus: a packet that holds a
+ring's channel always finds room on the ring's next one (the ring keeps a packet-sized bubble),
+so the dependencies between consecutive channels of one ring are dropped, and the rest of the
+CDG (dimension order across the rings) must be acyclic. A plan that asks for it outside the
+argument's premises is refused, not proved another way.
+
 The walk computes both at once: a state's "outs" are the escape channels it may request next,
 directly or through adaptive channels, so with every channel escape the extended CDG is the
 CDG and the deterministic proof is unchanged.
@@ -52,6 +58,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .bubble import asks_bubble, bubble_refusal, ring_of
 from .destinations import map_groups, routing_of, setup_workers
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
@@ -204,17 +211,47 @@ def analyse_routing(
     if keep_pairs:
         analysis.pair_hops = {}
     workers = setup_workers(n) if workers is None else workers
+    rings = _bubble_rings(view)
     group = symmetry_group_of(plan) if symmetry and endpoints is None else None
     if group is None:
-        analysis.edges = list(_walk_all(plan, analysis, chosen, keep_pairs, progress, workers))
+        edges = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
+        analysis.edges = [(a, b) for a, b in edges if rings is None or not _same_ring(rings, a, b)]
         analysis.cycle = find_cdg_cycle(view, analysis.cdg)
         return analysis
     codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
     channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
+    if rings is not None:
+        ring_a = rings[channel_link[codes // group.channels]]
+        ring_b = rings[channel_link[codes % group.channels]]
+        codes = codes[(ring_a < 0) | (ring_a != ring_b)]
     analysis.edges = _Pairs(codes, group.channels, channel_link, group.base)
     if not _acyclic(codes // group.channels, codes % group.channels, group.channels):
         analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
+
+
+def _bubble_rings(view: PlanView) -> np.ndarray | None:
+    """Under bubble flow control (:mod:`zfabric.bubble`), per link the ring it belongs to
+    (2 x dimension + 1 going +, 2 x dimension going -; -1 for links to and from endpoints),
+    whose consecutive channels the proof no longer counts as dependencies: a packet on a ring
+    always finds the ring's bubble. None on any other plan; a plan that asks for bubble flow
+    control outside the argument's premises is refused (:class:`PlanError`)."""
+    plan = view.plan
+    if not asks_bubble(plan):
+        return None
+    reason = bubble_refusal(plan)
+    if reason:
+        raise PlanError(f"bubble flow control not proven: it {reason}")
+    rings = np.full(len(plan.links), -1)
+    for link in plan.links:
+        ring = ring_of(view, link.src.switch, link.src.port)
+        if ring is not None:
+            rings[link.id] = 2 * ring[0] + (ring[1] > 0)
+    return rings
+
+
+def _same_ring(rings: np.ndarray, a: Channel, b: Channel) -> bool:
+    return rings[a[0]] >= 0 and rings[a[0]] == rings[b[0]]
 
 
 @dataclass

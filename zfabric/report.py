@@ -242,6 +242,12 @@ def summary(
             "  deadlock-free: yes (Duato: escape sub-function connected, its extended channel"
             " dependency graph acyclic)"
         )
+    elif (spec.routing_params or {}).get("flow_control") == "bubble":
+        lines.append(
+            "  deadlock-free: yes (bubble flow control: every ring keeps a packet-sized bubble,"
+            " an entering packet needs room for two; the channel dependency graph without"
+            " in-ring dependencies is acyclic)"
+        )
     else:
         lines.append("  deadlock-free: yes (channel dependency graph is acyclic)")
     return "\n".join(lines)

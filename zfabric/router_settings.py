@@ -228,7 +228,9 @@ class RouterSettings:
         >= L credits, so no flit ever waits for one), so the tail enters a switch's buffer L - 1
         cycles after the head, and the head is routed only then, as if it reached the front
         L - 1 cycles late; from there its cycles are wormhole's, at every ``stages``. The
-        ejection link adds nothing: the endpoint takes each flit as it arrives."""
+        ejection link adds nothing: the endpoint takes each flit as it arrives. Bubble flow
+        control (a routing's, :mod:`zfabric.bubble`) adds nothing to ``cut_through``: a lone
+        head entering a ring finds its downstream buffer empty, B >= 2L credits."""
         streaming = (
             0
             if buffer_depth is None

@@ -168,6 +168,10 @@ def _read_spec(
     _, faults = errors.attempt(lambda: parse_faults(top.section("faults")))
     if router is not None and traffic is not None and router.switching != "wormhole":
         router = _whole_packets(router, traffic, buffer_depth, top)
+    if routing_params and routing_params.get("flow_control") == "bubble":
+        _bubble_premises(kind, params, router, traffic, buffer_depth, top)
+        if faults:
+            top.report(SpecError("faults", "cannot be used with flow_control bubble"))
     top.finish()
     if errors.found:
         return None
@@ -210,6 +214,47 @@ def _whole_packets(
             )
         )
     return dataclasses.replace(router, longest_packet=longest)
+
+
+def _bubble_premises(
+    kind: str,
+    params: Any,
+    router: RouterSettings | None,
+    traffic: TrafficSpec | None,
+    buffer_depth: int,
+    top: Reader,
+) -> None:
+    """Report each premise of bubble flow control (:mod:`zfabric.bubble`) the spec breaks: a
+    torus of one VC per link, cut-through switching, buffers of two longest packets, packets
+    of one length."""
+    why = "flow_control bubble"
+    if kind != "torus":
+        top.report(SpecError("routing.flow_control", f"bubble needs a torus, not a {kind}"))
+    elif params.vcs != 1:
+        top.report(SpecError("topology.vcs", f"{params.vcs} with {why}, which needs 1"))
+    if router is None or traffic is None:
+        return
+    if router.switching != "cut_through":
+        top.report(
+            SpecError("router.switching", f"{router.switching} with {why}, which needs cut_through")
+        )
+        return
+    longest = router.whole_packets
+    if buffer_depth < 2 * longest:
+        top.report(
+            SpecError(
+                "buffer_depth",
+                f"{buffer_depth} with {why}: an entering packet needs room for two longest"
+                f" packets; use buffer_depth >= {2 * longest}",
+            )
+        )
+    if isinstance(traffic.packet_length, tuple):
+        top.report(
+            SpecError(
+                "packet_length",
+                f"a range with {why}: the bubble argument counts packets of one length",
+            )
+        )
 
 
 def _checked(read: Callable[[Errors], FabricSpec | None]) -> FabricSpec:

@@ -220,6 +220,11 @@ class Allocator(wiring.Component):
         occupancy its lowest usable ``low`` one if any), and the output arbiters take the port
         from the candidates before the free and credit bits narrow them (the same grants, a
         shorter path).
+    entering : sequence of int, optional
+        Bubble flow control (docs/microarchitecture.md, *Bubble flow control*): per input
+        port, a mask of the output VCs (flat) a head of that port enters a ring on, where it
+        reads ``free2`` instead of ``free``. Empty (the default): no ``free2``. Not with
+        ``vc_split``.
 
     Members
     -------
@@ -229,6 +234,9 @@ class Allocator(wiring.Component):
         Per input VC: the route unit's candidate output VCs for the head at its front.
     free, ready : ``In(n_out_vcs)``
         Per output VC: no owner; a credit.
+    free2 : ``In(n_out_vcs)``
+        Only with ``entering``: per output VC, free with room for two longest packets (the
+        output unit's ``free2``; ``free`` where the output is no ring's).
     low : ``In(n_out_vcs)``
         Only with ``"occupancy"``: per output VC, low occupancy (its credit counter at least
         :func:`~zfabric.router_settings.low_occupancy` of the buffer depth).
@@ -277,6 +285,7 @@ class Allocator(wiring.Component):
         split: bool = False,
         vc_split: bool = False,
         one_port: bool = False,
+        entering: Sequence[int] = (),
     ):
         if selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS!r}, not {selection!r}")
@@ -311,7 +320,15 @@ class Allocator(wiring.Component):
         if len(levels) != n_ovc or any(not isinstance(x, int) or x < 0 for x in levels):
             raise ValueError(f"levels must be {n_ovc} non-negative integers, not {levels!r}")
         self._levels = levels
+        entering = tuple(entering)
+        if entering and (len(entering) != n_ports or self._vc_split):
+            raise ValueError(
+                f"entering must be {n_ports} output VC masks, without vc_split, not {entering!r}"
+            )
+        self._entering = entering if any(entering) else ()
         members = {"acquire": Out(n_ovc), "send": Out(n_ovc)} if self._pipelined else {}
+        if self._entering:
+            members["free2"] = In(n_ovc)
         if self._split:
             members["release"] = Out(n_ovc)
         if self._selection == "occupancy":
@@ -345,6 +362,18 @@ class Allocator(wiring.Component):
         # a head may take a free output VC with a credit; with its own VC-allocation cycle
         # (``pipelined``) any free one: the credit is switch allocation's business
         usable = _signal(m, self.free if self._pipelined else self.free & self.ready, "usable")
+        usables = [usable] * n_ports  # per input port
+        if self._entering:
+            # bubble flow control: a head entering a ring reads the output VC's ``free2``
+            # (room for two longest packets) instead of ``free``
+            everything = (1 << n_ovc) - 1
+            for port, mask in enumerate(self._entering):
+                if mask:
+                    free = (self.free & Const(everything ^ mask, n_ovc)) | (
+                        self.free2 & Const(mask, n_ovc)
+                    )
+                    usable_here = free if self._pipelined else free & self.ready
+                    usables[port] = _signal(m, usable_here, f"usable_{port}")
         reachable = [0] * n_ports  # per input port: the output VCs it can ever want
         for p, o in self._turns:
             reachable[p] |= ((1 << self._out_vcs[o]) - 1) << self._base[o]
@@ -380,7 +409,7 @@ class Allocator(wiring.Component):
                 # ``(held & ready).any()``, registered (see ``spare``)
                 held_ready = Signal(name=f"held_ready_{port}_{vc}")
                 routed = _signal(m, self.cand[port][vc] & reachable[port], f"routed_{port}_{vc}")
-                candidates = _signal(m, routed & usable, f"candidates_{port}_{vc}")
+                candidates = _signal(m, routed & usables[port], f"candidates_{port}_{vc}")
                 name = f"chosen_{port}_{vc}"
                 # the candidates the selection picks among (occupancy: a level, low or not)
                 pool = candidates

@@ -53,6 +53,9 @@ class OutputUnit(wiring.Component):
         The credits every VC needs to be free (docs/microarchitecture.md, *Switching modes*:
         the longest packet under cut-through and store-and-forward): a compare of the
         registered counter with this constant. 0 (the default, wormhole) builds none.
+    entering : int
+        The credits a head entering a ring needs (bubble flow control, docs/microarchitecture.md,
+        *Bubble flow control*: two longest packets): builds ``free2``. 0 (the default) does not.
 
     Members
     -------
@@ -70,6 +73,9 @@ class OutputUnit(wiring.Component):
     free : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has no owner (and, if it is ``atomic``, every credit; with
         ``whole``, that many credits).
+    free2 : ``Out(n_vcs)``
+        Only with ``entering``: bit ``w``: output VC ``w`` has no owner and ``entering``
+        credits.
     ready : ``Out(n_vcs)``
         Bit ``w``: output VC ``w`` has a credit.
     spare : ``Out(n_vcs)``
@@ -100,6 +106,7 @@ class OutputUnit(wiring.Component):
         credit_width: int = 1,
         atomic: Sequence[bool] = (),
         whole: int = 0,
+        entering: int = 0,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -113,12 +120,16 @@ class OutputUnit(wiring.Component):
         if not isinstance(whole, int) or not 0 <= whole <= buffer_depth:
             raise ValueError(f"whole must be an integer in 0..{buffer_depth}, not {whole!r}")
         self._whole = whole
+        if not isinstance(entering, int) or not 0 <= entering <= buffer_depth:
+            raise ValueError(f"entering must be an integer in 0..{buffer_depth}, not {entering!r}")
+        self._entering = entering
         self._buffer_depth = buffer_depth
         self._acquire = bool(acquire)
         self._second = bool(second)
         self._low = bool(low)
         super().__init__(
             ({"acquire": In(n_vcs)} if self._acquire else {})
+            | ({"free2": Out(n_vcs)} if self._entering else {})
             | ({"low": Out(n_vcs)} if self._low else {})
             | ({"spare2": Out(n_vcs), "keep2": Out(n_vcs)} if self._second else {})
             | {
@@ -142,6 +153,7 @@ class OutputUnit(wiring.Component):
         kind = flit.kind.as_value()
         owned = Signal(self._n_vcs)
         empty = []  # per VC: no condition beyond the owner, every credit home, or enough
+        roomy = []  # per VC, with ``entering``: that many credits
         for vc in range(self._n_vcs):
             sent = self.sent[vc]
             with m.If(self.acquire[vc] if self._acquire else sent & kind[0]):
@@ -160,6 +172,8 @@ class OutputUnit(wiring.Component):
                 empty.append(credit >= self._whole)
             else:
                 empty.append(Const(1, 1))
+            if self._entering:
+                roomy.append(credit >= self._entering)
             # ``credit != 0`` as its own flip-flop, set from the next count: the allocator reads
             # a register rather than a comparison at the start of its long path
             nonzero = Signal(name=f"nonzero{vc}", init=1)
@@ -174,6 +188,8 @@ class OutputUnit(wiring.Component):
                     self.keep2[vc].eq(_sum_above(credit, pulse, 1)),
                 ]
         m.d.comb += self.free.eq(~owned & Cat(*empty))
+        if self._entering:
+            m.d.comb += self.free2.eq(~owned & Cat(*roomy))
         return m
 
 

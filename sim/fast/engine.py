@@ -396,11 +396,10 @@ class FastModel:
         could move. ``returning``: the output VCs with a credit on its way back."""
         a = self._arrays
         row = a["iv"][iv]
-        needed = 1  # credits: one per flit, under cut-through a head's whole packet
-        if row[k.ASSIGN] >= 0:
+        head = row[k.ASSIGN] < 0
+        if not head:
             wanted = [int(row[k.ASSIGN])]
         else:
-            needed = max(1, self.plan.router.whole_packets)
             number = row[k.DECISION]
             if number < 0:
                 head = self._tables.head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
@@ -410,7 +409,13 @@ class FastModel:
             wanted = cand[start : start + n, k.CAND_OV].tolist()
         spv = self._tables.iv_spv
         targets = set()
+        whole, input_ring = self.plan.router.whole_packets, a["gp"][row[k.IV_GP], k.GP_RING]
         for ov in wanted:
+            # credits: one per flit, under cut-through a head's whole packet (two entering a
+            # ring under bubble flow control)
+            ring = a["ov"][ov, k.OV_RING]
+            entering = ring and ring != input_ring
+            needed = max(1, 2 * whole if entering else whole) if head else 1
             holder = int(a["ov"][ov, k.OWNER])
             if holder >= 0 and holder != iv:
                 targets.add(spv[holder])

@@ -91,8 +91,9 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     STAGED_OV,
     VSTAGED_V,
     VSTAGED_OV,
+    GP_RING,
     GP_FIELDS,
-) = range(14)
+) = range(15)
 # ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests
 (
     IV_SW,
@@ -108,8 +109,22 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     IV_FIELDS,
 ) = range(11)
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
-# taken only when empty (an adaptive VC, RoutingFunction.atomic)
-OV_GP, OV_PORT, OV_VC, OV_DST, OV_LEVEL, OV_ATOMIC, OV_SW, OWNER, CREDIT, OV_FIELDS = range(10)
+# taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
+# control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
+# ring its input receives (0: none), so a head whose input's ring is not its output's enters it
+(
+    OV_GP,
+    OV_PORT,
+    OV_VC,
+    OV_DST,
+    OV_LEVEL,
+    OV_ATOMIC,
+    OV_SW,
+    OWNER,
+    CREDIT,
+    OV_RING,
+    OV_FIELDS,
+) = range(11)
 # ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
 EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
@@ -430,7 +445,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     if selection == RANDOM:  # the drawn one of the usable ports (router_settings.random_pick)
         ports = 0  # a bit per usable port
         for c in range(first, end):
-            if _usable(ovs, cands[c, CAND_OV], vc_stage, depth, whole):
+            if _usable(st, gp, cands[c, CAND_OV], vc_stage, depth, whole):
                 ports |= 1 << cands[c, CAND_PORT]
         count, rest = 0, ports
         while rest:
@@ -448,7 +463,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     best_key = 0
     for c in range(first, end):
         ov = cands[c, CAND_OV]
-        if not _usable(ovs, ov, vc_stage, depth, whole):
+        if not _usable(st, gp, ov, vc_stage, depth, whole):
             continue
         credit = ovs[ov, CREDIT]
         if selection == FIRST_FREE:
@@ -468,15 +483,24 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _usable(ovs, ov: int, vc_stage: bool, depth: int, whole: int) -> bool:
-    """Output VC ``ov`` can be requested: free, with a credit unless VC allocation is a stage
-    of its own, and room as :func:`_room` says."""
+def _usable(st, gp: int, ov: int, vc_stage: bool, depth: int, whole: int) -> bool:
+    """Output VC ``ov`` can be requested by a head of input port ``gp``: free, with a credit
+    unless VC allocation is a stage of its own, and room as :func:`_room` says."""
+    ovs = st.ov
     if ovs[ov, OWNER] >= 0:
         return False
     credit = ovs[ov, CREDIT]
     if not vc_stage and credit <= 0:
         return False
-    return _room(ovs, ov, depth, whole)
+    return _room(ovs, ov, depth, _needed(st, gp, ov, whole))
+
+
+@njit(cache=True, inline="always")
+def _needed(st, gp: int, ov: int, whole: int) -> int:
+    """The room a head of input port ``gp`` needs on ``ov``: ``whole``, twice that when it
+    enters a ring under bubble flow control (its input is not on the output's ring)."""
+    ring = st.ov[ov, OV_RING]
+    return 2 * whole if ring and ring != st.gp[gp, GP_RING] else whole
 
 
 @njit(cache=True, inline="always")
@@ -699,7 +723,7 @@ def _acquire(st, base: int, n_ports: int) -> int:
             # the VC output stage's grant moves its pointer, but takes the output VC only if
             # it is still free: another head may have acquired it last cycle
             gps[base + o, VA_OUT] = (p + 1) % n_ports
-            if ovs[ov, OWNER] >= 0 or not _room(ovs, ov, depth, cfg[WHOLE]):
+            if ovs[ov, OWNER] >= 0 or not _room(ovs, ov, depth, _needed(st, gp, ov, cfg[WHOLE])):
                 continue
         iv = gps[gp, GP_IV0] + v
         ivs[iv, ASSIGN] = ov

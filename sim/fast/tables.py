@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from zfabric.bubble import asks_bubble, ring_of
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import lfsr_seed
 from zfabric.routing import head_flits, make_routing
@@ -144,6 +145,14 @@ class FabricTables:
             self.ov[ov, k.OV_ATOMIC] = rf.atomic(s, p, w)
             self.ov[ov, k.OV_LEVEL] = rf.priority(s, p, w)
             self.ov[ov, k.OV_SW] = s
+        self.ov[:, k.OV_RING] = 0
+        self.gp[:, k.GP_RING] = 0
+        if asks_bubble(plan):  # the rings of bubble flow control (zfabric.bubble)
+            for ov, (gp, p, _w) in enumerate(ov_rows):
+                ring = ring_of(view, gp_switch[gp], p)
+                if ring is not None and view.out_link[gp_switch[gp]][p] is not None:
+                    self.ov[ov, k.OV_RING] = 1 + 2 * ring[0] + (ring[1] > 0)
+                    self.gp[gp, k.GP_RING] = 1 + 2 * ring[0] + (ring[1] < 0)
         self.ga = _table(n_ga, k.GA_FIELDS, 0)
         self.ga[:, k.PRESENTING] = -1
         for ga, (e, i, a) in enumerate(attachments):

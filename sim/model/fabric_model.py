@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from zfabric.bubble import check_packet_length, entering_pairs
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pick
@@ -223,6 +224,10 @@ class FabricModel:
         # waits for its whole packet in its input buffer before it is routed
         self._whole = plan.router.whole_packets
         self._stores = plan.router.stores
+        # bubble flow control (docs/microarchitecture.md, Bubble flow control): per switch, the
+        # (input port, output port) pairs on which a head enters a ring and needs room for two
+        # longest packets
+        self._entering = entering_pairs(view)
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
@@ -348,7 +353,7 @@ class FabricModel:
         if src == dst:
             raise ValueError(f"packet from endpoint {src} to itself")
         length = length or self.plan.packet_length
-        self.plan.router.check_length(length)
+        check_packet_length(self.plan, length)
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
         packet = Packet(self._next_id, src, dst, length, self.cycle if created is None else created)
@@ -481,7 +486,7 @@ class FabricModel:
             # it is still free: another head may have acquired it last cycle
             for p, _v, o, _w in acquired:
                 self._va_out[s][o] = (p + 1) % len(bufs)
-            acquired = [(p, v, o, w) for p, v, o, w in acquired if self._free(s, o, w)]
+            acquired = [(p, v, o, w) for p, v, o, w in acquired if self._free(s, p, o, w)]
         for p, v, o, w in acquired:
             assign[p][v] = (o, w)
             owner[o][w] = (p, v)
@@ -609,7 +614,7 @@ class FabricModel:
             (hop.port, w)
             for hop in flit.decision.hops
             for w in hop.vcs
-            if self._free(s, hop.port, w) and (self._vc_stage or credit[hop.port][w] > 0)
+            if self._free(s, p, hop.port, w) and (self._vc_stage or credit[hop.port][w] > 0)
         ]
         if not usable:
             return None
@@ -640,16 +645,21 @@ class FabricModel:
         else:
             self._rr_select[s][p] = (o + 1) % len(self._rr_select[s])
 
-    def _free(self, s: int, o: int, w: int) -> bool:
-        """Output VC (o, w) can be taken by a head: it has no owner, under cut-through and
-        store-and-forward its downstream buffer takes the longest packet whole, and, if it is
-        an adaptive VC, that buffer is empty (every credit home)."""
+    def _free(self, s: int, p: int, o: int, w: int) -> bool:
+        """Output VC (o, w) can be taken by a head of input port ``p``: it has no owner, under
+        cut-through and store-and-forward its downstream buffer takes the longest packet whole
+        (two of them for a head entering a ring under bubble flow control), and, if it is an
+        adaptive VC, that buffer is empty (every credit home)."""
         if self._owner[s][o][w] is not None:
             return False
         credit = self._credit[s][o][w]
-        if credit < self._whole:
+        if credit < self._needed(s, p, o):
             return False
         return (o, w) not in self._atomic[s] or credit == self.depth
+
+    def _needed(self, s: int, p: int, o: int) -> int:
+        """Credits a free output VC of port ``o`` needs for a head of input port ``p``."""
+        return 2 * self._whole if (p, o) in self._entering[s] else self._whole
 
     def _allocate(
         self,
@@ -857,15 +867,16 @@ class FabricModel:
         flit waiting for one of those is not blocked.
         """
         buf = self._buf[s][p][v]
-        needed = 1  # credits: one per flit, under cut-through a head's whole packet
-        if self._assign[s][p][v] is not None:
+        head = self._assign[s][p][v] is None
+        if not head:
             wanted = [self._assign[s][p][v]]
         else:
             decision = buf[0].decision or self.routing.route(s, p, v, buf[0].head)
             wanted = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
-            needed = max(1, self._whole)
         targets = set()
         for o, w in wanted:
+            # credits: one per flit, under cut-through a head's whole packet (or two)
+            needed = max(1, self._needed(s, p, o)) if head else 1
             holder = self._owner[s][o][w]
             if holder is not None and holder != (p, v):
                 targets.add((s, *holder))

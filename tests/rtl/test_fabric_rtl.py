@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 import zfabric.hdl.router.allocator
+import zfabric.hdl.switch
 from zfabric.hdl.verilog import emit
 from zfabric.sim.tb.runner import cosim, format_report, traffic_trace
 from zfabric.sim.traffic import TraceEntry, TrafficConfig
@@ -650,3 +651,82 @@ def test_lockstep_switching_matrix(example, need_sim, cosim_dir, mode, stages, s
     (``SIM=verilator`` for Verilator)."""
     sim = need_sim(MATRIX_SIM)
     lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load)
+
+
+#: bubble flow control (docs/microarchitecture.md, Bubble flow control) on the 1-VC torus-4x4
+#: with ``tie: plus`` (its rings close a dependency cycle without the bubble), 8-flit buffers
+#: and 4-flit packets: its knee is 0.394 flits/cycle/endpoint (bench/saturation.py on that
+#: spec: uniform, seed 1, warm-up 500, window 2000 cycles, bisected to 0.02), 0.38 here; near
+#: it by default, low and past it under ``-m matrix``
+BUBBLE_KNEE = 0.38
+BUBBLE_CASES = [(1, "near")]
+BUBBLE_MATRIX = [(stages, load) for stages in (1, 3) for load in LOADS] + [(4, "near")]
+BUBBLE_MATRIX = [case for case in BUBBLE_MATRIX if case not in BUBBLE_CASES]
+
+
+def lockstep_bubble(sim, cosim_dir, stages: int, load: str) -> None:
+    spec = {
+        "name": "torus-4x4-bubble",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+        "router": {"switching": "cut_through", "stages": stages},
+        "buffer_depth": 8,
+        "packet_length": 4,
+    }
+    plan = compile_plan(load_spec(spec))
+    rate = min(1.0, BUBBLE_KNEE * LOADS[load])
+    seed = zlib.crc32(f"bubble/{stages}/{load}".encode())
+    trace = traffic_trace(plan, TrafficConfig(rate=rate, packet_length=4), 400, seed=seed)
+    check(cosim(plan, trace, sim=sim, build_dir=cosim_dir))
+
+
+@pytest.mark.parametrize("stages, load", BUBBLE_CASES, ids=[f"s{s}-{x}" for s, x in BUBBLE_CASES])
+def test_lockstep_bubble(need_sim, cosim_dir, stages, load):
+    """A head entering a ring takes its output VC with room for two packets, one continuing
+    with room for one: RTL = model packet by packet."""
+    lockstep_bubble(need_sim("icarus"), cosim_dir, stages, load)
+
+
+@pytest.mark.matrix
+@pytest.mark.slow
+@pytest.mark.parametrize("stages, load", BUBBLE_MATRIX, ids=[f"s{s}-{x}" for s, x in BUBBLE_MATRIX])
+def test_lockstep_bubble_matrix(need_sim, cosim_dir, stages, load):
+    """The same at low load and past the knee, at stages 1 and 3 (and 4 near the knee)."""
+    lockstep_bubble(need_sim(MATRIX_SIM), cosim_dir, stages, load)
+
+
+def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch):
+    """The planted weakening: output units whose ``free2`` asks L credits (a continuing
+    head's) instead of 2L. The RTL is then plain cut-through, and near the knee its packets
+    leave the model's cycles."""
+    spec = {
+        "name": "torus-4x4-bubble",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+        "router": {"switching": "cut_through"},
+        "buffer_depth": 8,
+        "packet_length": 4,
+    }
+    plan = compile_plan(load_spec(spec))
+    trace = traffic_trace(plan, TrafficConfig(rate=BUBBLE_KNEE * 0.9, packet_length=4), 400)
+    output_unit = zfabric.hdl.switch.OutputUnit
+
+    def weakened(**options):
+        options["entering"] //= 2
+        return output_unit(**options)
+
+    def broken_emit(plan):
+        with monkeypatch.context() as patch:
+            patch.setattr(zfabric.hdl.switch, "OutputUnit", weakened)
+            return emit(plan)
+
+    report = cosim(
+        plan,
+        trace,
+        sim=need_sim("icarus"),
+        build_dir=cosim_dir,
+        emit=broken_emit,
+        variant="bubble-entering-with-room-for-one",
+    )
+    assert not report["passed"]
+    assert report["first_mismatch"]["kind"] in ("late", "early")

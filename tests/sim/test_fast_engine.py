@@ -375,3 +375,44 @@ def test_a_planted_switching_bug_fails_the_lockstep(monkeypatch, switching, plan
                 lockstep(torus, 0.45, cycles=200)
         else:
             assert lockstep(torus, 0.45, cycles=200)["delivered"] > 10
+
+
+# ---- bubble flow control -----------------------------------------------------------------------
+
+#: the 1-VC torus whose + rings are cyclic without the bubble (docs/microarchitecture.md,
+#: Bubble flow control), 8-flit buffers, 4-flit packets
+BUBBLE = {
+    "name": "torus-bubble",
+    "topology": {"kind": "torus", "k": [4, 4]},
+    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+    "buffer_depth": 8,
+    "packet_length": 4,
+}
+#: the entering rule weakened: a head entering a ring asks L credits, as a continuing one
+ENTERING_AS_CONTINUING = (
+    "_needed",
+    "return 2 * whole if ring and ring != st.gp[gp, GP_RING] else whole",
+    "return whole",
+)
+
+
+@pytest.mark.parametrize("stages, rate", [(1, 0.35), (3, 0.9), (4, 0.45)])
+def test_lockstep_under_bubble_flow_control(stages, rate):
+    """Near the knee (about 0.38) and past it: heads entering a ring wait for 2L credits in
+    both engines alike, and neither deadlocks."""
+    torus = {**BUBBLE, "router": {"switching": "cut_through", "stages": stages}}
+    assert lockstep(torus, rate, cycles=400)["delivered"] > 100
+
+
+@pytest.mark.parametrize("plant", [None, ENTERING_AS_CONTINUING], ids=["as-is", "entering-as-L"])
+def test_a_planted_bubble_bug_fails_the_lockstep(monkeypatch, plant):
+    """The kernel as plain Python, as it is and with the entering rule weakened to L: only the
+    planted copy is caught."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
+    torus = {**BUBBLE, "router": {"switching": "cut_through"}}
+    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
+        if plant:
+            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+                lockstep(torus, 0.45, cycles=300)
+        else:
+            assert lockstep(torus, 0.45, cycles=300)["delivered"] > 10

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zfabric.bubble import asks_bubble
 from zfabric.errors import SpecError
 from zfabric.fields import short
 
@@ -282,6 +283,12 @@ def resolve(args: argparse.Namespace, spec, plan) -> Experiment:
             f"{_shown(length)}: packets longer than the {longest} flits router.switching"
             f" {plan.router.switching} was built for (the spec's longest packet)",
         )
+    if asks_bubble(plan) and length is not None and length != longest:
+        raise SpecError(
+            where("packet_length"),
+            f"{_shown(length)}: packets of another length than the {longest} flits bubble flow"
+            " control was built for (the bubble argument counts packets of one length)",
+        )
     why = silent_pattern(values["pattern"], len(plan.endpoints), plan.name)
     if why:
         raise SpecError(where("pattern"), why)
@@ -379,6 +386,12 @@ def read_checked_trace(path: str, plan) -> list:
                     f"{path}:{_line_of(Path(path), entry)}: {role} {short(value)} is above"
                     f" {limit} (the spec's limit)",
                 )
+        if asks_bubble(plan) and entry.length != longest:
+            raise SpecError(
+                "--trace",
+                f"{path}:{_line_of(Path(path), entry)}: length {entry.length}, not the"
+                f" {longest} flits bubble flow control was built for",
+            )
         if longest is not None and entry.length > longest:
             raise SpecError(
                 "--trace",

@@ -345,6 +345,19 @@ def require_route_unit(spec: Any, command: str) -> None:
             " builds its heads whole in the first flit only (leave head_bits out; check and"
             " simulate can)",
         )
+    if (spec.routing_params or {}).get("flow_control") == "bubble":
+        if command == "prove":
+            raise SpecError(
+                "routing.flow_control",
+                "bubble: zfabric prove has no property of the bubble rule (verilog, cosim and"
+                " board build it; check proves the fabric deadlock-free)",
+            )
+        if spec.router.stages == 5:
+            raise SpecError(
+                "router.stages",
+                f"5 with flow_control bubble: zfabric {command} builds the bubble rule at stages"
+                " 1 to 4 (check and simulate run it at 5)",
+            )
     if routing.adaptive and spec.router.selection == "first-free":
         raise SpecError(
             "router.selection",

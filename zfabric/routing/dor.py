@@ -26,6 +26,10 @@ ring's VCs) all the way. Balanced classes lift the saturation knee (torus 4x4 0.
 8x8 0.350 -> 0.381) at the fixed classes' clock since the allocator's arbiters hold their
 pointers as precedence pairs (docs/design/router-v2.md), hence the default; plans written before the
 parameter mean ``fixed``.
+
+``flow_control: bubble`` replaces the dateline classes on a torus by bubble flow control
+(:mod:`zfabric.bubble`): one VC per link, and the switches keep a packet-sized bubble free in
+every ring.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ..bubble import FLOW_CONTROLS
+from ..errors import SpecError
 from ..fields import Reader, boolean, choice
 from ..symmetry import Symmetry
 from ..topologies.torus import reflection, translation
@@ -97,9 +103,18 @@ class DOR(RoutingFunction):
 
     @classmethod
     def parse_params(cls, reader: Reader, topology_params: Any) -> dict[str, Any]:
-        return cls.ring_params(reader) | {
+        params = cls.ring_params(reader) | {
             "vc_classes": reader.get("vc_classes", choice(VC_CLASSES), VC_CLASSES[0])
         }
+        flow_control = reader.get("flow_control", choice(FLOW_CONTROLS), FLOW_CONTROLS[0])
+        if flow_control == "datelines":
+            return params  # plans written before the parameter have none
+        if reader.has("datelines") and params["datelines"]:
+            reader.report(
+                SpecError(reader.key("datelines"), "cannot be used with flow_control bubble")
+            )
+        # bubble flow control keeps the rings free of deadlock with one VC class (zfabric.bubble)
+        return params | {"datelines": False, "flow_control": flow_control}
 
     @staticmethod
     def ring_params(reader: Reader) -> dict[str, Any]:

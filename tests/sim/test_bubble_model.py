@@ -1,0 +1,109 @@
+"""Bubble flow control in the reference model (docs/microarchitecture.md, *Bubble flow
+control*): the 1-VC torus 4x4 with ``tie: plus`` (whose + rings close a dependency cycle, so
+its proof needs the bubble: tests/zfabric/test_bubble.py) runs past saturation and drains; the
+same switches with the entering rule weakened from 2L to L credits (plain cut-through)
+deadlock under the same load; a lone packet keeps cut-through's zero-load latency."""
+
+from __future__ import annotations
+
+import pytest
+from zfabric.sim.model import DeadlockWatch, FabricModel
+from zfabric.sim.traffic import Traffic, TrafficConfig
+
+from zfabric import compile_plan, load_spec
+
+BUBBLE = {
+    "name": "t",
+    "topology": {"kind": "torus", "k": [4, 4]},
+    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+    "router": {"switching": "cut_through"},
+    "buffer_depth": 8,
+    "packet_length": 4,
+}
+
+
+def bubble_plan(**keys):
+    return compile_plan(load_spec({**BUBBLE, **keys}))
+
+
+def heavy_load(model: FabricModel, cycles: int, seed: int) -> str | None:
+    """Uniform traffic at 0.9 flits/cycle/endpoint (past the knee) for ``cycles``, then the
+    sources stop: 'deadlock' if the watch sees one, None once every packet is delivered."""
+    plan = model.plan
+    traffic = Traffic(TrafficConfig(rate=0.9, packet_length=4), len(plan.endpoints), seed=seed)
+    watch = DeadlockWatch(model)
+    offered = []
+    for cycle in range(cycles):
+        offered += [model.offer(s, d, n) for s, d, n in traffic.packets_at(cycle)]
+        model.step()
+        model.check_credits()
+        if watch() is not None:
+            return "deadlock"
+    while any(p.delivered is None for p in offered):
+        model.step()
+        if watch() is not None:
+            return "deadlock"
+        assert model.cycle < 40000, "the fabric must drain"
+    assert len(offered) > 1000 and model.delivered_count == len(offered)
+    return None
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_the_bubble_torus_drains_past_saturation(seed):
+    assert heavy_load(FabricModel(bubble_plan()), 2000, seed) is None
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_entering_with_room_for_one_packet_deadlocks_the_same_torus(seed):
+    """The planted weakening: a head entering a ring asks L credits, as a continuing one."""
+    model = FabricModel(bubble_plan())
+    model._entering = [set() for _ in model._entering]
+    assert heavy_load(model, 2000, seed) == "deadlock"
+
+
+def test_entering_and_continuing_pairs_on_a_torus_switch():
+    """Per switch of the 4x4 torus: 4 ring outputs, each entered from the 4 other inputs
+    (local and the three other ring inputs) and continued from one: 16 entering pairs."""
+    model = FabricModel(bubble_plan())
+    view = model.view
+    for switch, pairs in zip(view.switches, model._entering, strict=True):
+        assert len(pairs) == 16
+        for p, o in pairs:
+            out, came = switch.ports[o], switch.ports[p]
+            assert out.role == "external"
+            assert came.role == "local" or (came.dim, came.sign) != (out.dim, -out.sign)
+
+
+def test_a_head_entering_a_ring_waits_for_room_for_two_packets():
+    """ep0 sends to ep2 (two hops + in dimension 0: sw0_0 -> sw1_0 -> sw2_0). With sw0_0's
+    credit toward sw1_0 lowered to 7 (room for a continuing head: 7 >= L = 4), the head at
+    sw0_0, entering the ring from the endpoint, needs 2L = 8 and waits; with 8 it goes."""
+    model = FabricModel(bubble_plan(), check_invariants=False)
+    o = next(i for i, p in enumerate(model.view.switches[0].ports) if (p.dim, p.sign) == (0, 1))
+    model._credit[0][o][0] = 7
+    packet = model.offer(0, 2)
+    model.run(40)
+    assert packet.delivered is None and model._owner[0][o][0] is None
+    model._credit[0][o][0] = 8
+    model.run(40)
+    assert packet.delivered is not None and packet.hops == 2
+
+
+@pytest.mark.parametrize("stages", [1, 3])
+def test_a_lone_packet_keeps_the_cut_through_latency(stages):
+    """Every buffer empty: an entering head finds B = 8 >= 2L credits, so nothing waits and
+    the latency is cut-through's hand formula (S + 1)(H + 1) + L."""
+    plan = bubble_plan(router={"switching": "cut_through", "stages": stages})
+    for dst, hops in [(1, 1), (2, 2), (5, 2), (10, 4)]:
+        model = FabricModel(plan)
+        packet = model.offer(0, dst)
+        model.run(200)
+        assert packet.hops == hops
+        assert packet.latency == (stages + 1) * (hops + 1) + 4
+        assert packet.latency == plan.router.zero_load_latency(hops, 4, buffer_depth=8)
+
+
+def test_a_packet_of_another_length_is_refused():
+    model = FabricModel(bubble_plan())
+    with pytest.raises(ValueError, match="3-flit packet under bubble flow control"):
+        model.offer(0, 1, 3)

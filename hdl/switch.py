@@ -196,6 +196,7 @@ class Switch(wiring.Component):
                         max_skip=self._surplus,
                         # stages 5 measured lower with it (InputUnit's shared_data)
                         shared_data=self._router.stages <= 3,
+                        block_ram=self._router.buffers == "block-ram",
                     )
                     for n in self._in_vcs
                 ],

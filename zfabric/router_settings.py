@@ -23,6 +23,7 @@ __all__ = [
     "STAGES",
     "ALLOCATORS",
     "SELECTIONS",
+    "BUFFERS",
     "low_occupancy",
     "lfsr_seed",
     "lfsr_step",
@@ -58,6 +59,12 @@ ALLOCATORS = ("separable", "separable-2")
 #: routings), or at random: one of the usable output ports drawn from a pseudo-random sequence
 #: per input port (:func:`random_pick`; the RN1's random pick between a direction's two outputs)
 SELECTIONS = ("first-free", "round-robin", "occupancy", "random")
+
+#: what holds the input VC buffers: ``distributed``, asynchronous-read memories (LUTRAM on ECP5,
+#: flip-flops on iCE40, which has no LUTRAM); ``block-ram``, one synchronous-read RAM per input
+#: port (SB_RAM40_4K on iCE40, DP16KD on ECP5) behind a front register per VC, same cycles
+#: (hdl/router/input_unit.py, ``RamQueues``)
+BUFFERS = ("distributed", "block-ram")
 
 #: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
 #: 65535 states), one per input port
@@ -103,12 +110,16 @@ class RouterSettings:
     #: ceil(len / N) head flits (docs/microarchitecture.md, *Heads longer than a flit*), so a
     #: long head costs its length at every switch and a shrinking (sliced) one less and less
     head_bits: int | None = None
+    #: what holds the input VC buffers (:data:`BUFFERS`); ``block-ram`` pops one flit per pop,
+    #: so it does not take ``head_bits`` (whose heads may drop surplus head flits with theirs)
+    buffers: str = "distributed"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("stages", self.stages, STAGES),
             ("allocator", self.allocator, ALLOCATORS),
             ("selection", self.selection, SELECTIONS),
+            ("buffers", self.buffers, BUFFERS),
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
@@ -131,6 +142,8 @@ class RouterSettings:
         bits = self.head_bits
         if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):
             raise ValueError(f"router head_bits must be a positive integer or None, not {bits!r}")
+        if self.buffers == "block-ram" and bits is not None:
+            raise ValueError("router buffers block-ram does not take head_bits")
 
     @property
     def credit_period(self) -> int:
@@ -202,13 +215,22 @@ def parse_router(reader: Any) -> RouterSettings:
         # the input stage picks before any output is known: no second iteration to run
         reader.report(SpecError(reader.key("allocator"), f"{allocator} needs stages 1, 2 or 3"))
         allocator = RouterSettings.allocator
+    head_bits = reader.get("head_bits", integer(1, MAX_HEAD_BITS), None)
+    buffers = reader.get("buffers", choice(list(BUFFERS)), RouterSettings.buffers)
+    if buffers == "block-ram" and head_bits is not None:
+        # a sliced head pops its surplus head flits with it: several reads of one RAM at once
+        reader.report(
+            SpecError(reader.key("buffers"), "block-ram cannot take head_bits (use distributed)")
+        )
+        buffers = RouterSettings.buffers
     settings = RouterSettings(
         stages=stages,
         allocator=allocator,
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
         injection_vcs=reader.get("injection_vcs", _endpoint_vcs, AUTO),
         ejection_vcs=reader.get("ejection_vcs", _endpoint_vcs, AUTO),
-        head_bits=reader.get("head_bits", integer(1, MAX_HEAD_BITS), None),
+        head_bits=head_bits,
+        buffers=buffers,
     )
     reader.finish()
     return settings

@@ -335,6 +335,8 @@ ROUTERS = {
     "ev3": {"ejection_vcs": 3},
     "rnd": {"selection": "random"},
     "s5-rnd": {"stages": 5, "selection": "random"},
+    "bram": {"buffers": "block-ram"},
+    "s5-bram": {"stages": 5, "buffers": "block-ram"},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -596,3 +598,26 @@ def test_zero_load_latency_with_sliced_head_flits_rtl(plan_of, need_sim, cosim_d
     near, far = 2 * 2 + 1 + 2 + (1 + 1), 2 * 4 + 1 + 2 + (2 + 1 + 1)
     assert report["latency"]["rtl"]["max"] == far
     assert report["latency"]["rtl"]["mean"] == (near + far) / 2
+
+
+#: input buffers in block RAM (``buffers: block-ram``: a synchronous-read RAM per input port
+#: behind a front register per VC, docs/rtl.md), with random ejection stalls so that buffers
+#: fill: torus-4x4 near the knee in the default run; past it and znode-64 (one VC per link,
+#: sliced heads in one flit) near it under ``-m matrix``, with every other setting in MATRIX
+BLOCK_RAM = [
+    pytest.param(
+        fabric,
+        load,
+        id=f"{fabric}-{load}",
+        marks=() if (fabric, load) == ("torus-4x4", "near") else [pytest.mark.matrix],
+    )
+    for fabric, load in (("torus-4x4", "near"), ("torus-4x4", "past"), ("znode-64", "near"))
+]
+
+
+@pytest.mark.parametrize("fabric, load", BLOCK_RAM)
+def test_lockstep_block_ram_buffers(plan_of, need_sim, cosim_dir, fabric, load):
+    """Input VC buffers in block RAM keep the switch's cycles: RTL = model packet by packet."""
+    sim = need_sim("icarus" if (fabric, load) == ("torus-4x4", "near") else MATRIX_SIM)
+    report = lockstep_router(plan_of, sim, cosim_dir, "bram", fabric, load, stall=STALL)
+    assert report["packets"]["rtl"] > 100

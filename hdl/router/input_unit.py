@@ -180,13 +180,12 @@ class RamQueues(wiring.Component):
     at its queue's front during t+1, ``r_en[v]`` pops queue ``v``'s front, a write to a full
     queue is dropped. What differs is the memory: every entry goes into one RAM of
     ``n_vcs`` x ``2 ** ceil(log2(depth))`` entries (the VC number above the queue's pointer)
-    whose read is registered, so that block RAM (SB_RAM40_4K, DP16KD) can hold it. Each
-    queue's front is a copy in a register, refilled from the RAM read the pop issues: a pop
-    in cycle t reads the entry behind the front, which is ``front[v]`` during t+1 straight
-    from the RAM's output and in the register from then on. That needs one read per cycle,
-    so at most one queue may pop per cycle (an input port crosses one flit per cycle); an
-    entry written in the cycle its queue's front is popped from one entry goes to the
-    register directly.
+    whose read is registered, so that block RAM (SB_RAM40_4K, DP16KD) holds it. Each queue's
+    front is a copy in a register, refilled from the RAM read the pop issues: a pop in cycle t
+    reads the entry behind the front, which is the front during t+1 straight from the RAM's
+    output and in the register from then on. That is one read per cycle, so at most one queue
+    may pop per cycle (an input port crosses one flit per cycle); an entry written while its
+    queue is empty, or in the cycle its last entry pops, goes to the register directly.
 
     Members
     -------
@@ -201,6 +200,11 @@ class RamQueues(wiring.Component):
     r_rdy : ``Out(n_vcs)``
         Bit ``v``: queue ``v`` holds an entry (``front[v]`` is it), from a register.
     front : ``Out(width).array(n_vcs)``
+    pick : ``In(n_vcs)``
+        One-hot (or zero): the queue whose front ``picked`` shows.
+    picked : ``Out(width)``
+        ``front`` of the picked queue, meaningless with no pick: one multiplexer of the
+        registers and the RAM's output rather than one per queue.
     level : ``Out(range(depth + 1)).array(n_vcs)``
     """
 
@@ -218,6 +222,8 @@ class RamQueues(wiring.Component):
                 "r_en": In(n_vcs),
                 "r_rdy": Out(n_vcs),
                 "front": Out(width).array(n_vcs),
+                "pick": In(n_vcs),
+                "picked": Out(width),
                 "level": Out(range(depth + 1)).array(n_vcs),
             }
         )
@@ -229,47 +235,47 @@ class RamQueues(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        depth, n_vcs = self._depth, self._n_vcs
+        depth, n_vcs, width = self._depth, self._n_vcs, self._width
         vc_bits = (n_vcs - 1).bit_length()
         stride = 1 << (depth - 1).bit_length()
-        m.submodules.ram = ram = Memory(shape=self._width, depth=n_vcs * stride, init=[])
-        write_port = ram.write_port()
-        read_port = ram.read_port(transparent_for=())
-        w_addr = r_addr = 0
-        written = 0
+        # ``ram_style``: yosys would put so small a memory in LUTRAM on ECP5
+        m.submodules.ram = ram = Memory(
+            shape=width, depth=n_vcs * stride, init=[], attrs={"ram_style": "block"}
+        )
+        write_port, read_port = ram.write_port(), ram.read_port()
         bits = len(read_port.addr)
+        w_addr = r_addr = written = from_ram = from_held = 0
         for vc in range(n_vcs):
             w_ptr = Signal(range(depth), name=f"w_ptr{vc}")
             # the front's place and the one behind it, both registered
             r_ptr = Signal(range(depth), name=f"r_ptr{vc}")
             r_ahead = Signal(range(depth), init=1 % depth, name=f"r_ahead{vc}")
-            held = Signal(self._width, name=f"held{vc}")
+            held = Signal(width, name=f"held{vc}")
             # the front is the RAM's output this cycle: the previous cycle popped and read
             refill = Signal(name=f"refill{vc}")
             nonempty = Signal(name=f"nonempty{vc}")
             level = self.level[vc]
             write = Signal(name=f"write{vc}")
             pop = Signal(name=f"pop{vc}")
-            front = Mux(refill, read_port.data, held)
+            behind = level >= 2  # the entry behind the front is in the RAM
             m.d.comb += [
                 self.w_rdy[vc].eq(level != depth),
                 write.eq(self.w_en & (self.w_vc == vc) & self.w_rdy[vc]),
                 self.r_rdy[vc].eq(nonempty),
                 pop.eq(self.r_en[vc] & nonempty),
-                self.front[vc].eq(front),
+                self.front[vc].eq(Mux(refill, read_port.data, held)),
             ]
-            behind = level >= 2  # the entry behind the front is in the RAM
             m.d.sync += [
                 nonempty.eq(write | (level > 1) | (nonempty & ~pop)),
                 level.eq(level + write - pop),
                 refill.eq(pop & behind),
             ]
-            # an empty queue (or one popped to empty) loads the written entry, written or not:
-            # its front is invalid until a write
-            with m.If(pop | ~nonempty):
+            # an empty queue (or one popping its last entry) loads the written entry, written
+            # or not (its front is invalid until a write); a refilled one keeps the RAM's
+            with m.If((pop & ~behind) | ~nonempty):
                 m.d.sync += held.eq(self.w_data)
-            with m.Else():
-                m.d.sync += held.eq(front)
+            with m.Elif(refill):
+                m.d.sync += held.eq(read_port.data)
             with m.If(write):
                 m.d.sync += w_ptr.eq(self._next(w_ptr))
             with m.If(pop):
@@ -277,11 +283,14 @@ class RamQueues(wiring.Component):
             written = written | write
             w_addr = w_addr | (Cat(w_ptr, Const(vc, vc_bits)) & write.replicate(bits))
             r_addr = r_addr | (Cat(r_ahead, Const(vc, vc_bits)) & pop.replicate(bits))
+            from_ram = from_ram | (self.pick[vc] & refill)
+            from_held = from_held | (held & self.pick[vc].replicate(width))
         m.d.comb += [
             write_port.en.eq(written),
             write_port.addr.eq(w_addr),
             write_port.data.eq(self.w_data),
             read_port.addr.eq(r_addr),
+            self.picked.eq(Mux(from_ram, read_port.data, from_held)),
         ]
         return m
 
@@ -445,10 +454,8 @@ class InputUnit(wiring.Component):
             queues.w_vc.eq(flit.payload.vc),
             queues.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in layout))),
         ]
-        lost, picked = 0, 0
+        lost = 0
         for vc in range(self._n_vcs):
-            data = queues.front[vc][front_size:]
-            picked = picked | (data & self.pick[vc].replicate(len(data)))
             m.d.comb += [
                 self.o[vc].valid.eq(queues.r_rdy[vc]),
                 self.o[vc].payload.eq(queues.front[vc][:front_size]),
@@ -457,7 +464,7 @@ class InputUnit(wiring.Component):
             ]
             m.d.sync += self.link.credit[vc].eq(self.o[vc].valid & self.o[vc].ready)
             lost = lost | (flit.valid & (flit.payload.vc == vc) & ~queues.w_rdy[vc])
-        m.d.comb += self.picked.eq(picked)
+        m.d.comb += [queues.pick.eq(self.pick), self.picked.eq(queues.picked[front_size:])]
         with m.If(lost):
             m.d.sync += self.overflow.eq(1)
         return m

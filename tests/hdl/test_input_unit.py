@@ -271,7 +271,7 @@ def test_ram_queues_show_each_front_every_cycle(n_vcs, depth):
     ones, which drop them) and at most one pop per cycle, in phases that fill and drain the
     queues; every cycle each queue's ``r_rdy``, ``level``, ``w_rdy`` and, when it holds one,
     its front entry equal the deque's, including the cycle after a pop, when the front comes
-    from the RAM's registered read."""
+    from the RAM's registered read; ``picked`` is the front of a randomly picked queue."""
     dut = RamQueues(width=12, depth=depth, n_vcs=n_vcs)
     rng = random.Random(n_vcs * 10 + depth)
     queues = [deque() for _ in range(n_vcs)]
@@ -281,6 +281,10 @@ def test_ram_queues_show_each_front_every_cycle(n_vcs, depth):
     async def testbench(ctx):
         refilled = None  # the queue popped last cycle with an entry behind its front
         for cycle in range(2000):
+            pick = rng.randrange(n_vcs)
+            ctx.set(dut.pick, 1 << pick)
+            if queues[pick] and ctx.get(dut.picked) != queues[pick][0]:
+                mismatches.append((cycle, "picked", pick, ctx.get(dut.picked)))
             for vc in range(n_vcs):
                 got = [
                     ctx.get(dut.r_rdy[vc]),

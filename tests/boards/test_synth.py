@@ -6,7 +6,9 @@ import json
 
 import pytest
 from zfabric.boards.synth import FIGURES, area
-from zfabric.hdl.verilog import emit
+from zfabric.hdl.flit import FlitLayout
+from zfabric.hdl.router.input_unit import InputUnit
+from zfabric.hdl.verilog import convert, emit
 
 from zfabric import compile_plan, load_spec
 from zfabric.cli import main
@@ -63,3 +65,19 @@ def test_fmax_per_kind_out_of_context(example, capsys, fpga_tools):
     assert "seeds 1-1" in report["conditions"]["fmax"]
     # the figure names the shared flow it came from (the ECP5 one maps with ABC9 -dff)
     assert "synth_ecp5 -dff," in report["conditions"]["fmax"]
+
+
+@pytest.mark.parametrize(
+    ("device", "rams"),
+    # a buffered flit of kind (2) + head (4) + src (4) + payload (32) = 42 bits, 2 VCs x 4 entries:
+    # SB_RAM40_4K is 16 bits wide (256 x 16), so ceil(42 / 16); DP16KD 36 (512 x 36), ceil(42 / 36)
+    [("ice40-up5k", -(-42 // 16)), ("ecp5-85f", -(-42 // 36))],
+)
+def test_block_ram_buffers_are_block_ram(device, rams, fpga_tools):
+    """``buffers: block-ram``: yosys maps the torus switch's input unit's queues to the device's
+    block RAM, none to LUTRAM (the default input unit's memories read asynchronously, which
+    block RAM cannot: flip-flops on iCE40, LUTRAM on ECP5)."""
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
+    unit = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, block_ram=True)
+    _kinds, figures = area(convert(unit, name="unit"), "unit", {}, device)
+    assert figures["RAM"] == rams and figures["LUTRAM"] == 0

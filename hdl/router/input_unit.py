@@ -250,8 +250,7 @@ class RamQueues(wiring.Component):
         w_addr = r_addr = written = from_ram = from_held = 0
         for vc in range(n_vcs):
             w_ptr = Signal(range(depth), name=f"w_ptr{vc}")
-            # the front's place and the one behind it, both registered
-            r_ptr = Signal(range(depth), name=f"r_ptr{vc}")
+            # the place behind the front's, which a pop reads
             r_ahead = Signal(range(depth), init=1 % depth, name=f"r_ahead{vc}")
             held = Signal(width, name=f"held{vc}")
             # the front is the RAM's output this cycle: the previous cycle popped and read
@@ -283,7 +282,7 @@ class RamQueues(wiring.Component):
             with m.If(write):
                 m.d.sync += w_ptr.eq(self._next(w_ptr))
             with m.If(pop):
-                m.d.sync += [r_ptr.eq(r_ahead), r_ahead.eq(self._next(r_ahead))]
+                m.d.sync += r_ahead.eq(self._next(r_ahead))
             written = written | write
             w_addr = w_addr | (Cat(w_ptr, Const(vc, vc_bits)) & write.replicate(bits))
             r_addr = r_addr | (Cat(r_ahead, Const(vc, vc_bits)) & self.r_en[vc].replicate(bits))

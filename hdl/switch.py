@@ -211,6 +211,7 @@ class Switch(wiring.Component):
                         # stages 5 measured lower with it (InputUnit's shared_data)
                         shared_data=self._router.stages <= 3,
                         count_ends=self._router.stores,
+                        block_ram=self._router.buffers == "block-ram",
                     )
                     for n in self._in_vcs
                 ],

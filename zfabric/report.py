@@ -191,6 +191,8 @@ def router_text(router: RouterSettings) -> str:
     if router.switching != "wormhole":
         text += f", {router.switching.replace('_', '-')} switching"
         text += f" of packets up to {router.longest_packet} flits"
+    if router.buffers != RouterSettings.buffers:
+        text += f", input buffers in {router.buffers}"
     return text
 
 

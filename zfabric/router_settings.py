@@ -24,6 +24,7 @@ __all__ = [
     "ALLOCATORS",
     "SELECTIONS",
     "SWITCHINGS",
+    "BUFFERS",
     "low_occupancy",
     "lfsr_seed",
     "lfsr_step",
@@ -64,6 +65,12 @@ SELECTIONS = ("first-free", "round-robin", "occupancy", "random")
 #: cut-through) a free output VC whose downstream buffer takes the longest packet whole;
 #: ``store_and_forward`` that too, and its own packet whole in its input buffer first
 SWITCHINGS = ("wormhole", "cut_through", "store_and_forward")
+
+#: what holds the input VC buffers: ``distributed``, asynchronous-read memories (LUTRAM on ECP5,
+#: flip-flops on iCE40, which has no LUTRAM); ``block-ram``, one synchronous-read RAM per input
+#: port (SB_RAM40_4K on iCE40, DP16KD on ECP5) behind a front register per VC, same cycles
+#: (hdl/router/input_unit.py, ``RamQueues``)
+BUFFERS = ("distributed", "block-ram")
 
 #: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
 #: 65535 states), one per input port
@@ -116,6 +123,9 @@ class RouterSettings:
     #: an output VC only with this many credits: the RTL knows no packet's length, so every
     #: packet is treated as the longest one
     longest_packet: int | None = None
+    #: what holds the input VC buffers (:data:`BUFFERS`); ``block-ram`` pops one flit per pop,
+    #: so it does not take ``head_bits`` (whose heads may drop surplus head flits with theirs)
+    buffers: str = "distributed"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -123,6 +133,7 @@ class RouterSettings:
             ("allocator", self.allocator, ALLOCATORS),
             ("selection", self.selection, SELECTIONS),
             ("switching", self.switching, SWITCHINGS),
+            ("buffers", self.buffers, BUFFERS),
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
@@ -154,6 +165,8 @@ class RouterSettings:
             raise ValueError(f"router longest_packet must be a positive integer, not {longest!r}")
         if self.switching != "wormhole" and bits is not None:
             raise ValueError(f"router switching {self.switching} needs head_bits None")
+        if self.buffers == "block-ram" and bits is not None:
+            raise ValueError("router buffers block-ram does not take head_bits")
 
     @property
     def whole_packets(self) -> int:
@@ -268,13 +281,22 @@ def parse_router(reader: Any) -> RouterSettings:
         # the input stage picks before any output is known: no second iteration to run
         reader.report(SpecError(reader.key("allocator"), f"{allocator} needs stages 1, 2 or 3"))
         allocator = RouterSettings.allocator
+    head_bits = reader.get("head_bits", integer(1, MAX_HEAD_BITS), None)
+    buffers = reader.get("buffers", choice(list(BUFFERS)), RouterSettings.buffers)
+    if buffers == "block-ram" and head_bits is not None:
+        # a sliced head pops its surplus head flits with it: several reads of one RAM at once
+        reader.report(
+            SpecError(reader.key("buffers"), "block-ram cannot take head_bits (use distributed)")
+        )
+        buffers = RouterSettings.buffers
     settings = RouterSettings(
         stages=stages,
         allocator=allocator,
         selection=reader.get("selection", choice(list(SELECTIONS)), RouterSettings.selection),
         injection_vcs=reader.get("injection_vcs", _endpoint_vcs, AUTO),
         ejection_vcs=reader.get("ejection_vcs", _endpoint_vcs, AUTO),
-        head_bits=reader.get("head_bits", integer(1, MAX_HEAD_BITS), None),
+        head_bits=head_bits,
+        buffers=buffers,
     )
     switching = reader.get("switching", choice(list(SWITCHINGS)), RouterSettings.switching)
     if switching != "wormhole" and settings.head_bits is not None:

@@ -15,6 +15,7 @@ __all__ = [
     "FrontFlit",
     "InputUnit",
     "PickedData",
+    "RamQueues",
 ]
 
 
@@ -172,6 +173,131 @@ class FrontFIFO(wiring.Component):
         return m
 
 
+class RamQueues(wiring.Component):
+    """The VC queues of one input port in one synchronous-read RAM, each front in a register.
+
+    The behaviour is one :class:`FrontFIFO` per VC: an entry written at the end of cycle t is
+    at its queue's front during t+1, ``r_en[v]`` pops queue ``v``'s front, a write to a full
+    queue is dropped. What differs is the memory: every entry goes into one RAM of
+    ``n_vcs`` x ``2 ** ceil(log2(depth))`` entries (the VC number above the queue's pointer)
+    whose read is registered, so that block RAM (SB_RAM40_4K, DP16KD) holds it. Each queue's
+    front is a copy in a register, refilled from the RAM read the pop issues: a pop in cycle t
+    reads the entry behind the front, which is the front during t+1 straight from the RAM's
+    output and in the register from then on. That is one read per cycle, so at most one queue
+    may pop per cycle (an input port crosses one flit per cycle); an entry written while its
+    queue is empty, or in the cycle its last entry pops, goes to the register directly.
+
+    Members
+    -------
+    w_en : ``In(1)``
+    w_vc : ``In(range(n_vcs))``
+    w_data : ``In(width)``
+        The entry written, and its queue.
+    w_rdy : ``Out(n_vcs)``
+        Bit ``v``: queue ``v`` has room.
+    r_en : ``In(n_vcs)``
+        Pops; at most one bit set per cycle.
+    r_rdy : ``Out(n_vcs)``
+        Bit ``v``: queue ``v`` holds an entry (``front[v]`` is it), from a register.
+    front : ``Out(width).array(n_vcs)``
+    pick : ``In(n_vcs)``
+        One-hot (or zero): the queue whose front ``picked`` shows.
+    picked : ``Out(width)``
+        ``front`` of the picked queue, meaningless with no pick: one multiplexer of the
+        registers and the RAM's output rather than one per queue.
+    level : ``Out(range(depth + 1)).array(n_vcs)``
+    """
+
+    def __init__(self, *, width: int, depth: int, n_vcs: int):
+        for name, value in (("width", width), ("depth", depth), ("n_vcs", n_vcs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        self._width, self._depth, self._n_vcs = width, depth, n_vcs
+        super().__init__(
+            {
+                "w_en": In(1),
+                "w_vc": In(range(n_vcs)),
+                "w_data": In(width),
+                "w_rdy": Out(n_vcs),
+                "r_en": In(n_vcs),
+                "r_rdy": Out(n_vcs),
+                "front": Out(width).array(n_vcs),
+                "pick": In(n_vcs),
+                "picked": Out(width),
+                "level": Out(range(depth + 1)).array(n_vcs),
+            }
+        )
+
+    def _next(self, pointer):
+        if self._depth & (self._depth - 1) == 0:
+            return (pointer + 1)[: len(pointer)]
+        return Mux(pointer == self._depth - 1, 0, pointer + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        depth, n_vcs, width = self._depth, self._n_vcs, self._width
+        vc_bits = (n_vcs - 1).bit_length()
+        stride = 1 << (depth - 1).bit_length()
+        # ``ram_style``: yosys would put so small a memory in LUTRAM on ECP5; ``no_rw_check``:
+        # a read of the entry written in the same cycle (a pop of a queue's last entry while
+        # the link writes behind it) is never used, so yosys need not emulate the read-first
+        # result with a register and a multiplexer per bit (iCE40 torus input unit: 263 -> 222
+        # LUT4, 194 -> 105 FF)
+        attrs = {"ram_style": "block", "no_rw_check": 1}
+        m.submodules.ram = ram = Memory(shape=width, depth=n_vcs * stride, init=[], attrs=attrs)
+        write_port, read_port = ram.write_port(), ram.read_port()
+        bits = len(read_port.addr)
+        w_addr = r_addr = written = from_ram = from_held = 0
+        for vc in range(n_vcs):
+            w_ptr = Signal(range(depth), name=f"w_ptr{vc}")
+            # the place behind the front's, which a pop reads
+            r_ahead = Signal(range(depth), init=1 % depth, name=f"r_ahead{vc}")
+            held = Signal(width, name=f"held{vc}")
+            # the front is the RAM's output this cycle: the previous cycle popped and read
+            refill = Signal(name=f"refill{vc}")
+            nonempty = Signal(name=f"nonempty{vc}")
+            level = self.level[vc]
+            write = Signal(name=f"write{vc}")
+            pop = Signal(name=f"pop{vc}")
+            behind = level >= 2  # the entry behind the front is in the RAM
+            m.d.comb += [
+                self.w_rdy[vc].eq(level != depth),
+                write.eq(self.w_en & (self.w_vc == vc) & self.w_rdy[vc]),
+                self.r_rdy[vc].eq(nonempty),
+                pop.eq(self.r_en[vc] & nonempty),
+                self.front[vc].eq(Mux(refill, read_port.data, held)),
+            ]
+            m.d.sync += [
+                nonempty.eq(write | (level > 1) | (nonempty & ~pop)),
+                level.eq(level + write - pop),
+                refill.eq(self.r_en[vc] & behind),
+            ]
+            # an empty queue (or one popping its last entry) loads the written entry, written
+            # or not (its front is invalid until a write); a refilled one keeps the RAM's. The
+            # pop (late: the allocator's) only meets registered terms in one LUT4 before the
+            # enable and the select
+            last = self.r_en[vc] & ~behind
+            with m.If(~nonempty | refill | last):
+                m.d.sync += held.eq(Mux(~refill | last, self.w_data, read_port.data))
+            with m.If(write):
+                m.d.sync += w_ptr.eq(self._next(w_ptr))
+            with m.If(pop):
+                m.d.sync += r_ahead.eq(self._next(r_ahead))
+            written = written | write
+            w_addr = w_addr | (Cat(w_ptr, Const(vc, vc_bits)) & write.replicate(bits))
+            r_addr = r_addr | (Cat(r_ahead, Const(vc, vc_bits)) & self.r_en[vc].replicate(bits))
+            from_ram = from_ram | (self.pick[vc] & refill)
+            from_held = from_held | (held & self.pick[vc].replicate(width))
+        m.d.comb += [
+            write_port.en.eq(written),
+            write_port.addr.eq(w_addr),
+            write_port.data.eq(self.w_data),
+            read_port.addr.eq(r_addr),
+            self.picked.eq(Mux(from_ram, read_port.data, from_held)),
+        ]
+        return m
+
+
 class InputUnit(wiring.Component):
     """Per-VC input buffers of one switch port (docs/microarchitecture.md, Structure).
 
@@ -197,6 +323,11 @@ class InputUnit(wiring.Component):
         at a median 129.6 MHz with it and 139.4 with the FIFOs' (seeds 1-5), within the spread
         of netlists of one logic (a RAM per VC outside the FIFOs: 125.8): ``stages`` 4 and 5
         keep the FIFOs' as the cautious choice, not a proven loss.
+    block_ram : bool
+        Keep the flits in one synchronous-read RAM per port (:class:`RamQueues`, block RAM on
+        iCE40 and ECP5) rather than in asynchronous-read memories (LUTRAM on ECP5, flip-flops
+        on iCE40). Same cycles; each VC's whole front flit is in a register, ``picked`` its
+        data multiplexed by ``pick``. Not with ``max_skip``: a pop reads one entry.
 
     Members
     -------
@@ -235,6 +366,7 @@ class InputUnit(wiring.Component):
         max_skip: int = 0,
         shared_data: bool = True,
         count_ends: bool = False,
+        block_ram: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -248,6 +380,9 @@ class InputUnit(wiring.Component):
         if count_ends and max_skip:
             raise ValueError("count_ends needs max_skip 0: a surplus pop may take a tail unseen")
         self._count_ends = bool(count_ends)
+        if block_ram and max_skip:
+            raise ValueError("block_ram pops one flit at a time: max_skip must be 0")
+        self._block_ram = block_ram
         width = (1 + max_skip).bit_length()
         skip = (
             {"skip": In(range(max_skip + 1)).array(n_vcs), "last_tail": Out(n_vcs)}
@@ -268,6 +403,8 @@ class InputUnit(wiring.Component):
         )
 
     def elaborate(self, platform):
+        if self._block_ram:
+            return self._elaborate_block_ram()
         m = Module()
         flit = self.link.flit
         front_layout = FrontFlit(self._flit_layout)
@@ -308,17 +445,54 @@ class InputUnit(wiring.Component):
             else:
                 m.d.sync += self.link.credit[vc].eq(pop)
             if self._count_ends:
-                # packet ends held: +1 for one written, -1 for one popped (kind's tail bit)
-                ends = Signal(range(self._buffer_depth + 1), name=f"ends{vc}")
-                written = write & queue.w_rdy & flit.payload.kind.as_value()[1]
-                popped = pop & self.o[vc].payload.kind.as_value()[1]
-                m.d.sync += ends.eq(ends + written - popped)
-                m.d.comb += self.ends[vc].eq(ends != 0)
+                self._count_packet_ends(m, vc, write & queue.w_rdy, pop)
             lost = lost | (write & ~queue.w_rdy)
         if self._shared_data:
             self._shared_ram(m, queues, arrivals)
         else:
             m.d.comb += self.picked.eq(picked)
+        with m.If(lost):
+            m.d.sync += self.overflow.eq(1)
+        return m
+
+    def _count_packet_ends(self, m: Module, vc: int, accepted, pop) -> None:
+        """Store-and-forward: VC ``vc``'s count of the packet ends (tails and singles) its FIFO
+        holds, +1 for one written (``accepted``), -1 for one popped (``pop``; kind's tail bit),
+        and ``ends`` whether it is nonzero."""
+        ends = Signal(range(self._buffer_depth + 1), name=f"ends{vc}")
+        written = accepted & self.link.flit.payload.kind.as_value()[1]
+        popped = pop & self.o[vc].payload.kind.as_value()[1]
+        m.d.sync += ends.eq(ends + written - popped)
+        m.d.comb += self.ends[vc].eq(ends != 0)
+
+    def _elaborate_block_ram(self) -> Module:
+        m = Module()
+        flit = self.link.flit
+        front_size = FrontFlit(self._flit_layout).size
+        layout = BufferedFlit(self._flit_layout)  # kind and head first, as FrontFlit
+        m.submodules.queues = queues = RamQueues(
+            width=layout.size, depth=self._buffer_depth, n_vcs=self._n_vcs
+        )
+        m.d.comb += [
+            queues.w_en.eq(flit.valid),
+            queues.w_vc.eq(flit.payload.vc),
+            queues.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in layout))),
+        ]
+        lost = 0
+        for vc in range(self._n_vcs):
+            m.d.comb += [
+                self.o[vc].valid.eq(queues.r_rdy[vc]),
+                self.o[vc].payload.eq(queues.front[vc][:front_size]),
+                queues.r_en[vc].eq(self.o[vc].ready),
+                self.level[vc].eq(queues.level[vc]),
+            ]
+            pop = self.o[vc].valid & self.o[vc].ready
+            m.d.sync += self.link.credit[vc].eq(pop)
+            write = flit.valid & (flit.payload.vc == vc)
+            if self._count_ends:
+                self._count_packet_ends(m, vc, write & queues.w_rdy[vc], pop)
+            lost = lost | (write & ~queues.w_rdy[vc])
+        m.d.comb += [queues.pick.eq(self.pick), self.picked.eq(queues.picked[front_size:])]
         with m.If(lost):
             m.d.sync += self.overflow.eq(1)
         return m

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
+from amaranth.back import rtlil
+from zfabric.boards.build import after_read, tool_environment, yosys_cells
 from zfabric.boards.synth import FIGURES, area
-from zfabric.hdl.verilog import emit
+from zfabric.hdl.flit import FlitLayout
+from zfabric.hdl.router.input_unit import InputUnit
+from zfabric.hdl.verilog import component_ports, convert, emit
 
 from zfabric import compile_plan, load_spec
 from zfabric.cli import main
@@ -63,3 +68,42 @@ def test_fmax_per_kind_out_of_context(example, capsys, fpga_tools):
     assert "seeds 1-1" in report["conditions"]["fmax"]
     # the figure names the shared flow it came from (the ECP5 one maps with ABC9 -dff)
     assert "synth_ecp5 -dff," in report["conditions"]["fmax"]
+
+
+@pytest.mark.parametrize(
+    ("device", "rams"),
+    # a buffered flit of kind (2) + head (4) + src (4) + payload (32) = 42 bits, 2 VCs x 4 entries:
+    # SB_RAM40_4K is 16 bits wide (256 x 16), so ceil(42 / 16); DP16KD 36 (512 x 36), ceil(42 / 36)
+    [("ice40-up5k", -(-42 // 16)), ("ecp5-85f", -(-42 // 36))],
+)
+def test_block_ram_buffers_are_block_ram(device, rams, fpga_tools):
+    """``buffers: block-ram``: yosys maps the torus switch's input unit's queues to the device's
+    block RAM, none to LUTRAM (the default input unit's memories read asynchronously, which
+    block RAM cannot: flip-flops on iCE40, LUTRAM on ECP5)."""
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
+    unit = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, block_ram=True)
+    _kinds, figures = area(convert(unit, name="unit"), "unit", {}, device)
+    assert figures["RAM"] == rams and figures["LUTRAM"] == 0
+
+
+@pytest.mark.fpga
+def test_the_board_flow_reads_block_ram_buffers_as_the_verilog_path_does(tmp_path, fpga_tools):
+    """Board builds read Amaranth's RTLIL, whose memories keep ``no_rw_check`` only as an
+    attribute: the flow's :func:`after_read` turns it into undefined read-write collisions, so
+    the block-RAM input unit maps to the same cells as from the emitted Verilog (no register
+    and multiplexer per bit emulating a read-first result)."""
+    layout = FlitLayout(payload_width=32, vc_width=1, head_width=4, src_width=4)
+    unit = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, block_ram=True)
+    _kinds, from_verilog = area(convert(unit, name="unit"), "unit", {}, "ice40-up5k")
+    text = rtlil.convert(unit, name="unit", ports=component_ports(unit), emit_src=False)
+    (tmp_path / "unit.il").write_text(text)
+    (tmp_path / "synth.ys").write_text(
+        f"read_rtlil unit.il\n{after_read('unit')}\nsynth_ice40 -top unit\n"
+        "tee -q -o stat.txt stat\n"
+    )
+    env, tools = tool_environment()
+    subprocess.run([tools["yosys"], "-q", "synth.ys"], cwd=tmp_path, env=env, check=True)
+    cells = yosys_cells("Printing statistics\n" + (tmp_path / "stat.txt").read_text())
+    assert cells["SB_LUT4"] == from_verilog["LUT4"]
+    assert sum(n for cell, n in cells.items() if "DFF" in cell) == from_verilog["FF"]
+    assert cells["SB_RAM40_4K"] == from_verilog["RAM"] == 3

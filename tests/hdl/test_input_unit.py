@@ -3,7 +3,8 @@
 and reads, every output equal in every cycle (the switch's cycle behaviour rests on it). The
 FrontFIFO's register holds 4 of the 10 bits; the other 6 sit in its own RAM or in one beside
 it at its ``w_addr`` and ``r_addr``, the two ways the input unit keeps a flit's data. Then the
-InputUnit, with its data in one shared RAM or in each VC's FIFO, against a deque per VC."""
+InputUnit, with its data in one shared RAM, in each VC's FIFO or in a block RAM behind front
+registers (RamQueues, also tested alone), against a deque per VC."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from amaranth.lib import fifo
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 from zfabric.hdl.flit import FlitLayout
-from zfabric.hdl.router.input_unit import FrontFIFO, InputUnit
+from zfabric.hdl.router.input_unit import FrontFIFO, InputUnit, RamQueues
 
 
 def front_fifo(m: Module, depth: int, own: bool, max_skip: int = 0):
@@ -129,16 +130,27 @@ def test_front_fifo_pops_surplus_entries_with_the_front(depth, max_skip, own):
     assert seen["full"] and seen["skips"] > 20  # it filled up and popped surplus entries often
 
 
-@pytest.mark.parametrize("shared_data", [True, False])
+#: (shared_data, block_ram): the three ways an input unit keeps its flits
+BUFFERINGS = [(True, False), (False, False), (True, True)]
+
+
+@pytest.mark.parametrize(("shared_data", "block_ram"), BUFFERINGS)
 @pytest.mark.parametrize(("n_vcs", "depth"), [(1, 4), (2, 4), (2, 3), (3, 5)])
-def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, shared_data):
-    """A credit-obeying sender on random VCs, random pops and a random one-hot (or no) pick:
-    every cycle each VC's front (kind, head) and level match its deque, ``picked`` is the
-    picked VC's front ``src`` and ``payload``, and credits come back one cycle after a pop."""
+def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, shared_data, block_ram):
+    """A credit-obeying sender on random VCs, random pops (one VC at most with ``block_ram``,
+    as a switch pops) and a random one-hot (or no) pick: every cycle each VC's front (kind,
+    head) and level match its deque, ``picked`` is the picked VC's front ``src`` and
+    ``payload``, and credits come back one cycle after a pop."""
     layout = FlitLayout(
         payload_width=8, vc_width=(n_vcs - 1).bit_length(), head_width=3, src_width=2
     )
-    dut = InputUnit(flit_layout=layout, n_vcs=n_vcs, buffer_depth=depth, shared_data=shared_data)
+    dut = InputUnit(
+        flit_layout=layout,
+        n_vcs=n_vcs,
+        buffer_depth=depth,
+        shared_data=shared_data,
+        block_ram=block_ram,
+    )
     rng = random.Random(n_vcs * 100 + depth * 10 + shared_data)
     queues = [deque() for _ in range(n_vcs)]
     mismatches = []
@@ -168,6 +180,9 @@ def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, share
             ctx.set(flit.valid, send)
             ctx.set(flit.payload, {**word, "vc": vc_in} if n_vcs > 1 else word)
             pops = [bool(queues[vc]) and rng.random() < 1 - p_send for vc in range(n_vcs)]
+            if block_ram and any(pops):
+                chosen = rng.choice([vc for vc in range(n_vcs) if pops[vc]])
+                pops = [vc == chosen for vc in range(n_vcs)]
             pick = rng.randrange(n_vcs + 1)  # n_vcs: none
             ctx.set(dut.pick, 1 << pick if pick < n_vcs else 0)
             for vc in range(n_vcs):
@@ -207,13 +222,15 @@ def test_input_unit_shows_each_vcs_front_and_the_picked_data(n_vcs, depth, share
     assert seen["picked"] > 300 and seen["full"] > 20
 
 
-@pytest.mark.parametrize("shared_data", [True, False])
-def test_a_flit_for_a_full_vc_is_dropped_and_flagged(shared_data):
+@pytest.mark.parametrize(("shared_data", "block_ram"), BUFFERINGS)
+def test_a_flit_for_a_full_vc_is_dropped_and_flagged(shared_data, block_ram):
     """A sender that breaks the credit protocol: the fifth flit for a full 4-flit VC is dropped
     (docs/microarchitecture.md: ``overflow``), so the VC's front, which that write's address
     wraps onto, still shows the first flit's data, and the other VC's data is untouched."""
     layout = FlitLayout(payload_width=8, vc_width=1, head_width=3, src_width=2)
-    dut = InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, shared_data=shared_data)
+    dut = InputUnit(
+        flit_layout=layout, n_vcs=2, buffer_depth=4, shared_data=shared_data, block_ram=block_ram
+    )
     sent = [(1, 1, 0x10 + i) for i in range(4)] + [(0, 2, 0x77), (1, 3, 0xEE)]  # vc, src, payload
     drained = {0: [], 1: []}
     flags = []
@@ -244,3 +261,84 @@ def test_a_flit_for_a_full_vc_is_dropped_and_flagged(shared_data):
     assert flags == [1]
     assert drained[1] == [(1, 0x10 + i) for i in range(4)]
     assert drained[0] == [(2, 0x77)]
+
+
+@pytest.mark.parametrize(
+    ("n_vcs", "depth"), [(1, 1), (1, 4), (2, 1), (2, 2), (2, 4), (3, 3), (2, 5)]
+)
+def test_ram_queues_show_each_front_every_cycle(n_vcs, depth):
+    """RamQueues against a deque per queue: random writes on random queues (also into full
+    ones, which drop them) and at most one pop per cycle, in phases that fill and drain the
+    queues; every cycle each queue's ``r_rdy``, ``level``, ``w_rdy`` and, when it holds one,
+    its front entry equal the deque's, including the cycle after a pop, when the front comes
+    from the RAM's registered read; ``picked`` is the front of a randomly picked queue."""
+    dut = RamQueues(width=12, depth=depth, n_vcs=n_vcs)
+    rng = random.Random(n_vcs * 10 + depth)
+    queues = [deque() for _ in range(n_vcs)]
+    mismatches = []
+    seen = {"full": 0, "refills": 0, "dropped": 0}
+
+    async def testbench(ctx):
+        refilled = None  # the queue popped last cycle with an entry behind its front
+        for cycle in range(2000):
+            pick = rng.randrange(n_vcs)
+            ctx.set(dut.pick, 1 << pick)
+            if queues[pick] and ctx.get(dut.picked) != queues[pick][0]:
+                mismatches.append((cycle, "picked", pick, ctx.get(dut.picked)))
+            for vc in range(n_vcs):
+                got = [
+                    ctx.get(dut.r_rdy[vc]),
+                    ctx.get(dut.level[vc]),
+                    ctx.get(dut.w_rdy[vc]),
+                ]
+                want = [int(bool(queues[vc])), len(queues[vc]), int(len(queues[vc]) < depth)]
+                if queues[vc]:
+                    got.append(ctx.get(dut.front[vc]))
+                    want.append(queues[vc][0])
+                    seen["refills"] += refilled == vc
+                if got != want:
+                    mismatches.append((cycle, vc, got, want))
+                seen["full"] += len(queues[vc]) == depth
+            p_write = 0.8 if cycle // 40 % 2 == 0 else 0.3
+            write = rng.random() < p_write
+            w_vc, word = rng.randrange(n_vcs), rng.getrandbits(12)
+            ctx.set(dut.w_en, write)
+            ctx.set(dut.w_vc, w_vc)
+            ctx.set(dut.w_data, word)
+            holding = [vc for vc in range(n_vcs) if queues[vc]]
+            empty = [vc for vc in range(n_vcs) if not queues[vc]]
+            pop = rng.choice(holding) if holding and rng.random() < 1 - p_write else None
+            r_en = 1 << pop if pop is not None else 0
+            if pop is None and empty and rng.random() < 0.1:
+                r_en = 1 << rng.choice(empty)  # a pop of an empty queue does nothing
+            ctx.set(dut.r_en, r_en)
+            refilled = pop if pop is not None and len(queues[pop]) >= 2 else None
+            room = len(queues[w_vc]) < depth  # before the pop: a full queue drops the write
+            if pop is not None:
+                queues[pop].popleft()
+            if write:
+                if room:
+                    queues[w_vc].append(word)
+                else:
+                    seen["dropped"] += 1
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert not mismatches, mismatches[:5]
+    assert seen["full"] > 20 and seen["dropped"] > 5
+    if depth >= 2:
+        assert seen["refills"] > 50  # fronts seen straight from the RAM's read
+
+
+def test_ram_queues_refuse_a_bad_size():
+    with pytest.raises(ValueError, match="depth must be a positive integer, not 0"):
+        RamQueues(width=8, depth=0, n_vcs=2)
+
+
+def test_input_unit_refuses_block_ram_with_surplus_head_flits():
+    layout = FlitLayout(payload_width=8, vc_width=1, head_width=3, src_width=2)
+    with pytest.raises(ValueError, match="max_skip must be 0"):
+        InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, max_skip=1, block_ram=True)

@@ -336,6 +336,9 @@ ROUTERS = {
     "ev3": {"ejection_vcs": 3},
     "rnd": {"selection": "random"},
     "s5-rnd": {"stages": 5, "selection": "random"},
+    "bram": {"buffers": "block-ram"},
+    "s3-bram": {"stages": 3, "buffers": "block-ram"},
+    "s5-bram": {"stages": 5, "buffers": "block-ram"},
 }
 #: every setting on every fabric at every load (``-m matrix``)
 MATRIX = [
@@ -618,11 +621,11 @@ def switching_id(case) -> str:
     return f"{mode}-s{stages}{'-stalls' if stall else ''}-{load}"
 
 
-def lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load):
+def lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load, **router):
     data = yaml.safe_load(example("torus-4x4").read_text())
     del data["packet_length"]
     data["traffic"]["packet_length"] = [1, 6]  # load_trace's lengths
-    data.update(buffer_depth=6, router={"switching": mode, "stages": stages})
+    data.update(buffer_depth=6, router={"switching": mode, "stages": stages, **router})
     plan = compile_plan(load_spec(data))
     assert plan.router.switching == mode and plan.router.longest_packet == 6
     seed = zlib.crc32(f"switching/{mode}/{stages}/{load}".encode())
@@ -730,3 +733,37 @@ def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch):
     )
     assert not report["passed"]
     assert report["first_mismatch"]["kind"] in ("late", "early")
+
+
+#: input buffers in block RAM (``buffers: block-ram``: a synchronous-read RAM per input port
+#: behind a front register per VC, docs/rtl.md), with random ejection stalls so that buffers
+#: fill: torus-4x4 near the knee in the default run; past it and znode-64 (one VC per link,
+#: sliced heads in one flit) near it under ``-m matrix``, with every other setting in MATRIX
+BLOCK_RAM = [
+    pytest.param(
+        fabric,
+        load,
+        id=f"{fabric}-{load}",
+        marks=() if (fabric, load) == ("torus-4x4", "near") else [pytest.mark.matrix],
+    )
+    for fabric, load in (("torus-4x4", "near"), ("torus-4x4", "past"), ("znode-64", "near"))
+]
+
+
+@pytest.mark.parametrize("fabric, load", BLOCK_RAM)
+def test_lockstep_block_ram_buffers(plan_of, need_sim, cosim_dir, fabric, load):
+    """Input VC buffers in block RAM keep the switch's cycles: RTL = model packet by packet."""
+    sim = need_sim("icarus" if (fabric, load) == ("torus-4x4", "near") else MATRIX_SIM)
+    report = lockstep_router(plan_of, sim, cosim_dir, "bram", fabric, load, stall=STALL)
+    assert report["packets"]["rtl"] > 100
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("load", LOADS)
+def test_lockstep_store_and_forward_in_block_ram(example, need_sim, cosim_dir, load):
+    """Store-and-forward's count of packet ends on the block-RAM buffers' writes and pops,
+    with ejection stalls: RTL = model packet by packet."""
+    lockstep_switching(
+        example, need_sim(MATRIX_SIM), cosim_dir, "store_and_forward", 1, STALL, load,
+        buffers="block-ram",
+    )  # fmt: skip

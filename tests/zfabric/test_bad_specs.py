@@ -374,6 +374,17 @@ CASES = [
         torus("router: {injection_vcs: 2.0}\n"),
         ("router.injection_vcs", "got 2.0"),
     ),
+    case(
+        "buffers-unknown",
+        torus("router: {buffers: bram}\n"),
+        ("router.buffers", "must be one of distributed, block-ram, got 'bram'"),
+    ),
+    case(
+        # a sliced head pops its surplus head flits with it; a block RAM reads one per cycle
+        "buffers-block-ram-head-bits",
+        torus("router: {buffers: block-ram, head_bits: 2}\n"),
+        ("router.buffers", "block-ram cannot take head_bits (use distributed)"),
+    ),
     case("packet-length-0", torus("packet_length: 0\n"), ("packet_length", "1..4096, got 0")),
     # ---- traffic -------------------------------------------------------------------------------
     case("traffic-list", torus("traffic: [uniform]\n"), ("traffic", "got a list ['uniform']")),

@@ -556,6 +556,7 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
         "injection_vcs": 2,
         "ejection_vcs": 2,  # auto: the ring's links have 2 VCs (dateline classes)
         "head_bits": None,  # every head in one flit
+        "buffers": "distributed",  # the default: asynchronous-read memories
     }
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 1}\n")
     assert main(["check", str(spec)]) == 0

@@ -41,6 +41,17 @@ def test_no_router_section_gives_the_documented_defaults():
     assert compile_plan(load_spec(spec())).router == RouterSettings(injection_vcs=2, ejection_vcs=2)
 
 
+def test_block_ram_buffers_reach_the_plan_and_its_json():
+    plan = compile_plan(load_spec(spec({"buffers": "block-ram"})))
+    assert plan.router.buffers == "block-ram"
+    assert plan_from_json(plan.to_json()).router == plan.router
+    data = json.loads(compile_plan(load_spec(spec())).to_json())
+    del data["router"]["buffers"]  # plans from before the key: the asynchronous-read memories
+    assert plan_from_json(json.dumps(data)).router.buffers == "distributed"
+    with pytest.raises(ValueError, match="block-ram does not take head_bits"):
+        RouterSettings(buffers="block-ram", head_bits=4)
+
+
 def test_settings_reach_the_plan():
     router = {"stages": 2, "allocator": "separable-2", "selection": "round-robin"}
     plan = compile_plan(load_spec(spec(router)))

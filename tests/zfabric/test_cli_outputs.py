@@ -18,6 +18,8 @@ import pytest
 
 from zfabric.cli import build_parser, main
 from zfabric.cli.experiment import resolve
+from zfabric.plan import RoutingSpec
+from zfabric.router_settings import RouterSettings
 
 #: cheap runs: no co-simulation, short windows, one or two rates
 QUICK = ["--cosim-cycles", "0", "--warmup", "50", "--cycles", "200", "--rates", "0.1"]
@@ -211,7 +213,9 @@ def test_precedence_flag_then_spec_traffic_then_spec_then_default():
     traffic = SimpleNamespace(rate=0.3, packet_length=6, seed=None, pattern="transpose")
     spec = SimpleNamespace(packet_length=8, traffic=traffic)
     args = build_parser().parse_args(["simulate", "x.yaml", "--seed", "7"])
-    plan = SimpleNamespace(name="x", endpoints=range(16))
+    plan = SimpleNamespace(
+        name="x", endpoints=range(16), router=RouterSettings(), routing=RoutingSpec("dor", {})
+    )
     experiment = resolve(args, spec, plan)
     assert (experiment.rate, experiment.sources["rate"]) == (0.3, "spec")
     assert experiment.packet_length == 6 and experiment.pattern == "transpose"
@@ -557,6 +561,8 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
         "ejection_vcs": 2,  # auto: the ring's links have 2 VCs (dateline classes)
         "head_bits": None,  # every head in one flit
         "buffers": "distributed",  # the default: asynchronous-read memories
+        "switching": "wormhole",  # the default, which holds no packet whole
+        "longest_packet": None,
     }
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 1}\n")
     assert main(["check", str(spec)]) == 0

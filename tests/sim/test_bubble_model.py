@@ -7,7 +7,8 @@ deadlock under the same load; a lone packet keeps cut-through's zero-load latenc
 from __future__ import annotations
 
 import pytest
-from zfabric.sim.model import DeadlockWatch, FabricModel
+from overload import offer_then_drain
+from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
@@ -31,19 +32,9 @@ def heavy_load(model: FabricModel, cycles: int, seed: int) -> str | None:
     sources stop: 'deadlock' if the watch sees one, None once every packet is delivered."""
     plan = model.plan
     traffic = Traffic(TrafficConfig(rate=0.9, packet_length=4), len(plan.endpoints), seed=seed)
-    watch = DeadlockWatch(model)
-    offered = []
-    for cycle in range(cycles):
-        offered += [model.offer(s, d, n) for s, d, n in traffic.packets_at(cycle)]
-        model.step()
-        model.check_credits()
-        if watch() is not None:
-            return "deadlock"
-    while any(p.delivered is None for p in offered):
-        model.step()
-        if watch() is not None:
-            return "deadlock"
-        assert model.cycle < 40000, "the fabric must drain"
+    offered, deadlocked = offer_then_drain(model, traffic, cycles, 40000)
+    if deadlocked:
+        return "deadlock"
     assert len(offered) > 1000 and model.delivered_count == len(offered)
     return None
 

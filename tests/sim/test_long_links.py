@@ -6,8 +6,9 @@ hand formulas: a lone packet pays d - 1 more cycles per hop, and a stream's cred
 from __future__ import annotations
 
 import pytest
+from overload import offer_then_drain
 from zfabric.sim.analytic import lone_packet_latency
-from zfabric.sim.model import DeadlockWatch, FabricModel
+from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
@@ -79,17 +80,8 @@ def test_credits_are_conserved_and_everything_drains_past_saturation(latency):
     plan = torus(latency)
     model = FabricModel(plan)
     traffic = Traffic(TrafficConfig(rate=0.8), len(plan.endpoints), seed=3)
-    watch = DeadlockWatch(model)
-    offered = []
-    for cycle in range(1500):
-        offered += [model.offer(s, d, n) for s, d, n in traffic.packets_at(cycle)]
-        model.step()
-        model.check_credits()
-        assert watch() is None
-    while any(p.delivered is None for p in offered):
-        model.step()
-        model.check_credits()
-        assert watch() is None and model.cycle < 20000, "the fabric must drain"
+    offered, deadlocked = offer_then_drain(model, traffic, 1500, 20000)
+    assert not deadlocked
     assert len(offered) > 1000 and model.delivered_count == len(offered)
 
 

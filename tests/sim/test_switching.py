@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from overload import offer_then_drain
 from zfabric.sim.model import DeadlockWatch, FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
@@ -159,17 +160,8 @@ def test_store_and_forward_and_cut_through_drain_past_saturation(switching):
     assert plan.router.longest_packet == 6
     model = FabricModel(plan)
     traffic = Traffic(TrafficConfig(rate=0.8, packet_length=(2, 6)), len(plan.endpoints), seed=5)
-    watch = DeadlockWatch(model)
-    offered = []
-    for cycle in range(1500):
-        offered += [model.offer(s, d, n) for s, d, n in traffic.packets_at(cycle)]
-        model.step()
-        model.check_credits()
-        assert watch() is None
-    while any(p.delivered is None for p in offered):
-        model.step()
-        assert watch() is None and model.cycle < 20000, "the fabric must drain"
-    model.check_credits()
+    offered, deadlocked = offer_then_drain(model, traffic, 1500, 20000)
+    assert not deadlocked
     assert len(offered) > 500 and model.delivered_count == len(offered)
 
 

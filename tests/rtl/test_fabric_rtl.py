@@ -667,16 +667,20 @@ BUBBLE_MATRIX = [(stages, load) for stages in (1, 3) for load in LOADS] + [(4, "
 BUBBLE_MATRIX = [case for case in BUBBLE_MATRIX if case not in BUBBLE_CASES]
 
 
+#: the 1-VC torus whose + rings are cyclic without the bubble (``tie: plus``)
+BUBBLE_TORUS = {
+    "name": "torus-4x4-bubble",
+    "topology": {"kind": "torus", "k": [4, 4]},
+    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+    "router": {"switching": "cut_through"},
+    "buffer_depth": 8,
+    "packet_length": 4,
+}
+
+
 def lockstep_bubble(sim, cosim_dir, stages: int, load: str) -> None:
-    spec = {
-        "name": "torus-4x4-bubble",
-        "topology": {"kind": "torus", "k": [4, 4]},
-        "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-        "router": {"switching": "cut_through", "stages": stages},
-        "buffer_depth": 8,
-        "packet_length": 4,
-    }
-    plan = compile_plan(load_spec(spec))
+    router = {"switching": "cut_through", "stages": stages}
+    plan = compile_plan(load_spec({**BUBBLE_TORUS, "router": router}))
     rate = min(1.0, BUBBLE_KNEE * LOADS[load])
     seed = zlib.crc32(f"bubble/{stages}/{load}".encode())
     trace = traffic_trace(plan, TrafficConfig(rate=rate, packet_length=4), 400, seed=seed)
@@ -702,15 +706,7 @@ def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch):
     """The planted weakening: output units whose ``free2`` asks L credits (a continuing
     head's) instead of 2L. The RTL is then plain cut-through, and near the knee its packets
     leave the model's cycles."""
-    spec = {
-        "name": "torus-4x4-bubble",
-        "topology": {"kind": "torus", "k": [4, 4]},
-        "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-        "router": {"switching": "cut_through"},
-        "buffer_depth": 8,
-        "packet_length": 4,
-    }
-    plan = compile_plan(load_spec(spec))
+    plan = compile_plan(load_spec(BUBBLE_TORUS))
     trace = traffic_trace(plan, TrafficConfig(rate=BUBBLE_KNEE * 0.9, packet_length=4), 400)
     output_unit = zfabric.hdl.switch.OutputUnit
 

@@ -20,6 +20,10 @@ Properties (assertions), every cycle:
 - a granted flit's output VC has a credit; a head takes an output VC without owner among its
   candidates; a body or tail flit goes on the output VC its packet's head took (so an output
   VC is owned by at most one input VC, and only a tail releases it).
+- ``entering`` (bubble flow control, docs/microarchitecture.md, *Bubble flow control*): the
+  harness drives ``free2`` as ``free`` and a free ``roomy`` input (room for two longest
+  packets), and asserts that a head takes an output VC its port enters a ring on only when it
+  was roomy (in VC allocation with ``pipelined``).
 - with ``pipelined`` and the ownership properties, ``send`` is exactly the output VCs the
   granted flits go out on (what the output units count credits on), and with ``split``
   ``release`` those of them whose flit is a tail (without ``pipelined`` the switch decodes
@@ -132,6 +136,8 @@ class AllocatorHarness(wiring.Component):
             members = {"valid": In(max_in).array(n_ports), "spare": In(n_ovc)}
         if settings.get("selection") == "occupancy":  # any low-occupancy flags at all
             members["low"] = In(n_ovc)
+        if any(settings.get("entering", ())):  # any room for two packets at all
+            members["roomy"] = In(n_ovc)
         super().__init__(
             members
             | {
@@ -183,6 +189,9 @@ class AllocatorHarness(wiring.Component):
             m.d.comb += alloc.spare.eq(self.spare)
         if self._settings.get("selection") == "occupancy":
             m.d.comb += alloc.low.eq(self.low)
+        entering = self._settings.get("entering", ()) if "roomy" in self.signature.members else ()
+        if entering:
+            m.d.comb += alloc.free2.eq(alloc.free & self.roomy)
         m.d.comb += [
             alloc.ready.eq(ready),
             alloc.free.eq(sum((owner == 0) << w for w, owner in enumerate(owners))),
@@ -259,6 +268,8 @@ class AllocatorHarness(wiring.Component):
                         m.d.comb += Assert(
                             ~takes | ~chosen[flat] | ((owners[flat] == 0) & self.cand[p][v][flat])
                         )
+                        if entering and entering[p] >> flat & 1:
+                            m.d.comb += Assert(~takes | ~chosen[flat] | self.roomy[flat])
                         with m.If(takes & chosen[flat]):
                             m.d.sync += owners[flat].eq(me)
                 for o in range(n_ports):
@@ -279,6 +290,8 @@ class AllocatorHarness(wiring.Component):
                                 Assert(~onto | ~head | self.cand[p][v][flat]),
                                 Assert(~onto | head | (owners[flat] == me)),
                             ]
+                            if entering and entering[p] >> flat & 1:
+                                m.d.comb += Assert(~onto | ~head | self.roomy[flat])
                             with m.If(onto & head):
                                 m.d.sync += owners[flat].eq(me)
                         with m.If(onto & self.tail[p][v]):

@@ -94,6 +94,10 @@ class ProofKind:
     #: store-and-forward; 0: wormhole), and whether inputs count the packet ends they hold
     out_whole: int = 0
     count_ends: bool = False
+    #: bubble flow control: per input port, the output VCs (flat) a head enters a ring on, and
+    #: per output port the credits entering it needs (0: no ring's); empty without bubbles
+    entering: tuple[int, ...] = ()
+    out_entering: tuple[int, ...] = ()
     #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
     shared_data: bool = True
     switches: tuple[str, ...] = field(compare=False, default=())
@@ -178,6 +182,10 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             out_atomic=tuple(unit._atomic for unit in switch.output_units),
             out_whole=switch.output_units[0]._whole,
             count_ends=switch.input_units[0]._count_ends,
+            entering=alloc._entering,
+            out_entering=tuple(unit._entering for unit in switch.output_units)
+            if alloc._entering
+            else (),
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -349,7 +357,9 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         ]
     widths = kind.out_credit or (1,) * len(kind.out_vcs)
     atomics = kind.out_atomic or ((),) * len(kind.out_vcs)
-    for n, width, atomic in sorted(set(zip(kind.out_vcs, widths, atomics, strict=True))):
+    enterings = kind.out_entering or (0,) * len(kind.out_vcs)
+    outputs = sorted(set(zip(kind.out_vcs, widths, atomics, enterings, strict=True)))
+    for n, width, atomic, entering in outputs:
         unit = f"output unit ({n} VC{'s' if n > 1 else ''}, B={b}"
         if width > 1:
             unit += f", credit counts of {width} bits"
@@ -358,6 +368,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             unit += f", VC {adaptive} free only when empty"
         if kind.out_whole:
             unit += f", free only with {kind.out_whole} credits"
+        if entering:
+            unit += f", a ring entered with {entering}"
         unit += ")"
         found.append(
             Property(
@@ -367,9 +379,10 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                 + ("spare2 and keep2 = two credits next cycle, " if kind.split else "")
                 + "owner set by a head (or acquire), released by the tail"
                 + (", an adaptive VC free only with every credit home" if atomic else "")
-                + (f", free only with {kind.out_whole} credits" if kind.out_whole else ""),
+                + (f", free only with {kind.out_whole} credits" if kind.out_whole else "")
+                + (f", free2 only with {entering} credits" if entering else ""),
                 "output credits",
-                lambda n=n, width=width, atomic=atomic: OutputUnitHarness(
+                lambda n=n, width=width, atomic=atomic, entering=entering: OutputUnitHarness(
                     n_vcs=n,
                     buffer_depth=b,
                     acquire=kind.pipelined,
@@ -377,9 +390,11 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
                     credit_width=width,
                     atomic=atomic,
                     whole=kind.out_whole,
+                    entering=entering,
                     state=True,
                 ),
-                ("output", n, b, kind.pipelined, kind.split, width, atomic, kind.out_whole),
+                ("output", n, b, kind.pipelined, kind.split, width, atomic, kind.out_whole)
+                + ((entering,) if entering else ()),
             )
         )
     settings = {
@@ -398,6 +413,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         settings |= {"split": True, "buffer_depth": b}
     if kind.vc_split:  # its waiting heads' candidates stay, as the route register keeps them
         settings["vc_split"] = True
+    if kind.entering:  # bubble flow control: heads entering a ring read free2
+        settings["entering"] = kind.entering
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
     unit = f"allocator ({len(kind.in_vcs)} ports)"
     found.append(
@@ -418,6 +435,7 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             "ownership",
             "a granted flit's output VC has a credit; a head takes an owner-less candidate; "
             "body and tail follow their head's VC; only a tail releases it"
+            + ("; a head enters a ring only with room for two packets" if kind.entering else "")
             + (
                 "; a staged VC's second flit crosses only with a second credit"
                 if kind.split

@@ -33,7 +33,10 @@ Properties (assertions), per output VC:
   tail; a single flit leaves it free); for an ``atomic`` VC (an adaptive one) also while any
   credit is out: free means no owner and nothing in the receiver, on the link or coming back;
   with ``whole`` (cut-through and store-and-forward, docs/microarchitecture.md, *Switching
-  modes*) also while the reference count is below ``whole``.
+  modes*) also while the reference count is below ``whole``;
+- with ``entering`` (bubble flow control, docs/microarchitecture.md, *Bubble flow control*),
+  ``free2``, what a head entering a ring reads, is high exactly when the VC has no owner and
+  the reference count is at least ``entering`` (two longest packets): the ring keeps its bubble.
 
 With ``state`` the harness also reads the unit's counters, credit-nonzero flags and owner bits
 (:func:`~zfabric.hdl.formal.state.opened`) and asserts they equal the reference ones: that
@@ -69,6 +72,7 @@ class OutputUnitHarness(wiring.Component):
         credit_width: int = 1,
         atomic: tuple[bool, ...] = (),
         whole: int = 0,
+        entering: int = 0,
         unit_class: type = OutputUnit,
     ):
         self._layout = FlitLayout(
@@ -78,7 +82,7 @@ class OutputUnitHarness(wiring.Component):
         self._acquire, self._second, self._state = acquire, second, state
         self._credit_width = credit_width
         self._atomic = atomic
-        self._whole = whole
+        self._whole, self._entering = whole, entering
         super().__init__(
             {
                 "send": In(1),
@@ -102,6 +106,7 @@ class OutputUnitHarness(wiring.Component):
             credit_width=self._credit_width,
             atomic=self._atomic,
             whole=self._whole,
+            entering=self._entering,
         )
         if self._state:
             m.submodules.unit, internal = opened(unit, platform)
@@ -171,6 +176,11 @@ class OutputUnitHarness(wiring.Component):
                         Assert(unit.keep2[vc] == (credits + pulse >= 2)),
                     ]
                     if self._second
+                    else []
+                ),
+                *(
+                    [Assert(unit.free2[vc] == (~owned & (credits >= self._entering)))]
+                    if self._entering
                     else []
                 ),
                 Cover((credits == 0) & owned),

@@ -40,6 +40,7 @@ def test_kinds_cover_every_instance_and_the_total_is_their_sum(example, capsys, 
     assert switch["cells"]["FF"] > 0 and switch["cells"]["LUT4"] > 0
 
 
+@pytest.mark.matrix  # minutes of yosys; the default run sums the kinds (the test above)
 def test_a_kind_costs_what_it_costs_synthesised_alone(example, fpga_tools):
     """Keeping kinds as hierarchy boundaries must not change a kind's own mapping."""
     plan = compile_plan(load_spec(example("torus-4x4")))

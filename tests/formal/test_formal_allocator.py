@@ -83,6 +83,7 @@ def test_grants_proven(sby, settings):
     assert result.status == "PASS", result.log
 
 
+@pytest.mark.formal  # proven unbounded by default (test_ownership_proven)
 def test_ownership_bounded(sby):
     result = sby(AllocatorHarness(n_ports=3), "bmc", 8)
     assert result.status == "PASS", result.log
@@ -124,7 +125,7 @@ def test_ownership_proven(sby, config, stages):
 
 @pytest.mark.parametrize(
     "stages",
-    [1, pytest.param(3, marks=pytest.mark.formal), pytest.param(4, marks=pytest.mark.formal), 5],
+    [1, *(pytest.param(stages, marks=pytest.mark.formal) for stages in (3, 4, 5))],
 )
 def test_one_port_allocator_proven(sby, stages):
     # what torus, nDT and up*/down* switches build: each head's candidates in one output port
@@ -185,3 +186,35 @@ def test_no_recheck_caught(sby):
 def test_ownership_bounded_five_ports(sby, settings):
     result = sby(AllocatorHarness(n_ports=5, **settings), "bmc", 8)
     assert result.status == "PASS", result.log
+
+
+#: a bubble torus switch (one VC a link): a head enters a ring on every output but the local
+#: one, unless it arrives on the ring's own input (output 1 continues input 2, 3 continues 4)
+PARTNER = {1: 2, 2: 1, 3: 4, 4: 3}
+BUBBLE_TORUS = {
+    "in_vcs": (1,) * 5,
+    "out_vcs": (1,) * 5,
+    "turns": TORUS_LIKE["turns"],
+    "one_port": True,
+    "entering": tuple(sum(1 << o for o in PARTNER if PARTNER[o] != p) for p in range(5)),
+}
+
+
+class InjectionIgnoresBubble(Allocator):
+    """Planted bug: the local input (injection) enters a ring with room for one packet."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._entering = (0, *self._entering[1:])
+
+
+@pytest.mark.parametrize("stages", [1, pytest.param(3, marks=pytest.mark.formal), 4])
+def test_a_head_enters_a_ring_only_with_room_for_two_packets_proven(sby, stages):
+    result = sby(AllocatorHarness(state=True, **BUBBLE_TORUS | STAGES[stages]), "prove", 2)
+    assert result.status == "PASS", result.log
+
+
+def test_injection_ignoring_the_bubble_caught(sby):
+    harness = AllocatorHarness(unit_class=InjectionIgnoresBubble, **BUBBLE_TORUS)
+    result = sby(harness, "bmc", 6)
+    assert result.status == "FAIL", result.log

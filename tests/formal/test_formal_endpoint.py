@@ -36,6 +36,7 @@ def test_buffers_proven(sby, ejection_vcs):
     assert result.status == "PASS", result.log
 
 
+@pytest.mark.formal  # proven unbounded by default (test_presentation_proven)
 def test_presentation_bounded(sby):
     # one ejection VC: its 4-flit buffer filled and drained past a wrap of the 3-bit tags
     harness = EndpointHarness(ejection_vcs=1, tag_width=3, check="presentation")

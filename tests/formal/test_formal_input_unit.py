@@ -74,6 +74,7 @@ def test_counts_proven(sby):
     assert result.status == "PASS", result.log
 
 
+@pytest.mark.formal  # proven unbounded by default (test_order_proven)
 def test_order_bounded(sby):
     result = sby(InputUnitHarness(order=True), "bmc", 10)
     assert result.status == "PASS", result.log

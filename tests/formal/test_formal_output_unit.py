@@ -193,3 +193,30 @@ def test_free_without_room_caught(sby):
     harness = OutputUnitHarness(n_vcs=2, buffer_depth=4, whole=3, unit_class=FreeWithoutRoom)
     result = sby(harness, "bmc", 8)
     assert result.status == "FAIL", result.log
+
+
+class EnteringLikeContinuing(OutputUnit):
+    """Planted bug: a head entering a ring needs room for one packet, not two (the ring can
+    fill, its bubble gone)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._entering = self._whole
+
+
+@pytest.mark.parametrize("acquire", [False, True])
+def test_entering_a_ring_needs_room_for_two_packets_proven(sby, acquire):
+    # bubble flow control: one VC a link, packets of 2 flits, buffers of 4
+    harness = OutputUnitHarness(
+        n_vcs=1, buffer_depth=4, acquire=acquire, whole=2, entering=4, state=True
+    )
+    result = sby(harness, "prove", 2)
+    assert result.status == "PASS", result.log
+
+
+def test_entering_with_room_for_one_packet_caught(sby):
+    harness = OutputUnitHarness(
+        n_vcs=1, buffer_depth=4, whole=2, entering=4, unit_class=EnteringLikeContinuing
+    )
+    result = sby(harness, "bmc", 8)
+    assert result.status == "FAIL", result.log

@@ -146,6 +146,7 @@ def test_bad_spec_and_foreign_folder_exit_2(example, tmp_path, capsys):
     assert (mine / "notes.txt").read_text() == "keep"
 
 
+@pytest.mark.formal  # the unit's own catch runs by default (test_second_without_credit_caught)
 def test_stages_4_planted_bug_fails(tools, example, tmp_path, monkeypatch, capsys):
     """``stages: 4`` is proven on the allocator's two-cycle switch allocation: with its input
     VCs believing in a second credit they may lack, the ownership proof fails."""
@@ -241,3 +242,50 @@ def test_input_unit_proofs_follow_the_switchs_data_form(example, tmp_path, stage
     made = [p.make() for p in kinds.properties(kind)]
     units = [h for h in made if isinstance(h, InputUnitHarness)]
     assert units and {h._shared_data for h in units} == {shared}
+
+
+BUBBLE = {
+    "name": "bubble",
+    "topology": {"kind": "torus", "k": [4, 4]},
+    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
+    "router": {"switching": "cut_through"},
+    "buffer_depth": 8,
+    "packet_length": 4,
+}
+
+
+def test_bubble_kinds_carry_the_ring_rule():
+    """Every switch of a bubble torus: the ring outputs need 2L = 8 credits to be entered, the
+    local input enters all four rings, and a ring's input enters every ring but its own."""
+    plan = compile_plan(load_spec(BUBBLE))
+    switch_kind = kinds.proof_kinds(plan)[0]
+    assert len(switch_kind.switches) == 16
+    ports = plan.switches[0].ports
+    local = next(p for p, port in enumerate(ports) if port.role != "external")
+    rings = {p: (port.dim, port.sign) for p, port in enumerate(ports) if port.role == "external"}
+    assert switch_kind.out_entering == tuple(0 if p == local else 8 for p in range(5))
+    for p, mask in enumerate(switch_kind.entering):
+        entered = {o for o in rings if mask >> o & 1}  # one VC a port: output VC o is port o
+        if p == local:
+            assert entered == set(rings)
+        else:  # arriving on the port facing (d, -s) the packet travels (d, s)
+            dim, sign = rings[p]
+            continuing = next(o for o, ring in rings.items() if ring == (dim, -sign))
+            assert continuing not in entered and set(rings) - entered <= {continuing, p}
+
+
+@pytest.mark.formal
+def test_bubble_torus_every_property_holds(tools, tmp_path, capsys):
+    path = tmp_path / "bubble.yaml"
+    path.write_text(yaml.safe_dump(BUBBLE))
+    assert main(["prove", str(path), "--json", "-q", "-o", str(tmp_path / "proofs")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["holds"]
+    properties = report["kinds"][0]["properties"]
+    rule = [
+        p
+        for p in properties
+        if "free2 only with 8 credits" in p["statement"]
+        or "enters a ring only with room for two packets" in p["statement"]
+    ]
+    assert len(rule) == 2 and all(p["result"] == "proven" for p in rule)

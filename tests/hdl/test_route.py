@@ -170,7 +170,11 @@ ADAPTIVE_ROUTINGS = [
     (NDT_42, "dort_adaptive", "dort_adaptive"),
     ("ndt-2x4x2-plus", {"name": "dort_adaptive", "tie": "plus"}, "dort_adaptive"),
     pytest.param(
-        NDT_333, "dort_adaptive", "dort_adaptive", marks=pytest.mark.slow, id="ndt-3x3x3-adaptive"
+        NDT_333,
+        "dort_adaptive",
+        "dort_adaptive",
+        marks=[pytest.mark.slow, pytest.mark.matrix],
+        id="ndt-3x3x3-adaptive",
     ),
 ]
 

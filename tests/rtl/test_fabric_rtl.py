@@ -116,7 +116,8 @@ def test_lockstep_long_links_matrix(example, need_sim, cosim_dir, fabric, latenc
 #: default run (flat near the knee, source-destination at low load), on both fabrics at every
 #: load under ``-m matrix`` (either on snode-128 takes minutes on Icarus; so does
 #: test_lockstep_snode_icarus, the super node's multi-homed endpoints, also under the marker)
-BASELINES = [("flat", "znode-64", "near"), ("source_destination", "znode-64", "low")]
+#: the default run's (source-destination is the matrix's, as is every other case)
+BASELINES = [("flat", "znode-64", "near")]
 BASELINE_MATRIX = [
     (routing, fabric, load)
     for routing in ("flat", "source_destination")
@@ -347,14 +348,13 @@ MATRIX = [
     for fabric in ("torus-4x4", "ndt-2x2x2", "znode-64", "snode-128")
     for load in LOADS
 ]
-#: the slice in the default run: each setting once, on a fabric where it changes something
+#: the slice in the default run: each setting once (first-free and the separable-2 allocator
+#: together), on a fabric where it changes something
 #: (first-free selection and deep pipelines with several candidate ports: znode-64's up pool;
 #: two injection VCs: znode-64, whose one-VC links give ``auto`` one), near or past the knee;
 #: znode-64 past the knee at deep pipelines costs a minute or more on Icarus, and snode-128
 #: several: those run under ``-m matrix``
 SLICE = [
-    ("ff", "znode-64", "near"),
-    ("sep2", "torus-4x4", "past"),
     ("sep2-ff", "ndt-2x2x2", "near"),
     ("s2", "torus-4x4", "near"),
     ("s2-sep2-ff", "znode-64", "near"),
@@ -464,7 +464,9 @@ def test_lockstep_eject_stalls(plan_of, need_sim, cosim_dir, fabric, load):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "fabric, load", on_verilator(STALLS, ("torus-4x4", "near"), lambda c: "-".join(c))
+    # every case -m matrix: the default run has Icarus's stalls and Verilator's other cases
+    "fabric, load",
+    on_verilator(STALLS, None, lambda c: "-".join(c)),
 )
 def test_lockstep_eject_stalls_verilator(plan_of, need_sim, cosim_dir, fabric, load):
     """The same on Verilator, at 60% stalls."""
@@ -551,7 +553,11 @@ def test_broken_arbiter_is_caught(plan_of, need_sim, cosim_dir, monkeypatch):
     assert report["vcd"] and Path(report["vcd"]).stat().st_size > 0
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize(
+    # the shortest and the longest pipeline by default, the others -m matrix
+    "stages",
+    [1, *(pytest.param(s, marks=pytest.mark.matrix) for s in (2, 3, 4)), 5],
+)
 def test_zero_load_latency_formula_rtl(plan_of, need_sim, cosim_dir, stages):
     """Two lone 4-flit packets over 4 hops each on torus-4x4 ((0,0) -> (2,2) and (1,1) ->
     (3,3): two hops per dimension): the RTL delivers both at the contract's zero-load cycle,

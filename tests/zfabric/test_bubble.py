@@ -185,7 +185,7 @@ def test_check_names_the_bubble_proof_and_refuses_a_broken_premise_in_one_line(t
     "command, stages, words",
     [
         ("verilog", 5, "router.stages: 5 with flow_control bubble: zfabric verilog builds"),
-        ("prove", 1, "routing.flow_control: bubble: zfabric prove has no property"),
+        ("prove", 5, "router.stages: 5 with flow_control bubble: zfabric prove builds"),
     ],
 )
 def test_what_the_rtl_does_not_build_is_refused_before_any_output(tmp_path, command, stages, words):

@@ -305,7 +305,7 @@ def test_5dt_evaluated_size_crossings():
         ((8, 4, 4), 11, 5.839),
         ((4, 4, 2, 2, 2), 9, 4.867),
         ((4, 4, 2, 4, 2), 10, 5.419),
-        pytest.param((8, 8, 8), 17, 8.885, marks=pytest.mark.slow),
+        pytest.param((8, 8, 8), 17, 8.885, marks=[pytest.mark.slow, pytest.mark.matrix]),
         pytest.param((4, 4, 2, 4, 4), 11, 5.944, marks=[pytest.mark.slow, pytest.mark.matrix]),
     ],
     ids=size_id,

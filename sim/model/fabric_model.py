@@ -235,6 +235,7 @@ class FabricModel:
         self._straight = straight_outputs(view)
         self._bypasses = plan.router.bypasses
         self._requested: dict[int, set[int]] = {}
+        self._filled: dict[int, set[tuple[int, int]]] = {}  # and its non-empty input VCs
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
@@ -472,6 +473,9 @@ class FabricModel:
             vc_requests.append(vc_wants)
         if self._bypasses:
             self._requested[s] = {o for wants in requests for _, (o, _) in wants}
+            self._filled[s] = {
+                (p, v) for p, vc_bufs in enumerate(bufs) for v, b in enumerate(vc_bufs) if b
+            }
         staged = False
         if self._split:
             # the output stage grants among last cycle's picks; the input stage picks on this
@@ -564,14 +568,14 @@ class FabricModel:
                 flit.packet.hops += 1
             self._cross(s, p, w, *target, flit)
         self._wire = kept
-        self._requested = {}
+        self._requested, self._filled = {}, {}
 
     def _straight_target(self, link: Any, v: int, flit: _Flit) -> tuple[int, int] | None:
         """The output VC a flit arriving on ``link``'s VC ``v`` bypasses on, or None."""
         s, p = link.dst.switch, link.dst.port
         o = self._straight[s].get(p)
-        if o is None or self._buf[s][p][v] or o in self._requested.get(s, ()):
-            return None
+        if o is None or (p, v) in self._filled.get(s, ()) or o in self._requested.get(s, ()):
+            return None  # its FIFO held a flit at the start of the cycle, or o is asked
         if not flit.is_head:
             target = self._assign[s][p][v]
             ok = target is not None and target[0] == o and self._credit[s][o][target[1]] > 0

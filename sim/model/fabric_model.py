@@ -235,6 +235,7 @@ class FabricModel:
         self._straight = straight_outputs(view)
         self._bypasses = plan.router.bypasses
         self._requested: dict[int, set[int]] = {}
+        self.bypassed = 0  # flits that crossed a switch by the bypass
         self._filled: dict[int, set[tuple[int, int]]] = {}  # and its non-empty input VCs
         self.check_invariants = check_invariants
         self.cycle = 0
@@ -567,6 +568,7 @@ class FabricModel:
             if flit.is_head:
                 flit.packet.hops += 1
             self._cross(s, p, w, *target, flit)
+            self.bypassed += 1
         self._wire = kept
         self._requested, self._filled = {}, {}
 

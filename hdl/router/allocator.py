@@ -730,12 +730,8 @@ class Allocator(wiring.Component):
         the requests the output arbiters read), then per straight input VC whether the
         arriving flit crosses. Drives ``bypass`` and ``bypass_vc``; returns, per input VC that
         may bypass, (it crosses, it is a head taking an output VC, that output VC one-hot)."""
-        n_ports, n_ovc = len(self._in_vcs), sum(self._out_vcs)
-        asked = [0] * n_ports
-        for requests, _wanted, ports in requesters:
-            for vc, port_bits in enumerate(ports):
-                for o in range(n_ports):
-                    asked[o] = asked[o] | (requests[vc] & port_bits[o])
+        n_ovc = sum(self._out_vcs)
+        asked = self._asked(requesters)
         held_of = {(port, vc): (held, ready) for port, vc, held, ready, _ in targets}
         result, taken_vcs = {}, 0
         for port, o in enumerate(self._straight):
@@ -763,6 +759,15 @@ class Allocator(wiring.Component):
             m.d.comb += self.bypass[port].eq(Cat(*crossing))
         m.d.comb += self.bypass_vc.eq(taken_vcs)
         return result
+
+    def _asked(self, requesters: list) -> list[Value]:
+        """Per output port: some input VC requests it this cycle (step 2)."""
+        asked = [Const(0, 1)] * len(self._in_vcs)
+        for requests, _wanted, ports in requesters:
+            for vc, port_bits in enumerate(ports):
+                for o in range(len(asked)):
+                    asked[o] = asked[o] | (requests[vc] & port_bits[o])
+        return asked
 
     def _ports_of(self, out_vcs: Value) -> Value:
         """The output ports (one bit each) that have a bit of ``out_vcs`` among their VCs."""

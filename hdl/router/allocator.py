@@ -753,7 +753,7 @@ class Allocator(wiring.Component):
                 body = ~self.link_head[port] & held_ready & (held & span).any()
                 crossed = _signal(m, head | (here & body), f"bypass_{port}_{vc}")
                 crossing.append(crossed)
-                taking = _signal(m, Mux(head, chosen, held), f"bypass_vc_{port}_{vc}")
+                taking = _signal(m, Mux(head, chosen, held & span), f"bypass_vc_{port}_{vc}")
                 taken_vcs = taken_vcs | (taking & crossed.replicate(n_ovc))
                 result[port, vc] = (crossed, head, chosen)
             m.d.comb += self.bypass[port].eq(Cat(*crossing))

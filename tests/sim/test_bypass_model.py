@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from lockstep import lockstep, python_kernel
+from zfabric.sim.analytic import lone_packet_latency
 from zfabric.sim.fast import FastModel
 from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
@@ -149,3 +150,26 @@ def test_a_planted_bypass_bug_fails_the_lockstep(monkeypatch, plant):
                 lockstep(spec, 0.9, cycles=200)
         else:
             assert lockstep(spec, 0.9, cycles=200)["delivered"] > 10
+
+
+def test_the_analysis_counts_the_straight_switches_of_every_pair():
+    """torus-4x4, 4-flit packets: the analysis's mean zero-load latency over the 240 ordered
+    pairs is the model's mean of lone packets, and by hand 2H + L + 2 less the straight
+    switches: a pair two hops apart in a dimension (4 of each source's 15 destinations per
+    dimension, 8 in all) goes straight through one switch, so 8 / 15 cycles off the mean."""
+    fabric = plan(TORUS_4X4)
+    latencies = []
+    for src in range(len(fabric.endpoints)):
+        for dst in range(len(fabric.endpoints)):
+            if src != dst:
+                model = FabricModel(fabric)
+                packet = model.offer(src, dst, 4)
+                while packet.delivered is None:
+                    model.step()
+                latencies.append(packet.latency)
+    measured = sum(latencies) / len(latencies)
+    _longest, mean = lone_packet_latency(fabric, 4)
+    assert mean == pytest.approx(measured)
+    plain = lone_packet_latency(plan(TORUS_4X4, "none"), 4)[1]
+    assert plain == pytest.approx(2 * 32 / 15 + 4 + 2)  # 2H + L + 2, H = 32 / 15
+    assert mean == pytest.approx(plain - 8 / 15)

@@ -96,6 +96,9 @@ class ProofKind:
     count_ends: bool = False
     #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
     shared_data: bool = True
+    #: the straight bypass: per input port the output port it feeds straight, or -1 (empty:
+    #: none)
+    straight: tuple[int, ...] = ()
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -121,6 +124,8 @@ class ProofKind:
             text += ", one-port candidates"
         if self.max_skip:
             text += f", heads pop up to {self.max_skip} surplus head flits"
+        if self.straight:
+            text += ", straight bypass"
         return text
 
 
@@ -178,6 +183,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             out_atomic=tuple(unit._atomic for unit in switch.output_units),
             out_whole=switch.output_units[0]._whole,
             count_ends=switch.input_units[0]._count_ends,
+            straight=alloc._straight,
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -398,6 +404,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         settings |= {"split": True, "buffer_depth": b}
     if kind.vc_split:  # its waiting heads' candidates stay, as the route register keeps them
         settings["vc_split"] = True
+    if kind.straight:  # the flits on the links, which may bypass
+        settings["straight"] = kind.straight
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
     unit = f"allocator ({len(kind.in_vcs)} ports)"
     found.append(
@@ -406,7 +414,13 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             "grants",
             "each input port pops at most one VC it picked that has a flit; each output grants "
             "at most one input; a port pops exactly when granted"
-            + ("; a staged pick keeps its flit" if kind.split else ""),
+            + ("; a staged pick keeps its flit" if kind.split else "")
+            + (
+                "; a flit bypasses only from an empty FIFO onto its straight output, never"
+                " beside a grant there"
+                if kind.straight
+                else ""
+            ),
             "allocator grants",
             lambda: AllocatorHarness(ownership=False, **settings),
             ("grants", key),
@@ -421,6 +435,12 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             + (
                 "; a staged VC's second flit crosses only with a second credit"
                 if kind.split
+                else ""
+            )
+            + (
+                "; a bypassing flit has a credit, a head an owner-less candidate, a body its"
+                " packet's VC"
+                if kind.straight
                 else ""
             ),
             "ownership",

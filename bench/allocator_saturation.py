@@ -16,7 +16,8 @@ send ring ties toward + (``tie: plus``, zfabric's rule before alternate ties bec
 default).
 
     .venv/bin/python bench/allocator_saturation.py [--cycles 2000] [--tolerance 0.01]
-        [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [--seed 1] [--seeds 1]
+        [--injection-vcs 1 2 auto] [--ejection-vcs 1 2 auto] [--bypass none straight]
+        [--seed 1] [--seeds 1]
         [fabric ...]
 
 With ``--seeds N`` every figure is the median over the traffic seeds ``--seed`` to ``--seed`` +
@@ -31,12 +32,13 @@ import statistics
 from pathlib import Path
 
 import yaml
+from zfabric.sim.analytic import lone_packet_latency
 from zfabric.sim.measure import simulate
 from zfabric.sim.sweep import saturation
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
-from zfabric import analyse_routing, compile_plan, load_spec
-from zfabric.router_settings import ALLOCATORS, SELECTIONS, STAGES
+from zfabric import compile_plan, load_spec
+from zfabric.router_settings import ALLOCATORS, BYPASSES, SELECTIONS, STAGES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -91,6 +93,9 @@ def main() -> None:
     parser.add_argument(
         "--ejection-vcs", nargs="*", default=["auto"], help="integers or auto (the default)"
     )
+    parser.add_argument(
+        "--bypass", nargs="*", default=["none"], choices=BYPASSES, help="router.bypass values"
+    )
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--tolerance", type=float, default=0.01, help="of the knee's bisection")
@@ -117,6 +122,7 @@ def main() -> None:
     )
     print(
         f"{'fabric':<14} {'stages':>6} {'allocator':<12} {'selection':<12} {'inj':>3} {'ej':>2} "
+        f"{'bypass':<8} "
         f"{'zero-load':>9} "
         f"{'saturation':>10} {'peak':>6} {f'lat@{args.load:.2f}':>9} {'ratio':>6}"
         + ("  knee per seed" if args.seeds > 1 else "")
@@ -128,20 +134,19 @@ def main() -> None:
             "selection": selection,
             "injection_vcs": injection if injection == "auto" else int(injection),
             "ejection_vcs": ejection if ejection == "auto" else int(ejection),
+            **({} if bypass == "none" else {"bypass": bypass}),
         }
         for stages in args.stages
         for allocator in args.allocators
         for selection in args.selections
         for injection in args.injection_vcs
         for ejection in args.ejection_vcs
+        for bypass in args.bypass
     ]
     for fabric in args.fabrics or FABRICS:
         for router in settings:
             plan = plan_for(fabric, router, args.packet_length)
-            hops = analyse_routing(plan).average_hops
-            zero = plan.router.zero_load_latency(
-                hops, args.packet_length, buffer_depth=plan.buffer_depth
-            )
+            zero = lone_packet_latency(plan, args.packet_length)[1]
             knees = [
                 saturation(
                     plan,
@@ -162,7 +167,7 @@ def main() -> None:
             print(
                 f"{fabric:<14} {router['stages']:>6} {router['allocator']:<12} "
                 f"{router['selection']:<12} {plan.router.injection_vcs:>3} "
-                f"{plan.router.ejection_vcs:>2} {zero:9.2f} "
+                f"{plan.router.ejection_vcs:>2} {plan.router.bypass:<8} {zero:9.2f} "
                 f"{knee_rate:10.3f} {peak:6.3f} {latency}{per_seed}",
                 flush=True,
             )

@@ -48,7 +48,7 @@ def main() -> None:
     verilog = convert(make(plan), "top")
     area = synthesize(verilog, "top", "ecp5-nowidelut")
     fmax = statistics.median(ecp5_fmax(verilog, "top", range(1, args.seeds + 1)))
-    per_hop, _ = zero_load(plan)
+    per_hop, *_ = zero_load(plan)
     knee = saturation(
         plan,
         TrafficConfig(packet_length=PACKET_LENGTH),

@@ -10,7 +10,10 @@ torus-4x4 and the nDT twin node of ndt-4x4x4, both 32-bit flits, 4-flit buffers)
   seeds, run one after the other;
 - cycles per hop: the reference model at zero load, one packet at a time from endpoint 0 to
   every other endpoint: the latency difference between the farthest and the nearest
-  destination over their difference in switch-to-switch links;
+  destination over their difference in switch-to-switch links; straight, the same over the
+  destinations on endpoint 0's ring of dimension 0 only (the packets that never turn: every
+  hop but the first and last goes straight through a switch, which ``bypass: straight``
+  crosses in one cycle); ns per hop of either is that over Fmax;
 - saturation throughput: the model under uniform Bernoulli traffic (4-flit packets), the knee
   of :func:`zfabric.sim.sweep.saturation` (the highest rate the model's saturation verdict
   calls stable, bisected to ``--tolerance``), as bench/allocator_saturation.py measures it
@@ -78,11 +81,13 @@ SETTINGS: list[tuple[str, dict]] = [
     ("1 ejection VC", {"router": {"ejection_vcs": 1}}),
     ("ties +", {"routing": {"tie": "plus"}}),
     ("fixed classes", {"routing": {"name": "dor", "vc_classes": "fixed"}}),
+    # a flit going straight crosses a switch in the cycle it arrives (dor only)
+    ("bypass", {"router": {"bypass": "straight"}}),
 ]
 
 #: the designs a setting applies to, where not all: ``vc_classes`` is a key of dor's routing
 #: (the torus), which the nDT twin node's routing does not have
-SETTING_DESIGNS = {"fixed classes": {"torus"}}
+SETTING_DESIGNS = {"fixed classes": {"torus"}, "bypass": {"torus"}}
 
 #: the spec overrides that give each family ``n`` VCs per switch-to-switch link, half per
 #: dateline class (a torus's ``vcs`` counts per class; the twin torus's ``external_vcs`` per link)
@@ -135,18 +140,32 @@ def plan_of(example: str, overrides: dict):
     return compile_plan(load_spec(merged(data, overrides)))
 
 
-def zero_load(plan) -> tuple[float, float]:
-    """(cycles per hop, mean zero-load latency) from endpoint 0 to every other endpoint."""
+def zero_load(plan) -> tuple[float, float, float | None]:
+    """(cycles per hop, mean zero-load latency, cycles per straight hop) from endpoint 0 to
+    every other endpoint; straight: to those on its ring of dimension 0 (None without
+    coordinates, or with fewer than two hop counts there)."""
     model = FabricModel(plan)
-    samples = []
+    samples, straight = [], []
+    coords = [plan.switches[e.attachments[0].switch].position.get("coords") for e in plan.endpoints]
     for dst in range(1, len(plan.endpoints)):
         packet = model.offer(0, dst, PACKET_LENGTH)
         while packet.delivered is None:
             model.step()
         samples.append((packet.hops, packet.latency))
+        if coords[0] is not None and coords[dst][1:] == coords[0][1:]:
+            straight.append((packet.hops, packet.latency))
+    return (
+        _per_hop(samples),
+        statistics.mean(latency for _, latency in samples),
+        _per_hop(straight) if len({hops for hops, _ in straight}) > 1 else None,
+    )
+
+
+def _per_hop(samples: list[tuple[int, int]]) -> float:
+    """The latency difference between the farthest and nearest of ``samples`` (hops,
+    latency) over their difference in hops."""
     (near_hops, near), (far_hops, far) = min(samples), max(samples)
-    per_hop = (far - near) / (far_hops - near_hops)
-    return per_hop, statistics.mean(latency for _, latency in samples)
+    return (far - near) / (far_hops - near_hops)
 
 
 def ice40_fmax(overrides: dict) -> float:
@@ -195,7 +214,7 @@ def main() -> None:
     )
     header = (
         f"{'setting':22} {'design':6} {'LUT4':>5} {'LUTRAM':>6} {'FF':>5} {'Fmax':>6} "
-        f"{'cyc/hop':>7} {'ns/hop':>6} {'sat':>6} {'Gbit/s':>6}"
+        f"{'cyc/hop':>7} {'ns/hop':>6} {'straight':>8} {'ns':>5} {'sat':>6} {'Gbit/s':>6}"
     )
     rows = []
     for label, overrides in SETTINGS:
@@ -211,7 +230,7 @@ def main() -> None:
             verilog = convert(make(plan), "top")
             area = synthesize(verilog, "top", "ecp5-nowidelut")
             fmax = statistics.median(ecp5_fmax(verilog, "top", seeds))
-            per_hop, _zero_mean = zero_load(plan)
+            per_hop, _zero_mean, straight = zero_load(plan)
             sat = saturation(
                 plan,
                 TrafficConfig(packet_length=PACKET_LENGTH),
@@ -219,10 +238,15 @@ def main() -> None:
                 cycles=args.cycles,
                 tolerance=args.tolerance,
             )
+            straight_text = (
+                f"{straight:8.2f} {straight * 1e3 / fmax:5.1f}"
+                if straight is not None
+                else f"{'n/a':>8} {'':5}"
+            )
             rows.append(
                 f"{label:22} {name:6} {area['LUT4']:5} {area['lutram']:6} {area['ff']:5} "
-                f"{fmax:6.1f} {per_hop:7.2f} {per_hop * 1e3 / fmax:6.1f} {sat:6.3f} "
-                f"{plan.flit_width * sat * fmax / 1e3:6.2f}"
+                f"{fmax:6.1f} {per_hop:7.2f} {per_hop * 1e3 / fmax:6.1f} {straight_text} "
+                f"{sat:6.3f} {plan.flit_width * sat * fmax / 1e3:6.2f}"
             )
             print(f"{rows[-1]}   ({time.perf_counter() - start:.0f} s)", flush=True)
         if not args.no_ice40:

@@ -16,6 +16,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.bubble import asks_bubble, entering_pairs
+from zfabric.bypass import straight_outputs
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
 
@@ -26,7 +27,7 @@ from .flit import (
     check_head_flits,
     surplus_head_flits,
 )
-from .router.allocator import Allocator
+from .router.allocator import Allocator, one_hot_index
 from .router.crossbar import Crossbar
 from .router.input_unit import InputUnit
 from .router.output_unit import OutputUnit
@@ -57,6 +58,7 @@ def switch_kind(
     head_flits: int = 1,
     surplus: int = 0,
     entering: frozenset[tuple[int, int]] = frozenset(),
+    straight: dict[int, int] | None = None,
 ) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
     identity_port = bool(identity_port and routes.identity_width)
@@ -71,6 +73,7 @@ def switch_kind(
         identity_port,
         None if identity_port else routes.identity,
         tuple(sorted(entering)),
+        *((tuple(sorted(straight.items())),) if straight else ()),
     )
 
 
@@ -111,6 +114,12 @@ class Switch(wiring.Component):
         port, output port) pairs on which a head enters a ring
         (:func:`~zfabric.bubble.entering_pairs`) and needs room for two longest packets. Empty
         (the default) builds none of it.
+    straight : dict of int to int
+        The straight bypass (docs/microarchitecture.md, *Straight bypass*): input port -> the
+        output port it feeds straight (:func:`~zfabric.bypass.straight_outputs`). Each such
+        input gets a route unit per VC on its link's flit, and each such output a multiplexer
+        between the crossbar and that input's link in front of its register. Empty (the
+        default) builds none of it.
 
     Members
     -------
@@ -136,6 +145,7 @@ class Switch(wiring.Component):
         head_flits: int = 1,
         surplus: int = 0,
         entering: frozenset[tuple[int, int]] = frozenset(),
+        straight: dict[int, int] | None = None,
     ):
         if not isinstance(flit_layout, FlitLayout):
             raise TypeError(f"flit_layout must be a FlitLayout, not {flit_layout!r}")
@@ -168,6 +178,9 @@ class Switch(wiring.Component):
         self._entering = frozenset(entering)
         if self._entering and (router.whole_packets == 0 or router.stages == 5):
             raise ValueError("entering pairs need cut-through switching and stages 1 to 4")
+        self._straight = dict(straight or {})
+        if self._straight and not router.bypasses:
+            raise ValueError("straight pairs need router bypass straight")
         self._in_vcs = input_vcs(ports, router)
         members = {}
         for port, n_vcs in enumerate(ports.vcs):
@@ -212,8 +225,9 @@ class Switch(wiring.Component):
                         shared_data=self._router.stages <= 3,
                         count_ends=self._router.stores,
                         block_ram=self._router.buffers == "block-ram",
+                        bypass=port in self._straight,
                     )
-                    for n in self._in_vcs
+                    for port, n in enumerate(self._in_vcs)
                 ],
                 [
                     OutputUnit(
@@ -251,6 +265,9 @@ class Switch(wiring.Component):
                     vc_split=self._router.stages == 5,
                     one_port=self._routes.one_port,
                     entering=self._entering_masks(),
+                    straight=tuple(self._straight.get(p, -1) for p in range(ports.n_ports))
+                    if self._straight
+                    else (),
                 ),
             )
         return self._parts
@@ -303,6 +320,7 @@ class Switch(wiring.Component):
             head_flits=built_head_flits(plan),
             surplus=surplus_head_flits(plan),
             entering=entering_pairs(PlanView(plan))[switch] if asks_bubble(plan) else frozenset(),
+            straight=straight_outputs(PlanView(plan))[switch],
         )
 
     @property
@@ -326,6 +344,7 @@ class Switch(wiring.Component):
             self._head_flits,
             self._surplus,
             self._entering,
+            self._straight,
         )
 
     def i(self, port: int):
@@ -363,6 +382,51 @@ class Switch(wiring.Component):
                 m.d.sync += skip.eq(route.skip)
         return kind[0] & routed, cand, next_head, skip
 
+    def _bypass_flits(self, m: Module, alloc: Allocator) -> dict:
+        """The straight bypass's datapath (docs/microarchitecture.md, *Straight bypass*): per
+        straight input, route units on its link's flit (one per VC: a route may read the input
+        VC) for the allocator, and its input unit told when the flit crosses; per straight
+        output, whether a flit crosses into it from its straight input this cycle and that
+        flit, its head the next switch's and its VC the one the allocator chose."""
+        layout = self._flit_layout
+        flits = {}
+        for port, o in self._straight.items():
+            link = self.i(port).flit
+            kind = link.payload.kind.as_value()
+            arriving = Cat(
+                *(link.valid & (link.payload.vc == vc) for vc in range(self._in_vcs[port]))
+            )
+            cand, next_head = 0, 0
+            for vc in range(self._in_vcs[port]):
+                m.submodules[f"straight_route{port}_{vc}"] = route = self._routes.unit(port, vc)
+                if self._routes.identity_width:
+                    identity = self.identity if self._identity_port else self._routes.identity
+                    m.d.comb += route.identity.eq(identity)
+                m.d.comb += route.head.eq(link.payload.head)
+                cand = cand | (route.cand & arriving[vc].replicate(len(route.cand)))
+                next_head = next_head | (
+                    route.next_head & arriving[vc].replicate(len(route.next_head))
+                )
+            m.d.comb += [
+                alloc.arriving[port].eq(arriving),
+                alloc.link_head[port].eq(kind[0]),
+                alloc.link_tail[port].eq(kind[1]),
+                alloc.link_cand[port].eq(cand),
+                self.input_units[port].bypass.eq(alloc.bypass[port].any()),
+            ]
+            base, n = sum(self._ports.vcs[:o]), self._ports.vcs[o]
+            taken = alloc.bypass_vc[base : base + n]
+            flit = Signal(layout, name=f"bypass_flit{o}")
+            m.d.comb += [
+                flit.kind.eq(link.payload.kind),
+                flit.vc.eq(one_hot_index(taken, layout.vc_width)),
+                flit.head.eq(next_head),
+                flit.src.eq(link.payload.src),
+                flit.payload.eq(link.payload.payload),
+            ]
+            flits[o] = (taken.any(), flit)
+        return flits
+
     def elaborate(self, platform):
         m = Module()
         layout = self._flit_layout
@@ -372,6 +436,7 @@ class Switch(wiring.Component):
             flit_layout=layout, n_in=n_ports, n_out=n_ports, turns=self._routes.turns
         )
 
+        bypassed = self._bypass_flits(m, alloc) if self._straight else {}
         free, ready, spare, spare2, keep2, low = [], [], [], [], [], []
         free2 = []  # bubble flow control: per output, free with room for two packets
         ring_outputs = {o for _, o in self._entering}
@@ -379,12 +444,22 @@ class Switch(wiring.Component):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)
             m.submodules[f"out{port}"] = out = self.output_units[port]
-            wiring.connect(m, crossbar=xbar.o[port], output_unit=out.i)
+            if port in bypassed:
+                # the straight input's bypassing flit, or the crossbar's (never both: the
+                # bypass takes an output no input VC requests)
+                valid, flit = bypassed[port]
+                crossed = out.i
+                m.d.comb += [
+                    out.i.valid.eq(xbar.o[port].valid | valid),
+                    out.i.payload.eq(Mux(valid, flit, xbar.o[port].payload)),
+                ]
+            else:
+                crossed = xbar.o[port]
+                wiring.connect(m, crossbar=xbar.o[port], output_unit=out.i)
             wiring.connect(m, output_unit=out.link, downstream=wiring.flipped(self.o(port)))
             m.d.comb += xbar.vc[port].eq(alloc.vc[port])
             m.d.comb += xbar.grant[port].eq(alloc.grant[port])
             base = sum(self._ports.vcs[:port])
-            crossed = xbar.o[port]
             if self._router.stages >= 3:  # the allocator's one-hot VC, off the crossbar's path
                 sent = alloc.send[base : base + n_vcs]
             else:  # the crossed flit's VC field decoded: fewer LUT4 where the clock gains nothing

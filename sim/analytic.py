@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from zfabric.bypass import straight_outputs
 from zfabric.deadlock import symmetry_group_of
 from zfabric.destinations import map_groups, routing_of, setup_workers
 from zfabric.plan import FabricPlan, PlanView
@@ -263,6 +264,17 @@ def _walk_flows(
         """Flits on a link per payload flit, for a packet whose head is ``head`` there."""
         return (packet_length + flits(head) - 1) / packet_length
 
+    outputs = straight_outputs(view)
+
+    def straight(link_id: int, child: Any) -> int:
+        """1 if a packet arriving over ``link_id`` at route graph node ``child`` leaves it
+        straight (its first choice there is the output that link's input feeds straight)."""
+        out_id = child.children[0][0]
+        if out_id < 0:
+            return 0
+        into, out = plan.links[link_id].dst, plan.links[out_id].src
+        return int(outputs[into.switch].get(into.port) == out.port)
+
     sums = _Sums(defaultdict(float), False, 0.0, 0.0, 0.0, 0.0, defaultdict(float))
     load, arrivals = sums.load, sums.arrivals
     for dst, sources in flows:
@@ -303,8 +315,11 @@ def _walk_flows(
                 after = (ejected - 1, ejected)
             else:
                 after = heads[child]
-            # a link longer than a cycle adds its extra cycles as a head's extra flits do
-            wire = 0 if link_id < 0 else plan.links[link_id].latency - 1
+            # a link longer than a cycle adds its extra cycles as a head's extra flits do, and
+            # the straight bypass takes one off the next switch if the packet goes straight
+            wire = 0
+            if link_id >= 0:
+                wire = plan.links[link_id].latency - 1 - straight(link_id, graph[child])
             heads[key] = (flits(node.head) - 1 + wire + after[0], after[1])
         for root, share in firsts:
             sums.weighted_hops += share * hops[root]

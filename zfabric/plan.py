@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from .errors import PlanError
-from .router_settings import RouterSettings
+from .router_settings import RouterSettings, bypass_routing_clash
 
 __all__ = [
     "ATTACHMENT_MODES",
@@ -221,6 +221,9 @@ class FabricPlan:
                 f"malformed plan: router switching {router.switching} needs a longest_packet of"
                 f" at most the buffer depth {plan.buffer_depth}, got {router.longest_packet!r}"
             )
+        clash = bypass_routing_clash(plan.routing.name) if router.bypasses else None
+        if clash:  # what the spec reader refuses
+            raise PlanError(f"malformed plan: router bypass straight {clash}")
         return plan
 
 

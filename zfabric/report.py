@@ -193,6 +193,8 @@ def router_text(router: RouterSettings) -> str:
         text += f" of packets up to {router.longest_packet} flits"
     if router.buffers != RouterSettings.buffers:
         text += f", input buffers in {router.buffers}"
+    if router.bypasses:
+        text += ", straight bypass"
     return text
 
 

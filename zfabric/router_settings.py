@@ -25,6 +25,9 @@ __all__ = [
     "SELECTIONS",
     "SWITCHINGS",
     "BUFFERS",
+    "BYPASSES",
+    "bypass_clash",
+    "bypass_routing_clash",
     "low_occupancy",
     "lfsr_seed",
     "lfsr_step",
@@ -71,6 +74,12 @@ SWITCHINGS = ("wormhole", "cut_through", "store_and_forward")
 #: port (SB_RAM40_4K on iCE40, DP16KD on ECP5) behind a front register per VC, same cycles
 #: (hdl/router/input_unit.py, ``RamQueues``)
 BUFFERS = ("distributed", "block-ram")
+#: which flits may cross a switch in the cycle they arrive, straight from the link
+#: (docs/microarchitecture.md, *Straight bypass*): ``none``; ``straight``, a flit that
+#: continues along its ring (same dimension, same direction) when its input VC's buffer is
+#: empty, its output VC has a credit and no buffered flit asks that output port: one cycle per
+#: straight hop instead of two
+BYPASSES = ("none", "straight")
 
 #: ``random`` selection's sequence: a 16-bit Galois LFSR (x^16 + x^14 + x^13 + x^11 + 1, maximal:
 #: 65535 states), one per input port
@@ -126,6 +135,9 @@ class RouterSettings:
     #: what holds the input VC buffers (:data:`BUFFERS`); ``block-ram`` pops one flit per pop,
     #: so it does not take ``head_bits`` (whose heads may drop surplus head flits with theirs)
     buffers: str = "distributed"
+    #: ``none`` (the default) or ``straight`` (:data:`BYPASSES`): only at ``stages`` 1, under
+    #: wormhole switching, one-flit heads and distributed buffers
+    bypass: str = "none"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -134,6 +146,7 @@ class RouterSettings:
             ("selection", self.selection, SELECTIONS),
             ("switching", self.switching, SWITCHINGS),
             ("buffers", self.buffers, BUFFERS),
+            ("bypass", self.bypass, BYPASSES),
         ):
             if value not in allowed or isinstance(value, bool):
                 raise ValueError(f"router {name} must be one of {allowed!r}, not {value!r}")
@@ -167,6 +180,15 @@ class RouterSettings:
             raise ValueError(f"router switching {self.switching} needs head_bits None")
         if self.buffers == "block-ram" and bits is not None:
             raise ValueError("router buffers block-ram does not take head_bits")
+        if self.bypasses:
+            clash = bypass_clash(self)
+            if clash:
+                raise ValueError(f"router bypass straight {clash}")
+
+    @property
+    def bypasses(self) -> bool:
+        """Flits going straight may cross a switch in the cycle they arrive."""
+        return self.bypass == "straight"
 
     @property
     def whole_packets(self) -> int:
@@ -221,6 +243,7 @@ class RouterSettings:
         buffer_depth: int | None = None,
         link_latency: int = 1,
         wire_cycles: float | None = None,
+        straight: float = 0,
     ) -> float:
         """Creation to tail delivery of a lone packet over ``hops`` switch-to-switch links
         (docs/microarchitecture.md, Consequences): one cycle to inject, ``stages`` + 1 cycles
@@ -243,7 +266,12 @@ class RouterSettings:
         L - 1 cycles late; from there its cycles are wormhole's, at every ``stages``. The
         ejection link adds nothing: the endpoint takes each flit as it arrives. Bubble flow
         control (a routing's, :mod:`zfabric.bubble`) adds nothing to ``cut_through``: a lone
-        head entering a ring finds its downstream buffer empty, B >= 2L credits."""
+        head entering a ring finds its downstream buffer empty, B >= 2L credits.
+
+        The straight bypass (``bypass: straight``) takes one cycle off each of the ``straight``
+        switches the packet goes straight through (docs/microarchitecture.md, *Straight
+        bypass*): a lone flit crosses such a switch in the cycle it arrives on the link. With
+        dimension-order routing over D dimensions that is H - D switches."""
         streaming = (
             0
             if buffer_depth is None
@@ -260,6 +288,7 @@ class RouterSettings:
             + wires
             + streaming
             + stored
+            - (straight if self.bypasses else 0)
         )
 
     @classmethod
@@ -305,8 +334,42 @@ def parse_router(reader: Any) -> RouterSettings:
             SpecError(reader.key("head_bits"), f"cannot be used with switching {switching}")
         )
         switching = RouterSettings.switching
+    if switching != "wormhole":
+        settings = replace(settings, switching=switching)
+    bypass = reader.get("bypass", choice(list(BYPASSES)), RouterSettings.bypass)
+    clash = bypass_clash(settings) if bypass != "none" else None
+    if clash:
+        reader.report(SpecError(reader.key("bypass"), f"{bypass} {clash}"))
+        bypass = RouterSettings.bypass
     reader.finish()
-    return settings if switching == "wormhole" else replace(settings, switching=switching)
+    return settings if bypass == "none" else replace(settings, bypass=bypass)
+
+
+def bypass_routing_clash(routing: str) -> str | None:
+    """Why a fabric routed by ``routing`` cannot take the straight bypass, or None: it is
+    defined for dimension-order routing, whose head has one candidate port, so whether it goes
+    straight is known from the head alone and no selection pointer ever decides its VC."""
+    return None if routing == "dor" else f"needs routing dor, not {routing}"
+
+
+def bypass_clash(settings: RouterSettings) -> str | None:
+    """Why ``settings`` (the other keys) cannot take the straight bypass, or None: it is
+    defined for the
+    one-cycle switch only (the bypassing flit skips exactly its one switch cycle), wormhole
+    switching (no whole-packet credit compare on the link's path), one-flit heads (the link's
+    flit is routed alone) and distributed buffers (docs/microarchitecture.md, *Straight
+    bypass*)."""
+    if settings.stages != 1:
+        return f"needs stages 1, not {settings.stages}"
+    if settings.switching != "wormhole":
+        return f"needs switching wormhole, not {settings.switching}"
+    if settings.head_bits is not None:
+        return "cannot be used with head_bits"
+    if settings.buffers != "distributed":
+        return f"needs buffers distributed, not {settings.buffers}"
+    if settings.selection == "occupancy":
+        return "cannot be used with selection occupancy"
+    return None
 
 
 def _endpoint_vcs(value: Any, path: str) -> int | str:

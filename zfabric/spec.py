@@ -40,7 +40,7 @@ from .fields import (
     short,
     string,
 )
-from .router_settings import RouterSettings, parse_router
+from .router_settings import RouterSettings, bypass_routing_clash, parse_router
 from .traffic_spec import MAX_PACKET_LENGTH, TrafficSpec, parse_traffic
 
 #: a spec's packet length when its traffic names none
@@ -168,6 +168,10 @@ def _read_spec(
     _, faults = errors.attempt(lambda: parse_faults(top.section("faults")))
     if router is not None and traffic is not None and router.switching != "wormhole":
         router = _whole_packets(router, traffic, buffer_depth, top)
+    if router is not None and router.bypasses and routing is not None:
+        clash = bypass_routing_clash(routing)
+        if clash:
+            top.report(SpecError("router.bypass", f"straight {clash}"))
     if routing_params and routing_params.get("flow_control") == "bubble":
         _bubble_premises(kind, params, router, traffic, buffer_depth, top)
         if faults:

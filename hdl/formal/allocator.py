@@ -57,6 +57,16 @@ Properties (assertions), every cycle:
   front of an input VC that holds nothing, with a one-hot staged output VC among its
   candidates whose output port is the staged one.
 
+- ``straight`` (the straight bypass, docs/microarchitecture.md, *Straight bypass*): per input
+  port a free flit on its link (``arriving``, at most one VC; a head exactly when its VC is
+  between packets, a free tail bit and free candidates in one output port). The harness
+  asserts that a flit bypasses only from an input VC whose FIFO is empty (``valid`` low) onto
+  its port's straight output, that no output takes a bypass and a crossbar grant in one cycle,
+  and at most one bypass; with the ownership properties, that a bypassing flit's output VC
+  has a credit, that a head takes an owner-less one among its candidates and a body or tail
+  goes on the one its packet owns. The reference owners, packets and credits follow the
+  bypasses as they follow the pops.
+
 The single-cycle properties hold for any pointers and assignments (with ``split``, together
 with the staged picks' invariant above, which the harness always asserts). The ownership ones
 depend on the allocator's internal assignment registers: with ``state`` the harness reads them
@@ -138,6 +148,12 @@ class AllocatorHarness(wiring.Component):
             members["low"] = In(n_ovc)
         if any(settings.get("entering", ())):  # any room for two packets at all
             members["roomy"] = In(n_ovc)
+        if settings.get("straight"):  # the flit on each input's link
+            members |= {
+                "arriving": In(max_in).array(n_ports),
+                "link_tail": In(1).array(n_ports),
+                "link_cand": In(n_ovc).array(n_ports),
+            }
         super().__init__(
             members
             | {
@@ -242,6 +258,9 @@ class AllocatorHarness(wiring.Component):
                     cand = self.cand[p][v]
                     offered = Cat(*(cand[a:b].any() for a, b in itertools.pairwise(ends)))
                     m.d.comb += Assume(_at_most_one(offered))
+        straight = self._settings.get("straight", ())
+        if straight:
+            self._straight_environment(m, alloc, in_packet, valid)
         for p in range(n_ports):
             granted_by = sum(alloc.grant[o][p] for o in range(n_ports))
             m.d.comb += Assert((granted_by != 0) == alloc.pop[p].any())
@@ -296,6 +315,10 @@ class AllocatorHarness(wiring.Component):
                                 m.d.sync += owners[flat].eq(me)
                         with m.If(onto & self.tail[p][v]):
                             m.d.sync += owners[flat].eq(0)
+                if straight and straight[p] >= 0:  # the bypass: as a crossing flit does
+                    sent, released = self._bypass_properties(
+                        m, alloc, p, v, me, owners, in_packet, ready, sent, released
+                    )
                 with m.If(crosses & ~self.tail[p][v]):
                     m.d.sync += in_packet[p][v].eq(1)
                 with m.If(crosses & self.tail[p][v]):
@@ -357,6 +380,8 @@ class AllocatorHarness(wiring.Component):
                 m.d.comb += Assume(after <= self._buffer_depth)
             else:
                 m.d.sync += ready[flat].eq(self.spare[flat] | (ready[flat] & ~sent[flat]))
+        if straight:  # a head bypasses; a body bypasses behind it
+            m.d.comb += Cover(alloc.bypass_vc.any())
         # an input port loses the output it picked to another; output VC 0 passes from one
         # input VC to another after the first one's tail
         previous = Signal.like(owners[0], name="previous_owner0")
@@ -371,3 +396,75 @@ class AllocatorHarness(wiring.Component):
             m.d.sync += popped.eq(alloc.pop[0][0])
             m.d.comb += Cover(popped & alloc.pop[0][0])
         return m
+
+    def _straight_environment(self, m: Module, alloc, in_packet, valid) -> None:
+        """The flits on the links (a head exactly between packets) and the single-cycle
+        bypass properties: from an empty FIFO, onto the straight output, never beside a
+        crossbar grant there, at most one VC per output (with the ownership properties: a body's
+        VC is its one-hot assignment)."""
+        in_vcs, out_vcs = self._in_vcs, self._out_vcs
+        n_ports = len(in_vcs)
+        ends = [sum(out_vcs[:o]) for o in range(n_ports + 1)]
+        straight = self._settings["straight"]
+        taken = alloc.bypass_vc
+        for p, n_vcs in enumerate(in_vcs):
+            arriving = self.arriving[p]
+            between = sum(~in_packet[p][v] << v for v in range(n_vcs))
+            cand = self.link_cand[p]
+            offered = Cat(*(cand[a:b].any() for a, b in itertools.pairwise(ends)))
+            m.d.comb += [
+                Assume(_at_most_one(arriving)),
+                Assume((arriving >> n_vcs) == 0),
+                Assume(_at_most_one(offered)),
+                alloc.arriving[p].eq(arriving),
+                alloc.link_head[p].eq((arriving & between).any()),
+                alloc.link_tail[p].eq(self.link_tail[p]),
+                alloc.link_cand[p].eq(cand),
+                Assert((alloc.bypass[p] & ~(arriving & ~valid[p])) == 0),
+            ]
+            if straight[p] < 0:
+                m.d.comb += Assert(alloc.bypass[p] == 0)
+                continue
+            o = straight[p]
+            into = taken[ends[o] : ends[o + 1]]
+            # a bypass from p lands on p's straight output, and only there
+            m.d.comb += Assert(alloc.bypass[p].any() == into.any())
+        for o in range(n_ports):
+            into = taken[ends[o] : ends[o + 1]]
+            m.d.comb += Assert(~(into.any() & alloc.grant[o].any()))
+            if self._ownership:  # one VC: needs the assignments one-hot
+                m.d.comb += Assert(_at_most_one(into))
+            if o not in straight:
+                m.d.comb += Assert(~into.any())
+
+    def _bypass_properties(self, m, alloc, p, v, me, owners, in_packet, ready, sent, released):
+        """Input VC ``v`` of port ``p`` (flat index ``me`` - 1) bypassing: its output VC
+        has a credit, a head takes an owner-less candidate, a body or tail the VC it owns;
+        the reference owners and packets follow. Returns ``sent`` and ``released`` with it."""
+        out_vcs = self._out_vcs
+        o = self._settings["straight"][p]
+        base = sum(out_vcs[:o])
+        head = ~in_packet[p][v]
+        crossed = alloc.bypass[p][v]
+        tail = self.link_tail[p]
+        for w in range(out_vcs[o]):
+            flat = base + w
+            onto = crossed & alloc.bypass_vc[flat]
+            sent[flat] = sent[flat] | onto
+            released[flat] = released[flat] | (onto & tail)
+            if self._ownership:
+                m.d.comb += [
+                    Assert(~onto | ready[flat]),
+                    Assert(~onto | ~head | (owners[flat] == 0)),
+                    Assert(~onto | ~head | self.link_cand[p][flat]),
+                    Assert(~onto | head | (owners[flat] == me)),
+                ]
+                with m.If(onto & head):
+                    m.d.sync += owners[flat].eq(me)
+            with m.If(onto & tail):
+                m.d.sync += owners[flat].eq(0)
+        with m.If(crossed & ~tail):
+            m.d.sync += in_packet[p][v].eq(1)
+        with m.If(crossed & tail):
+            m.d.sync += in_packet[p][v].eq(0)
+        return sent, released

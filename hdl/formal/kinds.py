@@ -100,6 +100,9 @@ class ProofKind:
     out_entering: tuple[int, ...] = ()
     #: the input units keep their VCs' data in one RAM (InputUnit's ``shared_data``)
     shared_data: bool = True
+    #: the straight bypass: per input port the output port it feeds straight, or -1 (empty:
+    #: none)
+    straight: tuple[int, ...] = ()
     switches: tuple[str, ...] = field(compare=False, default=())
     #: the switches' indices and the plan's route rows, for the route units' proof
     ids: tuple[int, ...] = field(compare=False, default=())
@@ -125,6 +128,8 @@ class ProofKind:
             text += ", one-port candidates"
         if self.max_skip:
             text += f", heads pop up to {self.max_skip} surplus head flits"
+        if self.straight:
+            text += ", straight bypass"
         return text
 
 
@@ -186,6 +191,7 @@ def proof_kinds(plan: FabricPlan) -> list[ProofKind | EndpointKind]:
             out_entering=tuple(unit._entering for unit in switch.output_units)
             if alloc._entering
             else (),
+            straight=alloc._straight,
         )
         kinds.setdefault(kind, []).append(s)
         # the units were built to read their configuration only: no "created but never used"
@@ -415,6 +421,8 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
         settings["vc_split"] = True
     if kind.entering:  # bubble flow control: heads entering a ring read free2
         settings["entering"] = kind.entering
+    if kind.straight:  # the flits on the links, which may bypass
+        settings["straight"] = kind.straight
     key = tuple(sorted((k, v if k != "turns" else tuple(sorted(v))) for k, v in settings.items()))
     unit = f"allocator ({len(kind.in_vcs)} ports)"
     found.append(
@@ -423,7 +431,13 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             "grants",
             "each input port pops at most one VC it picked that has a flit; each output grants "
             "at most one input; a port pops exactly when granted"
-            + ("; a staged pick keeps its flit" if kind.split else ""),
+            + ("; a staged pick keeps its flit" if kind.split else "")
+            + (
+                "; a flit bypasses only from an empty FIFO onto its straight output, never"
+                " beside a grant there"
+                if kind.straight
+                else ""
+            ),
             "allocator grants",
             lambda: AllocatorHarness(ownership=False, **settings),
             ("grants", key),
@@ -439,6 +453,12 @@ def properties(kind: ProofKind | EndpointKind) -> list[Property]:
             + (
                 "; a staged VC's second flit crosses only with a second credit"
                 if kind.split
+                else ""
+            )
+            + (
+                "; a bypassing flit has a credit, a head an owner-less candidate, a body its"
+                " packet's VC"
+                if kind.straight
                 else ""
             ),
             "ownership",

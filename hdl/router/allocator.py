@@ -225,6 +225,15 @@ class Allocator(wiring.Component):
         port, a mask of the output VCs (flat) a head of that port enters a ring on, where it
         reads ``free2`` instead of ``free``. Empty (the default): no ``free2``. Not with
         ``vc_split``.
+    straight : sequence of int, optional
+        The straight bypass (docs/microarchitecture.md, *Straight bypass*): per input port, the
+        output port it feeds straight, or -1. The flit on an input's link in its last cycle
+        (``arriving``, ``link_head``, ``link_tail``, ``link_cand``) crosses to that output now
+        (``bypass``, ``bypass_vc``) when its VC's FIFO is empty (``valid`` low), no input VC
+        requests the output, and its output VC (the one its VC holds, or for a head the lowest
+        usable candidate on that output) has a credit; a head takes that output VC, a tail
+        gives it back, as at a pop. Empty (the default): none of it. Only at ``stages: 1``
+        (not ``pipelined``) with ``one_port``.
 
     Members
     -------
@@ -270,6 +279,18 @@ class Allocator(wiring.Component):
         Only when ``split``: per output VC, two credits or more at the start of the next cycle
         if it sends now, if it does not (the output unit's); the allocator keeps, per input
         VC, whether the output VC it holds has two credits as a flip-flop set from these.
+    arriving : ``In(max(in_vcs)).array(n_ports)``
+        Only with ``straight``: per input port, one-hot, the VC of the flit on its link (zero
+        if none).
+    link_head, link_tail : ``In(1).array(n_ports)``
+        Only with ``straight``: that flit is a head; a tail.
+    link_cand : ``In(n_out_vcs).array(n_ports)``
+        Only with ``straight``: the route unit's candidates for that flit's head (on its VC).
+    bypass : ``Out(max(in_vcs)).array(n_ports)``
+        Only with ``straight``: per input port, ``arriving`` if the flit bypasses, else zero.
+    bypass_vc : ``Out(n_out_vcs)``
+        Only with ``straight``: the output VCs a bypassing flit goes out on this cycle (at
+        most one per output port).
     """
 
     def __init__(
@@ -286,6 +307,7 @@ class Allocator(wiring.Component):
         vc_split: bool = False,
         one_port: bool = False,
         entering: Sequence[int] = (),
+        straight: Sequence[int] = (),
     ):
         if selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS!r}, not {selection!r}")
@@ -326,7 +348,23 @@ class Allocator(wiring.Component):
                 f"entering must be {n_ports} output VC masks, without vc_split, not {entering!r}"
             )
         self._entering = entering if any(entering) else ()
+        straight = tuple(straight)
+        if straight and (len(straight) != n_ports or self._pipelined or not self._one_port):
+            raise ValueError(
+                f"straight must be {n_ports} output ports (or -1), for a one-cycle switch whose"
+                f" routing offers one port, not {straight!r}"
+            )
+        self._straight = straight if any(o >= 0 for o in straight) else ()
         members = {"acquire": Out(n_ovc), "send": Out(n_ovc)} if self._pipelined else {}
+        if self._straight:
+            members |= {
+                "arriving": In(max_in).array(n_ports),
+                "link_head": In(1).array(n_ports),
+                "link_tail": In(1).array(n_ports),
+                "link_cand": In(n_ovc).array(n_ports),
+                "bypass": Out(max_in).array(n_ports),
+                "bypass_vc": Out(n_ovc),
+            }
         if self._entering:
             members["free2"] = In(n_ovc)
         if self._split:
@@ -529,6 +567,8 @@ class Allocator(wiring.Component):
                 Cat(*(pops[port][vc] & self.head[port][vc] for vc in range(n)))
                 for port, n in enumerate(self._in_vcs)
             ]
+        # the straight bypass: per input VC, (bypasses, takes an output VC, the one it takes)
+        bypasses = self._bypass(m, requesters, targets, usable) if self._straight else {}
         if self._vc_split:
             # per output port the granted staged head's output VC, if it is still free: the
             # same as each input VC's acquisition below, two levels of gates sooner
@@ -566,14 +606,21 @@ class Allocator(wiring.Component):
         # credit drops only when it pops itself. A head acquiring in VC allocation sends
         # nothing on its new output VC this cycle; one acquiring at traversal sends its head
         for port, vc, held, held_ready, wanted in targets:
-            pop = self.pop[port][vc]
+            pop, acquire = self.pop[port][vc], acquires[port][vc]
+            release = pop & self.tail[port][vc]
+            if (port, vc) in bypasses:  # a bypassing flit spends, takes and releases as a pop
+                crossed, taken, taking = bypasses[port, vc]
+                pop = pop | crossed
+                wanted = Mux(crossed, taking, wanted)
+                acquire = acquire | taken
+                release = release | (crossed & self.link_tail[port])
             m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
-            with m.If(acquires[port][vc]):  # a head that acquires takes one output VC
+            with m.If(acquire):  # a head that acquires takes one output VC
                 spent = self.spare | self.ready if self._pipelined else self.spare
                 m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
                 if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(1)
-            with m.If(pop & self.tail[port][vc]):
+            with m.If(release):
                 m.d.sync += [held.eq(0), held_ready.eq(0)]
                 if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(0)
@@ -676,6 +723,51 @@ class Allocator(wiring.Component):
             option = _signal(m, masks[i], f"{name}_{i}")
             pool = _signal(m, Mux(option.any(), option, pool), f"{name}_then_{i}")
         return pool
+
+    def _bypass(self, m: Module, requesters: list, targets: list, usable: Value) -> dict:
+        """The straight bypass's decisions (docs/microarchitecture.md, *Straight bypass*), all
+        on start-of-cycle state: per output port whether some input VC requests it (the OR of
+        the requests the output arbiters read), then per straight input VC whether the
+        arriving flit crosses. Drives ``bypass`` and ``bypass_vc``; returns, per input VC that
+        may bypass, (it crosses, it is a head taking an output VC, that output VC one-hot)."""
+        n_ovc = sum(self._out_vcs)
+        asked = self._asked(requesters)
+        held_of = {(port, vc): (held, ready) for port, vc, held, ready, _ in targets}
+        result, taken_vcs = {}, 0
+        for port, o in enumerate(self._straight):
+            if o < 0:
+                continue
+            span = Const(((1 << self._out_vcs[o]) - 1) << self._base[o], n_ovc)
+            quiet = _signal(m, ~asked[o], f"unasked_{o}")
+            # a head's output VC: its lowest usable candidate on the straight output
+            chosen = lowest_one(m, self.link_cand[port] & usable & span, f"straight_{port}")
+            crossing = []
+            for vc in range(self._in_vcs[port]):
+                held, held_ready = held_of[port, vc]
+                here = _signal(
+                    m, self.arriving[port][vc] & ~self.valid[port][vc] & quiet, f"here_{port}_{vc}"
+                )
+                head = _signal(
+                    m, here & self.link_head[port] & chosen.any(), f"by_head_{port}_{vc}"
+                )
+                body = ~self.link_head[port] & held_ready & (held & span).any()
+                crossed = _signal(m, head | (here & body), f"bypass_{port}_{vc}")
+                crossing.append(crossed)
+                taking = _signal(m, Mux(head, chosen, held & span), f"bypass_vc_{port}_{vc}")
+                taken_vcs = taken_vcs | (taking & crossed.replicate(n_ovc))
+                result[port, vc] = (crossed, head, chosen)
+            m.d.comb += self.bypass[port].eq(Cat(*crossing))
+        m.d.comb += self.bypass_vc.eq(taken_vcs)
+        return result
+
+    def _asked(self, requesters: list) -> list[Value]:
+        """Per output port: some input VC requests it this cycle (step 2)."""
+        asked = [Const(0, 1)] * len(self._in_vcs)
+        for requests, _wanted, ports in requesters:
+            for vc, port_bits in enumerate(ports):
+                for o in range(len(asked)):
+                    asked[o] = asked[o] | (requests[vc] & port_bits[o])
+        return asked
 
     def _ports_of(self, out_vcs: Value) -> Value:
         """The output ports (one bit each) that have a bit of ``out_vcs`` among their VCs."""

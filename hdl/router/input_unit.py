@@ -351,6 +351,9 @@ class InputUnit(wiring.Component):
         Entries behind the front that a pop of VC ``v`` takes out with it.
     last_tail : ``Out(n_vcs)``, only with ``max_skip``
         Bit ``v``: the last entry a pop of VC ``v`` takes (with ``skip``) is a tail.
+    bypass : ``In(1)``, only with ``bypass``
+        The flit on the link crosses the switch now (docs/microarchitecture.md, *Straight
+        bypass*): it is not written, and its VC's credit goes upstream as for a pop.
     ends : ``Out(n_vcs)``, only with ``count_ends``
         Bit ``v``: VC ``v``'s FIFO holds a flit that ends a packet (a tail, or a single), from
         a count of those written in and popped out: the packet at its front is whole
@@ -367,6 +370,7 @@ class InputUnit(wiring.Component):
         shared_data: bool = True,
         count_ends: bool = False,
         block_ram: bool = False,
+        bypass: bool = False,
     ):
         if not isinstance(n_vcs, int) or n_vcs < 1:
             raise TypeError(f"n_vcs must be a positive integer, not {n_vcs!r}")
@@ -383,6 +387,9 @@ class InputUnit(wiring.Component):
         if block_ram and max_skip:
             raise ValueError("block_ram pops one flit at a time: max_skip must be 0")
         self._block_ram = block_ram
+        if bypass and (block_ram or max_skip):
+            raise ValueError("bypass needs distributed buffers and max_skip 0")
+        self._bypass = bool(bypass)
         width = (1 + max_skip).bit_length()
         skip = (
             {"skip": In(range(max_skip + 1)).array(n_vcs), "last_tail": Out(n_vcs)}
@@ -400,6 +407,7 @@ class InputUnit(wiring.Component):
                 "overflow": Out(1),
             }
             | ({"ends": Out(n_vcs)} if count_ends else {})
+            | ({"bypass": In(1)} if self._bypass else {})
         )
 
     def elaborate(self, platform):
@@ -422,6 +430,10 @@ class InputUnit(wiring.Component):
                 max_skip=self._max_skip,
             )
             write = flit.valid & (flit.payload.vc == vc)
+            credit = pop = self.o[vc].valid & self.o[vc].ready
+            if self._bypass:  # it crosses instead of being written: its credit goes back now
+                credit = pop | (write & self.bypass)
+                write = write & ~self.bypass
             m.d.comb += [
                 queue.w_en.eq(write),
                 queue.w_data.eq(Cat(*(Value.cast(flit.payload[name]) for name, _ in layout))),
@@ -435,7 +447,6 @@ class InputUnit(wiring.Component):
             if not self._shared_data:  # the picked VC's data, from behind its FIFO's read
                 data = queue.r_data[front_layout.size :]
                 picked = picked | (data & self.pick[vc].replicate(len(data)))
-            pop = self.o[vc].valid & self.o[vc].ready
             if self._max_skip:
                 m.d.comb += [
                     queue.skip.eq(self.skip[vc]),
@@ -443,7 +454,7 @@ class InputUnit(wiring.Component):
                 ]
                 m.d.sync += self.link.credit[vc].eq(Mux(pop, 1 + self.skip[vc], 0))
             else:
-                m.d.sync += self.link.credit[vc].eq(pop)
+                m.d.sync += self.link.credit[vc].eq(credit)
             if self._count_ends:
                 self._count_packet_ends(m, vc, write & queue.w_rdy, pop)
             lost = lost | (write & ~queue.w_rdy)

@@ -145,6 +145,7 @@ class FastModel:
         cfg[k.N_IV] = n_iv
         cfg[k.LISTS] = lists
         cfg[k.WHOLE], cfg[k.STORES] = router.whole_packets, router.stores
+        cfg[k.BYPASS] = router.bypasses
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
@@ -445,8 +446,8 @@ class FastModel:
         for phase in (0, 1):
             wires = a["wf"][phase, : a["wf_n"][phase]]
             kinds, targets = wires[:, k.WF_KIND], wires[:, k.WF_TARGET]
-            np.add.at(flits_to_iv, targets[kinds != 2], 1)
-            np.add.at(flits_to_rb, targets[kinds == 2], 1)
+            np.add.at(flits_to_iv, targets[(kinds == k.LINK) | (kinds == k.INJECTION)], 1)
+            np.add.at(flits_to_rb, targets[kinds == k.EJECTION], 1)
             credits = a["wc"][phase, : a["wc_n"][phase]]
             np.add.at(credits_to_ov, credits[credits >= 0], 1)
             np.add.at(credits_to_inj, -1 - credits[credits < 0], 1)

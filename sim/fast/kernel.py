@@ -51,8 +51,9 @@ FIFO_OVER, RECEIVE_OVER, CREDIT_OVER, WRONG_ENDPOINT, OUT_OF_ORDER, SURPLUS = ra
     LISTS,
     WHOLE,
     STORES,
+    BYPASS,
     CFG_SIZE,
-) = range(19)
+) = range(20)
 
 FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
 
@@ -76,7 +77,9 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
 
 # ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never)
 SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
-# ``gp``: per port (input and output of one index), with its pointers and staged picks
+# ``gp``: per port (input and output of one index), with its pointers and staged picks;
+# STRAIGHT: under the straight bypass the output port (``gp``) its input feeds straight, -1 for
+# none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never)
 (
     GP_IV0,
     GP_NIV,
@@ -92,9 +95,12 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     VSTAGED_V,
     VSTAGED_OV,
     GP_RING,
+    GP_STRAIGHT,
+    GP_ASKED,
     GP_FIELDS,
-) = range(15)
-# ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests
+) = range(17)
+# ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests, the
+# last cycle a flit left its FIFO (the straight bypass asks whether it was empty at the start)
 (
     IV_SW,
     IV_GP,
@@ -106,8 +112,9 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     PENDING,
     REQ,
     VREQ,
+    IV_POPPED,
     IV_FIELDS,
-) = range(11)
+) = range(12)
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
@@ -157,8 +164,10 @@ RB_HEAD, RB_CNT, RB_FIELDS = range(3)
 MATCHED_IN, MATCHED_OUT, PICK_V, BEST, BEST_D, SCRATCH_FIELDS = range(6)
 # ``grants``: per grant of the switch at hand, switch (G_) and VC (A_) allocation
 G_GP, G_V, G_OV, A_GP, A_V, A_OV, GRANT_FIELDS = range(7)
-# ``wf``: [phase, entry, field] flits on the wires; kind 0 a link, 1 an injection, 2 an ejection
+# ``wf``: [phase, entry, field] flits on the wires; kind 0 a link, 1 an injection, 2 an ejection,
+# 3 a link's flit that crossed its switch by the straight bypass (it lands nowhere)
 WF_KIND, WF_TARGET, WF_FLIT, WF_FIELDS = range(4)
+LINK, INJECTION, EJECTION, BYPASSED = range(4)
 # ``pl``: the path log
 PL_SLOT, PL_SW, PL_PORT, PL_FIELDS = range(4)
 # ``ms``: the miss log
@@ -267,6 +276,7 @@ def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
 @njit(cache=True, inline="always")
 def _pop(buf: np.ndarray, ivs: np.ndarray, sws: np.ndarray, sc: np.ndarray, iv: int, depth: int):
     flit = buf[iv * depth + ivs[iv, IV_HEAD]]
+    ivs[iv, IV_POPPED] = sc[CYCLE]
     ivs[iv, IV_HEAD] = (ivs[iv, IV_HEAD] + 1) % depth
     ivs[iv, IV_CNT] -= 1
     sws[ivs[iv, IV_SW], SW_CNT] -= 1
@@ -355,7 +365,33 @@ def _lookups(st) -> int:
                 ms[misses, MS_IV] = iv
                 ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
                 misses += 1
+    if st.cfg[BYPASS]:
+        misses = _bypass_lookups(st, misses)
     st.sc[N_MISS] = misses
+    return misses
+
+
+@njit(cache=True)
+def _bypass_lookups(st, misses: int) -> int:
+    """The decisions of the heads on links that may bypass their switch this cycle (into an
+    empty input VC with a straight output), into PENDING; the misses after ``misses``."""
+    gps, ivs, pks, wf, ms = st.gp, st.iv, st.pk, st.wf, st.ms
+    keys, values, n_iv = st.hash_keys, st.hash_vals, st.cfg[N_IV]
+    landing = st.sc[PHASE]
+    for k in range(st.wf_n[landing]):
+        iv, flit = wf[landing, k, WF_TARGET], wf[landing, k, WF_FLIT]
+        if wf[landing, k, WF_KIND] != LINK or flit & 0xFFFF != 0:
+            continue
+        if gps[ivs[iv, IV_GP], GP_STRAIGHT] < 0 or ivs[iv, IV_CNT] > 0:
+            continue
+        key = pks[flit >> 16, PK_HEAD] * n_iv + iv
+        h = hash_slot(keys, key)
+        if keys[h] == key:
+            ivs[iv, PENDING] = values[h]
+        else:
+            ms[misses, MS_IV] = iv
+            ms[misses, MS_HEAD] = pks[flit >> 16, PK_HEAD]
+            misses += 1
     return misses
 
 
@@ -705,6 +741,8 @@ def _requests(st, base: int, n_ports: int) -> bool:
             elif ovs[target, CREDIT] == 0:
                 target = -1
             ivs[iv, REQ] = target
+            if target >= 0:
+                gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
     return routed
 
 
@@ -748,45 +786,91 @@ def _next_select(select: int, o: int, n_ports: int, selection: int) -> int:
 @njit(cache=True, inline="always")
 def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
     """Step 5: every granted flit leaves its FIFO and crosses; credits go upstream."""
-    gps, ivs, ovs, pks, grants, cfg, sc = st.gp, st.iv, st.ov, st.pk, st.grants, st.cfg, st.sc
-    buf, sws, decs, pl = st.buf, st.sw, st.dec, st.pl
-    wf, wf_n, wc, wc_n = st.wf, st.wf_n, st.wc, st.wc_n
-    vc_stage, split, paths = cfg[VC_STAGE] != 0, cfg[SPLIT] != 0, cfg[PATHS] != 0
+    gps, ivs, ovs, grants, cfg, sc = st.gp, st.iv, st.ov, st.grants, st.cfg, st.sc
+    buf, sws = st.buf, st.sw
+    vc_stage, split = cfg[VC_STAGE] != 0, cfg[SPLIT] != 0
     depth = cfg[DEPTH]
-    sent = 1 - sc[PHASE]
     for k in range(granted):
         gp, v, ov = grants[k, G_GP], grants[k, G_V], grants[k, G_OV]
         p, o = gp - base, ovs[ov, OV_PORT]
         iv = gps[gp, GP_IV0] + v
         flit = _pop(buf, ivs, sws, sc, iv, depth)
-        slot = flit >> 16
-        ovs[ov, CREDIT] -= 1
         if flit & 0xFFFF == 0:  # a head
-            _drop_surplus(st, iv, slot)
+            _drop_surplus(st, iv, flit >> 16)
             if not vc_stage:
-                ivs[iv, ASSIGN] = ov
-                ovs[ov, OWNER] = iv
                 gps[gp, RR_SEL] = _next_select(gps[gp, RR_SEL], o, n_ports, cfg[SELECTION])
-            pks[slot, PK_HEAD] = decs[ivs[iv, DECISION], DEC_NEXT_HEAD]
-            ivs[iv, DECISION] = -1
-            if paths:
-                n = sc[N_PATH_LOG]
-                pl[n, PL_SLOT] = slot
-                pl[n, PL_SW] = s
-                pl[n, PL_PORT] = o
-                sc[N_PATH_LOG] = n + 1
-        if _is_tail(pks, flit):
-            ivs[iv, ASSIGN] = -1
-            ovs[ov, OWNER] = -1
+        _cross(st, s, iv, ov, flit)
         if not split:  # else it moved when the input stage picked
             gps[gp, RR_IN] = (v + 1) % gps[gp, GP_NIV]
         gps[base + o, RR_OUT] = (p + 1) % n_ports
-        target = ovs[ov, OV_DST]
-        if target >= 0:
-            _send_flit(wf, wf_n, sent, 0, target, flit)
+
+
+@njit(cache=True, inline="always")
+def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
+    """Step 5 for one flit leaving input VC ``iv`` on ``ov``: the credit spent, a head's owner
+    and next head, a tail's release; the flit and a credit go out."""
+    ivs, ovs, pks, cfg, sc, pl = st.iv, st.ov, st.pk, st.cfg, st.sc, st.pl
+    sent = 1 - sc[PHASE]
+    slot = flit >> 16
+    ovs[ov, CREDIT] -= 1
+    if flit & 0xFFFF == 0:  # a head
+        if not cfg[VC_STAGE]:
+            ivs[iv, ASSIGN] = ov
+            ovs[ov, OWNER] = iv
+        pks[slot, PK_HEAD] = st.dec[ivs[iv, DECISION], DEC_NEXT_HEAD]
+        ivs[iv, DECISION] = -1
+        if cfg[PATHS]:
+            n = sc[N_PATH_LOG]
+            pl[n, PL_SLOT] = slot
+            pl[n, PL_SW] = s
+            pl[n, PL_PORT] = ovs[ov, OV_PORT]
+            sc[N_PATH_LOG] = n + 1
+    if _is_tail(pks, flit):
+        ivs[iv, ASSIGN] = -1
+        ovs[ov, OWNER] = -1
+    target = ovs[ov, OV_DST]
+    if target >= 0:
+        _send_flit(st.wf, st.wf_n, sent, LINK, target, flit)
+    else:
+        _send_flit(st.wf, st.wf_n, sent, EJECTION, -1 - target, flit)
+    _send_credit(st.wc, st.wc_n, sent, ivs[iv, IV_CREDIT_TO])
+
+
+@njit(cache=True)
+def _bypass(st) -> None:
+    """The straight bypass (docs/microarchitecture.md, Straight bypass): each flit on a link in
+    its last cycle crosses its switch now, instead of landing in its input VC's FIFO, when that
+    FIFO is empty, the input feeds an output straight that no buffered flit of the switch asked
+    this cycle, and the flit's output VC there (the one its VC holds, or a head's step 2 choice)
+    has a credit. That output's state is still the cycle's start state (nothing asked it, so
+    nothing was granted on it). The switch is stepped next cycle: an owner may have changed."""
+    gps, ivs, ovs, pks, wf, sws, cfg = st.gp, st.iv, st.ov, st.pk, st.wf, st.sw, st.cfg
+    landing, cycle = st.sc[PHASE], st.sc[CYCLE]
+    for k in range(st.wf_n[landing]):
+        if wf[landing, k, WF_KIND] != LINK:
+            continue
+        iv, flit = wf[landing, k, WF_TARGET], wf[landing, k, WF_FLIT]
+        gp = ivs[iv, IV_GP]
+        straight = gps[gp, GP_STRAIGHT]
+        if straight < 0 or gps[straight, GP_ASKED] == cycle:
+            continue
+        if ivs[iv, IV_CNT] > 0 or ivs[iv, IV_POPPED] == cycle:
+            continue  # its FIFO held a flit at the start of the cycle
+        s = ivs[iv, IV_SW]
+        if flit & 0xFFFF == 0:  # a head: step 2's choice, as if it were at the front
+            ov = _select(st, sws[s, SW_NPORTS], gp, iv)
+            if ov < 0 or ovs[ov, OV_GP] != straight:
+                ivs[iv, DECISION] = -1  # it waits at the front like any head: routed there
+                continue
+            pks[flit >> 16, PK_HOPS] += 1
         else:
-            _send_flit(wf, wf_n, sent, 2, -1 - target, flit)
-        _send_credit(wc, wc_n, sent, ivs[iv, IV_CREDIT_TO])
+            ov = ivs[iv, ASSIGN]
+            if ov < 0 or ovs[ov, OV_GP] != straight or ovs[ov, CREDIT] == 0:
+                continue
+        wf[landing, k, WF_KIND] = BYPASSED
+        _cross(st, s, iv, ov, flit)
+        if cfg[LISTS]:
+            _wake(sws, st.stepping, st.stepping_n, s, cycle + 1)
 
 
 @njit(cache=True)
@@ -933,7 +1017,9 @@ def _end_of_cycle(st) -> bool:
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
         flit = wf[landing, k, WF_FLIT]
-        if kind == 2:
+        if kind == BYPASSED:
+            continue
+        if kind == EJECTION:
             if checks and rbs[target, RB_CNT] >= depth:
                 _fail(sc, RECEIVE_OVER, target)
                 continue
@@ -946,7 +1032,7 @@ def _end_of_cycle(st) -> bool:
                 taking[sc[N_TAKING]] = g
                 sc[N_TAKING] += 1
             continue
-        if kind == 0 and flit & 0xFFFF == 0:
+        if kind == LINK and flit & 0xFFFF == 0:
             pks[flit >> 16, PK_HOPS] += 1
         if checks and ivs[target, IV_CNT] >= depth:
             _fail(sc, FIFO_OVER, target)
@@ -991,6 +1077,8 @@ def _step(st) -> None:
             moved = True
             if lists:
                 _wake(sws, stepping, stepping_n, s, woken)
+    if st.cfg[BYPASS]:
+        _bypass(st)
     landing = sc[PHASE]
     # flits or credits on the wires this cycle land at its end: that is activity too
     if st.wf_n[landing] > 0 or st.wc_n[landing] > 0:

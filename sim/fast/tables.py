@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from zfabric.bubble import asks_bubble, ring_of
+from zfabric.bypass import straight_outputs
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import lfsr_seed
 from zfabric.routing import head_flits, make_routing
@@ -153,6 +154,12 @@ class FabricTables:
                 if ring is not None and view.out_link[gp_switch[gp]][p] is not None:
                     self.ov[ov, k.OV_RING] = 1 + 2 * ring[0] + (ring[1] > 0)
                     self.gp[gp, k.GP_RING] = 1 + 2 * ring[0] + (ring[1] < 0)
+        # the straight bypass (zfabric.bypass): the output each input feeds straight
+        self.gp[:, k.GP_STRAIGHT] = -1
+        self.gp[:, k.GP_ASKED] = -1
+        for s, outputs in enumerate(straight_outputs(view)):
+            for p, o in outputs.items():
+                self.gp[self.sw[s, k.SW_PORT0] + p, k.GP_STRAIGHT] = self.sw[s, k.SW_PORT0] + o
         self.ga = _table(n_ga, k.GA_FIELDS, 0)
         self.ga[:, k.PRESENTING] = -1
         for ga, (e, i, a) in enumerate(attachments):

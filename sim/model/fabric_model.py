@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zfabric.bubble import check_packet_length, entering_pairs
+from zfabric.bypass import straight_outputs
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pick
@@ -228,6 +229,14 @@ class FabricModel:
         # (input port, output port) pairs on which a head enters a ring and needs room for two
         # longest packets
         self._entering = entering_pairs(view)
+        # the straight bypass (docs/microarchitecture.md, Straight bypass): per switch, input
+        # port -> the output port it feeds straight (empty without the setting), and per
+        # switch stepped this cycle the output ports some buffered flit requests
+        self._straight = straight_outputs(view)
+        self._bypasses = plan.router.bypasses
+        self._requested: dict[int, set[int]] = {}
+        self.bypassed = 0  # flits that crossed a switch by the bypass
+        self._filled: dict[int, set[tuple[int, int]]] = {}  # and its non-empty input VCs
         self.check_invariants = check_invariants
         self.cycle = 0
         self.delivered: list[Packet] = []
@@ -369,6 +378,8 @@ class FabricModel:
         moved = self._inject()
         for switch in sorted(self._busy):
             moved |= self._switch_cycle(switch)
+        if self._bypasses:
+            self._bypass()
         # flits or credits on the wires this cycle land at its end: that is activity too
         moved |= bool(self._wire or self._credits_wire or self._later or self._credits_later)
         # a flit taken, or one presented to a user who holds ready low: never a deadlock
@@ -461,6 +472,11 @@ class FabricModel:
                     wants.append((v, target))
             requests.append(wants)
             vc_requests.append(vc_wants)
+        if self._bypasses:
+            self._requested[s] = {o for wants in requests for _, (o, _) in wants}
+            self._filled[s] = {
+                (p, v) for p, vc_bufs in enumerate(bufs) for v, b in enumerate(vc_bufs) if b
+            }
         staged = False
         if self._split:
             # the output stage grants among last cycle's picks; the input stage picks on this
@@ -500,28 +516,77 @@ class FabricModel:
         rr_in, rr_out = self._rr_in[s], self._rr_out[s]
         for p, v, o, w in grants:
             flit = bufs[p][v].popleft()
-            credit[o][w] -= 1
             if flit.is_head:
                 self._drop_surplus(s, p, v, flit)
                 if not self._vc_stage:
-                    assign[p][v] = (o, w)
-                    owner[o][w] = (p, v)
                     self._move_select(s, p, o)
-                flit.head = flit.decision.head
-                flit.decision = None
-                flit.packet.path.append((s, o))
-            if flit.is_tail:
-                assign[p][v] = None
-                owner[o][w] = None
+            self._cross(s, p, v, o, w, flit)
             if not self._split:  # else it moved when the input stage picked
                 rr_in[p] = (v + 1) % len(bufs[p])
             rr_out[o] = (p + 1) % len(bufs)
-            self._sent.append((s, o, w, flit))
-            self._credits_sent.append((s, p, v))
         if not any(q for vcs in bufs for q in vcs):
             self._busy.discard(s)
         self._routed = False
         return True
+
+    def _cross(self, s: int, p: int, v: int, o: int, w: int, flit: _Flit) -> None:
+        """Step 5 for one flit leaving input VC (p, v) on output VC (o, w): the credit spent,
+        a head's owner and next head, a tail's release; the flit and a credit go out."""
+        credit, assign, owner = self._credit[s], self._assign[s], self._owner[s]
+        credit[o][w] -= 1
+        if flit.is_head:
+            if not self._vc_stage:
+                assign[p][v] = (o, w)
+                owner[o][w] = (p, v)
+            flit.head = flit.decision.head
+            flit.decision = None
+            flit.packet.path.append((s, o))
+        if flit.is_tail:
+            assign[p][v] = None
+            owner[o][w] = None
+        self._sent.append((s, o, w, flit))
+        self._credits_sent.append((s, p, v))
+
+    def _bypass(self) -> None:
+        """The straight bypass (docs/microarchitecture.md, Straight bypass): a flit on a link in
+        its last cycle crosses its switch now, instead of being written into its input VC's
+        FIFO, when it goes straight, that FIFO is empty, its output VC is the one it holds (a
+        body or tail) or the one step 2 would give it at the front (a head) with a credit, and
+        no buffered flit of the switch requests that output port this cycle. The switches'
+        steps left that output port's state as it was at the start of the cycle (nothing
+        requested it, so nothing was granted on it)."""
+        view, kept = self.view, []
+        for item in self._wire:
+            s_up, o_up, w, flit = item
+            link = None if s_up < 0 else view.out_link[s_up][o_up]
+            target = None if link is None else self._straight_target(link, w, flit)
+            if target is None:
+                kept.append(item)
+                continue
+            s, p = link.dst.switch, link.dst.port
+            self._note_written(s, p, w, flit)
+            if flit.is_head:
+                flit.packet.hops += 1
+            self._cross(s, p, w, *target, flit)
+            self.bypassed += 1
+        self._wire = kept
+        self._requested, self._filled = {}, {}
+
+    def _straight_target(self, link: Any, v: int, flit: _Flit) -> tuple[int, int] | None:
+        """The output VC a flit arriving on ``link``'s VC ``v`` bypasses on, or None."""
+        s, p = link.dst.switch, link.dst.port
+        o = self._straight[s].get(p)
+        if o is None or (p, v) in self._filled.get(s, ()) or o in self._requested.get(s, ()):
+            return None  # its FIFO held a flit at the start of the cycle, or o is asked
+        if not flit.is_head:
+            target = self._assign[s][p][v]
+            ok = target is not None and target[0] == o and self._credit[s][o][target[1]] > 0
+            return target if ok else None
+        target = self._select(s, p, v, flit)
+        if target is None or target[0] != o:
+            flit.decision = None  # it waits at the front like any head: routed there again
+            return None
+        return target
 
     def _stage(
         self, s: int, requests: list[list[tuple[int, tuple[int, int]]]]
@@ -761,10 +826,16 @@ class FabricModel:
     def _write(self, s: int, p: int, v: int, flit: _Flit) -> None:
         buf = self._buf[s][p][v]
         buf.append(flit)
+        if self.check_invariants and len(buf) > self.depth:
+            raise InvariantError(f"{self.view.switches[s].name}.p{p}/vc{v} over depth")
+        self._note_written(s, p, v, flit)
+        self._busy.add(s)
+
+    def _note_written(self, s: int, p: int, v: int, flit: _Flit) -> None:
+        """Check that ``flit`` reaching input VC (p, v) of switch ``s`` (into its FIFO, or past
+        it by the bypass) follows the flit before it there in its packet."""
         if self.check_invariants:
             where = f"{self.view.switches[s].name}.p{p}/vc{v}"
-            if len(buf) > self.depth:
-                raise InvariantError(f"{where} over depth")
             last = self._last_written.get((s, p, v))
             if flit.is_head:
                 contiguous = last is None or last.is_tail
@@ -777,7 +848,6 @@ class FabricModel:
             if not contiguous:
                 raise InvariantError(f"packet {flit.packet.id} not contiguous on {where}")
             self._last_written[(s, p, v)] = flit
-        self._busy.add(s)
 
     def _take(self) -> bool:
         """Ejection (docs/microarchitecture.md, Endpoints): each attachment presents the front

@@ -5,6 +5,7 @@ assignment invariants (and bounded without them), and planted bugs caught
 from __future__ import annotations
 
 import pytest
+from amaranth.hdl import Const
 from zfabric.hdl.formal.allocator import AllocatorHarness
 from zfabric.hdl.formal.state import opened
 from zfabric.hdl.router.allocator import Allocator
@@ -217,4 +218,44 @@ def test_a_head_enters_a_ring_only_with_room_for_two_packets_proven(sby, stages)
 def test_injection_ignoring_the_bubble_caught(sby):
     harness = AllocatorHarness(unit_class=InjectionIgnoresBubble, **BUBBLE_TORUS)
     result = sby(harness, "bmc", 6)
+    assert result.status == "FAIL", result.log
+
+
+# ---- the straight bypass -----------------------------------------------------------------------
+
+#: the torus-like switch with its ring ports paired straight (1 <-> 2, 3 <-> 4), as
+#: zfabric.bypass.straight_outputs pairs a torus switch's ports: a one-cycle allocator whose
+#: heads have one candidate port
+STRAIGHT = {**TORUS_LIKE, "one_port": True, "straight": (-1, 2, 1, 4, 3)}
+
+
+class NeverAsked(Allocator):
+    """Planted bug: the bypass takes its straight output even when a buffered flit requests
+    it (no output counted as asked)."""
+
+    def _asked(self, requesters):
+        return [Const(0, 1)] * len(self._in_vcs)
+
+
+def test_bypass_proven(sby):
+    """The single-cycle bypass properties in any state, and the ownership ones (a bypassing
+    flit on a VC with a credit, a head on a free candidate, a body on its packet's VC) with
+    the assignment invariants, unbounded."""
+    for harness, depth in (
+        (AllocatorHarness(ownership=False, **STRAIGHT), 3),
+        (AllocatorHarness(state=True, **STRAIGHT), 2),
+    ):
+        result = sby(harness, "prove", depth)
+        assert result.status == "PASS", result.log
+
+
+def test_bypass_covered(sby):
+    result = sby(AllocatorHarness(state=True, **STRAIGHT), "cover", 6)
+    assert result.status == "PASS", result.log
+    assert len(result.reached) == 3
+
+
+def test_a_bypass_beside_a_grant_is_caught(sby):
+    harness = AllocatorHarness(ownership=False, unit_class=NeverAsked, **STRAIGHT)
+    result = sby(harness, "prove", 3)
     assert result.status == "FAIL", result.log

@@ -563,6 +563,7 @@ def test_check_shows_the_router_settings(tmp_path, capsys):
         "buffers": "distributed",  # the default: asynchronous-read memories
         "switching": "wormhole",  # the default, which holds no packet whole
         "longest_packet": None,
+        "bypass": "none",  # the default: every flit through its input buffer
     }
     spec.write_text("name: ring-3\ntopology: {kind: torus, k: [3]}\nrouter: {injection_vcs: 1}\n")
     assert main(["check", str(spec)]) == 0

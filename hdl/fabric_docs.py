@@ -52,10 +52,18 @@ class Hops:
 
 def latency_formula(router: RouterSettings) -> str:
     """The zero-load latency of a packet of L flits over H links, as the README writes it:
-    ``per_hop·H + L + constant``, or under store-and-forward switching (L − 1 more at each of
+    ``per_hop·H + L + constant`` (less S, the switches it goes straight through, under the
+    straight bypass), or under store-and-forward switching (L − 1 more at each of
     the H + 1 switches) ``(L + stages)·(H + 1) + L``; read off
     :meth:`RouterSettings.zero_load_latency` and checked against it at two more points."""
     f = router.zero_load_latency
+    if router.bypasses:  # S: the switches the packet goes straight through
+        per_hop, constant = int(f(1, 1) - f(0, 1)), int(f(0, 1) - 1)
+        text = f"{per_hop}·H + L + {constant} − S"
+        checks = ((0, 1, 0), (1, 1, 0), (2, 3, 1), (5, 4, 3))
+        if any(f(h, n, straight=s) != per_hop * h + n + constant - s for h, n, s in checks):
+            raise ValueError(f"zero-load latency of {router!r} is not {text}")
+        return text
     if router.stores:
         text, formula = (
             f"(L + {router.stages})·(H + 1) + L",
@@ -183,6 +191,13 @@ def readme(
             f"; under `router.switching: {plan.router.switching}` each switch routes a head only"
             " once its whole packet is in, L − 1 cycles more per switch"
             if plan.router.stores
+            else ""
+        )
+        + (
+            "; under `router.bypass: straight` S is the number of switches the route goes"
+            " straight through, one dimension and direction in and out, each crossed in the"
+            " cycle the flit arrives (H − D for dimension order over D dimensions)"
+            if plan.router.bypasses
             else ""
         )
         + ").",

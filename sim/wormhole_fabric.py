@@ -162,6 +162,11 @@ def fabric_model(
             "router.switching",
             f"{plan.router.switching}: the analytic models are of wormhole switching",
         )
+    if plan.router.bypasses:
+        raise SpecError(
+            "router.bypass",
+            "straight: the analytic models take every hop through the switch's buffers",
+        )
     params = plan.topology_params
     wrap = bool(params["wrap"])
     options = plan.routing.params

@@ -172,6 +172,14 @@ def _read_spec(
         clash = bypass_routing_clash(routing)
         if clash:
             top.report(SpecError("router.bypass", f"straight {clash}"))
+        elif faults:  # a degraded fabric may route by up*/down* tables instead
+            top.report(
+                SpecError(
+                    "router.bypass",
+                    "straight cannot be used with faults (a degraded fabric may leave"
+                    " dimension order for up*/down* tables)",
+                )
+            )
     if routing_params and routing_params.get("flow_control") == "bubble":
         _bubble_premises(kind, params, router, traffic, buffer_depth, top)
         if faults:

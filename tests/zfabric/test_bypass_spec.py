@@ -10,12 +10,14 @@ import sys
 
 import pytest
 import yaml
+from zfabric.hdl.fabric_docs import latency_formula
 
 from zfabric import compile_plan, load_spec
 from zfabric.bypass import straight_outputs
 from zfabric.cli import main
 from zfabric.errors import PlanError
 from zfabric.plan import PlanView, plan_from_json
+from zfabric.router_settings import RouterSettings
 
 TORUS = {"name": "t", "topology": {"kind": "torus", "k": [4, 4]}, "routing": "dor"}
 
@@ -50,6 +52,15 @@ def write(tmp_path, **keys) -> str:
                 "topology": {"kind": "torus", "k": [4, 4], "vcs": 2},
             },
             "needs routing dor, not duato",
+        ),
+        (
+            {
+                "router": {"bypass": "straight"},
+                "topology": {"kind": "mesh", "k": [3, 3]},
+                "faults": {"links": [{"between": ["sw0_0", "sw1_0"]}]},
+            },
+            "cannot be used with faults (a degraded fabric may leave dimension order for"
+            " up*/down* tables)",
         ),
     ],
 )
@@ -116,3 +127,20 @@ def test_straight_pairs_of_torus_and_mesh_switches():
     assert counts[(0, 0)] == 0 and counts[(1, 0)] == 2 and counts[(1, 1)] == 4
     # without the setting: no pair anywhere
     assert all(not pairs for pairs in straight_outputs(PlanView(compile_plan(load_spec(TORUS)))))
+
+
+def test_the_analytic_models_refuse_the_bypass(tmp_path, capsys):
+    """The thesis's models take every hop through the buffers: a bypass fabric is refused,
+    not given a formula one cycle a straight hop too slow."""
+    assert main(["analytic", write(tmp_path, router={"bypass": "straight"})]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "zfabric: error: router.bypass: straight: the analytic models take every hop through"
+        " the switch's buffers"
+    ]
+
+
+def test_the_generated_readme_formula_takes_the_straight_switches_off():
+    """The contract's zero-load latency with the bypass: 2H + L + 2 less one cycle per switch
+    gone straight through (a lone flit crosses it in the cycle it arrives)."""
+    assert latency_formula(RouterSettings()) == "2·H + L + 2"
+    assert latency_formula(RouterSettings(bypass="straight")) == "2·H + L + 2 − S"

@@ -318,4 +318,8 @@ def _zero_load_terms(plan, experiment: Experiment) -> str:
         terms += f" + ⌊(L − 1)/{depth}⌋·{period - depth} (buffers under {period} flits)"
     if router.head_bits is not None:
         terms += " + the head flits' cycles"
+    if router.stores:
+        terms += " + (hops + 1)·(L − 1) (store-and-forward)"
+    if router.bypasses:
+        terms += " − the switches gone straight through (straight bypass)"
     return terms

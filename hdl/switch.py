@@ -368,7 +368,11 @@ class Switch(wiring.Component):
         routed = Signal(name=f"route_valid{port}_{vc}")
         cand = Signal(len(route.cand), name=f"cand{port}_{vc}")
         next_head = Signal(len(route.next_head), name=f"next_head{port}_{vc}")
-        with m.If(alloc.pop[port][vc] & kind[0]):
+        # set by a head at the front and cleared when it pops (a head pops only once routed),
+        # so ``routed`` is the front's head bit whenever it is set: the allocator reads it
+        # alone, not the front's kind, which block-RAM buffers give from the RAM's output in a
+        # flit's first cycle at the front (a longer path into VC allocation)
+        with m.If(alloc.pop[port][vc] & routed):
             m.d.sync += routed.eq(0)
         with m.Elif(~routed):
             m.d.sync += routed.eq(valid & kind[0])
@@ -380,7 +384,7 @@ class Switch(wiring.Component):
             if "skip" in route.signature.members:
                 skip = Signal(len(route.skip), name=f"skip{port}_{vc}")
                 m.d.sync += skip.eq(route.skip)
-        return kind[0] & routed, cand, next_head, skip
+        return routed, cand, next_head, skip
 
     def _bypass_flits(self, m: Module, alloc: Allocator) -> dict:
         """The straight bypass's datapath (docs/microarchitecture.md, *Straight bypass*): per

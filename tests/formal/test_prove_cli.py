@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from bubble_torus import BUBBLE_TORUS
 from test_formal_allocator import SecondWithoutCredit
 from test_formal_input_unit import CreditTwice
 from zfabric.hdl.formal import kinds
@@ -244,14 +245,7 @@ def test_input_unit_proofs_follow_the_switchs_data_form(example, tmp_path, stage
     assert units and {h._shared_data for h in units} == {shared}
 
 
-BUBBLE = {
-    "name": "bubble",
-    "topology": {"kind": "torus", "k": [4, 4]},
-    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-    "router": {"switching": "cut_through"},
-    "buffer_depth": 8,
-    "packet_length": 4,
-}
+BUBBLE = {**BUBBLE_TORUS, "name": "bubble"}
 
 
 def test_bubble_kinds_carry_the_ring_rule():

@@ -16,6 +16,7 @@ import pytest
 import yaml
 import zfabric.hdl.router.allocator
 import zfabric.hdl.switch
+from bubble_torus import BUBBLE_TORUS
 from zfabric.hdl.verilog import emit
 from zfabric.sim.tb.runner import cosim, format_report, traffic_trace
 from zfabric.sim.traffic import TraceEntry, TrafficConfig
@@ -671,17 +672,6 @@ BUBBLE_KNEE = 0.38
 BUBBLE_CASES = [(1, "near")]
 BUBBLE_MATRIX = [(stages, load) for stages in (1, 3) for load in LOADS] + [(4, "near")]
 BUBBLE_MATRIX = [case for case in BUBBLE_MATRIX if case not in BUBBLE_CASES]
-
-
-#: the 1-VC torus whose + rings are cyclic without the bubble (``tie: plus``)
-BUBBLE_TORUS = {
-    "name": "torus-4x4-bubble",
-    "topology": {"kind": "torus", "k": [4, 4]},
-    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-    "router": {"switching": "cut_through"},
-    "buffer_depth": 8,
-    "packet_length": 4,
-}
 
 
 def lockstep_bubble(sim, cosim_dir, stages: int, load: str) -> None:

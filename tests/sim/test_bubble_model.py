@@ -7,20 +7,14 @@ deadlock under the same load; a lone packet keeps cut-through's zero-load latenc
 from __future__ import annotations
 
 import pytest
+from bubble_torus import BUBBLE_TORUS
 from overload import offer_then_drain
 from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
 
-BUBBLE = {
-    "name": "t",
-    "topology": {"kind": "torus", "k": [4, 4]},
-    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-    "router": {"switching": "cut_through"},
-    "buffer_depth": 8,
-    "packet_length": 4,
-}
+BUBBLE = {**BUBBLE_TORUS, "name": "t"}
 
 
 def bubble_plan(**keys):

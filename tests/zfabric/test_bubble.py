@@ -16,20 +16,14 @@ import sys
 import networkx as nx
 import pytest
 import yaml
+from bubble_torus import BUBBLE_TORUS
 
 from zfabric import compile_plan, load_spec
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import PlanError, SpecError
 from zfabric.plan import PlanView
 
-BUBBLE = {
-    "name": "t",
-    "topology": {"kind": "torus", "k": [4, 4]},
-    "routing": {"name": "dor", "flow_control": "bubble", "tie": "plus"},
-    "router": {"switching": "cut_through"},
-    "buffer_depth": 8,
-    "packet_length": 4,
-}
+BUBBLE = {**BUBBLE_TORUS, "name": "t"}
 #: the same fabric without the bubble rule: one VC per link, no dateline classes
 PLAIN = {**BUBBLE, "routing": {"name": "dor", "datelines": False, "tie": "plus"}}
 

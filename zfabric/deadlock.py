@@ -214,18 +214,16 @@ def analyse_routing(
     rings = _bubble_rings(view)
     group = symmetry_group_of(plan) if symmetry and endpoints is None else None
     if group is None:
-        edges = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
-        analysis.edges = [(a, b) for a, b in edges if rings is None or not _same_ring(rings, a, b)]
-        analysis.cycle = find_cdg_cycle(view, analysis.cdg)
-        return analysis
-    codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
-    channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
+        codes = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
+    else:
+        codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
+    wiring = _wiring_of(plan)
     if rings is not None:
-        ring_a = rings[channel_link[codes // group.channels]]
-        ring_b = rings[channel_link[codes % group.channels]]
+        ring_a = rings[wiring.channel_link[codes // wiring.channels]]
+        ring_b = rings[wiring.channel_link[codes % wiring.channels]]
         codes = codes[(ring_a < 0) | (ring_a != ring_b)]
-    analysis.edges = _Pairs(codes, group.channels, channel_link, group.base)
-    if not _acyclic(codes // group.channels, codes % group.channels, group.channels):
+    analysis.edges = _Pairs(codes, wiring.channels, wiring.channel_link, wiring.base)
+    if not _acyclic(codes // wiring.channels, codes % wiring.channels, wiring.channels):
         analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
 
@@ -248,10 +246,6 @@ def _bubble_rings(view: PlanView) -> np.ndarray | None:
         if ring is not None:
             rings[link.id] = 2 * ring[0] + (ring[1] > 0)
     return rings
-
-
-def _same_ring(rings: np.ndarray, a: Channel, b: Channel) -> bool:
-    return rings[a[0]] >= 0 and rings[a[0]] == rings[b[0]]
 
 
 @dataclass
@@ -321,21 +315,20 @@ def _walk_all(
     keep_pairs: bool,
     progress: Callable[[int, int], None] | None,
     workers: int,
-) -> Iterator[tuple[Channel, Channel]]:
-    """Every destination walked: the hop counts into ``analysis``; the CDG's edges."""
-    # channel -> the channels it may wait for (the edges, grouped: set unions are the hot loop)
-    edges: dict[Channel, set[Channel]] = defaultdict(set)
+) -> np.ndarray:
+    """Every destination walked: the hop counts into ``analysis``; the CDG's edges as sorted
+    codes (``a * channels + b``)."""
     walk = functools.partial(_walk_destinations, sources=chosen, keep_pairs=keep_pairs)
+    union = np.zeros(0, dtype=np.int64)
     for done, group in map_groups(walk, plan, chosen, workers=workers):
-        for channel, targets in group.edges.items():
-            edges[channel] |= targets
+        union = _distinct(np.concatenate([union, group.codes(_wiring_of(plan).channels)]))
         analysis.min_hops.update(group.min_hops)
         analysis.max_hops.update(group.max_hops)
         if keep_pairs:
             analysis.pair_hops.update(group.pair_hops)
         if progress:
             progress(done, len(chosen))
-    return ((a, b) for a, targets in edges.items() for b in targets)
+    return union
 
 
 def _walk_orbits(
@@ -423,32 +416,32 @@ def _map_footprint(group: SymmetryGroup, generator, footprint: _Footprint) -> _F
 def _walk_footprints(plan: FabricPlan, destinations: Sequence[int]) -> list[tuple[int, _Footprint]]:
     """Each of ``destinations`` walked on its own from every source: its footprint."""
     n = len(plan.endpoints)
-    base = np.cumsum([0] + [link.vcs for link in plan.links])
-    channels = int(base[-1])
+    channels = _wiring_of(plan).channels
     result = []
     for dst in destinations:
         group = _walk_destinations(plan, [dst], range(n), keep_pairs=True)
-        codes = [
-            (base[a[0]] + a[1]) * channels + base[b[0]] + b[1]
-            for a, targets in group.edges.items()
-            for b in targets
-        ]
         low = np.full(n, -1, dtype=np.int64)
         high = np.full(n, -1, dtype=np.int64)
         for (src, _), (lo, hi) in group.pair_hops.items():
             low[src], high[src] = lo, hi
-        result.append((dst, _Footprint(_distinct(np.array(codes, dtype=np.int64)), low, high)))
+        result.append((dst, _Footprint(group.codes(channels), low, high)))
     return result
 
 
 @dataclass
 class _Group:
-    """What the walk toward a group of destinations found."""
+    """What the walk toward a group of destinations found: the CDG's edges by channel id
+    (``base[link] + vc``), the hop counts."""
 
-    edges: dict[Channel, set[Channel]]
+    edges: dict[int, set[int]]
     min_hops: Counter
     max_hops: Counter
     pair_hops: dict[tuple[int, int], tuple[int, int]]
+
+    def codes(self, channels: int) -> np.ndarray:
+        """The edges as sorted codes ``a * channels + b``, each once."""
+        codes = [a * channels + b for a, targets in self.edges.items() for b in targets]
+        return _distinct(np.array(codes, dtype=np.int64))
 
 
 def _walk_destinations(
@@ -456,38 +449,37 @@ def _walk_destinations(
 ) -> _Group:
     """Every route from ``sources`` toward ``destinations``: the CDG's edges, the hop counts
     per pair."""
-    view, rf = routing_of(plan)
-    # the longest route any sane routing takes: every channel at most once
-    bound = len(plan.links) + 1
+    wiring = _wiring_of(plan)
+    view, rf = wiring.view, wiring.rf
     group = _Group(defaultdict(set), Counter(), Counter(), {})
     #: per endpoint, the switch inputs it injects into
     inputs = [
         {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
         for e in plan.endpoints
     ]
+    local_vcs = range(plan.router.injection_vcs)  # every local VC
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4 * bound + 1000))
+    sys.setrecursionlimit(max(limit, 4 * wiring.bound + 1000))
     try:
         for dst in destinations:
-            walker = _DestinationWalk(view, rf, dst, group.edges, bound)
+            walker = _DestinationWalk(wiring, dst, group.edges)
+            visit = walker.visit
             for src in sources:
                 if src == dst:
                     continue
                 injections = rf.injections(src, dst)
                 if not injections:
                     raise PlanError(f"{_ep(view, src)} has no way to inject for {_ep(view, dst)}")
+                lo, hi = wiring.bound, -1
                 for i in injections:
                     if (i.switch, i.port) not in inputs[src]:
                         raise PlanError(
                             f"{_ep(view, src)} injects at {view.switches[i.switch].name}.p{i.port},"
                             " not an input it is attached to"
                         )
-                results = [
-                    walker.visit((i.switch, i.port, vc, i.head), 0)
-                    for i in injections
-                    for vc in range(view.plan.router.injection_vcs)  # every local VC
-                ]
-                lo, hi = min(r[1] for r in results), max(r[2] for r in results)
+                    for vc in local_vcs:
+                        _, low, high = visit(i.switch, i.port, vc, i.head, 0)
+                        lo, hi = min(lo, low), max(hi, high)
                 group.min_hops[lo] += 1
                 group.max_hops[hi] += 1
                 if keep_pairs:
@@ -510,83 +502,137 @@ def _ep(view: PlanView, endpoint: int) -> str:
     return view.plan.endpoints[endpoint].name
 
 
+class _Wiring:
+    """What the walk reads at every hop of ``plan``, looked up once per plan: each output's
+    link, VC count, next input and first channel id (None at a local port), which channels
+    are escape channels."""
+
+    def __init__(self, plan: FabricPlan):
+        self.plan = plan
+        self.view, self.rf = routing_of(plan)
+        vcs = [link.vcs for link in plan.links]
+        self.base = np.cumsum([0, *vcs[:-1]]).astype(np.int64) if vcs else np.zeros(0, np.int64)
+        self.channels = sum(vcs)
+        self.channel_link = np.repeat(np.arange(len(vcs)), vcs)
+        first = self.base.tolist()
+        self.radix = [switch.radix for switch in plan.switches]
+        self.out: list[list[tuple[int, int, int, int, int] | None]] = [
+            [
+                None
+                if link is None
+                else (link.id, link.vcs, link.dst.switch, link.dst.port, first[link.id])
+                for link in ports
+            ]
+            for ports in self.view.out_link
+        ]
+        if type(self.rf).is_escape is RoutingFunction.is_escape:
+            self.escape = [True] * self.channels
+        else:
+            self.escape = [
+                self.rf.is_escape(link.id, vc) for link in plan.links for vc in range(link.vcs)
+            ]
+        # the longest route any sane routing takes: every channel at most once
+        self.bound = len(plan.links) + 1
+
+
+def _wiring_of(plan: FabricPlan) -> _Wiring:
+    """The :class:`_Wiring` of ``plan``, kept for the last plan asked."""
+    global _WIRING
+    if _WIRING is None or _WIRING.plan is not plan or _WIRING.rf is not routing_of(plan)[1]:
+        _WIRING = _Wiring(plan)
+    return _WIRING
+
+
+_WIRING: _Wiring | None = None
+
+
 class _DestinationWalk:
     """Memoised walk of all routes toward one destination, one state per routing state key."""
 
-    def __init__(self, view: PlanView, rf: RoutingFunction, dst: int, edges: dict, bound: int):
-        self.view, self.rf, self.dst, self.edges, self.bound = view, rf, dst, edges, bound
+    def __init__(self, wiring: _Wiring, dst: int, edges: dict[int, set[int]]):
+        self.wiring, self.dst, self.edges = wiring, dst, edges
+        self.view, self.key, self.route = wiring.view, wiring.rf.state_key, wiring.rf.route
         # key -> (escape channels requested next, directly or through adaptive ones; min hops,
         # max hops)
-        self.memo: dict[Hashable, tuple[frozenset[Channel], int, int]] = {}
+        self.memo: dict[Hashable, tuple[frozenset[int], int, int]] = {}
         self.active: set[Hashable] = set()
 
     def visit(
-        self, state: tuple[int, int, int, Any], depth: int
-    ) -> tuple[frozenset[Channel], int, int]:
-        switch, in_port, in_vc, head = state
-        key = self.rf.state_key(switch, in_port, in_vc, head)
-        if key in self.memo:
-            return self.memo[key]
-        view = self.view
-        name = view.switches[switch].name
-        if key in self.active or depth > self.bound:
-            raise PlanError(f"route to {_ep(view, self.dst)} loops at {name} (head {head!r})")
+        self, switch: int, in_port: int, in_vc: int, head: Any, depth: int
+    ) -> tuple[frozenset[int], int, int]:
+        key = self.key(switch, in_port, in_vc, head)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        wiring = self.wiring
+        if key in self.active or depth > wiring.bound:
+            raise PlanError(f"route to {self._dst} loops at {self._name(switch)} (head {head!r})")
         self.active.add(key)
-        decision = self.rf.route(switch, in_port, in_vc, head)
+        decision = self.route(switch, in_port, in_vc, head)
         if not decision.hops:
-            raise PlanError(f"no route from {name}.p{in_port} to {_ep(view, self.dst)}")
-        outs: set[Channel] = set()
+            raise PlanError(f"no route from {self._name(switch)}.p{in_port} to {self._dst}")
+        outs: set[int] = set()
         escapes = False  # R1 offers a channel here, or the packet is delivered
-        lows, highs = [], []
-        for hop in decision.hops:
-            if not 0 <= hop.port < view.switches[switch].radix:
-                raise PlanError(f"{name} has no port {hop.port} (routing to {_ep(view, self.dst)})")
-            link = view.out_link[switch][hop.port]
-            if link is None:  # a local port: delivery
-                reached = view.ejection_at.get((switch, hop.port))
-                if reached is None:
-                    raise PlanError(
-                        f"route to {_ep(view, self.dst)} takes {name}.p{hop.port}, an output that"
-                        " faces nothing"
-                    )
-                if reached != self.dst:
-                    raise PlanError(
-                        f"route to {_ep(view, self.dst)} delivers to {_ep(view, reached)} at {name}"
-                    )
-                ejection_vcs = view.plan.router.ejection_vcs
-                if not hop.vcs or not all(0 <= vc < ejection_vcs for vc in hop.vcs):
-                    raise PlanError(
-                        f"{name}.p{hop.port}: delivery on VCs {hop.vcs!r}, the ejection link has "
-                        f"{ejection_vcs}"
-                    )
-                lows.append(0)
-                highs.append(0)
-                escapes = True
+        low, high = wiring.bound, -1
+        radix, out, escape = wiring.radix[switch], wiring.out[switch], wiring.escape
+        for port, vcs in decision.hops:
+            if not 0 <= port < radix:
+                raise PlanError(f"{self._name(switch)} has no port {port} (routing to {self._dst})")
+            target = out[port]
+            if target is None:  # a local port: delivery
+                self._check_delivery(switch, port, vcs)
+                low, high, escapes = 0, max(high, 0), True
                 continue
-            if not hop.vcs:
-                raise PlanError(f"{name}.p{hop.port}: routing offers no VC")
-            for vc in hop.vcs:
-                if not 0 <= vc < link.vcs:
+            if not vcs:
+                raise PlanError(f"{self._name(switch)}.p{port}: routing offers no VC")
+            link, link_vcs, next_switch, next_port, first = target
+            for vc in vcs:
+                if not 0 <= vc < link_vcs:
                     raise PlanError(
-                        f"{view.channel_name(link.id, vc)}: VC out of range ({link.vcs} VCs)"
+                        f"{self.view.channel_name(link, vc)}: VC out of range ({link_vcs} VCs)"
                     )
-                channel = (link.id, vc)
-                child = (link.dst.switch, link.dst.port, vc, decision.head)
-                child_outs, lo, hi = self.visit(child, depth + 1)
-                if self.rf.is_escape(link.id, vc):
+                channel = first + vc
+                child_outs, lo, hi = self.visit(
+                    next_switch, next_port, vc, decision.head, depth + 1
+                )
+                if escape[channel]:
                     escapes = True
                     outs.add(channel)
                     self.edges[channel] |= child_outs
                 else:  # an adaptive channel: what it leads to are indirect dependencies
-                    outs.update(child_outs)
-                lows.append(lo + 1)
-                highs.append(hi + 1)
+                    outs |= child_outs
+                if lo + 1 < low:
+                    low = lo + 1
+                if hi + 1 > high:
+                    high = hi + 1
         if not escapes:
             raise PlanError(
-                f"the escape sub-function is not connected: {name}.p{in_port} VC {in_vc} offers "
-                f"no escape channel toward {_ep(view, self.dst)}"
+                f"the escape sub-function is not connected: {self._name(switch)}.p{in_port} VC "
+                f"{in_vc} offers no escape channel toward {self._dst}"
             )
         self.active.discard(key)
-        result = (frozenset(outs), min(lows), max(highs))
+        result = (frozenset(outs), low, high)
         self.memo[key] = result
         return result
+
+    def _check_delivery(self, switch: int, port: int, vcs: tuple[int, ...]) -> None:
+        name = self._name(switch)
+        reached = self.view.ejection_at.get((switch, port))
+        if reached is None:
+            raise PlanError(
+                f"route to {self._dst} takes {name}.p{port}, an output that faces nothing"
+            )
+        if reached != self.dst:
+            raise PlanError(f"route to {self._dst} delivers to {_ep(self.view, reached)} at {name}")
+        ejection_vcs = self.view.plan.router.ejection_vcs
+        if not vcs or not all(0 <= vc < ejection_vcs for vc in vcs):
+            raise PlanError(
+                f"{name}.p{port}: delivery on VCs {vcs!r}, the ejection link has {ejection_vcs}"
+            )
+
+    @property
+    def _dst(self) -> str:
+        return _ep(self.view, self.dst)
+
+    def _name(self, switch: int) -> str:
+        return self.view.switches[switch].name

@@ -192,11 +192,12 @@ class DOR(RoutingFunction):
         return (switch, in_port, in_vc in self.classes[1], head)
 
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
-        here, there = self.coords[switch], self.coords[self.home[head]]
-        for dim, (cur, dst) in enumerate(zip(here, there, strict=True)):
-            tie = tie_sign(self.tie, cur)
-            sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap, tie=tie)
-            if sign:
+        there = self.coords[self.home[head]]
+        for dim, cur in enumerate(self.coords[switch]):
+            dst = there[dim]
+            if cur != dst:
+                tie = tie_sign(self.tie, cur)
+                sign = ring_direction(cur, dst, self.k[dim], wrap=self.wrap, tie=tie)
                 port = self.port_of[switch][(dim, sign)]
                 vcs = self.ring_vcs(switch, in_port, in_vc, dim, sign, dst)
                 return Decision((Hop(port, vcs),), head)

@@ -26,6 +26,10 @@ def _torus(*k: int, **routing):
     return _plan({"kind": "torus", "k": list(k)}, {"name": "dor", **routing})
 
 
+def _transit(**topology):
+    return _plan({"kind": "transit", **topology}, "transit")
+
+
 def _example(name: str):
     return compile_plan(load_spec(f"examples/{name}.yaml"))
 
@@ -83,6 +87,9 @@ DEFAULT_CASES = {
     "hyperz-aliod-no-adaptive": lambda: _plan(
         {"kind": "hyperz", "s": [3], "z": [2, 2], "R": [1, 2]}, {"name": "aliod", "adaptive_vcs": 0}
     ),
+    "transit-full-64": lambda: _transit(form="full"),
+    "transit-bidelta-64": lambda: _transit(form="bidelta", stacks=[3]),
+    "transit-bidelta-256-two-stacks": lambda: _transit(form="bidelta", stacks=[2, 2]),
 }
 
 
@@ -105,6 +112,7 @@ MATRIX_CASES = {
     "hyperz-4x2-aliod-3-levels": lambda: _plan(
         {"kind": "hyperz", "s": [4, 2], "z": [2, 2, 2], "R": [1, 2, 2]}, "aliod"
     ),
+    "transit-hybrid-768": lambda: _transit(form="hybrid", leaf_stages=2),
 }
 
 

@@ -31,6 +31,7 @@ up outputs and its level-3 inputs from above face nothing (unused).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -752,6 +753,12 @@ def address_digits(params: TransitParams, processor: int) -> tuple[int, ...]:
     return tuple(digits)
 
 
+@functools.cache
+def _address_table(params: TransitParams) -> tuple[tuple[int, ...], ...]:
+    """:func:`address_digits` of every processor (the symmetries' candidates each read it)."""
+    return tuple(address_digits(params, e) for e in range(size(params)[1]))
+
+
 def digit_read(params: TransitParams, position: dict[str, Any]) -> int | None:
     """The index into :func:`address_digits` of the digit a chip's slice reads of the
     destination's address; None for the up chips (they read RU: the climb and the crossover).
@@ -779,7 +786,7 @@ def digit_permutation(plan: Any, digit: int, values: dict[int, int]) -> Symmetry
     params = params_of(plan)
     name = f"digit {digit} " + " ".join(f"{v}->{values[v]}" for v in sorted(values))
     switches, endpoints = plan.switches, plan.endpoints
-    digits = [address_digits(params, e.id) for e in endpoints]
+    digits = _address_table(params)
     where = {d: e for e, d in enumerate(digits)}
     endpoint = tuple(
         where[(*d[:digit], values.get(d[digit], d[digit]), *d[digit + 1 :])] for d in digits
@@ -852,8 +859,7 @@ def transit_symmetries(plan: Any) -> tuple[Symmetry, ...]:
     chips, 3 in a UT64x2, unevenly; none where the layer above or a cap tells them apart too).
     Each such map sends a route's digits through chips that read the same slice with the same
     swallows, so the routing commutes with it."""
-    params = params_of(plan)
-    digits = [address_digits(params, e.id) for e in plan.endpoints]
+    digits = _address_table(params_of(plan))
     result = []
     for digit in range(len(digits[0])):
         values = sorted({d[digit] for d in digits})

@@ -5,8 +5,9 @@ formula, switches and endpoints; the deadlock proof in one process, as ``check``
 through the routing's symmetries (zfabric/symmetry.py), the group's build, its orbits (one
 destination walked each, two more walked in full as spot checks) and the whole proof's CPU
 seconds; with ``--full-walk`` every destination walked, its CPU seconds per destination over the
-first ``--destinations`` (one pass per destination, so the whole proof takes about endpoints
-times that; ``--destinations 0`` runs it whole); the per-level stage and swallow count
+first ``--destinations`` or more (the walk reports a group of destinations at a time; one pass
+per destination, so the whole proof takes about endpoints times that; ``--destinations 0``
+runs it whole); the per-level stage and swallow count
 (``check``'s ``transit_classes``) where it is counted (1024 endpoints or fewer); the peak RSS.
 """
 
@@ -56,10 +57,10 @@ def measure(name: str, destinations: int, full_walk: bool) -> str:
             f"; {len(group.generators)} symmetries built in {grouped - built:.1f} CPU s,"
             f" {len(group.orbits)} orbits"
         )
-    marks = [grouped]
+    walked = [0, grouped]  # destinations walked, and when
 
     def progress(done: int, total: int) -> None:
-        marks.append(time.process_time())
+        walked[:] = [done, time.process_time()]
         if group is None and destinations and done >= destinations and done < total:
             raise _Enough
 
@@ -68,8 +69,11 @@ def measure(name: str, destinations: int, full_walk: bool) -> str:
         whole = time.process_time() - grouped
         proof = f"whole proof {whole:.1f} CPU s, acyclic {analysis.cycle is None}"
     except _Enough:
-        per = (marks[-1] - grouped) / (len(marks) - 1)
-        proof = f"proof {per:.3f} CPU s per destination (x {n} = {per * n:.0f} s whole)"
+        per = (walked[1] - grouped) / walked[0]
+        proof = (
+            f"proof {per:.3f} CPU s per destination over the first {walked[0]}"
+            f" (x {n} = {per * n:.0f} s whole)"
+        )
     classes = ""
     if n <= CLASSES_ENDPOINT_LIMIT:
         before = time.process_time()

@@ -4,6 +4,7 @@ must be caught, and a declared map that is no automorphism refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -18,7 +19,7 @@ from zfabric.deadlock import _map_footprint, _walk_footprints, symmetry_group_of
 from zfabric.errors import PlanError
 from zfabric.routing import ROUTINGS, Decision, Hop
 from zfabric.routing.dor import DOR
-from zfabric.symmetry import distinct
+from zfabric.symmetry import distinct, symmetry_group
 from zfabric.topologies.torus import translation
 from zfabric.topologies.transit import digit_permutation
 
@@ -194,6 +195,20 @@ def test_transit_orbits_are_the_hand_counted_ones():
         if values not in ((0, 1, 2, 3), (3, 1, 2, 0)):
             with pytest.raises(PlanError, match="is no automorphism"):
                 digit_permutation(plan, 1, dict(enumerate(values)))
+
+
+def test_an_input_map_that_misses_the_channels_is_refused():
+    """Transit's inputs map apart from their outputs: two inputs of a level-3 chip exchanged
+    leave the channels into them without an image."""
+    plan = _transit(form="full")
+    good = digit_permutation(plan, 0, {0: 1, 1: 2, 2: 3, 3: 0})
+    assert symmetry_group(plan, [good]) is not None
+    chip = next(sw.id for sw in plan.switches if sw.position.get("level") == 3)
+    inputs = list(map(list, good.in_port))
+    inputs[chip][0], inputs[chip][1] = inputs[chip][1], inputs[chip][0]
+    bad = dataclasses.replace(good, in_port=tuple(map(tuple, inputs)))
+    with pytest.raises(PlanError, match="is no automorphism: the link from .* has no image"):
+        symmetry_group(plan, [bad])
 
 
 def test_a_degraded_plan_walks_every_destination():

@@ -852,13 +852,14 @@ def digit_permutation(plan: Any, digit: int, values: dict[int, int]) -> Symmetry
 
 def transit_symmetries(plan: Any) -> tuple[Symmetry, ...]:
     """Per address digit, the first of its value permutations that the plan admits (an
-    automorphism, see :func:`digit_permutation`): the cycle through its values (the level-3
-    and level-1 digits of a unit tree, a cap's copy, a bidelta's stages, a leaf's top digit),
-    the exchange of its pairs (0 2)(1 3) (a leaf's lower digits), the exchange of 0 and 3 (a
-    level-2 digit: a level-2 node takes its children's laterals round robin over its 12
-    chips, 3 in a UT64x2, unevenly; none where the layer above or a cap tells them apart too).
-    Each such map sends a route's digits through chips that read the same slice with the same
-    swallows, so the routing commutes with it."""
+    automorphism, see :func:`digit_permutation`): the cycle through its values (a unit tree's
+    level-1 and most level-3 digits, a cap's copy, a bidelta's stages, a leaf's top digit),
+    the exchange of its pairs (0 2)(1 3) (a leaf's second stage, a UT64x2's level 3 under a
+    UT64x8), the exchange of 0 and 3 (a level-2 digit: a level-2 node takes its children's
+    laterals round robin over its 12 chips, 3 in a UT64x2, and only children 0 and 3 land
+    alike); none for some digits (a UT64x2's level 2 under a UT64x8, a capped UT64x8's, a B48
+    leaf's last stage). Each such map sends a route's digits through chips that read the same
+    slice with the same swallows, so the routing commutes with it."""
     digits = _address_table(params_of(plan))
     result = []
     for digit in range(len(digits[0])):

@@ -10,12 +10,12 @@ d. So one destination per orbit of the group is walked and its results are mappe
 rest of its orbit, with numpy on channel, link and endpoint ids.
 
 A topology family builds its automorphisms (the torus's translations and reflections, HyperZ's
-permutations of coordinate values); the routing declares which of them it commutes with
-(:meth:`~zfabric.routing.base.RoutingFunction.symmetries`), with the VCs they map to. The plan
-part is verified here on every use (O(links) per generator, a :class:`PlanError` when it fails);
-the routing part is a declaration the tests check against the full walk, and every use walks a
-few destinations outside the representatives (seeded) in full and compares them with their
-mapped results (:func:`spot_check_members`).
+permutations of coordinate values, Transit's of an address digit's values); the routing declares
+which of them it commutes with (:meth:`~zfabric.routing.base.RoutingFunction.symmetries`), with
+the VCs they map to. The plan part is verified here on every use (O(links) per generator, a
+:class:`PlanError` when it fails); the routing part is a declaration the tests check against the
+full walk, and every use walks a few destinations outside the representatives (seeded) in full
+and compares them with their mapped results (:func:`spot_check_members`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
 """Build time, chip counts and proof time of Transit fat trees (``zfabric check``'s work).
 
 For each fabric: the plan's build in CPU seconds, its RN1 chips counted and by the seed's
-formula, switches and endpoints; the deadlock proof's CPU seconds per destination over the
-first ``--destinations`` (the walk is one pass per destination, so the whole proof takes about
-endpoints times that; ``--destinations 0`` runs it whole); the per-level stage and swallow count
+formula, switches and endpoints; the deadlock proof in one process, as ``check`` runs it:
+through the routing's symmetries (zfabric/symmetry.py), the group's build, its orbits (one
+destination walked each, two more walked in full as spot checks) and the whole proof's CPU
+seconds; with ``--full-walk`` every destination walked, its CPU seconds per destination over the
+first ``--destinations`` or more (the walk reports a group of destinations at a time; one pass
+per destination, so the whole proof takes about endpoints times that; ``--destinations 0``
+runs it whole); the per-level stage and swallow count
 (``check``'s ``transit_classes``) where it is counted (1024 endpoints or fewer); the peak RSS.
 """
 
@@ -16,7 +20,7 @@ import resource
 import time
 
 from zfabric import build_fabric, load_spec
-from zfabric.deadlock import analyse_routing
+from zfabric.deadlock import analyse_routing, symmetry_group_of
 from zfabric.routing.transit import CLASSES_ENDPOINT_LIMIT, pair_classes
 from zfabric.topologies.transit import transit_summary
 
@@ -37,7 +41,7 @@ class _Enough(Exception):
     pass
 
 
-def measure(name: str, destinations: int) -> str:
+def measure(name: str, destinations: int, full_walk: bool) -> str:
     start = time.process_time()
     plan, _ = build_fabric(
         load_spec({"name": name, "topology": {"kind": "transit", **FABRICS[name]}})
@@ -45,19 +49,31 @@ def measure(name: str, destinations: int) -> str:
     built = time.process_time()
     summary = transit_summary(plan)
     n = len(plan.endpoints)
-    marks = [built]
+    group = None if full_walk else symmetry_group_of(plan)
+    grouped = time.process_time()
+    symmetric = ""
+    if group is not None:
+        symmetric = (
+            f"; {len(group.generators)} symmetries built in {grouped - built:.1f} CPU s,"
+            f" {len(group.orbits)} orbits"
+        )
+    walked = [0, grouped]  # destinations walked, and when
 
     def progress(done: int, total: int) -> None:
-        marks.append(time.process_time())
-        if destinations and done >= destinations and done < total:
+        walked[:] = [done, time.process_time()]
+        if group is None and destinations and done >= destinations and done < total:
             raise _Enough
 
     try:
-        analysis = analyse_routing(plan, progress=progress)
-        proof = f"whole proof {marks[-1] - built:.1f} CPU s, acyclic {analysis.cycle is None}"
+        analysis = analyse_routing(plan, progress=progress, workers=1, symmetry=not full_walk)
+        whole = time.process_time() - grouped
+        proof = f"whole proof {whole:.1f} CPU s, acyclic {analysis.cycle is None}"
     except _Enough:
-        per = (marks[-1] - built) / (len(marks) - 1)
-        proof = f"proof {per:.3f} CPU s per destination (x {n} = {per * n:.0f} s whole)"
+        per = (walked[1] - grouped) / walked[0]
+        proof = (
+            f"proof {per:.3f} CPU s per destination over the first {walked[0]}"
+            f" (x {n} = {per * n:.0f} s whole)"
+        )
     classes = ""
     if n <= CLASSES_ENDPOINT_LIMIT:
         before = time.process_time()
@@ -65,15 +81,20 @@ def measure(name: str, destinations: int) -> str:
         classes = f"; stages and swallows {time.process_time() - before:.1f} CPU s"
     return (
         f"{name}: {n} endpoints, {len(plan.switches)} switches, {summary['chips']} chips"
-        f" (formula {summary['chips_by_formula']}); build {built - start:.1f} CPU s; {proof}"
-        f"{classes}"
+        f" (formula {summary['chips_by_formula']}); build {built - start:.1f} CPU s{symmetric};"
+        f" {proof}{classes}"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fabrics", nargs="*", metavar="FABRIC", help=f"of {', '.join(FABRICS)}")
-    parser.add_argument("--destinations", type=int, default=16, help="0: the whole proof")
+    parser.add_argument(
+        "--destinations", type=int, default=16, help="with --full-walk; 0: the whole proof"
+    )
+    parser.add_argument(
+        "--full-walk", action="store_true", help="walk every destination (no symmetries)"
+    )
     args = parser.parse_args()
     unknown = [name for name in args.fabrics if name not in FABRICS]
     if unknown:
@@ -83,7 +104,7 @@ def main() -> None:
         f" Python {platform.python_version()}; CPU seconds of this process"
     )
     for name in args.fabrics or FABRICS:
-        print(measure(name, args.destinations), flush=True)
+        print(measure(name, args.destinations, args.full_walk), flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {peak:.0f} MiB (one process, the fabrics in turn)")
 

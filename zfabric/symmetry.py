@@ -10,12 +10,12 @@ d. So one destination per orbit of the group is walked and its results are mappe
 rest of its orbit, with numpy on channel, link and endpoint ids.
 
 A topology family builds its automorphisms (the torus's translations and reflections, HyperZ's
-permutations of coordinate values); the routing declares which of them it commutes with
-(:meth:`~zfabric.routing.base.RoutingFunction.symmetries`), with the VCs they map to. The plan
-part is verified here on every use (O(links) per generator, a :class:`PlanError` when it fails);
-the routing part is a declaration the tests check against the full walk, and every use walks a
-few destinations outside the representatives (seeded) in full and compares them with their
-mapped results (:func:`spot_check_members`).
+permutations of coordinate values, Transit's of an address digit's values); the routing declares
+which of them it commutes with (:meth:`~zfabric.routing.base.RoutingFunction.symmetries`), with
+the VCs they map to. The plan part is verified here on every use (O(links) per generator, a
+:class:`PlanError` when it fails); the routing part is a declaration the tests check against the
+full walk, and every use walks a few destinations outside the representatives (seeded) in full
+and compares them with their mapped results (:func:`spot_check_members`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import TypeVar
 import numpy as np
 
 from .errors import PlanError
-from .plan import FabricPlan, Port, Switch
+from .plan import FabricPlan, Port, PortRef, Switch
 
 __all__ = [
     "Symmetry",
@@ -50,18 +50,21 @@ Value = TypeVar("Value")
 class Symmetry:
     """One generator: switch s goes to ``switch[s]``, its port p to ``port[s][p]`` there,
     endpoint e to ``endpoint[e]``, VC v of link l to ``vcs[l][v]`` on l's image (``vcs``
-    empty: every VC to itself)."""
+    empty: every VC to itself). ``in_port``: where the input of port p goes, apart from its
+    output (a fabric of one-way channels, whose input and output of one port index face
+    different neighbours); empty: with its output."""
 
     name: str
     switch: tuple[int, ...]
     port: tuple[tuple[int, ...], ...]
     endpoint: tuple[int, ...]
     vcs: tuple[tuple[int, ...], ...] = ()
+    in_port: tuple[tuple[int, ...], ...] = ()
 
     def with_vcs(self, plan: FabricPlan, rule: Callable[[int], tuple[int, ...] | None]) -> Symmetry:
         """This symmetry with link l's VCs mapped by ``rule(l)`` (None: unchanged)."""
         vcs = tuple(rule(link.id) or tuple(range(link.vcs)) for link in plan.links)
-        return Symmetry(self.name, self.switch, self.port, self.endpoint, vcs)
+        return Symmetry(self.name, self.switch, self.port, self.endpoint, vcs, self.in_port)
 
 
 @dataclass
@@ -274,7 +277,8 @@ def _orbits(
 
 def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str) -> _Generator:
     """``symmetry`` as id maps, after checking it is an automorphism of ``plan``: switches,
-    ports (roles kept), links (same VCs and latency), endpoints (attachments and their modes)."""
+    ports (roles kept), links (same VCs and latency), endpoints (attachments and their modes;
+    an ``in`` attachment through the input map)."""
 
     def refuse(why: str) -> PlanError:
         return PlanError(f"the {family} symmetry {symmetry.name!r} is no automorphism: {why}")
@@ -284,9 +288,11 @@ def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str)
         raise refuse("its switch map is no permutation")
     if sorted(symmetry.endpoint) != list(range(len(endpoints))):
         raise refuse("its endpoint map is no permutation")
-    for switch, ports in zip(switches, symmetry.port, strict=True):
+    inputs = symmetry.in_port or symmetry.port
+    for switch, ports, entries in zip(switches, symmetry.port, inputs, strict=True):
         image = switches[symmetry.switch[switch.id]]
-        if sorted(ports) != list(range(switch.radix)) or image.radix != switch.radix:
+        every = list(range(switch.radix))
+        if sorted(ports) != every or sorted(entries) != every or image.radix != switch.radix:
             raise refuse(f"{switch.name}'s ports do not map onto {image.name}'s")
         for index, port in enumerate(switch.ports):
             if image.ports[ports[index]].role != port.role:
@@ -297,7 +303,7 @@ def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str)
     for link in plan.links:
         src, dst = link.src, link.dst
         image = out.get((symmetry.switch[src.switch], symmetry.port[src.switch][src.port]))
-        goes = (symmetry.switch[dst.switch], symmetry.port[dst.switch][dst.port])
+        goes = (symmetry.switch[dst.switch], inputs[dst.switch][dst.port])
         if image is None or (image.dst.switch, image.dst.port) != goes:
             raise refuse(f"the link from {switches[src.switch].name}.p{src.port} has no image")
         if (image.vcs, image.latency) != (link.vcs, link.latency):
@@ -312,8 +318,8 @@ def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str)
     for endpoint in endpoints:
         image = endpoints[symmetry.endpoint[endpoint.id]]
         moved = tuple(
-            (symmetry.switch[a.switch], symmetry.port[a.switch][a.port])
-            for a in endpoint.attachments
+            (symmetry.switch[a.switch], _attached_port(symmetry.port, inputs, a, endpoint.mode(i)))
+            for i, a in enumerate(endpoint.attachments)
         )
         if moved != tuple((a.switch, a.port) for a in image.attachments) or [
             endpoint.mode(i) for i in range(len(moved))
@@ -322,3 +328,14 @@ def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str)
     return _Generator(
         symmetry.name, link_map, channel_map, np.array(symmetry.endpoint, dtype=np.int64)
     )
+
+
+def _attached_port(
+    outputs: Sequence[Sequence[int]], inputs: Sequence[Sequence[int]], ref: PortRef, mode: str
+) -> int | None:
+    """Where an attachment's port goes: an ``in`` one with its input, an ``out`` one with its
+    output, a ``both`` one with both (None where they part: no image)."""
+    out, entry = outputs[ref.switch][ref.port], inputs[ref.switch][ref.port]
+    if mode == "in":
+        return entry
+    return out if mode == "out" or out == entry else None

@@ -4,18 +4,24 @@ must be caught, and a declared map that is no automorphism refused."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+import random
 
+import numpy as np
 import pytest
 from zfabric.sim.analytic import pattern_limits
 from zfabric.sim.traffic import TrafficConfig
 
 from zfabric import analyse_routing, compile_plan, load_spec
-from zfabric.deadlock import symmetry_group_of
+from zfabric.deadlock import _map_footprint, _walk_footprints, symmetry_group_of
 from zfabric.errors import PlanError
 from zfabric.routing import ROUTINGS, Decision, Hop
 from zfabric.routing.dor import DOR
+from zfabric.symmetry import distinct, symmetry_group
 from zfabric.topologies.torus import translation
+from zfabric.topologies.transit import digit_permutation
 
 
 def _plan(topology: dict, routing: str | dict = "dor", **more):
@@ -24,6 +30,10 @@ def _plan(topology: dict, routing: str | dict = "dor", **more):
 
 def _torus(*k: int, **routing):
     return _plan({"kind": "torus", "k": list(k)}, {"name": "dor", **routing})
+
+
+def _transit(**topology):
+    return _plan({"kind": "transit", **topology}, "transit")
 
 
 def _example(name: str):
@@ -83,6 +93,9 @@ DEFAULT_CASES = {
     "hyperz-aliod-no-adaptive": lambda: _plan(
         {"kind": "hyperz", "s": [3], "z": [2, 2], "R": [1, 2]}, {"name": "aliod", "adaptive_vcs": 0}
     ),
+    "transit-full-64": lambda: _transit(form="full"),
+    "transit-bidelta-64": lambda: _transit(form="bidelta", stacks=[3]),
+    "transit-bidelta-256-two-stacks": lambda: _transit(form="bidelta", stacks=[2, 2]),
 }
 
 
@@ -105,6 +118,7 @@ MATRIX_CASES = {
     "hyperz-4x2-aliod-3-levels": lambda: _plan(
         {"kind": "hyperz", "s": [4, 2], "z": [2, 2, 2], "R": [1, 2, 2]}, "aliod"
     ),
+    "transit-hybrid-768": lambda: _transit(form="hybrid", leaf_stages=2),
 }
 
 
@@ -112,6 +126,32 @@ MATRIX_CASES = {
 @pytest.mark.parametrize("case", MATRIX_CASES)
 def test_the_symmetric_setup_is_the_full_walk_at_medium_sizes(case):
     assert_same_setup(MATRIX_CASES[case]())
+
+
+# too big for the full walk (hundreds of CPU seconds): each generator held to its images
+GENERATOR_CASES = {
+    "transit-hybrid-3072-capped": lambda: _transit(form="hybrid", leaf_stages=2, cap=True),
+    "transit-full-4096": lambda: _transit(form="full", ut_layers=2),
+}
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("case", GENERATOR_CASES)
+def test_each_generator_maps_walks_onto_walks(case):
+    """For every declared generator g and three destinations d (seeded): the walk toward g(d)
+    is g's image of the walk toward d (its CDG edges, and the hops from every source)."""
+    plan = GENERATOR_CASES[case]()
+    group = symmetry_group_of(plan)
+    assert group is not None
+    destinations = random.Random(3).sample(range(len(plan.endpoints)), 3)
+    for generator in group.generators:
+        images = [int(generator.endpoint[d]) for d in destinations]
+        walked = dict(_walk_footprints(plan, [*destinations, *images]))
+        for d, image in zip(destinations, images, strict=True):
+            mapped = _map_footprint(group, generator, walked[d])
+            assert np.array_equal(distinct(mapped.edges), distinct(walked[image].edges))
+            assert np.array_equal(mapped.low, walked[image].low), generator.name
+            assert np.array_equal(mapped.high, walked[image].high), generator.name
 
 
 def test_transpose_limits_walk_every_destination():
@@ -138,6 +178,37 @@ def test_orbits_are_the_hand_counted_ones():
     assert len(symmetry_group_of(hyperz).orbits) == 1024 // (4 * 8)
     deter = _plan({"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [2, 2]}, "deter")
     assert len(symmetry_group_of(deter).orbits) == 4  # D-mod-K: the Z-nodes only, 24 / 6
+
+
+def test_transit_orbits_are_the_hand_counted_ones():
+    """Full 64, one UT64x2: the values of the level-3 and level-1 digits are alike, of the
+    level-2 digit only 0 and 3. A level-2 node takes child i's two laterals as wires 2i and
+    2i + 1 of a round robin over its 3 chips: children 0 and 3 land on chips 0 then 1,
+    children 1 and 2 on chips 2, 0 and 1, 2. So 3 orbits, by the level-2 digit: {0, 3}, 1, 2;
+    and every other permutation of that digit (keeping each output's wire) is refused."""
+    plan = _transit(form="full")
+    orbits = symmetry_group_of(plan).orbits
+    level2 = [sorted({(e // 4) % 4 for e in orbit}) for orbit in orbits]
+    assert sorted(level2) == [[0, 3], [1], [2]]
+    assert sorted(map(len, orbits)) == [16, 16, 32]
+    for values in itertools.permutations(range(4)):
+        if values not in ((0, 1, 2, 3), (3, 1, 2, 0)):
+            with pytest.raises(PlanError, match="is no automorphism"):
+                digit_permutation(plan, 1, dict(enumerate(values)))
+
+
+def test_an_input_map_that_misses_the_channels_is_refused():
+    """Transit's inputs map apart from their outputs: two inputs of a level-3 chip exchanged
+    leave the channels into them without an image."""
+    plan = _transit(form="full")
+    good = digit_permutation(plan, 0, {0: 1, 1: 2, 2: 3, 3: 0})
+    assert symmetry_group(plan, [good]) is not None
+    chip = next(sw.id for sw in plan.switches if sw.position.get("level") == 3)
+    inputs = list(map(list, good.in_port))
+    inputs[chip][0], inputs[chip][1] = inputs[chip][1], inputs[chip][0]
+    bad = dataclasses.replace(good, in_port=tuple(map(tuple, inputs)))
+    with pytest.raises(PlanError, match="is no automorphism: the link from .* has no image"):
+        symmetry_group(plan, [bad])
 
 
 def test_a_degraded_plan_walks_every_destination():

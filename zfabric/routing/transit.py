@@ -26,7 +26,8 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from ..plan import FabricPlan, PlanView
-from ..topologies.transit import TransitParams, address
+from ..symmetry import Symmetry
+from ..topologies.transit import address, params_of, transit_symmetries
 from .base import Decision, Hop, Injection, RoutingFunction, make_routing, routing
 
 __all__ = ["TransitRouting", "transit_route", "params_of", "crossover_level", "pair_classes"]
@@ -163,14 +164,6 @@ def pair_classes(
     }
 
 
-def params_of(plan: FabricPlan) -> TransitParams:
-    """The Transit parameters a plan was built from."""
-    tp = plan.topology_params
-    return TransitParams(
-        tp["form"], tp["leaf_stages"], tp["ut_layers"], tuple(tp["stacks"]), tp["cap"]
-    )
-
-
 @routing("transit")
 class TransitRouting(RoutingFunction):
     """Source routes of 2-bit slices; per input a swallow, per chip a slice."""
@@ -217,6 +210,12 @@ class TransitRouting(RoutingFunction):
             [(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)]
             for e in plan.endpoints
         ]
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """Per address digit a permutation of its values (:func:`transit_symmetries`): a
+        route reads the destination's digits and compares the source's only for the
+        crossover, the highest digit where they differ, which any such permutation keeps."""
+        return transit_symmetries(self.view.plan)
 
     def route_bytes(self, src: int, dst: int) -> Head:
         """The route ``src`` writes for ``dst``."""

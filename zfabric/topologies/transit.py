@@ -31,15 +31,17 @@ up outputs and its level-3 inputs from above face nothing (unused).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import PlanError, SpecError
 from ..fields import Reader, boolean, choice, describe, integer, short
 from ..plan import PlanBuilder, Port
 from ..spec import FabricSpec
+from ..symmetry import Symmetry, symmetry_group
 from .base import finish_plan, topology
 
 __all__ = [
@@ -53,6 +55,11 @@ __all__ = [
     "address",
     "leaf_processors",
     "transit_summary",
+    "params_of",
+    "address_digits",
+    "digit_read",
+    "digit_permutation",
+    "transit_symmetries",
 ]
 
 FORMS = ("bidelta", "hybrid", "full")
@@ -718,6 +725,158 @@ def _join(net: _Netlist, child: Any, b: int, units: list[_UnitTree], leaf: bool)
             else:
                 to, slot = child[(8 * x + r) % len(child)].from_above()
                 net.channels.append((chip, port, to, slot))
+
+
+# ---- symmetries ---------------------------------------------------------------------------------
+
+
+def params_of(plan: Any) -> TransitParams:
+    """The Transit parameters a plan was built from."""
+    tp = plan.topology_params
+    return TransitParams(
+        tp["form"], tp["leaf_stages"], tp["ut_layers"], tuple(tp["stacks"]), tp["cap"]
+    )
+
+
+def address_digits(params: TransitParams, processor: int) -> tuple[int, ...]:
+    """The 2-bit digits of a processor's address that routes toward it read, root first: a
+    capped network's copy, each unit-tree byte's level-3, 2 and 1 digits, P's j digits (a
+    bidelta: its stage digits)."""
+    if params.form == "bidelta":
+        return _digits(processor, 4, sum(params.stacks))
+    c, p = address(params, processor)
+    digits = [c[0] >> 6] if params.cap else []
+    for byte in c[params.cap :]:
+        digits.extend((byte >> 6, (byte >> 4) & 3, (byte >> 2) & 3))
+    if p is not None:
+        digits.extend((p >> 6 - 2 * t) & 3 for t in range(params.leaf_stages))
+    return tuple(digits)
+
+
+@functools.cache
+def _address_table(params: TransitParams) -> tuple[tuple[int, ...], ...]:
+    """:func:`address_digits` of every processor (the symmetries' candidates each read it)."""
+    return tuple(address_digits(params, e) for e in range(size(params)[1]))
+
+
+def digit_read(params: TransitParams, position: dict[str, Any]) -> int | None:
+    """The index into :func:`address_digits` of the digit a chip's slice reads of the
+    destination's address; None for the up chips (they read RU: the climb and the crossover).
+    A leaf's stage-1 chip reads the route's first slice too, but as 11 (up), which no digit
+    of P takes."""
+    if params.form == "bidelta":
+        return position["stage"] - 1
+    kind = position["kind"]
+    if kind == "cap":
+        return 0
+    if kind == "leaf":
+        return params.cap + 3 * params.ut_layers + position["stage"] - 1
+    if kind == "down":
+        return params.cap + 3 * (params.ut_layers - position["layer"]) + 3 - position["level"]
+    return None
+
+
+def digit_permutation(plan: Any, digit: int, values: dict[int, int]) -> Symmetry:
+    """Value v of address digit ``digit`` (:func:`address_digits`) to ``values[v]`` in every
+    processor's address, the chips that read that digit sending direction v where they sent
+    ``values[v]``; the switches and the rest of each port map follow from the processors'
+    attachments along the channels (a chip's other directions and each output's wire kept,
+    an input mapped with the channel into it). Refused (:class:`PlanError`) where the wiring
+    treats the values apart: two images for one switch or input, or a swallow changed."""
+    params = params_of(plan)
+    name = f"digit {digit} " + " ".join(f"{v}->{values[v]}" for v in sorted(values))
+    switches, endpoints = plan.switches, plan.endpoints
+    digits = _address_table(params)
+    where = {d: e for e, d in enumerate(digits)}
+    endpoint = tuple(
+        where[(*d[:digit], values.get(d[digit], d[digit]), *d[digit + 1 :])] for d in digits
+    )
+    out_link = {(link.src.switch, link.src.port): link for link in plan.links}
+    switch: list[int | None] = [None] * len(switches)
+    outputs: list[list[int | None]] = [[None] * s.radix for s in switches]
+    inputs: list[list[int | None]] = [[None] * s.radix for s in switches]
+    queue: list[int] = []
+
+    def settle(table: list[list[int | None]], s: int, p: int, image: tuple[int, int]) -> None:
+        if switch[s] is None:
+            switch[s] = image[0]
+            queue.append(s)
+        if switch[s] != image[0] or table[s][p] not in (None, image[1]):
+            raise PlanError(
+                f"the transit symmetry {name!r} is no automorphism: {switches[s].name} has"
+                " two images"
+            )
+        table[s][p] = image[1]
+
+    for e, source in enumerate(endpoints):
+        image = endpoints[endpoint[e]]
+        for i, (a, b) in enumerate(zip(source.attachments, image.attachments, strict=True)):
+            table = inputs if source.mode(i) == "in" else outputs
+            settle(table, a.switch, a.port, (b.switch, b.port))
+    for s in queue:  # grows as it goes
+        read = digit_read(params, switches[s].position)
+        wires = 2 if switches[s].radix == 8 else 1
+        for p in range(switches[s].radix):
+            direction, wire = divmod(p, wires)
+            if read == digit:
+                direction = values.get(direction, direction)
+            settle(outputs, s, p, (switch[s], wires * direction + wire))
+            link, image = out_link.get((s, p)), out_link.get((switch[s], outputs[s][p]))
+            if link is not None and image is not None:
+                settle(inputs, link.dst.switch, link.dst.port, (image.dst.switch, image.dst.port))
+    if None in switch:
+        raise PlanError(f"the transit symmetry {name!r} reaches not every switch")
+    # inputs no channel reaches (the root's from above) in their order
+    for entries in inputs:
+        unreached = [p for p, image in enumerate(entries) if image is None]
+        for p, q in zip(unreached, sorted(set(range(len(entries))) - set(entries)), strict=True):
+            entries[p] = q
+    for s, entries in enumerate(inputs):
+        position, image = switches[s].position, switches[switch[s]].position
+        if (position["slice"], digit_read(params, position)) != (
+            image["slice"],
+            digit_read(params, image),
+        ) or any(position["swallow"][p] != image["swallow"][q] for p, q in enumerate(entries)):
+            raise PlanError(
+                f"the transit symmetry {name!r} is no automorphism: {switches[s].name}'s"
+                " image reads another slice or swallows elsewhere"
+            )
+    return Symmetry(
+        name,
+        tuple(switch),
+        tuple(map(tuple, outputs)),
+        endpoint,
+        in_port=tuple(map(tuple, inputs)),
+    )
+
+
+def transit_symmetries(plan: Any) -> tuple[Symmetry, ...]:
+    """Per address digit, the first of its value permutations that the plan admits (an
+    automorphism, see :func:`digit_permutation`): the cycle through its values (a unit tree's
+    level-1 and most level-3 digits, a cap's copy, a bidelta's stages, a leaf's top digit),
+    the exchange of its pairs (0 2)(1 3) (a leaf's second stage, a UT64x2's level 3 under a
+    UT64x8), the exchange of 0 and 3 (a level-2 digit: a level-2 node takes its children's
+    laterals round robin over its 12 chips, 3 in a UT64x2, and only children 0 and 3 land
+    alike); none for some digits (a UT64x2's level 2 under a UT64x8, a capped UT64x8's, a B48
+    leaf's last stage). Each such map sends a route's digits through chips that read the same
+    slice with the same swallows, so the routing commutes with it."""
+    digits = _address_table(params_of(plan))
+    result = []
+    for digit in range(len(digits[0])):
+        values = sorted({d[digit] for d in digits})
+        n = len(values)
+        candidates = [{v: values[(i + 1) % n] for i, v in enumerate(values)}]
+        if n == 4:
+            candidates += [{v: values[i ^ 2] for i, v in enumerate(values)}, {0: 3, 3: 0}]
+        for values_map in candidates:
+            try:
+                symmetry = digit_permutation(plan, digit, values_map)
+                symmetry_group(plan, [symmetry])
+            except PlanError:
+                continue
+            result.append(symmetry)
+            break
+    return tuple(result)
 
 
 def transit_summary(plan: Any) -> dict[str, Any]:

@@ -273,12 +273,25 @@ class RamQueues(wiring.Component):
                 refill.eq(self.r_en[vc] & behind),
             ]
             # an empty queue (or one popping its last entry) loads the written entry, written
-            # or not (its front is invalid until a write); a refilled one keeps the RAM's. The
-            # pop (late: the allocator's) only meets registered terms in one LUT4 before the
-            # enable and the select
-            last = self.r_en[vc] & ~behind
-            with m.If(~nonempty | refill | last):
-                m.d.sync += held.eq(Mux(~refill | last, self.w_data, read_port.data))
+            # or not (its front is invalid until a write); a refilled one keeps the RAM's. A
+            # pop with an entry behind the front may load anything: the next cycle's front is
+            # the RAM's output, and the register takes it then. So each of three slices of the
+            # register has a different pop term, all right where it matters:
+            # synthesis cannot merge them into one enable of ``width`` flip-flops, which
+            # nextpnr would put on an iCE40 global buffer (more than 15) at some 8 ns from
+            # the pop, the allocator's last output, on the switch's critical path
+            pop_terms = (
+                self.r_en[vc] & ~behind,
+                self.r_en[vc],
+                self.r_en[vc] & write,  # without a write the popped queue is empty
+            )
+            groups = min(len(pop_terms), width)
+            for group, popping in enumerate(pop_terms[:groups]):
+                part = slice(group * width // groups, (group + 1) * width // groups)
+                with m.If(~nonempty | refill | popping):
+                    m.d.sync += held[part].eq(
+                        Mux(~refill | popping, self.w_data[part], read_port.data[part])
+                    )
             with m.If(write):
                 m.d.sync += w_ptr.eq(self._next(w_ptr))
             with m.If(pop):

@@ -100,6 +100,9 @@ class Point:
     #: the cycle engine that runs it (``zfabric.sim.ENGINES``); not an input: both give the
     #: same result, so a point cached by one is the other's too
     engine: str = ENGINES[0]
+    #: weighted traffic's weights, locality's probabilities, one per level of the fabric
+    #: (``zfabric sweep`` only: study files do not offer these patterns)
+    level_weights: tuple[float, ...] = ()
 
     def inputs(self) -> dict[str, Any]:
         """The table's input columns."""
@@ -113,6 +116,8 @@ class Point:
     def key(self, version: str) -> str:
         """The cache key: a digest of every input and the model's version."""
         inputs = {name: getattr(self, name) for name in TRAFFIC_KEYS}
+        if self.level_weights:  # absent otherwise: the keys of points cached before it stay
+            inputs["level_weights"] = list(self.level_weights)
         text = json.dumps(
             {"spec": json.loads(self.spec_json), "traffic": inputs, "model": version},
             sort_keys=True,
@@ -121,7 +126,8 @@ class Point:
 
     def curve(self) -> tuple:
         """What identifies the point's curve: every input but the rate."""
-        return (self.spec_name, *(getattr(self, n) for n in TRAFFIC_KEYS if n != "rate"))
+        others = (getattr(self, n) for n in TRAFFIC_KEYS if n != "rate")
+        return (self.spec_name, *others, self.level_weights)
 
 
 @dataclass(frozen=True)
@@ -513,6 +519,7 @@ def spec_points(
             cycles,
             drain_limit,
             engine=engine,
+            level_weights=config.level_weights,
         )
         for rate in sorted(set(rates))
     ]
@@ -540,7 +547,7 @@ def run_point(point: Point) -> dict[str, Any]:
     :func:`zfabric.sim.sweep.sweep`'s points. The plan and the pattern's bounds are cached per
     process, as a worker runs many points of the same spec."""
     from .measure import simulate
-    from .traffic import Traffic, TrafficConfig
+    from .traffic import Traffic, TrafficConfig, fabric_levels
 
     plan = _plan(point.spec_json)
     config = TrafficConfig(
@@ -549,6 +556,8 @@ def run_point(point: Point) -> dict[str, Any]:
         packet_length=point.packet_length,
         process=point.process,
         hotspot_fraction=point.hotspot_fraction,
+        level_weights=point.level_weights,
+        zones=(fabric_levels(plan) or ()) if point.pattern in BY_LEVEL else (),
     )
     limits = _limits(point.spec_json, dataclasses.replace(config, rate=1.0), point.seed)
     traffic = Traffic(config, len(plan.endpoints), point.seed)

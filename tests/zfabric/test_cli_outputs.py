@@ -578,3 +578,27 @@ def test_simulate_text_gives_average_hops_to_three_decimals(example, capsys):
     assert main([*args, "--json"]) == 0
     hops = json.loads(capsys.readouterr().out)["average_hops"]
     assert f"average hops {hops:.3f}\n" in text
+
+
+@pytest.mark.parametrize(
+    "spec, traffic",
+    [
+        ("transit-full-64", ["--traffic", "locality", "--locality", "transit-full-64"]),
+        ("znode-64", ["--traffic", "weighted", "--level-weights", "4,2,1"]),
+    ],
+)
+def test_sweep_draws_by_level_as_simulate_does(example, spec, traffic, capsys):
+    """A sweep's point under a pattern that draws the level first is the model run `simulate`
+    makes with the same traffic, seed and cycles (both read the fabric's levels), and not
+    the uniform pattern's."""
+    window = ["--warmup", "50", "--cycles", "200", "--json", "-q"]
+    results = {}
+    for pattern in (traffic, []):
+        assert main(["sweep", str(example(spec)), "--rates", "0.2", *pattern, *window]) == 0
+        (curve,) = json.loads(capsys.readouterr().out).values()
+        assert main(["simulate", str(example(spec)), "--rate", "0.2", *pattern, *window]) == 0
+        single = json.loads(capsys.readouterr().out)
+        (point,) = curve["points"]
+        assert (point["packets"], point["latency"]) == (single["packets"], single["latency"])
+        results[bool(pattern)] = point["latency"]["mean"]
+    assert results[True] != results[False]

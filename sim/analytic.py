@@ -265,7 +265,6 @@ def _walk_flows(
         return (packet_length + flits(head) - 1) / packet_length
 
     outputs = straight_outputs(view)
-    link_latency = plan.link_latency  # a max over the links: read once, not once a pair
 
     def straight(link_id: int, child: Any) -> int:
         """1 if a packet arriving over ``link_id`` at route graph node ``child`` leaves it
@@ -328,7 +327,7 @@ def _walk_flows(
             arrivals[dst] += share * (packet_length + heads[root][1] - 1) / packet_length
             sums.total += share
             latency = plan.router.zero_load_latency(
-                hops[root], packet_length, heads[root][0], plan.buffer_depth, link_latency, 0
+                hops[root], packet_length, heads[root][0], plan.buffer_depth, plan.link_latency, 0
             )
             sums.longest = max(sums.longest, latency)
     return sums

@@ -11,6 +11,7 @@ alongside (for metrics) while the topology is being wired.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -158,9 +159,10 @@ class FabricPlan:
     packet_length: int = 4
     router: RouterSettings = RouterSettings()
 
-    @property
+    @functools.cached_property
     def link_latency(self) -> int:
-        """Cycles on the longest switch-to-switch link (1: every link takes one)."""
+        """Cycles on the longest switch-to-switch link (1: every link takes one); computed
+        once per plan, as the limits' walk reads it for every source-destination pair."""
         return max((link.latency for link in self.links), default=1)
 
     def to_dict(self) -> dict[str, Any]:

@@ -319,9 +319,10 @@ def _walk_all(
     """Every destination walked: the hop counts into ``analysis``; the CDG's edges as sorted
     codes (``a * channels + b``)."""
     walk = functools.partial(_walk_destinations, sources=chosen, keep_pairs=keep_pairs)
+    channels = _wiring_of(plan).channels
     union = np.zeros(0, dtype=np.int64)
     for done, group in map_groups(walk, plan, chosen, workers=workers):
-        union = _distinct(np.concatenate([union, group.codes(_wiring_of(plan).channels)]))
+        union = _distinct(np.concatenate([union, group.codes(channels)]))
         analysis.min_hops.update(group.min_hops)
         analysis.max_hops.update(group.max_hops)
         if keep_pairs:

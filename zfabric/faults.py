@@ -18,20 +18,24 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
-from .deadlock import analyse_routing, routing_summary
+from .deadlock import analyse_routing, routing_summary, symmetry_group_of
 from .errors import PlanError, SpecError
 from .fault_spec import FaultSpec
 from .fields import short
 from .plan import Endpoint, FabricPlan, Link, PlanView, RoutingSpec
 from .routing.updown_table import centre_switch
+from .symmetry import SPOT_CHECKS, SymmetryGroup
 
 __all__ = [
+    "COMPARED",
     "DeadSet",
     "FailureResult",
     "SINGLE_KINDS",
@@ -413,6 +417,9 @@ class FailureResult:
     routing: str | None
     deadlock_free: bool | None  # None: not analysed (pairs are disconnected)
     problem: str | None  # why the family's routing did not survive, or why nothing is proven
+    #: None: proven for this failure; else the failure whose proof a symmetry carried over
+    #: and what it moved
+    carried: str | None = None
 
     def report(self) -> dict[str, Any]:
         return {
@@ -458,66 +465,278 @@ def fault_entry(plan: FabricPlan, dead: DeadSet) -> dict[str, list]:
     return {"switches": [names[s] for s in sorted(dead.switches)]}
 
 
+class _Failing:
+    """What every single failure of one plan reads: the levels' channels, the tables' root."""
+
+    def __init__(self, plan: FabricPlan):
+        self.plan = plan
+        levels = switch_levels(plan)
+        self.into: dict[str, list[int]] = {}  # level -> the channels entering it from another
+        for link in plan.links:
+            a, b = levels[link.src.switch], levels[link.dst.switch]
+            if b is not None and a != b:
+                self.into.setdefault(b, []).append(link.id)
+        self.root = centre_switch(PlanView(plan))
+
+    def counted(self, what: str, dead: DeadSet) -> tuple[FailureResult, FabricPlan, list[int]]:
+        """The failure's counts, no routing yet (``problem`` set when there is nothing to
+        prove: pairs disconnected), its degraded plan and the endpoints left."""
+        plan, n = self.plan, len(self.plan.endpoints)
+        channels = dead_channels(plan, dead)
+        degraded, cut = degrade(plan, dead)
+        survivors = [e for e in range(n) if e not in set(cut)]
+        pairs = disconnected_pairs(degraded, survivors)
+        m = len(survivors)
+        problem = None
+        if pairs:
+            problem = f"disconnects {pairs_text(degraded, pairs)}"
+        elif m < 2:
+            problem = "fewer than two endpoints left"
+        result = FailureResult(
+            what=what,
+            cut_off=tuple(plan.endpoints[e].name for e in cut),
+            disconnected=n * (n - 1) - m * (m - 1) + len(pairs),
+            channels_lost=len(channels),
+            lost={
+                level: (len(channels.intersection(ids)), len(ids))
+                for level, ids in sorted(self.into.items())
+            },
+            routing=None,
+            deadlock_free=None,
+            problem=problem,
+        )
+        return result, degraded, survivors
+
+    @staticmethod
+    def own(degraded: FabricPlan, survivors: list[int]) -> str | None:
+        """Why the family's routing does not survive, None if it is proven; walked in this
+        process (a routing that does not survive stops at its first dead end, sooner than a
+        pool of processes starts: 0.014 s against 0.13 s on the torus 16x16)."""
+        prove = functools.partial(analyse_routing, endpoints=survivors, workers=1)
+        return own_routing_fails(degraded, prove)
+
+    def table_root(self, degraded: FabricPlan, dead: DeadSet) -> int:
+        """The intact plan's centre, or the degraded plan's where the failure killed it."""
+        return self.root if self.root not in dead.switches else centre_switch(PlanView(degraded))
+
+    @staticmethod
+    def table(
+        degraded: FabricPlan, survivors: list[int], because: str, root: int
+    ) -> tuple[bool | None, str | None]:
+        """(deadlock-free, None) under up*/down* tables from ``root``, or (None, why not)."""
+        try:
+            table = with_table_routing(degraded, because, root)
+            return analyse_routing(table, endpoints=survivors).deadlock_free, None
+        except PlanError as error:
+            return None, str(error)
+
+    def proven(
+        self, result: FailureResult, degraded: FabricPlan, survivors: list[int], dead: DeadSet
+    ) -> FailureResult:
+        """``result`` (counted, something to prove) with the family's routing if it is
+        proven, else the tables'."""
+        problem = self.own(degraded, survivors)
+        if problem is None:
+            return dataclasses.replace(result, routing=self.plan.routing.name, deadlock_free=True)
+        free, error = self.table(degraded, survivors, problem, self.table_root(degraded, dead))
+        if error is not None:
+            return dataclasses.replace(result, problem=f"{problem}; {TABLE_ROUTING}: {error}")
+        return dataclasses.replace(
+            result, routing=TABLE_ROUTING, deadlock_free=free, problem=problem
+        )
+
+    def full(self, what: str, dead: DeadSet) -> FailureResult:
+        """The failure computed from scratch."""
+        result, degraded, survivors = self.counted(what, dead)
+        return result if result.problem else self.proven(result, degraded, survivors, dead)
+
+
+@dataclass
+class _FailureOrbits:
+    """Orbits of failure candidates under a group's generators: per candidate, the first
+    candidate of its orbit and the switch map (a group element) taking that one onto it."""
+
+    head: list[int]
+    moves: list[np.ndarray]
+
+    @classmethod
+    def of(
+        cls, candidates: list[tuple[str, DeadSet]], generators: list[Any], switches: int
+    ) -> _FailureOrbits:
+        """Breadth first from each orbit's first candidate; an image that is no candidate (a
+        sample's) is left out."""
+        keys = {(dead.channels, dead.switches): i for i, (_, dead) in enumerate(candidates)}
+        maps = [(g.switch.tolist(), g.link.tolist()) for g in generators]
+        head = [-1] * len(candidates)
+        moves: list[np.ndarray] = [np.arange(switches)] * len(candidates)
+        for start in range(len(candidates)):
+            if head[start] >= 0:
+                continue
+            head[start] = start
+            orbit = [start]
+            for member in orbit:  # grows as it goes
+                dead = candidates[member][1]
+                for generator, (switch, link) in zip(generators, maps, strict=True):
+                    image = keys.get(
+                        (
+                            frozenset(link[c] for c in dead.channels),
+                            frozenset(switch[s] for s in dead.switches),
+                        )
+                    )
+                    if image is not None and head[image] < 0:
+                        head[image] = start
+                        moves[image] = generator.switch[moves[member]]
+                        orbit.append(image)
+        return cls(head, moves)
+
+    def between(self, a: int, b: int) -> np.ndarray:
+        """The switch map taking candidate ``a`` onto ``b`` (one orbit)."""
+        back = np.empty_like(self.moves[a])
+        back[self.moves[a]] = np.arange(len(back))
+        return self.moves[b][back]
+
+
+class _Carried:
+    """The proofs a symmetry group carries from failure to failure (:func:`single_failures`):
+    per orbit of the family's own symmetries its routing's verdict, per orbit of the port
+    symmetries the up*/down* tables' proof, each from the orbit's first failure that needed
+    it."""
+
+    def __init__(
+        self,
+        failing: _Failing,
+        candidates: list[tuple[str, DeadSet]],
+        ports: SymmetryGroup,
+        own: SymmetryGroup | None,
+    ):
+        self.failing, self.candidates = failing, candidates
+        switches = len(failing.plan.switches)
+        self.by_ports = _FailureOrbits.of(candidates, ports.generators, switches)
+        self.by_own = _FailureOrbits.of(candidates, own.generators if own else [], switches)
+        self.own: dict[int, str | None] = {}  # an orbit's first failure -> its routing's verdict
+        # an orbit -> the failure whose tables were proven: it, their root, verdict, error
+        self.tables: dict[int, tuple[int, int, bool | None, str | None]] = {}
+
+    def proven(
+        self,
+        i: int,
+        result: FailureResult,
+        degraded: FabricPlan,
+        survivors: list[int],
+        dead: DeadSet,
+    ) -> FailureResult:
+        """Failure ``i``'s ``result`` (counted, something to prove) with a proof carried from
+        its orbit's where there is one (``carried`` says whose and what), else its own."""
+        plan, failing = self.failing.plan, self.failing
+        names = [c[0] for c in self.candidates]
+        carried = []
+        first = self.by_own.head[i]
+        if first == i:
+            self.own[i] = failing.own(degraded, survivors)
+        elif first not in self.own:
+            raise _not_carried(
+                plan, names[i], names[first], "one has a routing to prove, the other none"
+            )
+        problem = self.own[first]
+        if first != i:
+            carried.append(f"{plan.routing.name}'s proof from {names[first]}")
+            if problem is not None:
+                problem = f"as for {names[first]}: {problem}"
+        if problem is None:
+            result = dataclasses.replace(result, routing=plan.routing.name, deadlock_free=True)
+        else:
+            orbit = self.by_ports.head[i]
+            if orbit not in self.tables:
+                root = failing.table_root(degraded, dead)
+                self.tables[orbit] = (i, root, *failing.table(degraded, survivors, problem, root))
+            source, root, free, error = self.tables[orbit]
+            if source != i:
+                root = int(self.by_ports.between(source, i)[root])
+                carried.append(
+                    f"the up*/down* tables of {names[source]} moved, rooted at"
+                    f" {plan.switches[root].name}, and their proof"
+                )
+                if error is not None:
+                    error = f"as for {names[source]}: {error}"
+            if error is not None:
+                result = dataclasses.replace(result, problem=f"{problem}; {TABLE_ROUTING}: {error}")
+            else:
+                result = dataclasses.replace(
+                    result, routing=TABLE_ROUTING, deadlock_free=free, problem=problem
+                )
+        if not carried:
+            return result
+        return dataclasses.replace(
+            result, carried=f"by a symmetry of the fabric: {'; '.join(carried)}"
+        )
+
+    def spot_check(self, results: list[FailureResult], seed: int) -> None:
+        """:data:`~zfabric.symmetry.SPOT_CHECKS` failures whose proof was carried over (chosen
+        by ``seed``) computed from scratch: a field of :data:`COMPARED` that differs is an
+        error naming the family."""
+        carried = [i for i, result in enumerate(results) if result.carried is not None]
+        for i in sorted(random.Random(seed).sample(carried, min(SPOT_CHECKS, len(carried)))):
+            full, result = self.failing.full(*self.candidates[i]), results[i]
+            for name in COMPARED:
+                if getattr(full, name) != getattr(result, name):
+                    raise _not_carried(
+                        self.failing.plan,
+                        result.what,
+                        str(result.carried),
+                        f"{name} {getattr(full, name)!r} from scratch,"
+                        f" {getattr(result, name)!r} carried over",
+                    )
+
+
+#: the fields of a failure's result that do not depend on the tables' root
+COMPARED = ("cut_off", "disconnected", "channels_lost", "lost", "routing", "deadlock_free")
+
+
 def single_failures(
     plan: FabricPlan,
     kind: str,
     *,
     progress: Callable[[int, int], None] | None = None,
     candidates: list[tuple[str, DeadSet]] | None = None,
+    symmetry: bool = True,
+    seed: int = 1,
 ) -> list[FailureResult]:
     """Fail every link, switch or chip (``kind``) of ``plan`` in turn (``candidates``: these
-    of :func:`failure_candidates` only)."""
+    of :func:`failure_candidates` only).
+
+    ``symmetry``: a failure that an automorphism g of the plan (a symmetry its routing
+    declares, VCs ignored) maps from an earlier one e has its counts computed, and e's proof
+    carried over: e's up*/down* tables moved by g are tables of its degraded fabric, rooted
+    at g(root), their dependency graph g's image of e's; the family's routing carries over
+    only where g is among the symmetries it commutes with (VCs included), else it is proven
+    here. :data:`~zfabric.symmetry.SPOT_CHECKS` carried failures (chosen by ``seed``) are
+    computed from scratch too and must agree (a :class:`PlanError` naming the family). False
+    computes every failure from scratch."""
     if candidates is None:
         candidates = failure_candidates(plan, kind)
-    levels = switch_levels(plan)
-    into: dict[str, list[int]] = {}  # level -> the channels entering it from another level
-    for link in plan.links:
-        a, b = levels[link.src.switch], levels[link.dst.switch]
-        if b is not None and a != b:
-            into.setdefault(b, []).append(link.id)
-    root = centre_switch(PlanView(plan))
-    n = len(plan.endpoints)
+    failing = _Failing(plan)
+    ports = symmetry_group_of(plan, ports=True) if symmetry else None
+    carrier = (
+        None if ports is None else _Carried(failing, candidates, ports, symmetry_group_of(plan))
+    )
     results = []
-    for done, (what, dead) in enumerate(candidates):
-        channels = dead_channels(plan, dead)
-        degraded, cut = degrade(plan, dead)
-        survivors = [e for e in range(n) if e not in set(cut)]
-        pairs = disconnected_pairs(degraded, survivors)
-        m = len(survivors)
-        routing = deadlock_free = problem = None
-        if pairs:
-            problem = f"disconnects {pairs_text(degraded, pairs)}"
-        elif m < 2:
-            problem = "fewer than two endpoints left"
-        else:
-            prove = functools.partial(analyse_routing, endpoints=survivors)
-            problem = own_routing_fails(degraded, prove)
-            if problem is None:
-                routing, deadlock_free = plan.routing.name, True
+    for i, (what, dead) in enumerate(candidates):
+        result, degraded, survivors = failing.counted(what, dead)
+        if result.problem is None:
+            if carrier is None:
+                result = failing.proven(result, degraded, survivors, dead)
             else:
-                table = with_table_routing(
-                    degraded, problem, None if root in dead.switches else root
-                )
-                try:
-                    analysis = prove(table)
-                    routing, deadlock_free = TABLE_ROUTING, analysis.deadlock_free
-                except PlanError as error:
-                    problem = f"{problem}; {TABLE_ROUTING}: {error}"
-        results.append(
-            FailureResult(
-                what=what,
-                cut_off=tuple(plan.endpoints[e].name for e in cut),
-                disconnected=n * (n - 1) - m * (m - 1) + len(pairs),
-                channels_lost=len(channels),
-                lost={
-                    level: (len(channels.intersection(ids)), len(ids))
-                    for level, ids in sorted(into.items())
-                },
-                routing=routing,
-                deadlock_free=deadlock_free,
-                problem=problem,
-            )
-        )
+                result = carrier.proven(i, result, degraded, survivors, dead)
+        results.append(result)
         if progress:
-            progress(done + 1, len(candidates))
+            progress(i + 1, len(candidates))
+    if carrier is not None:
+        carrier.spot_check(results, seed)
     return results
+
+
+def _not_carried(plan: FabricPlan, what: str, source: str, why: str) -> PlanError:
+    return PlanError(
+        f"the {plan.topology} {plan.routing.name} symmetries do not carry single failures"
+        f" over: {what} (from {source}): {why}"
+    )

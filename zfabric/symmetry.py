@@ -69,9 +69,10 @@ class Symmetry:
 
 @dataclass
 class _Generator:
-    """A verified :class:`Symmetry` as id maps: links, channels, endpoints."""
+    """A verified :class:`Symmetry` as id maps: switches, links, channels, endpoints."""
 
     name: str
+    switch: np.ndarray
     link: np.ndarray
     channel: np.ndarray
     endpoint: np.ndarray
@@ -326,7 +327,11 @@ def _verify(plan: FabricPlan, symmetry: Symmetry, base: np.ndarray, family: str)
         ] != [image.mode(i) for i in range(len(moved))]:
             raise refuse(f"{endpoint.name}'s attachments do not map onto {image.name}'s")
     return _Generator(
-        symmetry.name, link_map, channel_map, np.array(symmetry.endpoint, dtype=np.int64)
+        symmetry.name,
+        np.array(symmetry.switch, dtype=np.int64),
+        link_map,
+        channel_map,
+        np.array(symmetry.endpoint, dtype=np.int64),
     )
 
 

@@ -12,22 +12,27 @@ import json
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import networkx as nx
+import numpy as np
 import pytest
 from zfabric.sim.fast import FastModel
 from zfabric.sim.model import DeadlockWatch, FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
+from zfabric import faults as faults_module
 from zfabric.cli import main
 from zfabric.deadlock import analyse_routing
 from zfabric.errors import PlanError, SpecError
 from zfabric.fault_spec import parse_faults
 from zfabric.faults import (
+    COMPARED,
     DeadSet,
     chips,
     dead_channels,
+    failure_candidates,
     resolve,
     single_failures,
     switch_levels,
@@ -42,6 +47,12 @@ ZNODE_LAYERS = {"name": "z", "topology": {"kind": "znode", "z": [4, 4], "R": [1,
 FULL_64 = {"name": "f", "topology": {"kind": "transit", "form": "full"}}
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HYBRID_768 = {"name": "h", "topology": {"kind": "transit", "form": "hybrid", "leaf_stages": 2}}
+#: ALIOD survives a dead side link (its parallel links) and not a dead tree link: mixed verdicts
+HYPERZ = {
+    "name": "hz",
+    "topology": {"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [1, 2], "q": [2, 2], "vcs": 2},
+    "routing": {"name": "aliod"},
+}
 
 
 def torus_distances(dead: set[frozenset[str]]) -> dict[tuple[str, str], int]:
@@ -485,3 +496,89 @@ def test_faults_rate_runs_no_failure_that_cuts_an_endpoint_off(tmp_path, capsys)
     assert "with one failure" not in out[3]  # every switch carries an endpoint: none runs
     assert all(line.endswith("; model: not run") for line in out[4:]) and len(out) == 4 + 16
     assert plot.stat().st_size > 0
+
+
+# ---- single failures through the fabric's symmetries -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "carried"),
+    [
+        (TORUS, "links", True),
+        (TORUS, "switches", True),
+        ({"name": "t35", "topology": {"kind": "torus", "k": [3, 5]}}, "links", True),
+        ({"name": "m", "topology": {"kind": "mesh", "k": [4, 4]}}, "links", True),
+        (FULL_64, "links", True),
+        (FULL_64, "chips", True),
+        (ZNODE_LAYERS, "links", False),  # sliced routing declares no symmetry
+        (HYPERZ, "links", True),
+    ],
+    ids=["torus-links", "torus-switches", "torus-3x5", "mesh", "transit-links", "transit-chips",
+         "znode-layers", "hyperz"],
+)  # fmt: skip
+def test_single_failures_through_the_symmetries_equal_every_failure_computed_in_full(
+    spec, kind, carried
+):
+    plan = compile_plan(load_spec(spec))
+    through = single_failures(plan, kind)
+    full = single_failures(plan, kind, symmetry=False)
+    assert [r.what for r in through] == [r.what for r in full]
+    for a, b in zip(through, full, strict=True):
+        assert all(getattr(a, name) == getattr(b, name) for name in COMPARED), (a, b)
+        assert b.carried is None
+        if a.carried is None:
+            assert a == b  # computed here: the same result, word for word
+    assert any(r.carried for r in through) == carried
+
+
+def test_carried_tables_are_rooted_as_far_from_their_failure_as_the_source_tables_from_theirs():
+    """An automorphism keeps distances: the root a carried failure names is as far (in the
+    intact torus, enumerated here) from its dead link as the source's root, the centre sw0_0,
+    is from the source's."""
+    plan = compile_plan(load_spec(TORUS))
+    distance = torus_distances(set())
+    ends = {
+        what: what.replace(" <-> ", ".").split(".")[::2]
+        for what, _ in failure_candidates(plan, "links")
+    }
+    checked = 0
+    for result in single_failures(plan, "links"):
+        if result.carried and "tables of " in result.carried:
+            source = result.carried.split("tables of ")[1].split(" moved")[0]
+            root = result.carried.split("rooted at ")[1].split(",")[0]
+            away = min(distance[(root, end)] for end in ends[result.what])
+            assert away == min(distance[("sw0_0", end)] for end in ends[source]), result
+            checked += 1
+    assert checked == 28  # 32 links in 4 orbits, each's first failure proven here
+
+
+def test_a_wrong_symmetry_is_caught_by_the_spot_checks(monkeypatch, tmp_path, capsys):
+    """A planted "symmetry" exchanging a dead tree link (ALIOD does not survive it) with a
+    dead side link (it does): the side link's carried verdict is checked from scratch and
+    refused, naming the family."""
+    plan = compile_plan(load_spec(HYPERZ))
+    candidates = failure_candidates(plan, "links")
+    tree = next(i for i, (what, _) in enumerate(candidates) if "s1_0.p2 " in what)
+    side = len(candidates) - 1
+    full = single_failures(
+        plan, "links", candidates=[candidates[tree], candidates[side]], symmetry=False
+    )
+    assert [r.routing for r in full] == ["updown_table", "aliod"]
+    link = np.arange(len(plan.links))
+    a, b = sorted(candidates[tree][1].channels), sorted(candidates[side][1].channels)
+    link[a + b] = b + a
+    wrong = SimpleNamespace(switch=np.arange(len(plan.switches)), link=link)
+    monkeypatch.setattr(
+        faults_module,
+        "symmetry_group_of",
+        lambda plan, ports=False: SimpleNamespace(generators=[wrong]),
+    )
+    with pytest.raises(
+        PlanError, match="the hyperz aliod symmetries do not carry single failures over: .*routing"
+    ):
+        single_failures(plan, "links")
+    spec = tmp_path / "hz.yaml"
+    spec.write_text(json.dumps(HYPERZ))
+    assert main(["faults", str(spec)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "hyperz aliod symmetries" in err

@@ -50,7 +50,10 @@ def register(commands) -> None:
         "--single",
         choices=SINGLE_KINDS,
         default="links",
-        help="what fails, one at a time (chips: families built of chips, Transit's RN1)",
+        help="what fails, one at a time (chips: families built of chips, Transit's RN1);"
+        " failures a symmetry of the fabric maps onto each other share one proof: the"
+        " up*/down* tables moved by it, the family's routing's verdict where the routing"
+        " commutes with it (--json: each result's carried; two are checked from scratch)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(

@@ -393,6 +393,10 @@ def test_the_faults_command_reports_every_single_link_failure(tmp_path, capsys):
     assert report["failures"] == 32 == len(report["results"])
     assert report["all_pairs_connected"] == 32 and report["proven_deadlock_free"] == 32
     assert report["by_routing"] == {"updown_table": 32}  # no dead link leaves dor a route
+    # per dimension, the links leaving an even and an odd coordinate: 4 orbits under the
+    # translations by 2 (ties read a coordinate's parity) and the reflections, each's first
+    # failure proven itself
+    assert sum(r["carried"] is not None for r in report["results"]) == 32 - 4
     assert plot.stat().st_size > 0
 
 

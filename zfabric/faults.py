@@ -11,6 +11,9 @@ The routing of a degraded plan: the family's own when it still delivers every pa
 proven deadlock-free (Transit's dilation offers a direction's other output; a Znode's other
 layers and up ports), else up*/down* tables computed on the surviving channels
 (:mod:`zfabric.routing.updown_table`), which the same proof checks (``faults.routing``).
+
+Single failures that a symmetry of the plan maps onto each other leave isomorphic fabrics: each
+failure's counts are its own, its proof may be another's moved (:func:`single_failures`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Time of ``zfabric faults --single KIND`` both ways in one run: through the fabric's symmetries
-(a failure a symmetry maps from an earlier one carries its proof over) and every failure
-computed in full; and what each finds, per fabric.
+"""Time of ``zfabric faults --single KIND`` through the symmetries and in full, in one run.
+
+Through the fabric's symmetries a failure that a symmetry maps from an earlier one carries its
+proof over; in full every failure is proven itself. Both ways, and what each finds, per fabric.
 
 For each fabric and kind: the failures, the CPU seconds (this process and its children) and
 wall seconds of each way, medians of ``--repeat`` runs, per failure too; how many failures the

@@ -213,16 +213,23 @@ def analyse_routing(
     workers = setup_workers(n) if workers is None else workers
     rings = _bubble_rings(view)
     group = symmetry_group_of(plan) if symmetry and endpoints is None else None
+    wiring = _wiring_of(plan)
     if group is None:
         codes = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
     else:
-        codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
-    wiring = _wiring_of(plan)
+        walked = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
+        quotient = group.quotient(walked)
+        if rings is None and _acyclic(
+            quotient // wiring.channels, quotient % wiring.channels, wiring.channels
+        ):  # proved from the channels' orbits: the CDG is closed when read
+            analysis.edges = _Pairs(wiring, lambda: group.closure(walked))
+            return analysis
+        codes = group.closure(walked)
     if rings is not None:
         ring_a = rings[wiring.channel_link[codes // wiring.channels]]
         ring_b = rings[wiring.channel_link[codes % wiring.channels]]
         codes = codes[(ring_a < 0) | (ring_a != ring_b)]
-    analysis.edges = _Pairs(codes, wiring.channels, wiring.channel_link, wiring.base)
+    analysis.edges = _Pairs(wiring, lambda: codes)
     if not _acyclic(codes // wiring.channels, codes % wiring.channels, wiring.channels):
         analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
@@ -248,15 +255,20 @@ def _bubble_rings(view: PlanView) -> np.ndarray | None:
     return rings
 
 
-@dataclass
 class _Pairs:
-    """CDG edges as ``a * channels + b`` codes, read as channel pairs ((link, VC), (link, VC))
-    a block at a time (26 million edges at 8192 endpoints: arrays of pairs would not fit)."""
+    """CDG edges as ``a * channels + b`` codes (sorted, each once), made by ``make`` when first
+    read, read as channel pairs ((link, VC), (link, VC)) a block at a time (26 million edges
+    at 8192 endpoints: arrays of pairs would not fit)."""
 
-    codes: np.ndarray
-    channels: int
-    channel_link: np.ndarray  # per channel id, its link
-    base: np.ndarray  # per link, its first channel id
+    def __init__(self, wiring: _Wiring, make: Callable[[], np.ndarray]):
+        self.channels = wiring.channels
+        self.channel_link = wiring.channel_link  # per channel id, its link
+        self.base = wiring.base  # per link, its first channel id
+        self._make = make
+
+    @functools.cached_property
+    def codes(self) -> np.ndarray:
+        return self._make()
 
     def __iter__(self) -> Iterator[tuple[Channel, Channel]]:
         for start in range(0, len(self.codes), 1 << 16):
@@ -340,33 +352,32 @@ def _walk_orbits(
     progress: Callable[[int, int], None] | None,
     workers: int,
 ) -> np.ndarray:
-    """One destination per orbit walked and mapped onto its orbit, and the spot checks' walked
-    in full and compared: the hop counts into ``analysis``; the CDG's edges as sorted codes
-    (``a * channels + b``)."""
+    """One destination per orbit walked and its hops mapped onto its orbit, and the spot checks'
+    walked in full and compared: the hop counts into ``analysis``; the representatives' CDG
+    edges as sorted codes (``a * channels + b``), whose closure under the group
+    (:meth:`SymmetryGroup.closure`) is the CDG."""
     n = len(plan.endpoints)
     orbit_of = {orbit[0]: orbit for orbit in group.orbits}
     checks = group.spot_check_members()
     walked: dict[int, _Footprint] = {}
     done = 0
-    union = np.zeros(0, dtype=np.int64)
     for _, part in map_groups(_walk_footprints, plan, [*orbit_of, *checks], workers=workers):
         for dst, footprint in part:
             walked[dst] = footprint
             orbit = orbit_of.get(dst)
             if orbit is None:
                 continue
-            images = group.images(orbit, footprint, functools.partial(_map_footprint, group))
-            codes = []
-            for member, image in images:
-                codes.append(image.edges)
-                if keep_pairs:
+            if keep_pairs:
+                hops = _Footprint(footprint.edges[:0], footprint.low, footprint.high)
+                for member, image in group.images(
+                    orbit, hops, functools.partial(_map_footprint, group)
+                ):
                     for src in range(n):
                         if src != member:
                             analysis.pair_hops[(src, member)] = (
                                 int(image.low[src]),
                                 int(image.high[src]),
                             )
-            union = _distinct(np.concatenate([union, *codes]))
             low, high = footprint.low[footprint.low >= 0], footprint.high[footprint.high >= 0]
             for hops, counts in ((low, analysis.min_hops), (high, analysis.max_hops)):
                 for value, count in zip(*np.unique(hops, return_counts=True), strict=True):
@@ -386,7 +397,7 @@ def _walk_orbits(
             and np.array_equal(mapped.high, walked[member].high)
         ):
             raise group.mismatch("hop counts", member)
-    return union
+    return _distinct(np.concatenate([walked[dst].edges for dst in orbit_of]))
 
 
 def _distinct(codes: np.ndarray) -> np.ndarray:

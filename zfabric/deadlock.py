@@ -464,18 +464,14 @@ def _walk_destinations(
     wiring = _wiring_of(plan)
     view, rf = wiring.view, wiring.rf
     group = _Group(defaultdict(set), Counter(), Counter(), {})
-    #: per endpoint, the switch inputs it injects into
-    inputs = [
-        {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
-        for e in plan.endpoints
-    ]
+    inputs, key_of = wiring.inputs, rf.state_key
     local_vcs = range(plan.router.injection_vcs)  # every local VC
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * wiring.bound + 1000))
     try:
         for dst in destinations:
             walker = _DestinationWalk(wiring, dst, group.edges)
-            visit = walker.visit
+            visit, memo = walker.visit, walker.memo
             for src in sources:
                 if src == dst:
                     continue
@@ -490,8 +486,9 @@ def _walk_destinations(
                             " not an input it is attached to"
                         )
                     for vc in local_vcs:
-                        _, low, high = visit(i.switch, i.port, vc, i.head, 0)
-                        lo, hi = min(lo, low), max(hi, high)
+                        key = key_of(i.switch, i.port, vc, i.head)
+                        found = memo.get(key) or visit(key, i.switch, i.port, vc, i.head, 0)
+                        lo, hi = min(lo, found[1]), max(hi, found[2])
                 group.min_hops[lo] += 1
                 group.max_hops[hi] += 1
                 if keep_pairs:
@@ -537,6 +534,11 @@ class _Wiring:
             ]
             for ports in self.view.out_link
         ]
+        #: per endpoint, the switch inputs it injects into
+        self.inputs = [
+            {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
+            for e in plan.endpoints
+        ]
         if type(self.rf).is_escape is RoutingFunction.is_escape:
             self.escape = [True] * self.channels
         else:
@@ -565,21 +567,19 @@ class _DestinationWalk:
         self.wiring, self.dst, self.edges = wiring, dst, edges
         self.view, self.key, self.route = wiring.view, wiring.rf.state_key, wiring.rf.route
         # key -> (escape channels requested next, directly or through adaptive ones; min hops,
-        # max hops)
-        self.memo: dict[Hashable, tuple[frozenset[int], int, int]] = {}
-        self.active: set[Hashable] = set()
+        # max hops); None while the key is being walked (met again there: a loop)
+        self.memo: dict[Hashable, tuple[frozenset[int], int, int] | None] = {}
 
     def visit(
-        self, switch: int, in_port: int, in_vc: int, head: Any, depth: int
+        self, key: Hashable, switch: int, in_port: int, in_vc: int, head: Any, depth: int
     ) -> tuple[frozenset[int], int, int]:
-        key = self.key(switch, in_port, in_vc, head)
-        found = self.memo.get(key)
-        if found is not None:
-            return found
-        wiring = self.wiring
-        if key in self.active or depth > wiring.bound:
+        """The state ``key`` (of the routing's :meth:`state_key`, not yet in the memo) walked:
+        its memo entry. Its callers look the memo up themselves (most states are reached again
+        and again: a call each would cost more than the lookup)."""
+        wiring, memo = self.wiring, self.memo
+        if key in memo or depth > wiring.bound:
             raise PlanError(f"route to {self._dst} loops at {self._name(switch)} (head {head!r})")
-        self.active.add(key)
+        memo[key] = None
         decision = self.route(switch, in_port, in_vc, head)
         if not decision.hops:
             raise PlanError(f"no route from {self._name(switch)}.p{in_port} to {self._dst}")
@@ -587,6 +587,7 @@ class _DestinationWalk:
         escapes = False  # R1 offers a channel here, or the packet is delivered
         low, high = wiring.bound, -1
         radix, out, escape = wiring.radix[switch], wiring.out[switch], wiring.escape
+        key_of, next_head, edges = self.key, decision.head, self.edges
         for port, vcs in decision.hops:
             if not 0 <= port < radix:
                 raise PlanError(f"{self._name(switch)} has no port {port} (routing to {self._dst})")
@@ -604,13 +605,14 @@ class _DestinationWalk:
                         f"{self.view.channel_name(link, vc)}: VC out of range ({link_vcs} VCs)"
                     )
                 channel = first + vc
-                child_outs, lo, hi = self.visit(
-                    next_switch, next_port, vc, decision.head, depth + 1
+                child = key_of(next_switch, next_port, vc, next_head)
+                child_outs, lo, hi = memo.get(child) or self.visit(
+                    child, next_switch, next_port, vc, next_head, depth + 1
                 )
                 if escape[channel]:
                     escapes = True
                     outs.add(channel)
-                    self.edges[channel] |= child_outs
+                    edges[channel] |= child_outs
                 else:  # an adaptive channel: what it leads to are indirect dependencies
                     outs |= child_outs
                 if lo + 1 < low:
@@ -622,9 +624,7 @@ class _DestinationWalk:
                 f"the escape sub-function is not connected: {self._name(switch)}.p{in_port} VC "
                 f"{in_vc} offers no escape channel toward {self._dst}"
             )
-        self.active.discard(key)
-        result = (frozenset(outs), low, high)
-        self.memo[key] = result
+        result = memo[key] = (frozenset(outs), low, high)
         return result
 
     def _check_delivery(self, switch: int, port: int, vcs: tuple[int, ...]) -> None:

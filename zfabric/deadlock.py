@@ -432,11 +432,13 @@ def _walk_footprints(plan: FabricPlan, destinations: Sequence[int]) -> list[tupl
     result = []
     for dst in destinations:
         group = _walk_destinations(plan, [dst], range(n), keep_pairs=True)
-        low = np.full(n, -1, dtype=np.int64)
-        high = np.full(n, -1, dtype=np.int64)
-        for (src, _), (lo, hi) in group.pair_hops.items():
-            low[src], high[src] = lo, hi
-        result.append((dst, _Footprint(group.codes(channels), low, high)))
+        hops = np.full((n, 2), -1, dtype=np.int64)
+        if group.pair_hops:  # one array assignment, not two per source
+            sources = [src for src, _ in group.pair_hops]
+            hops[sources] = np.array(list(group.pair_hops.values()), dtype=np.int64)
+        result.append(
+            (dst, _Footprint(group.codes(channels), hops[:, 0].copy(), hops[:, 1].copy()))
+        )
     return result
 
 

@@ -7,6 +7,8 @@ import math
 import pytest
 
 from zfabric import SpecError, analyse_routing, compile_plan, load_spec
+from zfabric.plan import PlanView
+from zfabric.routing import make_routing
 
 
 def torus(k, *, wrap=True, routing="dor", **routing_options):
@@ -163,6 +165,30 @@ def test_balanced_classes_offer_both_where_neither_forbidden_link_is_on_the_way(
     legacy = torus((8,))
     del legacy.routing.params["vc_classes"]  # a plan written before the parameter: fixed
     assert [ring_offer(legacy, 1, 3), ring_offer(legacy, 5, 3)] == [(0,), (1,)]
+
+
+@pytest.mark.parametrize("vc_classes", ["balanced", "fixed"])
+def test_states_of_one_key_route_alike(vc_classes):
+    """Every input state of a torus 4x4 with two local VCs (each switch, input port, VC and
+    destination): those the routing's state key does not tell apart get the same decision
+    (the proof walks one state per key)."""
+    spec = {
+        "name": "t",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "routing": {"name": "dor", "vc_classes": vc_classes},
+        "router": {"injection_vcs": 2},
+    }
+    plan = compile_plan(load_spec(spec))
+    routing = make_routing(PlanView(plan))
+    into = {(link.dst.switch, link.dst.port): link.vcs for link in plan.links}
+    decisions: dict = {}
+    for switch in plan.switches:
+        for port in range(switch.radix):
+            for vc in range(into.get((switch.id, port), plan.router.injection_vcs)):
+                for dst in range(len(plan.endpoints)):
+                    key = routing.state_key(switch.id, port, vc, dst)
+                    decision = routing.route(switch.id, port, vc, dst)
+                    assert decisions.setdefault(key, decision) == decision, key
 
 
 @pytest.mark.parametrize("k", [(6,), (5,), (8,), (4, 4), (8, 8), (3, 5), (5, 2, 3)])

@@ -7,8 +7,10 @@ import math
 import pytest
 
 from zfabric import SpecError, analyse_routing, compile_plan, load_spec
+from zfabric.errors import PlanError
 from zfabric.plan import PlanView
-from zfabric.routing import make_routing
+from zfabric.routing import ROUTINGS, Decision, Hop, make_routing
+from zfabric.routing.dor import DOR
 
 
 def torus(k, *, wrap=True, routing="dor", **routing_options):
@@ -253,3 +255,21 @@ def test_a_hypercube_too_large_is_refused_in_one_line():
     spec = {"name": "h", "topology": {"kind": "hypercube", "n": 13}}
     with pytest.raises(SpecError, match=r"^topology\.n: must be an integer in 1\.\.12, got 13$"):
         load_spec(spec)
+
+
+class _Looping(DOR):
+    """DOR but switch 0 sends every packet that is not for it one hop + in dimension 0."""
+
+    def route(self, switch, in_port, in_vc, head):
+        decision = super().route(switch, in_port, in_vc, head)
+        if switch != 0 or self.view.out_link[switch][decision.hops[0].port] is None:
+            return decision
+        return Decision((Hop(self.port_of[0][(0, 1)], decision.hops[0].vcs),), head)
+
+
+def test_a_route_that_comes_back_to_a_state_on_its_way_is_refused(monkeypatch):
+    # on a 4-ring, from switch 0 toward 3: + to 1, where DOR turns back - (a tie from an odd
+    # coordinate) to 0, and so on: the walk meets a state it is still walking
+    monkeypatch.setitem(ROUTINGS, "dor", _Looping)
+    with pytest.raises(PlanError, match="route to .* loops at"):
+        analyse_routing(torus((4,), vc_classes="fixed"), workers=1, symmetry=False)

@@ -213,16 +213,23 @@ def analyse_routing(
     workers = setup_workers(n) if workers is None else workers
     rings = _bubble_rings(view)
     group = symmetry_group_of(plan) if symmetry and endpoints is None else None
+    wiring = _wiring_of(plan)
     if group is None:
         codes = _walk_all(plan, analysis, chosen, keep_pairs, progress, workers)
     else:
-        codes = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
-    wiring = _wiring_of(plan)
+        walked = _walk_orbits(plan, group, analysis, keep_pairs, progress, workers)
+        quotient = group.quotient(walked)
+        if rings is None and _acyclic(
+            quotient // wiring.channels, quotient % wiring.channels, wiring.channels
+        ):  # proved from the channels' orbits: the CDG is closed when read
+            analysis.edges = _Pairs(wiring, lambda: group.closure(walked))
+            return analysis
+        codes = group.closure(walked)
     if rings is not None:
         ring_a = rings[wiring.channel_link[codes // wiring.channels]]
         ring_b = rings[wiring.channel_link[codes % wiring.channels]]
         codes = codes[(ring_a < 0) | (ring_a != ring_b)]
-    analysis.edges = _Pairs(codes, wiring.channels, wiring.channel_link, wiring.base)
+    analysis.edges = _Pairs(wiring, lambda: codes)
     if not _acyclic(codes // wiring.channels, codes % wiring.channels, wiring.channels):
         analysis.cycle = find_cdg_cycle(view, analysis.cdg)
     return analysis
@@ -248,15 +255,20 @@ def _bubble_rings(view: PlanView) -> np.ndarray | None:
     return rings
 
 
-@dataclass
 class _Pairs:
-    """CDG edges as ``a * channels + b`` codes, read as channel pairs ((link, VC), (link, VC))
-    a block at a time (26 million edges at 8192 endpoints: arrays of pairs would not fit)."""
+    """CDG edges as ``a * channels + b`` codes (sorted, each once), made by ``make`` when first
+    read, read as channel pairs ((link, VC), (link, VC)) a block at a time (26 million edges
+    at 8192 endpoints: arrays of pairs would not fit)."""
 
-    codes: np.ndarray
-    channels: int
-    channel_link: np.ndarray  # per channel id, its link
-    base: np.ndarray  # per link, its first channel id
+    def __init__(self, wiring: _Wiring, make: Callable[[], np.ndarray]):
+        self.channels = wiring.channels
+        self.channel_link = wiring.channel_link  # per channel id, its link
+        self.base = wiring.base  # per link, its first channel id
+        self._make = make
+
+    @functools.cached_property
+    def codes(self) -> np.ndarray:
+        return self._make()
 
     def __iter__(self) -> Iterator[tuple[Channel, Channel]]:
         for start in range(0, len(self.codes), 1 << 16):
@@ -340,33 +352,32 @@ def _walk_orbits(
     progress: Callable[[int, int], None] | None,
     workers: int,
 ) -> np.ndarray:
-    """One destination per orbit walked and mapped onto its orbit, and the spot checks' walked
-    in full and compared: the hop counts into ``analysis``; the CDG's edges as sorted codes
-    (``a * channels + b``)."""
+    """One destination per orbit walked and its hops mapped onto its orbit, and the spot checks'
+    walked in full and compared: the hop counts into ``analysis``; the representatives' CDG
+    edges as sorted codes (``a * channels + b``), whose closure under the group
+    (:meth:`SymmetryGroup.closure`) is the CDG."""
     n = len(plan.endpoints)
     orbit_of = {orbit[0]: orbit for orbit in group.orbits}
     checks = group.spot_check_members()
     walked: dict[int, _Footprint] = {}
     done = 0
-    union = np.zeros(0, dtype=np.int64)
     for _, part in map_groups(_walk_footprints, plan, [*orbit_of, *checks], workers=workers):
         for dst, footprint in part:
             walked[dst] = footprint
             orbit = orbit_of.get(dst)
             if orbit is None:
                 continue
-            images = group.images(orbit, footprint, functools.partial(_map_footprint, group))
-            codes = []
-            for member, image in images:
-                codes.append(image.edges)
-                if keep_pairs:
+            if keep_pairs:
+                hops = _Footprint(footprint.edges[:0], footprint.low, footprint.high)
+                for member, image in group.images(
+                    orbit, hops, functools.partial(_map_footprint, group)
+                ):
                     for src in range(n):
                         if src != member:
                             analysis.pair_hops[(src, member)] = (
                                 int(image.low[src]),
                                 int(image.high[src]),
                             )
-            union = _distinct(np.concatenate([union, *codes]))
             low, high = footprint.low[footprint.low >= 0], footprint.high[footprint.high >= 0]
             for hops, counts in ((low, analysis.min_hops), (high, analysis.max_hops)):
                 for value, count in zip(*np.unique(hops, return_counts=True), strict=True):
@@ -386,7 +397,7 @@ def _walk_orbits(
             and np.array_equal(mapped.high, walked[member].high)
         ):
             raise group.mismatch("hop counts", member)
-    return union
+    return _distinct(np.concatenate([walked[dst].edges for dst in orbit_of]))
 
 
 def _distinct(codes: np.ndarray) -> np.ndarray:
@@ -421,11 +432,13 @@ def _walk_footprints(plan: FabricPlan, destinations: Sequence[int]) -> list[tupl
     result = []
     for dst in destinations:
         group = _walk_destinations(plan, [dst], range(n), keep_pairs=True)
-        low = np.full(n, -1, dtype=np.int64)
-        high = np.full(n, -1, dtype=np.int64)
-        for (src, _), (lo, hi) in group.pair_hops.items():
-            low[src], high[src] = lo, hi
-        result.append((dst, _Footprint(group.codes(channels), low, high)))
+        hops = np.full((n, 2), -1, dtype=np.int64)
+        if group.pair_hops:  # one array assignment, not two per source
+            sources = [src for src, _ in group.pair_hops]
+            hops[sources] = np.array(list(group.pair_hops.values()), dtype=np.int64)
+        result.append(
+            (dst, _Footprint(group.codes(channels), hops[:, 0].copy(), hops[:, 1].copy()))
+        )
     return result
 
 
@@ -453,18 +466,14 @@ def _walk_destinations(
     wiring = _wiring_of(plan)
     view, rf = wiring.view, wiring.rf
     group = _Group(defaultdict(set), Counter(), Counter(), {})
-    #: per endpoint, the switch inputs it injects into
-    inputs = [
-        {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
-        for e in plan.endpoints
-    ]
+    inputs, key_of = wiring.inputs, rf.state_key
     local_vcs = range(plan.router.injection_vcs)  # every local VC
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * wiring.bound + 1000))
     try:
         for dst in destinations:
             walker = _DestinationWalk(wiring, dst, group.edges)
-            visit = walker.visit
+            visit, memo = walker.visit, walker.memo
             for src in sources:
                 if src == dst:
                     continue
@@ -479,8 +488,9 @@ def _walk_destinations(
                             " not an input it is attached to"
                         )
                     for vc in local_vcs:
-                        _, low, high = visit(i.switch, i.port, vc, i.head, 0)
-                        lo, hi = min(lo, low), max(hi, high)
+                        key = key_of(i.switch, i.port, vc, i.head)
+                        found = memo.get(key) or visit(key, i.switch, i.port, vc, i.head, 0)
+                        lo, hi = min(lo, found[1]), max(hi, found[2])
                 group.min_hops[lo] += 1
                 group.max_hops[hi] += 1
                 if keep_pairs:
@@ -526,6 +536,11 @@ class _Wiring:
             ]
             for ports in self.view.out_link
         ]
+        #: per endpoint, the switch inputs it injects into
+        self.inputs = [
+            {(a.switch, a.port) for i, a in enumerate(e.attachments) if e.injects(i)}
+            for e in plan.endpoints
+        ]
         if type(self.rf).is_escape is RoutingFunction.is_escape:
             self.escape = [True] * self.channels
         else:
@@ -554,21 +569,19 @@ class _DestinationWalk:
         self.wiring, self.dst, self.edges = wiring, dst, edges
         self.view, self.key, self.route = wiring.view, wiring.rf.state_key, wiring.rf.route
         # key -> (escape channels requested next, directly or through adaptive ones; min hops,
-        # max hops)
-        self.memo: dict[Hashable, tuple[frozenset[int], int, int]] = {}
-        self.active: set[Hashable] = set()
+        # max hops); None while the key is being walked (met again there: a loop)
+        self.memo: dict[Hashable, tuple[frozenset[int], int, int] | None] = {}
 
     def visit(
-        self, switch: int, in_port: int, in_vc: int, head: Any, depth: int
+        self, key: Hashable, switch: int, in_port: int, in_vc: int, head: Any, depth: int
     ) -> tuple[frozenset[int], int, int]:
-        key = self.key(switch, in_port, in_vc, head)
-        found = self.memo.get(key)
-        if found is not None:
-            return found
-        wiring = self.wiring
-        if key in self.active or depth > wiring.bound:
+        """The state ``key`` (of the routing's :meth:`state_key`, not yet in the memo) walked:
+        its memo entry. Its callers look the memo up themselves (most states are reached again
+        and again: a call each would cost more than the lookup)."""
+        wiring, memo = self.wiring, self.memo
+        if key in memo or depth > wiring.bound:
             raise PlanError(f"route to {self._dst} loops at {self._name(switch)} (head {head!r})")
-        self.active.add(key)
+        memo[key] = None
         decision = self.route(switch, in_port, in_vc, head)
         if not decision.hops:
             raise PlanError(f"no route from {self._name(switch)}.p{in_port} to {self._dst}")
@@ -576,6 +589,7 @@ class _DestinationWalk:
         escapes = False  # R1 offers a channel here, or the packet is delivered
         low, high = wiring.bound, -1
         radix, out, escape = wiring.radix[switch], wiring.out[switch], wiring.escape
+        key_of, next_head, edges = self.key, decision.head, self.edges
         for port, vcs in decision.hops:
             if not 0 <= port < radix:
                 raise PlanError(f"{self._name(switch)} has no port {port} (routing to {self._dst})")
@@ -593,13 +607,14 @@ class _DestinationWalk:
                         f"{self.view.channel_name(link, vc)}: VC out of range ({link_vcs} VCs)"
                     )
                 channel = first + vc
-                child_outs, lo, hi = self.visit(
-                    next_switch, next_port, vc, decision.head, depth + 1
+                child = key_of(next_switch, next_port, vc, next_head)
+                child_outs, lo, hi = memo.get(child) or self.visit(
+                    child, next_switch, next_port, vc, next_head, depth + 1
                 )
                 if escape[channel]:
                     escapes = True
                     outs.add(channel)
-                    self.edges[channel] |= child_outs
+                    edges[channel] |= child_outs
                 else:  # an adaptive channel: what it leads to are indirect dependencies
                     outs |= child_outs
                 if lo + 1 < low:
@@ -611,9 +626,7 @@ class _DestinationWalk:
                 f"the escape sub-function is not connected: {self._name(switch)}.p{in_port} VC "
                 f"{in_vc} offers no escape channel toward {self._dst}"
             )
-        self.active.discard(key)
-        result = (frozenset(outs), low, high)
-        self.memo[key] = result
+        result = memo[key] = (frozenset(outs), low, high)
         return result
 
     def _check_delivery(self, switch: int, port: int, vcs: tuple[int, ...]) -> None:

@@ -145,18 +145,23 @@ class SymmetryGroup:
 
     @functools.cached_property
     def link_orbit(self) -> np.ndarray:
-        """Per link, the lowest link id of its orbit under the group: labels pass both ways
-        along every generator until none lowers."""
-        orbit = np.arange(len(self.base))
-        while True:
-            lowest = orbit.copy()
-            for generator in self.generators:
-                lowest = np.minimum(lowest, lowest[generator.link])
-                lowest[generator.link] = np.minimum(lowest[generator.link], lowest)
-            lowest = lowest[lowest]
-            if np.array_equal(lowest, orbit):
-                return orbit
-            orbit = lowest
+        """Per link, the lowest link id of its orbit under the group."""
+        return _lowest_in_orbit([generator.link for generator in self.generators])
+
+    @functools.cached_property
+    def channel_orbit(self) -> np.ndarray:
+        """Per channel, the lowest channel id of its orbit under the group."""
+        return _lowest_in_orbit([generator.channel for generator in self.generators])
+
+    def quotient(self, codes: np.ndarray) -> np.ndarray:
+        """The CDG edges ``codes`` (``a * channels + b``) with each channel replaced by its
+        orbit's lowest id, sorted, each once: the closure's edges map onto exactly these
+        (every image of an edge joins the same two orbits), so where they make no cycle
+        neither does the closure (a cycle would map onto a closed walk here)."""
+        orbit = self.channel_orbit
+        return distinct(
+            orbit[codes // self.channels] * self.channels + orbit[codes % self.channels]
+        )
 
     @functools.cached_property
     def _identity(self) -> np.ndarray:
@@ -198,6 +203,21 @@ class SymmetryGroup:
             f"the {self.family} routing does not commute with its declared symmetries: the"
             f" {what} toward endpoint {destination} differ from its representative's mapped"
         )
+
+
+def _lowest_in_orbit(maps: Sequence[np.ndarray]) -> np.ndarray:
+    """Per id, the lowest id of its orbit under the permutations ``maps`` (id i goes to
+    ``map[i]``): labels pass both ways along every map until none lowers."""
+    orbit = np.arange(len(maps[0]))
+    while True:
+        lowest = orbit.copy()
+        for image in maps:
+            lowest = np.minimum(lowest, lowest[image])
+            lowest[image] = np.minimum(lowest[image], lowest)
+        lowest = lowest[lowest]
+        if np.array_equal(lowest, orbit):
+            return orbit
+        orbit = lowest
 
 
 def relabelled_ports(

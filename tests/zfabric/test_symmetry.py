@@ -19,7 +19,7 @@ from zfabric.deadlock import _map_footprint, _walk_footprints, symmetry_group_of
 from zfabric.errors import PlanError
 from zfabric.routing import ROUTINGS, Decision, Hop
 from zfabric.routing.dor import DOR
-from zfabric.symmetry import distinct, symmetry_group
+from zfabric.symmetry import SymmetryGroup, distinct, symmetry_group
 from zfabric.topologies.torus import translation
 from zfabric.topologies.transit import digit_permutation
 
@@ -50,7 +50,7 @@ def assert_same_setup(plan, config: TrafficConfig | None = None) -> None:
     assert set(mapped.cdg.nodes) == set(full.cdg.nodes)
     assert (mapped.min_hops, mapped.max_hops) == (full.min_hops, full.max_hops)
     assert mapped.pair_hops == full.pair_hops
-    assert (mapped.cycle is None) == (full.cycle is None)
+    assert mapped.cycle == full.cycle
     assert mapped.pairs == full.pairs
     config = config or TrafficConfig()
     walked = pattern_limits(plan, config, symmetry=False).to_dict()
@@ -213,6 +213,27 @@ def test_an_input_map_that_misses_the_channels_is_refused():
 
 def test_a_degraded_plan_walks_every_destination():
     assert symmetry_group_of(_example("torus-4x4-dead-link")) is None
+
+
+def test_orbits_that_make_a_cycle_leave_the_verdict_to_the_closed_cdg(monkeypatch):
+    """The channels' orbits making no cycle prove the CDG acyclic; where they make one (here a
+    planted self-loop) the CDG may have none, and the proof closes it and peels it."""
+    plan = _torus(4, 4)
+    quotient, closure = SymmetryGroup.quotient, SymmetryGroup.closure
+    closed = []
+
+    def planted(self, codes):
+        return distinct(np.append(quotient(self, codes), 0))  # channel 0 waits on itself
+
+    def counted(self, codes):
+        closed.append(len(codes))
+        return closure(self, codes)
+
+    monkeypatch.setattr(SymmetryGroup, "quotient", planted)
+    monkeypatch.setattr(SymmetryGroup, "closure", counted)
+    analysis = analyse_routing(plan, workers=1)
+    assert closed and analysis.deadlock_free
+    assert set(analysis.cdg.edges) == set(analyse_routing(plan, symmetry=False).cdg.edges)
 
 
 class _Planted(DOR):

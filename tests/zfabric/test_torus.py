@@ -7,6 +7,10 @@ import math
 import pytest
 
 from zfabric import SpecError, analyse_routing, compile_plan, load_spec
+from zfabric.errors import PlanError
+from zfabric.plan import PlanView
+from zfabric.routing import ROUTINGS, Decision, Hop, make_routing
+from zfabric.routing.dor import DOR
 
 
 def torus(k, *, wrap=True, routing="dor", **routing_options):
@@ -165,6 +169,30 @@ def test_balanced_classes_offer_both_where_neither_forbidden_link_is_on_the_way(
     assert [ring_offer(legacy, 1, 3), ring_offer(legacy, 5, 3)] == [(0,), (1,)]
 
 
+@pytest.mark.parametrize("vc_classes", ["balanced", "fixed"])
+def test_states_of_one_key_route_alike(vc_classes):
+    """Every input state of a torus 4x4 with two local VCs (each switch, input port, VC and
+    destination): those the routing's state key does not tell apart get the same decision
+    (the proof walks one state per key)."""
+    spec = {
+        "name": "t",
+        "topology": {"kind": "torus", "k": [4, 4]},
+        "routing": {"name": "dor", "vc_classes": vc_classes},
+        "router": {"injection_vcs": 2},
+    }
+    plan = compile_plan(load_spec(spec))
+    routing = make_routing(PlanView(plan))
+    into = {(link.dst.switch, link.dst.port): link.vcs for link in plan.links}
+    decisions: dict = {}
+    for switch in plan.switches:
+        for port in range(switch.radix):
+            for vc in range(into.get((switch.id, port), plan.router.injection_vcs)):
+                for dst in range(len(plan.endpoints)):
+                    key = routing.state_key(switch.id, port, vc, dst)
+                    decision = routing.route(switch.id, port, vc, dst)
+                    assert decisions.setdefault(key, decision) == decision, key
+
+
 @pytest.mark.parametrize("k", [(6,), (5,), (8,), (4, 4), (8, 8), (3, 5), (5, 2, 3)])
 def test_balanced_classes_keep_the_rings_acyclic(k):
     balanced = analyse_routing(torus(k, vc_classes="balanced"))
@@ -227,3 +255,21 @@ def test_a_hypercube_too_large_is_refused_in_one_line():
     spec = {"name": "h", "topology": {"kind": "hypercube", "n": 13}}
     with pytest.raises(SpecError, match=r"^topology\.n: must be an integer in 1\.\.12, got 13$"):
         load_spec(spec)
+
+
+class _Looping(DOR):
+    """DOR but switch 0 sends every packet that is not for it one hop + in dimension 0."""
+
+    def route(self, switch, in_port, in_vc, head):
+        decision = super().route(switch, in_port, in_vc, head)
+        if switch != 0 or self.view.out_link[switch][decision.hops[0].port] is None:
+            return decision
+        return Decision((Hop(self.port_of[0][(0, 1)], decision.hops[0].vcs),), head)
+
+
+def test_a_route_that_comes_back_to_a_state_on_its_way_is_refused(monkeypatch):
+    # on a 4-ring, from switch 0 toward 3: + to 1, where DOR turns back - (a tie from an odd
+    # coordinate) to 0, and so on: the walk meets a state it is still walking
+    monkeypatch.setitem(ROUTINGS, "dor", _Looping)
+    with pytest.raises(PlanError, match="route to .* loops at"):
+        analyse_routing(torus((4,), vc_classes="fixed"), workers=1, symmetry=False)

@@ -139,6 +139,8 @@ class DOR(RoutingFunction):
             {(p.dim, p.sign): i for i, p in enumerate(s.ports) if p.role == "external"}
             for s in view.switches
         ]
+        #: per switch, per port: whether it is a ring's (an external port)
+        self.on_ring = [[p.role == "external" for p in s.ports] for s in view.switches]
         self.home = [e.attachments[0].switch for e in view.plan.endpoints]
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
@@ -186,10 +188,12 @@ class DOR(RoutingFunction):
         return upper + lower + tuple(range(len(lower) + len(upper), link.vcs))
 
     def state_key(self, switch: int, in_port: int, in_vc: int, head: Any) -> tuple:
-        """Balanced classes read the input port and the class of the input VC."""
+        """Balanced classes read the input port and, on a ring's input, the class of the input
+        VC (:meth:`ring_vcs` reads it only there: from an endpoint a packet enters a ring, on
+        whichever local VC, and the proof walks one state for them all)."""
         if not self.balanced:
             return super().state_key(switch, in_port, in_vc, head)
-        return (switch, in_port, in_vc in self.classes[1], head)
+        return (switch, in_port, self.on_ring[switch][in_port] and in_vc in self.classes[1], head)
 
     def route(self, switch: int, in_port: int, in_vc: int, head: int) -> Decision:
         there = self.coords[self.home[head]]

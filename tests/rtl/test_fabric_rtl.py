@@ -350,7 +350,8 @@ MATRIX = [
     for load in LOADS
 ]
 #: the slice in the default run: each setting once (first-free and the separable-2 allocator
-#: together), on a fabric where it changes something
+#: together, the deepest pipeline and random selection together), on a fabric where it
+#: changes something
 #: (first-free selection and deep pipelines with several candidate ports: znode-64's up pool;
 #: two injection VCs: znode-64, whose one-VC links give ``auto`` one), near or past the knee;
 #: znode-64 past the knee at deep pipelines costs a minute or more on Icarus, and snode-128
@@ -361,12 +362,11 @@ SLICE = [
     ("s2-sep2-ff", "znode-64", "near"),
     ("s3", "ndt-2x2x2", "past"),
     ("s4", "torus-4x4", "past"),
-    ("s5", "znode-64", "near"),
+    ("s5-rnd", "znode-64", "near"),
     ("iv1", "torus-4x4", "past"),
     ("iv2", "znode-64", "low"),
     ("ev1", "torus-4x4", "near"),
     ("ev3", "torus-4x4", "near"),
-    ("rnd", "znode-64", "near"),
 ]
 
 

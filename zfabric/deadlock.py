@@ -64,7 +64,7 @@ from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
 from .routing import RoutingFunction
 from .setup_cache import cached
-from .symmetry import SymmetryGroup, symmetry_group
+from .symmetry import SymmetryGroup, channel_ids, symmetry_group
 
 __all__ = [
     "RoutingAnalysis",
@@ -521,10 +521,8 @@ class _Wiring:
     def __init__(self, plan: FabricPlan):
         self.plan = plan
         self.view, self.rf = routing_of(plan)
-        vcs = [link.vcs for link in plan.links]
-        self.base = np.cumsum([0, *vcs[:-1]]).astype(np.int64) if vcs else np.zeros(0, np.int64)
-        self.channels = sum(vcs)
-        self.channel_link = np.repeat(np.arange(len(vcs)), vcs)
+        self.base, self.channels = channel_ids(plan)
+        self.channel_link = np.repeat(np.arange(len(plan.links)), [link.vcs for link in plan.links])
         first = self.base.tolist()
         self.radix = [switch.radix for switch in plan.switches]
         self.out: list[list[tuple[int, int, int, int, int] | None]] = [

@@ -35,6 +35,7 @@ __all__ = [
     "Symmetry",
     "SymmetryGroup",
     "SPOT_CHECKS",
+    "channel_ids",
     "distinct",
     "relabelled_ports",
     "symmetry_group",
@@ -258,19 +259,26 @@ def distinct(codes: np.ndarray) -> np.ndarray:
     return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
 
 
+def channel_ids(plan: FabricPlan) -> tuple[np.ndarray, int]:
+    """(per link, its first channel id; the number of channels): channel (link, VC) is
+    ``base[link] + vc``, the ids the proof and the symmetries share."""
+    vcs = np.array([link.vcs for link in plan.links], dtype=np.int64)
+    base = np.concatenate(([0], np.cumsum(vcs)[:-1])) if len(vcs) else np.zeros(0, np.int64)
+    return base, int(vcs.sum())
+
+
 def symmetry_group(plan: FabricPlan, symmetries: Sequence[Symmetry]) -> SymmetryGroup | None:
     """The group of ``symmetries`` (each verified an automorphism of ``plan``), or None when
     there is none or it leaves every destination alone."""
     if not symmetries:
         return None
-    vcs = np.array([link.vcs for link in plan.links], dtype=np.int64)
-    base = np.concatenate(([0], np.cumsum(vcs)[:-1])) if len(vcs) else np.zeros(0, np.int64)
+    base, channels = channel_ids(plan)
     family = f"{plan.topology} {plan.routing.name}"
     generators = [_verify(plan, symmetry, base, family) for symmetry in symmetries]
     orbits, tree = _orbits(len(plan.endpoints), generators)
     if len(orbits) == len(plan.endpoints):
         return None
-    return SymmetryGroup(family, generators, int(vcs.sum()), base, orbits, tree)
+    return SymmetryGroup(family, generators, channels, base, orbits, tree)
 
 
 def _orbits(

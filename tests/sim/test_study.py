@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from zfabric.sim.study import (
@@ -414,3 +415,27 @@ def test_study_on_an_existing_scheduler(client, tmp_path, capsys):
     for name in ("table.csv", "table.jsonl"):
         assert (tmp_path / "remote" / name).read_text() == (tmp_path / "serial" / name).read_text()
     assert client.status == "running"  # the command closed its own client, not this one
+
+
+# ---- the shipped study files --------------------------------------------------------------
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "examples" / "studies").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[path.stem for path in SHIPPED])
+def test_a_shipped_study_loads_and_its_table_is_of_its_specs(path):
+    """Every study file under examples/studies expands, each spec in it is a valid spec, and
+    the table shipped beside it (the study's CSV) has a row for every spec and first-round
+    rate of the file: the figures the docs quote are of the file as it stands."""
+    study = load_study(path)
+    for spec_json in {point.spec_json for point in study.points}:
+        load_spec(json.loads(spec_json))
+    table = path.with_suffix(".csv")
+    if not table.exists():
+        return
+    with table.open(newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert {row["spec"] for row in rows} == set(study.specs)
+    measured = {(row["spec"], float(row["rate"])) for row in rows}
+    assert {(point.spec_name, point.rate) for point in study.points} <= measured

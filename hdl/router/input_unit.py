@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..flit import FlitLayout, LinkSignature
+from .allocator import one_hot_index
 
 __all__ = [
     "BufferedFlit",
@@ -532,13 +533,15 @@ class InputUnit(wiring.Component):
         m.submodules.rest = rest = Memory(shape=layout, depth=self._n_vcs * stride, init=[])
         write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
         bits = len(read_port.addr)
-        w_addr, r_addr, written = 0, 0, 0
+        w_addr, written = 0, 0
         for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
             written = written | (arrival & queue.w_rdy)
             w_addr = w_addr | (Cat(queue.w_addr, Const(vc, vc_bits)) & arrival.replicate(bits))
-            r_addr = r_addr | (
-                Cat(queue.r_addr, Const(vc, vc_bits)) & self.pick[vc].replicate(bits)
-            )
+        if vc_bits:
+            picked_vc = one_hot_index(self.pick, vc_bits)
+            r_addr = Cat(Array(queue.r_addr for queue in queues)[picked_vc], picked_vc)
+        else:
+            r_addr = queues[0].r_addr
         flit = self.link.flit.payload
         m.d.comb += [
             write_port.en.eq(written),

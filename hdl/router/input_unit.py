@@ -526,7 +526,11 @@ class InputUnit(wiring.Component):
         """Every VC's data in one RAM, a power-of-two stride of entries per VC (an address is
         the VC's pointer with the VC number above it), read at the picked VC's front. The
         write address needs only the flit's VC (``arrivals``), not whether its FIFO has room,
-        which gates the write itself."""
+        which gates the write itself. The read address is the picked VC's index above the
+        read pointers multiplexed on that index, rather than an AND-OR of each pointer with
+        its bit of the one-hot pick: the torus switch at ``stages: 1``, whose critical path
+        runs pick -> read address -> RAM -> crossbar, closed higher so
+        (docs/design/router-measurements.md)."""
         vc_bits = (self._n_vcs - 1).bit_length()
         stride = 1 << (self._buffer_depth - 1).bit_length()
         layout = PickedData(self._flit_layout)

@@ -614,14 +614,33 @@ class Allocator(wiring.Component):
                 wanted = Mux(crossed, taking, wanted)
                 acquire = acquire | taken
                 release = release | (crossed & self.link_tail[port])
-            m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
+            # at traversal (no bypass) a pop is the only change: a head's acquires ``wanted``, a
+            # body's leaves ``wanted`` equal to ``held``, a tail's releases. ``held_ready`` is
+            # then one multiplexer on ``pop``, the latest signal, rather than a set and a reset
+            # behind it: the torus switch at ``stages: 1`` closed higher so (its LUT levels did
+            # not drop; docs/design/router-measurements.md)
+            on_pop = not self._pipelined and (port, vc) not in bypasses
+            if on_pop:
+                m.d.sync += held_ready.eq(
+                    Mux(
+                        pop,
+                        ~self.tail[port][vc] & (wanted & self.spare).any(),
+                        (held & self.spare).any() | held_ready,
+                    )
+                )
+            else:
+                m.d.sync += held_ready.eq((held & self.spare).any() | (held_ready & ~pop))
             with m.If(acquire):  # a head that acquires takes one output VC
-                spent = self.spare | self.ready if self._pipelined else self.spare
-                m.d.sync += [held.eq(wanted), held_ready.eq((wanted & spent).any())]
+                m.d.sync += held.eq(wanted)
+                if not on_pop:
+                    spent = self.spare | self.ready if self._pipelined else self.spare
+                    m.d.sync += held_ready.eq((wanted & spent).any())
                 if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(1)
             with m.If(release):
-                m.d.sync += [held.eq(0), held_ready.eq(0)]
+                m.d.sync += held.eq(0)
+                if not on_pop:
+                    m.d.sync += held_ready.eq(0)
                 if self._pipelined:
                     m.d.sync += holdings[port, vc].eq(0)
         for port, vc, held, chosen, held_two in seconds:

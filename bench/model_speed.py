@@ -3,8 +3,9 @@ engine and the reference model in the same run, on the same fabric, traffic and 
 set-up (plan, routing verdict, pattern limits) cold and warm; peak memory.
 
 Each (case, engine) runs in a fresh process, ``--repeats`` times; the table shows medians. A
-run compiles the plan, does the set-up twice in the fast engine's runs (it is the same for both:
-cold, from an empty set-up cache; warm, read back), builds the model, runs ``--warmup`` cycles
+run compiles the plan, does the set-up in the fast engine's runs (it is the same for both: cold
+in the first run, from an empty set-up cache; warm in the repeats, read back by a fresh process
+as every later run of the plan reads it), builds the model, runs ``--warmup`` cycles
 of uniform traffic untimed, then times ``--cycles`` more (CPU time of the process, traffic
 generation included; numba's compile excluded: it is cached on disk after the first run).
 
@@ -19,8 +20,8 @@ of --repeats). It must stay flat (within 10%) from 10k to 100k cycles.
 
 ``--against DIR``: instead, the fast engine of this checkout against that of the checkout DIR
 (with its own ``.venv``), e.g. before a change: per case, one run of each to fill its routing
-tables, then ``--repeats`` runs of each, alternating, from the user's set-up cache (the set-up
-is not timed here); medians and their ratio.
+tables, then ``--repeats`` runs of each, alternating, from the user's set-up cache; medians of
+router-cycles/s and their ratio, and of the set-up read back (warm).
 
     .venv/bin/python bench/model_speed.py [--cases torus-8x8@0.1,...] [--all] [--repeats 3]
         [--warmup 500] [--cycles 2000] [--memory-only] [--no-memory] [--against DIR]
@@ -77,12 +78,12 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
     start = time.process_time()
     plan = compile_plan(load_spec(spec.get("path", spec)))
     built = time.process_time()
-    setup = [0.0, 0.0]
-    for index in range(2 if engine == "fast" else 0):  # engine-independent: measured once
+    setup = 0.0
+    if engine == "fast":  # engine-independent: measured once
         begin = time.process_time()
         routing_summary(plan)
         cached_pattern_limits(plan, config)
-        setup[index] = time.process_time() - begin
+        setup = time.process_time() - begin
     fills = [0.0]
     fill = FabricTables.fill
 
@@ -123,8 +124,7 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
         "router_cycles_per_s": len(plan.switches) * cycles / elapsed,
         "fill_share": fills[0] / elapsed,
         "plan_s": built - start,
-        "setup_cold_s": setup[0],
-        "setup_warm_s": setup[1],
+        "setup_s": setup,
         "model_s": made,
         "peak_rss_mb": _rss(),
         "base_rss_mb": base_rss,
@@ -207,7 +207,7 @@ def speed_table(cases: list[str], repeats: int, warmup: int, cycles: int) -> dic
             f"{case:17s} {fast['switches']:8.0f}  {speeds[0]:14,.0f}"
             f"  {speeds[1]:10,.0f}  {speeds[1] / speeds[0]:8.1f}  {shown_bs}  {ratio_bs}"
             f"  {cold['router_cycles_per_s']:11,.0f} ({cold['fill_share']:4.0%})"
-            f"  {cold['setup_cold_s']:8.2f} / {fast['setup_warm_s']:5.2f}"
+            f"  {cold['setup_s']:8.2f} / {fast['setup_s']:5.2f}"
             f"  {ref['peak_rss_mb']:6.0f} / {fast['peak_rss_mb']:4.0f}"
         )
     return speeds_of
@@ -221,7 +221,10 @@ def against_table(cases: list[str], repeats: int, warmup: int, cycles: int, othe
         f" each); CPU time of the timed window; median of {repeats} fresh processes each,"
         " alternating, after one run each that fills the routing tables"
     )
-    print("case              switches   this rc/s  that rc/s  this/that  RSS this/that MB")
+    print(
+        "case              switches   this rc/s  that rc/s  this/that  RSS this/that MB"
+        "  warm set-up this/that s"
+    )
     for case in cases:
         scale = 2 if "32x32" in case else 1
         argv = ["--one", case, "--warmup", str(warmup // scale), "--cycles", str(cycles // scale)]
@@ -238,7 +241,14 @@ def against_table(cases: list[str], repeats: int, warmup: int, cycles: int, othe
             f"{case:17s} {this['switches']:8.0f}  {speeds[0]:10,.0f} {speeds[1]:10,.0f}"
             f"  {speeds[0] / speeds[1]:9.2f}"
             f"  {this['peak_rss_mb']:6.0f} / {that['peak_rss_mb']:4.0f}"
+            f"  {_setup(this):10.3f} / {_setup(that):5.3f}"
         )
+
+
+def _setup(run: dict) -> float:
+    """The set-up time of a run (a checkout from before ``setup_s`` names its first one
+    ``setup_cold_s``: cold only in a run from an empty set-up cache)."""
+    return run["setup_s"] if "setup_s" in run else run["setup_cold_s"]
 
 
 def _median(runs: list[dict]) -> dict:

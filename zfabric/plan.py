@@ -12,8 +12,9 @@ alongside (for metrics) while the topology is being wired.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 import networkx as nx
@@ -43,17 +44,31 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def _canonical(value: Any) -> Any:
-    """JSON-native copy (tuples become lists), so a plan equals its own JSON round trip."""
+    """JSON-native copy (tuples become lists, dataclasses dicts of their fields), so a plan
+    equals its own JSON round trip; one pass, as :func:`dataclasses.asdict`'s deep copy took
+    most of the time of a large plan's set-up read back from its cache."""
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is list or kind is tuple:
+    if isinstance(value, (list, tuple)):
         return [item if type(item) in _SCALARS else _canonical(item) for item in value]
-    if kind is dict and all(type(key) is str for key in value):
-        return {
+    if isinstance(value, dict):
+        items = {
             key: item if type(item) in _SCALARS else _canonical(item) for key, item in value.items()
         }
-    return json.loads(json.dumps(value))  # keys and types JSON changes (int keys, subclasses)
+        if all(type(key) is str for key in items):
+            return items
+        return json.loads(json.dumps(items))  # int keys become strings, as JSON has them
+    names = _field_names(kind)
+    if names is not None:
+        return {name: _canonical(getattr(value, name)) for name in names}
+    return json.loads(json.dumps(value))  # scalars of derived types (an IntEnum) as JSON has them
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The fields of dataclass ``kind`` in their order, or None for any other type."""
+    return tuple(f.name for f in fields(kind)) if is_dataclass(kind) else None
 
 
 @dataclass(frozen=True)
@@ -166,7 +181,7 @@ class FabricPlan:
         return max((link.latency for link in self.links), default=1)
 
     def to_dict(self) -> dict[str, Any]:
-        data = _canonical(asdict(self))
+        data = _canonical(self)
         for endpoint in data["endpoints"]:  # two-way attachments only: written as before modes
             if not endpoint["modes"]:
                 del endpoint["modes"]
@@ -174,6 +189,12 @@ class FabricPlan:
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    @functools.cached_property
+    def json_digest(self) -> bytes:
+        """SHA-256 of :meth:`to_json`, computed once per plan: every set-up cache entry of
+        the plan is keyed by it, and at 1024 endpoints the JSON takes tens of milliseconds."""
+        return hashlib.sha256(self.to_json().encode()).digest()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FabricPlan:

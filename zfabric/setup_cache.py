@@ -3,9 +3,9 @@ limits. Both walk about N^2 routing states (minutes at thousands of endpoints) a
 same answer for the same plan every time, so each is computed once and kept as a small JSON
 file in the ``setup`` cache folder (``zfabric cache info|clean``).
 
-An entry's name is its kind and a key: the SHA-256 of the plan's JSON, the entry's own inputs
-(a pattern, a seed) and the source files of the walk that computed it, so a changed routing
-function or analysis never reads a stale entry.
+An entry's name is its kind and a key: the SHA-256 of the plan's JSON digest (computed once per
+plan), the entry's own inputs (a pattern, a seed) and the source files of the walk that
+computed it, so a changed routing function or analysis never reads a stale entry.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def entry(
     """Where the entry of ``kind`` for ``plan`` and ``inputs`` lives, computed by ``sources``
     (besides the compiler's)."""
     digest = hashlib.sha256(_sources_digest(tuple(Path(p).resolve() for p in sources)))
-    digest.update(plan.to_json().encode())
+    digest.update(plan.json_digest)
     digest.update(json.dumps(inputs or {}, sort_keys=True).encode())
     return setup_cache() / f"{kind}-{digest.hexdigest()[:16]}.{suffix}"
 

@@ -106,6 +106,7 @@ class FastModel:
         self.view, self.routing = tables.view, tables.routing
         self.depth = plan.buffer_depth
         self._watched = watched or (0, 0)
+        self._paths = paths
         self.delivered: list[Packet] = []
         self._on_deliver = on_deliver if on_deliver is not None else self.delivered.append
         self._next_id = 0
@@ -223,8 +224,9 @@ class FastModel:
         sequence = self._sequence.get(src, 0)
         self._sequence[src] = sequence + 1
         cycle = self.cycle if created is None else created
-        packet = Packet(self._next_id, src, dst, length, cycle)
-        packet.payload = (src, sequence)
+        # without paths, the empty tuple every packet shares in place of a list of its own
+        path = [] if self._paths else ()
+        packet = Packet(self._next_id, src, dst, length, cycle, (src, sequence), path=path)
         self._next_id += 1
         if not self._free:
             self._grow_packets()

@@ -113,7 +113,9 @@ class Packet:
     delivered: int | None = None  # cycle the tail reached the destination
     hops: int = 0  # switch-to-switch links the head crossed
     flits_delivered: int = 0
-    path: list[tuple[int, int]] = field(default_factory=list)  # (switch, out port) of the head
+    #: (switch, out port) of the head; where the engine keeps no paths (the fast engine's
+    #: ``paths=False``) the empty tuple all its packets share, not a list of each one's own
+    path: list[tuple[int, int]] | tuple[()] = field(default_factory=list)
 
     @property
     def latency(self) -> int | None:

@@ -262,6 +262,19 @@ def test_replay_gives_the_same_result_on_both_engines():
     assert len(results[0][1]) == len(trace)
 
 
+def test_packets_keep_their_paths_only_where_the_engine_keeps_paths():
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}))
+    reference = FabricModel(plan)
+    kept, unkept = FastModel(plan), FastModel(plan, paths=False)
+    packets = [model.offer(0, 4) for model in (reference, kept, unkept)]
+    for model in (reference, kept, unkept):
+        model.run(20)
+    assert all(packet.delivered is not None for packet in packets)
+    assert packets[1].path == packets[0].path and len(packets[0].path) == 3  # 2 hops, ejection
+    # without paths no packet holds a list of its own: one object less the collector tracks
+    assert packets[2].path == () and packets[2].delivered == packets[0].delivered
+
+
 # ---- what the fast engine refuses --------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ equal, keyed by everything that changes them, and removed by ``zfabric cache cle
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -64,6 +65,13 @@ def test_every_plan_field_keys_its_own_entry(cache):
     routing_summary(_plan(4))
     routing_summary(_plan(6))  # another buffer depth: another plan, another entry
     assert len(list(cache.iterdir())) == 2
+
+
+def test_a_plan_derived_from_a_keyed_one_keys_its_own_entry(cache):
+    plan = _plan()
+    routing_summary(plan)  # computes and keeps the plan's digest
+    deeper = dataclasses.replace(plan, buffer_depth=6)
+    assert entry("routing", deeper) == entry("routing", _plan(6)) != entry("routing", plan)
 
 
 def test_pattern_limits_cached_per_pattern_not_per_rate(cache, monkeypatch):

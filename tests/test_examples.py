@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from zfabric.sim.study import load_study
 
+from zfabric import compile_plan
 from zfabric.cli import main
+from zfabric.spec import spec_from_dict
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+STUDIES = EXAMPLES / "studies"
 
 # name: expected report fields
 EXPECTED = {
@@ -320,3 +324,14 @@ def test_check_json(name, capsys):
 @pytest.mark.parametrize("name", sorted(SLOW))
 def test_check_json_slow(name, capsys):
     compare(check_json(name, capsys), SLOW[name], name)
+
+
+# the Transit studies compare fabrics of one size: bidelta 4^5 and 4^6 processors, the 4-ary
+# 5-tree 4^5, the Znode 4 * 4 * 4 * 16, the full tree 64^2
+@pytest.mark.parametrize(("name", "endpoints"), [("transit-1024", 1024), ("transit-4096", 4096)])
+def test_transit_study_fabrics_have_its_processors(name, endpoints):
+    study = load_study(STUDIES / f"{name}.yaml")
+    specs = {point.spec_json for point in study.points}
+    assert len(specs) == len(study.specs)
+    for spec in specs:
+        assert len(compile_plan(spec_from_dict(json.loads(spec))).endpoints) == endpoints

@@ -429,6 +429,7 @@ def test_a_shipped_study_loads_and_its_table_is_of_its_specs(path):
     the table shipped beside it (the study's CSV) has a row for every spec and first-round
     rate of the file: the figures the docs quote are of the file as it stands."""
     study = load_study(path)
+    assert study.name == path.stem and study.points
     for spec_json in {point.spec_json for point in study.points}:
         load_spec(json.loads(spec_json))
     table = path.with_suffix(".csv")

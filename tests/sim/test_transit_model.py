@@ -63,6 +63,19 @@ def test_the_channel_load_bound_counts_ejection_links_only():
     assert load.bound == pytest.approx(63 / 96)
 
 
+def test_full_4096s_bound_is_its_top_layers_crossover_into_level_3():
+    """Full 4096 under uniform traffic: 3072 of a processor's 4095 destinations sit under
+    another quarter of the top layer's 64 children, so their packets cross over into down
+    level 3 of one of the four top UT64x8s, through the 4 x 64 dilated up chips' direction 10:
+    512 wires, 4096 x 3072/4095 / 512 = 6.0015 flits a wire per unit of rate, the bound 1/that."""
+    from zfabric.sim.analytic import uniform_channel_load
+
+    topology = {"kind": "transit", "form": "full", "ut_layers": 2}
+    load = uniform_channel_load(compile_plan(load_spec({"name": "t", "topology": topology})))
+    assert load.max_load == pytest.approx(4096 * 3072 / 4095 / 512)
+    assert load.bound == pytest.approx(4095 * 512 / (4096 * 3072))
+
+
 @pytest.mark.matrix
 @pytest.mark.slow
 def test_hybrid_768_in_lockstep_past_saturation():

@@ -617,8 +617,7 @@ class Allocator(wiring.Component):
             # at traversal (no bypass) a pop is the only change: a head's acquires ``wanted``, a
             # body's leaves ``wanted`` equal to ``held``, a tail's releases. ``held_ready`` is
             # then one multiplexer on ``pop``, the latest signal, rather than a set and a reset
-            # behind it: the torus switch at ``stages: 1`` closed higher so (its LUT levels did
-            # not drop; docs/design/router-measurements.md)
+            # behind it (the clock it gives: docs/design/router-measurements.md)
             on_pop = not self._pipelined and (port, vc) not in bypasses
             if on_pop:
                 m.d.sync += held_ready.eq(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..flit import FlitLayout, LinkSignature
-from .allocator import one_hot_index
 
 __all__ = [
     "BufferedFlit",
@@ -526,26 +525,20 @@ class InputUnit(wiring.Component):
         """Every VC's data in one RAM, a power-of-two stride of entries per VC (an address is
         the VC's pointer with the VC number above it), read at the picked VC's front. The
         write address needs only the flit's VC (``arrivals``), not whether its FIFO has room,
-        which gates the write itself. The read address is the picked VC's index above the
-        read pointers multiplexed on that index, rather than an AND-OR of each pointer with
-        its bit of the one-hot pick: the torus switch at ``stages: 1``, whose critical path
-        runs pick -> read address -> RAM -> crossbar, closed higher so
-        (docs/design/router-measurements.md)."""
+        which gates the write itself."""
         vc_bits = (self._n_vcs - 1).bit_length()
         stride = 1 << (self._buffer_depth - 1).bit_length()
         layout = PickedData(self._flit_layout)
         m.submodules.rest = rest = Memory(shape=layout, depth=self._n_vcs * stride, init=[])
         write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
         bits = len(read_port.addr)
-        w_addr, written = 0, 0
+        w_addr, r_addr, written = 0, 0, 0
         for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
             written = written | (arrival & queue.w_rdy)
             w_addr = w_addr | (Cat(queue.w_addr, Const(vc, vc_bits)) & arrival.replicate(bits))
-        if vc_bits:
-            picked_vc = one_hot_index(self.pick, vc_bits)
-            r_addr = Cat(Array(queue.r_addr for queue in queues)[picked_vc], picked_vc)
-        else:
-            r_addr = queues[0].r_addr
+            r_addr = r_addr | (
+                Cat(queue.r_addr, Const(vc, vc_bits)) & self.pick[vc].replicate(bits)
+            )
         flit = self.link.flit.payload
         m.d.comb += [
             write_port.en.eq(written),

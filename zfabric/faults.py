@@ -613,6 +613,7 @@ class _Carried:
         own: SymmetryGroup | None,
     ):
         self.failing, self.candidates = failing, candidates
+        self.names = [what for what, _ in candidates]
         switches = len(failing.plan.switches)
         self.by_ports = _FailureOrbits.of(candidates, ports.generators, switches)
         self.by_own = _FailureOrbits.of(candidates, own.generators if own else [], switches)
@@ -630,8 +631,7 @@ class _Carried:
     ) -> FailureResult:
         """Failure ``i``'s ``result`` (counted, something to prove) with a proof carried from
         its orbit's where there is one (``carried`` says whose and what), else its own."""
-        plan, failing = self.failing.plan, self.failing
-        names = [c[0] for c in self.candidates]
+        plan, failing, names = self.failing.plan, self.failing, self.names
         carried = []
         first = self.by_own.head[i]
         if first == i:

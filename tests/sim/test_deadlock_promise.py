@@ -1,9 +1,10 @@
 """Proven means it never deadlocks: random specs of every family and routing, under random
-router settings, run in the reference model at offered load 1.0, must never freeze (whole or
-in a knot) and must drain once injection stops, whenever ``check`` proves them.
+router settings, run at offered load 1.0, must never freeze (whole or in a knot) and must
+drain once injection stops, whenever ``check`` proves them.
 
-The default run draws a slice; ``-m matrix`` draws many more specs and runs each longer. A
-failure prints the spec, so ``zfabric simulate`` can replay it.
+The default run draws a slice and runs it in the reference model; ``-m matrix`` draws many
+more specs, runs each longer, and runs them in the fast engine (the reference where the fast
+engine refuses a setting). A failure prints the spec, so ``zfabric simulate`` can replay it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from zfabric.sim.model import DeadlockWatch, FabricModel
+from zfabric.sim.measure import make_model
+from zfabric.sim.model import DeadlockWatch
 from zfabric.sim.traffic import Traffic, TrafficConfig
 
 from zfabric import SpecError, analyse_routing, compile_plan, load_spec
@@ -120,45 +122,53 @@ def proven_plan(spec: dict):
     return plan
 
 
-def run_to_drained(plan, cycles: int, seed: int, rate: float = 1.0) -> None:
-    """Offered ``rate`` for ``cycles``, then no new packet until every one is delivered."""
-    model = FabricModel(plan, check_invariants=False)
+def run_to_drained(plan, cycles: int, seed: int, rate: float = 1.0, engine: str = "reference"):
+    """Offered ``rate`` for ``cycles``, then no new packet until every one is delivered, in
+    ``engine`` (the reference steps and is watched every cycle; the fast engine, which the
+    lock-step tests hold to the reference cycle for cycle, runs to each cycle the watch looks
+    at and stops early where the fabric is stuck)."""
+    model, engine = make_model(plan, engine, check_invariants=False)
     watch = DeadlockWatch(model)
+    step = watch.every if engine == "fast" else 1
     lengths = (1, plan.packet_length + 2) if plan.packet_length < 4 else plan.packet_length
     traffic = Traffic(TrafficConfig(rate=rate, packet_length=lengths), len(plan.endpoints), seed)
     offered = 0
-    for cycle in range(cycles):
-        for src, dst, length in traffic.packets_at(cycle):
-            model.offer(src, dst, length)
-            offered += 1
-        model.step()
+    while model.cycle < cycles:
+        until = min(cycles, (model.cycle // step + 1) * step)
+        for at in range(model.cycle, until):
+            for src, dst, length in traffic.packets_at(at):
+                model.offer(src, dst, length, created=at)
+                offered += 1
+        model.run_until(until) if engine == "fast" else model.step()
         deadlock = watch()
         assert deadlock is None, f"deadlock at cycle {deadlock.at}: {deadlock.cycle}"
-    idle = 0  # cycles since the last delivery
+    last = model.cycle  # the cycle of the last delivery seen
     while model.delivered_count < offered:
         delivered = model.delivered_count
-        model.step()
+        model.run_until((model.cycle // step + 1) * step) if engine == "fast" else model.step()
         deadlock = watch()
         assert deadlock is None, f"deadlock while draining at {deadlock.at}: {deadlock.cycle}"
-        idle = 0 if model.delivered_count > delivered else idle + 1
-        assert idle < STALL, (
+        last = model.cycle if model.delivered_count > delivered else last
+        assert model.cycle - last < STALL, (
             f"{offered - model.delivered_count} packets undelivered and none delivered for"
-            f" {STALL} cycles"
+            f" {STALL} cycles ({engine} engine)"
         )
     model.check_credits()
 
 
-def check_promise(plan, spec: dict, cycles: int, seed: int, rate: float = 1.0) -> None:
+def check_promise(
+    plan, spec: dict, cycles: int, seed: int, rate: float = 1.0, engine: str = "reference"
+) -> None:
     try:
-        run_to_drained(plan, cycles, seed, rate)
+        run_to_drained(plan, cycles, seed, rate, engine)
     except AssertionError as error:
         raise AssertionError(f"proven spec {spec!r} (traffic seed {seed}): {error}") from None
 
 
-def check_drawn(spec: dict, cycles: int, seed: int) -> None:
+def check_drawn(spec: dict, cycles: int, seed: int, engine: str = "reference") -> None:
     plan = proven_plan(spec)
     assume(plan is not None)
-    check_promise(plan, spec, cycles, seed)
+    check_promise(plan, spec, cycles, seed, engine=engine)
 
 
 _SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.filter_too_much]}
@@ -175,7 +185,7 @@ def test_proven_fabrics_never_deadlock(spec, seed):
 @settings(max_examples=300, **_SETTINGS)
 @given(spec=specs(), seed=st.integers(1, 1000))
 def test_proven_fabrics_never_deadlock_matrix(spec, seed):
-    check_drawn(spec, LONG, seed)
+    check_drawn(spec, LONG, seed, engine="fast")
 
 
 #: the fabric that froze under ``aliod`` and ``cliod`` with two-cycle allocations: a ring of

@@ -5,13 +5,14 @@ measures there (M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3): the
 and 3 packet times at every size).
 
 Each point runs in a child process (so each peak resident size is its own) and prints, in CPU
-seconds (``time.process_time``, meaningful on a shared machine), with the peak resident size
-(``ru_maxrss``) after each: the plan's build, the deadlock proof (``--proof``:
-``analyse_routing``, the walk over every destination and the cycle search, what ``zfabric
-check`` spends nearly all its time on), the uniform pattern's limits (``pattern_limits``: the
-channel-load bound and zero-load latency every simulation's set-up computes, once per point
-here) and, per rate, the model (``simulate``: warm-up plus window, Bernoulli, seed 1, 4-flit
-packets) with its accepted load, normalised delay (mean latency / 4-cycle packet time) and
+seconds (the point's process and the proof's worker processes: meaningful on a shared
+machine), with the point's own peak resident size (``ru_maxrss``) after each: the plan's
+build, the deadlock proof (``--proof``: ``analyse_routing``, the walk over every destination
+and the cycle search, what ``zfabric check`` spends nearly all its time on), the uniform
+pattern's limits (``pattern_limits``: the channel-load bound and zero-load latency every
+simulation's set-up computes, once per point here) and, per rate, the model (``simulate``:
+warm-up plus window, Bernoulli, seed 1, 4-flit packets, the default engine) with its accepted
+load, normalised delay (mean latency / 4-cycle packet time) and
 saturation verdict (on what the model measured: bench/hyperz.py's ``curve`` says why).
 
     .venv/bin/python bench/hyperz_scale.py [--s 4,4 --s 8,4] [--routing aliod] [--proof]
@@ -25,6 +26,7 @@ import dataclasses
 import multiprocessing
 import resource
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 from zfabric.sim.analytic import pattern_limits
 from zfabric.sim.measure import simulate
@@ -44,6 +46,12 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds() -> float:
+    """CPU of this process and of the children it has waited for (the proof's workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def point(s: tuple[int, int], args: argparse.Namespace) -> None:
     """Print each phase of point ``s`` as it ends (a long point shows how far it got)."""
 
@@ -59,35 +67,33 @@ def point(s: tuple[int, int], args: argparse.Namespace) -> None:
             "packet_length": PACKET_LENGTH,
         }
     )
-    start = time.process_time()
+    start = cpu_seconds()
     plan, _ = build_fabric(spec)
     n = len(plan.endpoints)
     say(
-        f"{n} processors, {len(plan.switches)} switches; build {time.process_time() - start:.1f}"
+        f"{n} processors, {len(plan.switches)} switches; build {cpu_seconds() - start:.1f}"
         f" s, {peak_mib():.0f} MiB"
     )
     if args.proof:
-        start = time.process_time()
+        start = cpu_seconds()
         free = analyse_routing(plan).deadlock_free
-        say(
-            f"proof {time.process_time() - start:.0f} s, {peak_mib():.0f} MiB, deadlock-free {free}"
-        )
+        say(f"proof {cpu_seconds() - start:.0f} s, {peak_mib():.0f} MiB, deadlock-free {free}")
     config = TrafficConfig(packet_length=PACKET_LENGTH)
-    start = time.process_time()
+    start = cpu_seconds()
     limits = pattern_limits(plan, config)  # the verdict's bound: ChannelLoad.proven
     say(
-        f"limits {time.process_time() - start:.1f} s, {peak_mib():.0f} MiB (equal-split load"
+        f"limits {cpu_seconds() - start:.1f} s, {peak_mib():.0f} MiB (equal-split load"
         f" bound {limits.channel_load.bound:.3f})"
     )
     for rate in args.rates:
         traffic = Traffic(dataclasses.replace(config, rate=rate), n, 1)
-        start = time.process_time()
+        start = cpu_seconds()
         result = simulate(plan, traffic, warmup=args.warmup, cycles=args.cycles, limits=limits)
         say(
             f"load {rate}: accepted {result.accepted:.3f}, normalised delay"
             f" {result.latency['mean'] / PACKET_LENGTH:.2f}"
             f"{' (saturated)' if result.saturated else ''}; model"
-            f" {time.process_time() - start:.0f} s, {peak_mib():.0f} MiB"
+            f" {cpu_seconds() - start:.0f} s, {peak_mib():.0f} MiB"
         )
 
 
@@ -99,9 +105,11 @@ def run(args: argparse.Namespace) -> None:
         f" {args.cycles} cycles",
         flush=True,
     )
-    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
-        for s in args.s:
-            pool.apply(point, (s, args))
+    # a process per point, not a pool's daemon worker: the proof forks workers of its own
+    context = multiprocessing.get_context("spawn")
+    for s in args.s:
+        with ProcessPoolExecutor(1, mp_context=context) as pool:
+            pool.submit(point, s, args).result()
 
 
 def main() -> None:

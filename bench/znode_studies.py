@@ -93,7 +93,7 @@ from zfabric.sim.traffic import Traffic, TrafficConfig
 from zfabric import build_fabric, load_spec
 from zfabric.cli import main as zfabric_main
 from zfabric.cli.common import OutputFolder
-from zfabric.optimise import cost, optimise_level, relative_power_db, spec_for
+from zfabric.optimise import cost, optimise, optimise_level, relative_power_db, spec_for
 from zfabric.topologies.znode import ZnodeParams
 
 RATES = [round(0.1 * i, 1) for i in range(1, 10)]
@@ -199,6 +199,39 @@ def e7() -> dict[str, Any]:
     base = _pick(64, 2)["topology"]
     specs = [_named({"topology": {**base, "znodes": m}}, f"m{m}") for m in (1, 2, 4, 8)]
     return {"name": "e7-super-node", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+#: E8: 4096 processors as 4096 x 1, 2048 x 2, 1024 x 4 and 512 x 8 Znodes (the thesis's §5.6.3)
+E8_PROCESSORS = 4096
+E8_ZNODES = (1, 2, 4, 8)
+#: E8's loads: one below every fabric's knee, E7's reference load, and the thesis's 80 %
+E8_LOADS = [0.1, REFERENCE_LOAD, 0.8]
+#: the thesis's cost step per doubling of the Znode count, and the reading of "about"
+E8_STEP_DB, E8_STEP_SLACK_DB = 2.0, 0.5
+#: cycles a saturated E8 point drains before it stops: a jammed 4096-endpoint fabric costs the
+#: model most per cycle, and the verdict is saturated either way
+E8_DRAIN = 300
+
+
+def _least_cost(processors: int) -> dict[str, Any]:
+    """The optimiser's default pick for ``processors`` in one Znode: the least cost over every
+    level count, the fewest levels among the level counts that tie."""
+    pick = optimise(processors).best[0].pick
+    return spec_for(pick, 64, "forward")["topology"]
+
+
+def e8() -> dict[str, Any]:
+    """The least-cost Znode of 4096 / m processors, m of them joined as a super node (side
+    links h = 1 at every level, the spec's default)."""
+    specs = []
+    for m in E8_ZNODES:
+        topology = _least_cost(E8_PROCESSORS // m) | ({"znodes": m} if m > 1 else {})
+        specs.append(_named({"topology": topology}, f"m{m}"))
+    return {
+        "name": "e8-znodes-4096",
+        "specs": specs,
+        "traffic": {"patterns": ["uniform"], "rates": E8_LOADS, "drain_limit": E8_DRAIN},
+    }
 
 
 def e9() -> dict[str, Any]:
@@ -385,6 +418,7 @@ def _summary(
             "bound": rows[0]["limits_bound"],
             # rate -> (mean latency, saturated), for claims read at every load
             "curve": {r["rate"]: (r["latency_mean"], bool(r["saturated"])) for r in rows},
+            "accepted": {r["rate"]: r["accepted"] for r in rows},
             "limited_by": rows[0]["limits_limited_by"],
         }
     return summary
@@ -526,6 +560,61 @@ def claims_e7(s: dict[str, dict[str, Any]]) -> list[str]:
         "the whole fabric's throughput grows with m (peak x processors "
         + ", ".join(f"{t:.0f}" for t in totals)
         + f" flits/cycle): {_verdict(totals == sorted(totals) and totals[-1] > totals[0])}",
+    ]
+
+
+def e8_power() -> dict[str, float]:
+    """Each E8 fabric's relative power, side ports counted (the optimiser's cost of the built
+    super node, h = 1)."""
+    return {
+        entry["spec"]["name"]: _relative_power(_znode_params(entry["spec"]))
+        for entry in e8()["specs"]
+    }
+
+
+def claims_e8(s: dict[str, dict[str, Any]], power: dict[str, float] | None = None) -> list[str]:
+    """The cost steps (``power``, dB per fabric; default :func:`e8_power`) and, per load, the
+    delay and accepted throughput against m. A delay claim holds at a load where the mean
+    latency falls with every doubling of m; the thesis reads it at 80 %, where every one of our
+    one-VC fabrics is saturated, so it is read below every knee too."""
+    names = [f"m{m}" for m in E8_ZNODES]
+    power = e8_power() if power is None else power
+    steps = [b - a for a, b in itertools.pairwise(power[name] for name in names)]
+    shown = ", ".join(f"{name} {power[name]:.2f}" for name in names)
+    lines = [
+        f"relative power rises with every doubling of m (dB: {shown}): "
+        + _verdict(all(step > 0 for step in steps)),
+        f"each doubling adds about {E8_STEP_DB:+.0f} dB (within {E8_STEP_SLACK_DB} dB; steps "
+        + ", ".join(f"{step:+.2f}" for step in steps)
+        + "): "
+        + _verdict(all(abs(step - E8_STEP_DB) <= E8_STEP_SLACK_DB for step in steps)),
+        "2048 x 2 cheaper than 1024 x 4: " + _verdict(power["m2"] < power["m4"]),
+    ]
+    curves = [s[f"{name}/uniform"] for name in names]
+    for rate in sorted(set.intersection(*(set(c["curve"]) for c in curves))):
+        points = [c["curve"][rate] for c in curves]
+        lines.append(
+            f"delay falls as m rises at {rate} ("
+            + ", ".join(f"{n} {_shown(p)}" for n, p in zip(names, points, strict=True))
+            + "): "
+            + _verdict(all(b[0] < a[0] for a, b in itertools.pairwise(points)))
+        )
+    rate = E8_LOADS[-1]
+    accepted = [c["accepted"].get(rate) for c in curves]
+    if None not in accepted:
+        lines.append(
+            f"accepted throughput rises with m at {rate} ("
+            + ", ".join(f"{n} {a:.3f}" for n, a in zip(names, accepted, strict=True))
+            + "): "
+            + _verdict(all(b > a for a, b in itertools.pairwise(accepted)))
+        )
+    least = ", ".join(
+        f"m{m} {optimise(E8_PROCESSORS, znodes=m).best[0].pick.relative_power_db:.2f}"
+        for m in E8_ZNODES
+    )
+    return [
+        *lines,
+        f"{INFO}the least-cost super node of 4096 for each m, side ports counted (dB): {least}",
     ]
 
 
@@ -799,6 +888,7 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e5sdh": (e5sdh, claims_e5),
     "e6": (e6, claims_e6),
     "e7": (e7, claims_e7),
+    "e8": (e8, claims_e8),
     "e9": (e9, claims_e9),
     "e4": (e4, claims_e4),
     "e4a": (e4a, claims_e4a),

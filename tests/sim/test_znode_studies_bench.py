@@ -123,3 +123,47 @@ def test_e2_claims_read_the_thesis_ordering(studies):
     assert studies.claims_e2(tied)[2].endswith(": reproduced")
     tied["oZ4"]["knee"] = 0.50
     assert "NOT reproduced" in studies.claims_e2(tied)[2]
+
+
+def _e8_summaries(curves: dict[str, dict[float, tuple[float, bool, float]]]) -> dict[str, dict]:
+    """Hand-made E8 summaries: per fabric, rate -> (mean latency, saturated, accepted)."""
+    return {
+        f"{name}/uniform": {
+            "curve": {rate: (latency, saturated) for rate, (latency, saturated, _) in c.items()},
+            "accepted": {rate: accepted for rate, (_, _, accepted) in c.items()},
+        }
+        for name, c in curves.items()
+    }
+
+
+def test_e8_claims_read_cost_steps_delay_and_throughput(studies):
+    """E8's claims on hand-made summaries and costs: the thesis's outcome (+2 dB a doubling,
+    delay falling and throughput rising with m) reproduced in every claim; steps of +0.5,
+    +1 and +2.5 dB rise but not by about 2 dB; a delay that rises from m = 1 to m = 2 at one
+    load fails that load's claim only; the throughput claim reads the thesis's 80 % load."""
+    names = ["m1", "m2", "m4", "m8"]
+    thesis_power = dict(zip(names, [-18.0, -16.1, -14.0, -12.2], strict=True))
+    falling = {
+        name: {0.1: (30.0 - 3 * i, False, 0.1), 0.8: (900.0 - 100 * i, True, 0.3 + 0.05 * i)}
+        for i, name in enumerate(names)
+    }
+    lines = studies.claims_e8(_e8_summaries(falling), thesis_power)
+    claims = [line for line in lines if not line.startswith(studies.INFO)]
+    assert len(claims) == 6  # three on cost, delay at 0.1 and 0.8, throughput at 0.8
+    assert all(line.endswith(": reproduced") for line in claims)
+
+    shallow = dict(zip(names, [-17.0, -16.5, -15.5, -13.0], strict=True))
+    cost_lines = studies.claims_e8(_e8_summaries(falling), shallow)[:3]
+    assert [line.endswith(": reproduced") for line in cost_lines] == [True, False, True]
+    swapped = dict(shallow, m2=-15.0)  # 2048 x 2 dearer than 1024 x 4, and no longer rising
+    assert [line.endswith(": reproduced") for line in studies.claims_e8(
+        _e8_summaries(falling), swapped)[:3]] == [False, False, False]  # fmt: skip
+
+    rising = {name: dict(curve) for name, curve in falling.items()}
+    rising["m2"][0.1] = (31.0, False, 0.1)
+    rising["m4"][0.8] = (950.0, True, 0.28)
+    lines = studies.claims_e8(_e8_summaries(rising), thesis_power)[3:6]
+    assert [line.endswith(": reproduced") for line in lines] == [False, False, False]
+    rising["m4"][0.8] = (750.0, True, 0.4)
+    lines = studies.claims_e8(_e8_summaries(rising), thesis_power)[3:6]
+    assert [line.endswith(": reproduced") for line in lines] == [False, True, True]

@@ -84,6 +84,7 @@ import argparse
 import collections
 import itertools
 import json
+import math
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -230,18 +231,37 @@ def _least_cost(processors: int) -> dict[str, Any]:
     return spec_for(pick, 64, "forward")["topology"]
 
 
-def _e8(processors: int) -> dict[str, Any]:
-    """The least-cost Znode of ``processors`` / m processors, m of them joined as a super node
-    (side links h = 1 at every level, the spec's default)."""
+def _e8(processors: int, *, full_side: bool = False) -> dict[str, Any]:
+    """The least-cost Znode of ``processors`` / m processors, m of them joined as a super node:
+    side links h = 1 at every level (the spec's default), or with ``full_side`` as many as
+    uniform traffic at full rate needs (:func:`full_side_links`)."""
     specs = []
     for m in E8_ZNODES:
         topology = _least_cost(processors // m) | ({"znodes": m} if m > 1 else {})
+        side = full_side_links(topology["z"], topology["R"], m) if m > 1 and full_side else []
+        if set(side) - {1}:  # else the spec's default, so the fabric and its points are e8's
+            topology["side"] = side
         specs.append(_named({"topology": topology}, f"m{m}"))
+    side = "-full-side" if full_side else ""
     return {
-        "name": f"e8-znodes-{processors}",
+        "name": f"e8-znodes-{processors}{side}",
         "specs": specs,
         "traffic": {"patterns": ["uniform"], "rates": E8_LOADS, "drain_limit": E8_DRAIN},
     }
+
+
+def full_side_links(z: Sequence[int], R: Sequence[int], znodes: int) -> list[int]:
+    """Side links h_c per level for uniform traffic at one flit per cycle per endpoint. A packet
+    to another Znode crosses at its peer level c, the highest level whose label differs (1 if
+    none does), from a level-c switch of its zone to the same switch in the target Znode: the
+    N_c processors under a level-c zone (N_0 = 0) send N_c (N_c - N_{c-1}) / (P - 1) flits a
+    cycle to each other Znode over its R_c side channels of h_c links."""
+    under = [math.prod(z[:level]) for level in range(len(z) + 1)]
+    total = znodes * under[-1] - 1
+    return [
+        math.ceil(under[c] * (under[c] - under[c - 1]) / (total * R[c - 1]) - 1e-9)
+        for c in range(1, len(z) + 1)
+    ]
 
 
 def e8() -> dict[str, Any]:
@@ -250,6 +270,10 @@ def e8() -> dict[str, Any]:
 
 def e8s() -> dict[str, Any]:
     return _e8(E8_SCALED_PROCESSORS)
+
+
+def e8sf() -> dict[str, Any]:
+    return _e8(E8_SCALED_PROCESSORS, full_side=True)
 
 
 def e9() -> dict[str, Any]:
@@ -638,9 +662,11 @@ def claims_e8(s: dict[str, dict[str, Any]], power: dict[str, float], processors:
     ]
 
 
-def _e8_claims(processors: int) -> Callable[[dict[str, dict[str, Any]]], list[str]]:
+def _e8_claims(
+    processors: int, *, full_side: bool = False
+) -> Callable[[dict[str, dict[str, Any]]], list[str]]:
     def claims(s: dict[str, dict[str, Any]]) -> list[str]:
-        return claims_e8(s, e8_power(_e8(processors)), processors)
+        return claims_e8(s, e8_power(_e8(processors, full_side=full_side)), processors)
 
     return claims
 
@@ -917,6 +943,7 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e7": (e7, claims_e7),
     "e8": (e8, _e8_claims(E8_PROCESSORS)),
     "e8s": (e8s, _e8_claims(E8_SCALED_PROCESSORS)),
+    "e8sf": (e8sf, _e8_claims(E8_SCALED_PROCESSORS, full_side=True)),
     "e9": (e9, claims_e9),
     "e4": (e4, claims_e4),
     "e4a": (e4a, claims_e4a),

@@ -167,3 +167,27 @@ def test_e8_claims_read_cost_steps_delay_and_throughput(studies):
     rising["m4"][0.8] = (750.0, True, 0.4)
     lines = studies.claims_e8(_e8_summaries(rising), thesis_power, 4096)[3:6]
     assert [line.endswith(": reproduced") for line in lines] == [False, True, True]
+
+
+def test_e8_fabrics_and_full_side_links(studies):
+    """E8 at 1024: the optimiser's least-cost Znode of 1024 / m processors joined m times; the
+    side links uniform traffic at full rate needs, by hand (level c: N_c (N_c - N_{c-1}) / 1023
+    flits a cycle over R_c channels): 2 Znodes of z = (4,4,4,8), R = (1,4,16,64) send 512 x 448
+    / 1023 = 224.2 flits a cycle to each other over 64 level-4 channels (3.50 each: 4 links),
+    64 x 48 / 1023 = 3.0 over 16 at level 3 (0.19: 1); 4 of z = (4,4,16), R = (1,4,16) 256 x
+    240 / 1023 = 60.1 over 16 (3.75: 4); 8 of z = (4,4,8) 128 x 112 / 1023 = 14.0 over 16
+    (0.88: 1)."""
+    specs = {entry["spec"]["name"]: params_of(entry) for entry in studies.e8s()["specs"]}
+    assert {name: (p["z"], p["R"], p["znodes"]) for name, p in specs.items()} == {
+        "m1": ([4, 4, 4, 16], [1, 4, 16, 64], 1),
+        "m2": ([4, 4, 4, 8], [1, 4, 16, 64], 2),
+        "m4": ([4, 4, 16], [1, 4, 16], 4),
+        "m8": ([4, 4, 8], [1, 4, 16], 8),
+    }
+    assert studies.full_side_links([4, 4, 4, 8], [1, 4, 16, 64], 2) == [1, 1, 1, 4]
+    assert studies.full_side_links([4, 4, 16], [1, 4, 16], 4) == [1, 1, 4]
+    assert studies.full_side_links([4, 4, 8], [1, 4, 16], 8) == [1, 1, 1]
+    full = {entry["spec"]["name"]: entry["spec"]["topology"] for entry in studies.e8sf()["specs"]}
+    assert [full[name].get("side") for name in ("m1", "m2", "m4", "m8")] == [
+        None, [1, 1, 1, 4], [1, 1, 4], None
+    ]  # fmt: skip

@@ -657,7 +657,7 @@ def claims_e8(s: dict[str, dict[str, Any]], power: dict[str, float], processors:
     )
     return [
         *lines,
-        f"{INFO}the least-cost super node of {processors} for each m, side ports counted"
+        f"{INFO}the least-cost super node of {processors} for each m (h = 1), side ports counted"
         f" (dB): {least}",
     ]
 

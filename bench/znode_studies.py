@@ -42,9 +42,10 @@ study, for the per-link statistics a study does not keep.
 - ``e8``: 4096 processors as 4096 x 1, 2048 x 2, 1024 x 4 and 512 x 8 Znodes, each Znode the
   optimiser's least-cost pick for its size, joined as a super node (h = 1); uniform traffic at
   0.1, 0.3 and the thesis's 0.8. ``e8s``: the same at 1024 (1024 x 1 to 128 x 8), as the
-  first point of a 4096-endpoint fabric costs over 8 CPU minutes. Claims: relative power
-  (side ports counted) rises about 2 dB with each doubling of m, m = 2 cheaper than m = 4;
-  the delay falls and the throughput rises as m increases.
+  first point of a 4096-endpoint fabric costs over 8 CPU minutes. ``e8sf``: ``e8s`` with as
+  many side links per level as uniform traffic at full rate needs (:func:`full_side_links`).
+  Claims: relative power (side ports counted) rises about 2 dB with each doubling of m, m = 2
+  cheaper than m = 4; the delay falls and the throughput rises as m increases.
 - ``e9``: layers l = 1, 2, 4 of the 4-level optimum for 256 processors (the thesis stacks
   z = (4,4,4,32), R = (1,4,16,64) at 2048 processors). Claim: more layers give lower delay
   and higher throughput.
@@ -72,8 +73,8 @@ study, for the per-link statistics a study does not keep.
   :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
   no two inputs compete for a level-2 output; the level-2 queues are empty.
 
-    .venv/bin/python bench/znode_studies.py [e1 e2 e4 e4a e5 e5h e5sd e5sdh e6 e7 e8 e8s e9 e10
-        e10h e10n e12]
+    .venv/bin/python bench/znode_studies.py [e1 e2 e4 e4a e5 e5h e5sd e5sdh e6 e7 e8 e8s e8sf e9
+        e10 e10h e10n e12]
         [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
         [--rates 0.1 0.2 ...] [--refine 0.02]
 """

@@ -123,3 +123,71 @@ def test_e2_claims_read_the_thesis_ordering(studies):
     assert studies.claims_e2(tied)[2].endswith(": reproduced")
     tied["oZ4"]["knee"] = 0.50
     assert "NOT reproduced" in studies.claims_e2(tied)[2]
+
+
+def _e8_summaries(curves: dict[str, dict[float, tuple[float, bool, float]]]) -> dict[str, dict]:
+    """Hand-made E8 summaries: per fabric, rate -> (mean latency, saturated, accepted)."""
+    return {
+        f"{name}/uniform": {
+            "curve": {rate: (latency, saturated) for rate, (latency, saturated, _) in c.items()},
+            "accepted": {rate: accepted for rate, (_, _, accepted) in c.items()},
+        }
+        for name, c in curves.items()
+    }
+
+
+def test_e8_claims_read_cost_steps_delay_and_throughput(studies):
+    """E8's claims on hand-made summaries and costs: the thesis's outcome (+2 dB a doubling,
+    delay falling and throughput rising with m) reproduced in every claim; steps of +0.5,
+    +1 and +2.5 dB rise but not by about 2 dB; a delay that rises from m = 1 to m = 2 at one
+    load fails that load's claim only; the throughput claim reads the thesis's 80 % load."""
+    names = ["m1", "m2", "m4", "m8"]
+    thesis_power = dict(zip(names, [-18.0, -16.1, -14.0, -12.2], strict=True))
+    falling = {
+        name: {0.1: (30.0 - 3 * i, False, 0.1), 0.8: (900.0 - 100 * i, True, 0.3 + 0.05 * i)}
+        for i, name in enumerate(names)
+    }
+    lines = studies.claims_e8(_e8_summaries(falling), thesis_power, 4096)
+    claims = [line for line in lines if not line.startswith(studies.INFO)]
+    assert len(claims) == 6  # three on cost, delay at 0.1 and 0.8, throughput at 0.8
+    assert all(line.endswith(": reproduced") for line in claims)
+
+    shallow = dict(zip(names, [-17.0, -16.5, -15.5, -13.0], strict=True))
+    cost_lines = studies.claims_e8(_e8_summaries(falling), shallow, 4096)[:3]
+    assert [line.endswith(": reproduced") for line in cost_lines] == [True, False, True]
+    swapped = dict(shallow, m2=-15.0)  # 2048 x 2 dearer than 1024 x 4, and no longer rising
+    cost_lines = studies.claims_e8(_e8_summaries(falling), swapped, 4096)[:3]
+    assert [line.endswith(": reproduced") for line in cost_lines] == [False, False, False]
+
+    rising = {name: dict(curve) for name, curve in falling.items()}
+    rising["m2"][0.1] = (31.0, False, 0.1)
+    rising["m4"][0.8] = (950.0, True, 0.28)
+    lines = studies.claims_e8(_e8_summaries(rising), thesis_power, 4096)[3:6]
+    assert [line.endswith(": reproduced") for line in lines] == [False, False, False]
+    rising["m4"][0.8] = (750.0, True, 0.4)
+    lines = studies.claims_e8(_e8_summaries(rising), thesis_power, 4096)[3:6]
+    assert [line.endswith(": reproduced") for line in lines] == [False, True, True]
+
+
+def test_e8_fabrics_and_full_side_links(studies):
+    """E8 at 1024: the optimiser's least-cost Znode of 1024 / m processors joined m times; the
+    side links uniform traffic at full rate needs, by hand (level c: N_c (N_c - N_{c-1}) / 1023
+    flits a cycle over R_c channels): 2 Znodes of z = (4,4,4,8), R = (1,4,16,64) send 512 x 448
+    / 1023 = 224.2 flits a cycle to each other over 64 level-4 channels (3.50 each: 4 links),
+    64 x 48 / 1023 = 3.0 over 16 at level 3 (0.19: 1); 4 of z = (4,4,16), R = (1,4,16) 256 x
+    240 / 1023 = 60.1 over 16 (3.75: 4); 8 of z = (4,4,8) 128 x 112 / 1023 = 14.0 over 16
+    (0.88: 1)."""
+    specs = {entry["spec"]["name"]: params_of(entry) for entry in studies.e8s()["specs"]}
+    assert {name: (p["z"], p["R"], p["znodes"]) for name, p in specs.items()} == {
+        "m1": ([4, 4, 4, 16], [1, 4, 16, 64], 1),
+        "m2": ([4, 4, 4, 8], [1, 4, 16, 64], 2),
+        "m4": ([4, 4, 16], [1, 4, 16], 4),
+        "m8": ([4, 4, 8], [1, 4, 16], 8),
+    }
+    assert studies.full_side_links([4, 4, 4, 8], [1, 4, 16, 64], 2) == [1, 1, 1, 4]
+    assert studies.full_side_links([4, 4, 16], [1, 4, 16], 4) == [1, 1, 4]
+    assert studies.full_side_links([4, 4, 8], [1, 4, 16], 8) == [1, 1, 1]
+    full = {entry["spec"]["name"]: entry["spec"]["topology"] for entry in studies.e8sf()["specs"]}
+    assert [full[name].get("side") for name in ("m1", "m2", "m4", "m8")] == [
+        None, [1, 1, 1, 4], [1, 1, 4], None
+    ]  # fmt: skip

@@ -237,12 +237,14 @@ def _bubble_premises(
     top: Reader,
 ) -> None:
     """Report each premise of bubble flow control (:mod:`zfabric.bubble`) the spec breaks: a
-    torus of one VC per link, cut-through switching, buffers of two longest packets, packets
-    of one length."""
+    torus of one VC per link (an nDT's VCs are DORT's to check), cut-through switching,
+    buffers of two longest packets, packets of one length."""
     why = "flow_control bubble"
-    if kind != "torus":
-        top.report(SpecError("routing.flow_control", f"bubble needs a torus, not a {kind}"))
-    elif params.vcs != 1:
+    if kind not in ("torus", "ndt"):
+        top.report(
+            SpecError("routing.flow_control", f"bubble needs a torus or an nDT, not a {kind}")
+        )
+    elif kind == "torus" and params.vcs != 1:
         top.report(SpecError("topology.vcs", f"{params.vcs} with {why}, which needs 1"))
     if router is None or traffic is None:
         return

@@ -53,8 +53,9 @@ def test_entering_and_continuing_pairs_on_a_torus_switch():
     view = model.view
     for switch, pairs in zip(view.switches, model._entering, strict=True):
         assert len(pairs) == 16
-        for p, o in pairs:
+        for p, o, w in pairs:
             out, came = switch.ports[o], switch.ports[p]
+            assert w == 0
             assert out.role == "external"
             assert came.role == "local" or (came.dim, came.sign) != (out.dim, -out.sign)
 

@@ -119,7 +119,7 @@ def test_the_proof_refuses_a_plan_outside_the_bubble_premises(premise, words):
         (
             {"topology": {"kind": "mesh", "k": [4, 4]}},
             "routing.flow_control",
-            "bubble needs a torus, not a mesh",
+            "bubble needs a torus or an nDT, not a mesh",
         ),
         (
             {"topology": {"kind": "torus", "k": [4, 4], "vcs": 2}},

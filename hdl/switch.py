@@ -15,7 +15,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zfabric.bubble import asks_bubble, entering_pairs
+from zfabric.bubble import entering_at
 from zfabric.bypass import straight_outputs
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
@@ -319,7 +319,7 @@ class Switch(wiring.Component):
             router=plan.router,
             head_flits=built_head_flits(plan),
             surplus=surplus_head_flits(plan),
-            entering=entering_pairs(PlanView(plan))[switch] if asks_bubble(plan) else frozenset(),
+            entering=frozenset(entering_at(rows.view, switch)),
             straight=straight_outputs(PlanView(plan))[switch],
         )
 

@@ -43,6 +43,7 @@ __all__ = [
     "asks_bubble",
     "bubble_refusal",
     "check_packet_length",
+    "entering_at",
     "entering_pairs",
     "input_ring",
     "output_rings",
@@ -197,22 +198,22 @@ def input_ring(view: PlanView, switch: int, port: int) -> Ring | None:
 
 
 def entering_pairs(view: PlanView) -> list[set[tuple[int, int, int]]]:
-    """Per switch, the (input port, output port, output VC)s on which a head **enters** a
+    """Per switch, its :func:`entering_at`."""
+    return [entering_at(view, switch.id) for switch in view.switches]
+
+
+def entering_at(view: PlanView, switch: int) -> set[tuple[int, int, int]]:
+    """The (input port, output port, output VC)s of ``switch`` on which a head **enters** a
     ring: the output channel is on a ring (:func:`output_rings`) and the input does not
     receive that ring (:func:`input_ring`). Empty on a plan that does not ask for bubble flow
     control."""
     if not asks_bubble(view.plan):
-        return [set() for _ in view.switches]
-    result = []
-    for switch in view.switches:
-        rings = output_rings(view, switch.id)
-        came = [input_ring(view, switch.id, p) for p in range(switch.radix)]
-        result.append(
-            {
-                (p, o, w)
-                for (o, w), ring in rings.items()
-                for p in range(switch.radix)
-                if came[p] != ring
-            }
-        )
-    return result
+        return set()
+    radix = view.switches[switch].radix
+    came = [input_ring(view, switch, p) for p in range(radix)]
+    return {
+        (p, o, w)
+        for (o, w), ring in output_rings(view, switch).items()
+        for p in range(radix)
+        if came[p] != ring
+    }

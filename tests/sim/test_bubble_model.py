@@ -7,7 +7,7 @@ deadlock under the same load; a lone packet keeps cut-through's zero-load latenc
 from __future__ import annotations
 
 import pytest
-from bubble_torus import BUBBLE_TORUS
+from bubble_specs import BUBBLE_TORUS
 from overload import offer_then_drain
 from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig

@@ -16,7 +16,7 @@ import sys
 import networkx as nx
 import pytest
 import yaml
-from bubble_torus import BUBBLE_TORUS
+from bubble_specs import BUBBLE_TORUS
 
 from zfabric import compile_plan, load_spec
 from zfabric.deadlock import analyse_routing

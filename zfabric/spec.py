@@ -181,7 +181,7 @@ def _read_spec(
                 )
             )
     if routing_params and routing_params.get("flow_control") == "bubble":
-        _bubble_premises(kind, params, router, traffic, buffer_depth, top)
+        _bubble_premises(kind, params, routing, router, traffic, buffer_depth, top)
         if faults:
             top.report(SpecError("faults", "cannot be used with flow_control bubble"))
     top.finish()
@@ -231,6 +231,7 @@ def _whole_packets(
 def _bubble_premises(
     kind: str,
     params: Any,
+    routing: str,
     router: RouterSettings | None,
     traffic: TrafficSpec | None,
     buffer_depth: int,
@@ -243,6 +244,10 @@ def _bubble_premises(
     if kind not in ("torus", "ndt"):
         top.report(
             SpecError("routing.flow_control", f"bubble needs a torus or an nDT, not a {kind}")
+        )
+    elif kind == "ndt" and routing != "dort":
+        top.report(
+            SpecError("routing.flow_control", f"bubble on an nDT needs dort, not {routing}")
         )
     elif kind == "torus" and params.vcs != 1:
         top.report(SpecError("topology.vcs", f"{params.vcs} with {why}, which needs 1"))

@@ -246,9 +246,7 @@ def _bubble_premises(
             SpecError("routing.flow_control", f"bubble needs a torus or an nDT, not a {kind}")
         )
     elif kind == "ndt" and routing != "dort":
-        top.report(
-            SpecError("routing.flow_control", f"bubble on an nDT needs dort, not {routing}")
-        )
+        top.report(SpecError("routing.flow_control", f"bubble on an nDT needs dort, not {routing}"))
     elif kind == "torus" and params.vcs != 1:
         top.report(SpecError("topology.vcs", f"{params.vcs} with {why}, which needs 1"))
     if router is None or traffic is None:

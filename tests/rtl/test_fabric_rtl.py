@@ -714,14 +714,14 @@ def test_lockstep_bubble_matrix(need_sim, cosim_dir, fabric, stages, load):
     lockstep_bubble(need_sim(MATRIX_SIM), cosim_dir, fabric, stages, load)
 
 
-def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch):
+@pytest.mark.parametrize("fabric", list(BUBBLE))
+def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch, fabric):
     """The planted weakening: output units whose ``free2`` asks L credits (a continuing
     head's) instead of 2L. The RTL is then plain cut-through, and near the knee its packets
-    leave the model's cycles."""
-    plan = compile_plan(load_spec(BUBBLE_TORUS))
-    trace = traffic_trace(
-        plan, TrafficConfig(rate=BUBBLE["torus-4x4"][1] * 0.9, packet_length=4), 400
-    )
+    leave the model's cycles (on the nDT, through its twin-card node modules too)."""
+    spec, knee = BUBBLE[fabric]
+    plan = compile_plan(load_spec(spec))
+    trace = traffic_trace(plan, TrafficConfig(rate=knee * 0.9, packet_length=4), 400)
     output_unit = zfabric.hdl.switch.OutputUnit
 
     def weakened(**options):

@@ -108,7 +108,7 @@ def bubble_refusal(plan: FabricPlan) -> str | None:
 def _ndt_refusal(plan: FabricPlan) -> str | None:
     """The nDT's premises: at most one split dimension, its ring on one internal VC of its
     own, one VC per external link."""
-    from .routing.dort import internal_class_vcs, ring_classes, split_dims  # imports this module
+    from .routing.dort import ring_vc_use, split_dims  # the routings import this module
 
     params = plan.routing.params
     split = split_dims(params["card0"], len(params["k"]))
@@ -117,13 +117,10 @@ def _ndt_refusal(plan: FabricPlan) -> str | None:
             "needs at most one dimension split across the cards (each internal link on one"
             f" ring), not {len(split)} ({', '.join(f'd{dim}' for dim in split)})"
         )
-    classes = internal_class_vcs(params["internal_vcs"])
     for dim in split:
-        ring = ring_classes(params["internal_vcs"], dim)
-        vcs = sorted({vc for name in ring for vc in classes[name]})
+        vcs, others = ring_vc_use(params["internal_vcs"], dim)
         if len(vcs) != 1:
             return f"needs d{dim}'s ring on one internal VC, not {vcs}"
-        others = [name for name, taken in classes.items() if name not in ring and vcs[0] in taken]
         if others:
             return f"needs internal VC {vcs[0]} to d{dim}'s ring alone, {others[0]} takes it too"
     view = PlanView(plan)
@@ -150,7 +147,7 @@ def _split_ring(view: PlanView, switch: int) -> tuple[int, int, Ring] | None:
     internal port, the ring's internal VC and (dimension, sign of that dimension's port on
     this card); None on any other switch, and where the premises of
     :func:`bubble_refusal` do not hold."""
-    from .routing.dort import internal_class_vcs, ring_classes  # the routings import this module
+    from .routing.dort import ring_vc_use  # the routings import this module
 
     plan = view.plan
     internal = view.ports_by_role[switch].get("internal")
@@ -161,9 +158,8 @@ def _split_ring(view: PlanView, switch: int) -> tuple[int, int, Ring] | None:
     if len(alone) != 1:
         return None
     dim, sign = alone[0]
-    classes = internal_class_vcs(plan.routing.params["internal_vcs"])
-    vcs = {vc for name in ring_classes(classes, dim) for vc in classes[name]}
-    return (internal[0], vcs.pop(), (dim, sign)) if len(vcs) == 1 else None
+    vcs, _ = ring_vc_use(plan.routing.params["internal_vcs"], dim)
+    return (internal[0], vcs[0], (dim, sign)) if len(vcs) == 1 else None
 
 
 def output_rings(view: PlanView, switch: int) -> dict[tuple[int, int], Ring]:

@@ -53,6 +53,7 @@ __all__ = [
     "RINGS",
     "ring_class",
     "ring_classes",
+    "ring_vc_use",
     "split_dims",
     "internal_classes",
     "default_internal_vcs",
@@ -98,6 +99,16 @@ def ring_classes(internal_vcs: dict[str, Any], dim: int) -> tuple[str, str]:
     (a pair of its own, or the one pair every split dimension shares)."""
     per_dimension = ring_class(dim, True, True) in internal_vcs
     return ring_class(dim, True, per_dimension), ring_class(dim, False, per_dimension)
+
+
+def ring_vc_use(internal_vcs: dict[str, Any], dim: int) -> tuple[list[int], list[str]]:
+    """Split dimension ``dim``'s ring on the internal link: the VCs its upper and lower classes
+    take, ascending, and the other classes that take one of them too."""
+    classes = internal_class_vcs(internal_vcs)
+    ring = ring_classes(internal_vcs, dim)
+    vcs = sorted({vc for name in ring for vc in classes[name]})
+    others = [name for name, taken in classes.items() if name not in ring and set(taken) & set(vcs)]
+    return vcs, others
 
 
 def internal_classes(card0: Any, n: int, rings: str | None = None) -> tuple[str, ...]:
@@ -209,11 +220,10 @@ def _bubble_params(reader: Reader, card0: Any, n: int, params: dict[str, Any]) -
             SpecError(reader.key("external_vcs"), f"{external} with {why}, which needs 1")
         )
     internal_vcs = params.get("internal_vcs") or bubble_internal_vcs(card0, n, params.get("rings"))
-    classes = internal_class_vcs(internal_vcs)
     for dim in split:
-        ring = ring_classes(internal_vcs, dim)
-        vcs = sorted({vc for name in ring for vc in classes[name]})
+        vcs, others = ring_vc_use(internal_vcs, dim)
         if len(vcs) != 1:
+            ring = ring_classes(internal_vcs, dim)
             reader.report(
                 SpecError(
                     reader.key("internal_vcs"),
@@ -221,9 +231,7 @@ def _bubble_params(reader: Reader, card0: Any, n: int, params: dict[str, Any]) -
                     f" ring on the internal link), not {vcs}",
                 )
             )
-            continue
-        others = [name for name, taken in classes.items() if name not in ring and vcs[0] in taken]
-        if others:
+        elif others:
             reader.report(
                 SpecError(
                     reader.key("internal_vcs"),

@@ -7,6 +7,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from zfabric.bubble import entering_at
 from zfabric.plan import FabricPlan, PlanView
 
 from .flit import FlitLayout, LinkSignature, built_head_flits
@@ -78,6 +79,9 @@ class TwinSwitchNode(wiring.Component):
         if not self._pairs or len(self._pairs) != len(self._internal[1]):
             raise ValueError(f"switches {switches!r} are not joined by their internal links")
         self._routes = [rows.row(s) for s in switches]
+        #: per card, the (input, output, output VC)s a head enters a ring on (bubble flow
+        #: control; the nDT's internal link carries a split dimension's ring on one VC)
+        self._entering = [frozenset(entering_at(view, s)) for s in switches]
         self._cards = None  # built on first use, as a switch's parts are
         members = {}
         for card, routes in enumerate(self._routes):
@@ -102,8 +106,9 @@ class TwinSwitchNode(wiring.Component):
                     identity_port=self._identity_ports,
                     router=self._plan.router,
                     head_flits=built_head_flits(self._plan),
+                    entering=entering,
                 )
-                for routes in self._routes
+                for routes, entering in zip(self._routes, self._entering, strict=True)
             ]
         return self._cards
 
@@ -126,8 +131,9 @@ class TwinSwitchNode(wiring.Component):
                     self._identity_ports,
                     self._plan.router,
                     built_head_flits(self._plan),
+                    entering,
                 )
-                for routes in self._routes
+                for routes, entering in zip(self._routes, self._entering, strict=True)
             ),
         )
 

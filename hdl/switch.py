@@ -15,7 +15,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zfabric.bubble import asks_bubble, entering_pairs
+from zfabric.bubble import entering_at
 from zfabric.bypass import straight_outputs
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import RouterSettings
@@ -57,7 +57,7 @@ def switch_kind(
     router: RouterSettings,
     head_flits: int = 1,
     surplus: int = 0,
-    entering: frozenset[tuple[int, int]] = frozenset(),
+    entering: frozenset[tuple[int, int, int]] = frozenset(),
     straight: dict[int, int] | None = None,
 ) -> tuple:
     """What makes two switches one module: everything but an identity taken from a port."""
@@ -109,9 +109,9 @@ class Switch(wiring.Component):
         (:func:`~zfabric.hdl.flit.surplus_head_flits`): the route units then give each head's
         count and surplus, an input FIFO pops a head with its surplus in one cycle and the
         links into inputs carry credit counts. 0 (the default) builds none of it.
-    entering : set of (int, int)
+    entering : set of (int, int, int)
         Bubble flow control (docs/microarchitecture.md, *Bubble flow control*): the (input
-        port, output port) pairs on which a head enters a ring
+        port, output port, output VC)s on which a head enters a ring
         (:func:`~zfabric.bubble.entering_pairs`) and needs room for two longest packets. Empty
         (the default) builds none of it.
     straight : dict of int to int
@@ -144,7 +144,7 @@ class Switch(wiring.Component):
         router: RouterSettings | None = None,
         head_flits: int = 1,
         surplus: int = 0,
-        entering: frozenset[tuple[int, int]] = frozenset(),
+        entering: frozenset[tuple[int, int, int]] = frozenset(),
         straight: dict[int, int] | None = None,
     ):
         if not isinstance(flit_layout, FlitLayout):
@@ -241,7 +241,7 @@ class Switch(wiring.Component):
                         atomic=self._atomic(port),
                         whole=self._router.whole_packets,
                         entering=2 * self._router.whole_packets
-                        if port in {o for _, o in self._entering}
+                        if port in {o for _, o, _ in self._entering}
                         else 0,
                     )
                     for port, n in enumerate(ports.vcs)
@@ -278,8 +278,8 @@ class Switch(wiring.Component):
             return ()
         vcs = self._ports.vcs
         masks = [0] * len(vcs)
-        for p, o in self._entering:
-            masks[p] |= ((1 << vcs[o]) - 1) << sum(vcs[:o])
+        for p, o, w in self._entering:
+            masks[p] |= 1 << (sum(vcs[:o]) + w)
         return tuple(masks)
 
     @property
@@ -319,7 +319,7 @@ class Switch(wiring.Component):
             router=plan.router,
             head_flits=built_head_flits(plan),
             surplus=surplus_head_flits(plan),
-            entering=entering_pairs(PlanView(plan))[switch] if asks_bubble(plan) else frozenset(),
+            entering=frozenset(entering_at(rows.view, switch)),
             straight=straight_outputs(PlanView(plan))[switch],
         )
 
@@ -443,7 +443,7 @@ class Switch(wiring.Component):
         bypassed = self._bypass_flits(m, alloc) if self._straight else {}
         free, ready, spare, spare2, keep2, low = [], [], [], [], [], []
         free2 = []  # bubble flow control: per output, free with room for two packets
-        ring_outputs = {o for _, o in self._entering}
+        ring_outputs = {o for _, o, _ in self._entering}
         for port, n_vcs in enumerate(self._ports.vcs):
             m.submodules[f"in{port}"] = unit = self.input_units[port]
             wiring.connect(m, upstream=wiring.flipped(self.i(port)), input_unit=unit.link)

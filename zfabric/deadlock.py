@@ -35,10 +35,10 @@ a head an adaptive VC only when that VC's downstream buffer is empty
 channels need no such care: a packet queued behind another in an escape buffer waits on a
 packet whose own requests are edges of the same graph.
 
-Bubble flow control (:mod:`zfabric.bubble`) on the rings of a torus: a packet that holds a
-ring's channel always finds room on the ring's next one (the ring keeps a packet-sized bubble),
-so the dependencies between consecutive channels of one ring are dropped, and the rest of the
-CDG (dimension order across the rings) must be acyclic. A plan that asks for it outside the
+Bubble flow control (:mod:`zfabric.bubble`) on the rings of a torus or an nDT: a packet that
+holds a ring's channel always finds room on the ring's next one (the ring keeps a packet-sized
+bubble), so the dependencies between consecutive channels of one ring are dropped, and the rest
+of the CDG (dimension order across the rings) must be acyclic. A plan that asks for it outside the
 argument's premises is refused, not proved another way.
 
 The walk computes both at once: a state's "outs" are the escape channels it may request next,
@@ -58,7 +58,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .bubble import asks_bubble, bubble_refusal, ring_of
+from .bubble import asks_bubble, bubble_refusal, output_rings
 from .destinations import map_groups, routing_of, setup_workers
 from .errors import DeadlockError, PlanError
 from .plan import FabricPlan, PlanView
@@ -226,8 +226,7 @@ def analyse_routing(
             return analysis
         codes = group.closure(walked)
     if rings is not None:
-        ring_a = rings[wiring.channel_link[codes // wiring.channels]]
-        ring_b = rings[wiring.channel_link[codes % wiring.channels]]
+        ring_a, ring_b = rings[codes // wiring.channels], rings[codes % wiring.channels]
         codes = codes[(ring_a < 0) | (ring_a != ring_b)]
     analysis.edges = _Pairs(wiring, lambda: codes)
     if not _acyclic(codes // wiring.channels, codes % wiring.channels, wiring.channels):
@@ -236,22 +235,23 @@ def analyse_routing(
 
 
 def _bubble_rings(view: PlanView) -> np.ndarray | None:
-    """Under bubble flow control (:mod:`zfabric.bubble`), per link the ring it belongs to
-    (2 x dimension + 1 going +, 2 x dimension going -; -1 for links to and from endpoints),
-    whose consecutive channels the proof no longer counts as dependencies: a packet on a ring
-    always finds the ring's bubble. None on any other plan; a plan that asks for bubble flow
-    control outside the argument's premises is refused (:class:`PlanError`)."""
+    """Under bubble flow control (:mod:`zfabric.bubble`), per channel the ring it belongs to
+    (2 x dimension + 1 going +, 2 x dimension going -; -1 for a channel on no ring: to and
+    from endpoints, an nDT's internal ``ch`` and ``pe`` VCs), whose consecutive channels the
+    proof no longer counts as dependencies: a packet on a ring always finds the ring's bubble.
+    None on any other plan; a plan that asks for bubble flow control outside the argument's
+    premises is refused (:class:`PlanError`)."""
     plan = view.plan
     if not asks_bubble(plan):
         return None
     reason = bubble_refusal(plan)
     if reason:
         raise PlanError(f"bubble flow control not proven: it {reason}")
-    rings = np.full(len(plan.links), -1)
-    for link in plan.links:
-        ring = ring_of(view, link.src.switch, link.src.port)
-        if ring is not None:
-            rings[link.id] = 2 * ring[0] + (ring[1] > 0)
+    wiring = _wiring_of(plan)
+    rings = np.full(wiring.channels, -1)
+    for switch in view.switches:
+        for (port, vc), (dim, sign) in output_rings(view, switch.id).items():
+            rings[wiring.base[view.out_link[switch.id][port].id] + vc] = 2 * dim + (sign > 0)
     return rings
 
 

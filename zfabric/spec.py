@@ -181,7 +181,7 @@ def _read_spec(
                 )
             )
     if routing_params and routing_params.get("flow_control") == "bubble":
-        _bubble_premises(kind, params, router, traffic, buffer_depth, top)
+        _bubble_premises(kind, params, routing, router, traffic, buffer_depth, top)
         if faults:
             top.report(SpecError("faults", "cannot be used with flow_control bubble"))
     top.finish()
@@ -231,18 +231,23 @@ def _whole_packets(
 def _bubble_premises(
     kind: str,
     params: Any,
+    routing: str,
     router: RouterSettings | None,
     traffic: TrafficSpec | None,
     buffer_depth: int,
     top: Reader,
 ) -> None:
     """Report each premise of bubble flow control (:mod:`zfabric.bubble`) the spec breaks: a
-    torus of one VC per link, cut-through switching, buffers of two longest packets, packets
-    of one length."""
+    torus of one VC per link (an nDT's VCs are DORT's to check), cut-through switching,
+    buffers of two longest packets, packets of one length."""
     why = "flow_control bubble"
-    if kind != "torus":
-        top.report(SpecError("routing.flow_control", f"bubble needs a torus, not a {kind}"))
-    elif params.vcs != 1:
+    if kind not in ("torus", "ndt"):
+        top.report(
+            SpecError("routing.flow_control", f"bubble needs a torus or an nDT, not a {kind}")
+        )
+    elif kind == "ndt" and routing != "dort":
+        top.report(SpecError("routing.flow_control", f"bubble on an nDT needs dort, not {routing}"))
+    elif kind == "torus" and params.vcs != 1:
         top.report(SpecError("topology.vcs", f"{params.vcs} with {why}, which needs 1"))
     if router is None or traffic is None:
         return

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from zfabric.bubble import asks_bubble, ring_of
+from zfabric.bubble import asks_bubble, input_ring, output_rings
 from zfabric.bypass import straight_outputs
 from zfabric.plan import FabricPlan, PlanView
 from zfabric.router_settings import lfsr_seed
@@ -149,11 +149,15 @@ class FabricTables:
         self.ov[:, k.OV_RING] = 0
         self.gp[:, k.GP_RING] = 0
         if asks_bubble(plan):  # the rings of bubble flow control (zfabric.bubble)
-            for ov, (gp, p, _w) in enumerate(ov_rows):
-                ring = ring_of(view, gp_switch[gp], p)
-                if ring is not None and view.out_link[gp_switch[gp]][p] is not None:
+            rings = [output_rings(view, s) for s in range(len(view.switches))]
+            for ov, (gp, p, w) in enumerate(ov_rows):
+                ring = rings[gp_switch[gp]].get((p, w))
+                if ring is not None:
                     self.ov[ov, k.OV_RING] = 1 + 2 * ring[0] + (ring[1] > 0)
-                    self.gp[gp, k.GP_RING] = 1 + 2 * ring[0] + (ring[1] < 0)
+            for gp, s in enumerate(gp_switch):
+                ring = input_ring(view, s, gp - self.sw[s, k.SW_PORT0])
+                if ring is not None:
+                    self.gp[gp, k.GP_RING] = 1 + 2 * ring[0] + (ring[1] > 0)
         # the straight bypass (zfabric.bypass): the output each input feeds straight
         self.gp[:, k.GP_STRAIGHT] = -1
         self.gp[:, k.GP_ASKED] = -1

@@ -228,8 +228,8 @@ class FabricModel:
         self._whole = plan.router.whole_packets
         self._stores = plan.router.stores
         # bubble flow control (docs/microarchitecture.md, Bubble flow control): per switch, the
-        # (input port, output port) pairs on which a head enters a ring and needs room for two
-        # longest packets
+        # (input port, output port, output VC)s on which a head enters a ring and needs room for
+        # two longest packets
         self._entering = entering_pairs(view)
         # the straight bypass (docs/microarchitecture.md, Straight bypass): per switch, input
         # port -> the output port it feeds straight (empty without the setting), and per
@@ -720,13 +720,13 @@ class FabricModel:
         if self._owner[s][o][w] is not None:
             return False
         credit = self._credit[s][o][w]
-        if credit < self._needed(s, p, o):
+        if credit < self._needed(s, p, o, w):
             return False
         return (o, w) not in self._atomic[s] or credit == self.depth
 
-    def _needed(self, s: int, p: int, o: int) -> int:
-        """Credits a free output VC of port ``o`` needs for a head of input port ``p``."""
-        return 2 * self._whole if (p, o) in self._entering[s] else self._whole
+    def _needed(self, s: int, p: int, o: int, w: int) -> int:
+        """Credits free output VC (o, w) needs for a head of input port ``p``."""
+        return 2 * self._whole if (p, o, w) in self._entering[s] else self._whole
 
     def _allocate(
         self,
@@ -948,7 +948,7 @@ class FabricModel:
         targets = set()
         for o, w in wanted:
             # credits: one per flit, under cut-through a head's whole packet (or two)
-            needed = max(1, self._needed(s, p, o)) if head else 1
+            needed = max(1, self._needed(s, p, o, w)) if head else 1
             holder = self._owner[s][o][w]
             if holder is not None and holder != (p, v):
                 targets.add((s, *holder))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bubble_torus import BUBBLE_TORUS
+from bubble_specs import BUBBLE_TORUS
 from test_formal_allocator import SecondWithoutCredit
 from test_formal_input_unit import CreditTwice
 from zfabric.hdl.formal import kinds

@@ -16,7 +16,7 @@ import pytest
 import yaml
 import zfabric.hdl.router.allocator
 import zfabric.hdl.switch
-from bubble_torus import BUBBLE_TORUS
+from bubble_specs import BUBBLE_NDT, BUBBLE_TORUS
 from zfabric.hdl.verilog import emit
 from zfabric.sim.tb.runner import cosim, format_report, traffic_trace
 from zfabric.sim.traffic import TraceEntry, TrafficConfig
@@ -663,47 +663,65 @@ def test_lockstep_switching_matrix(example, need_sim, cosim_dir, mode, stages, s
     lockstep_switching(example, sim, cosim_dir, mode, stages, stall, load)
 
 
-#: bubble flow control (docs/microarchitecture.md, Bubble flow control) on the 1-VC torus-4x4
-#: with ``tie: plus`` (its rings close a dependency cycle without the bubble), 8-flit buffers
-#: and 4-flit packets: its knee is 0.394 flits/cycle/endpoint (bench/saturation.py on that
-#: spec: uniform, seed 1, warm-up 500, window 2000 cycles, bisected to 0.02), 0.38 here; near
-#: it by default, low and past it under ``-m matrix``
-BUBBLE_KNEE = 0.38
-BUBBLE_CASES = [(1, "near")]
-BUBBLE_MATRIX = [(stages, load) for stages in (1, 3) for load in LOADS] + [(4, "near")]
+#: bubble flow control (docs/microarchitecture.md, Bubble flow control) on the fabrics of
+#: tests/bubble_specs.py (rings that close a dependency cycle without the bubble), 8-flit
+#: buffers and 4-flit packets, with their knees in flits/cycle/endpoint (bench/saturation.py
+#: on each spec: uniform, seed 1, warm-up 500, window 2000 cycles, bisected to 0.02): the
+#: 1-VC torus-4x4 0.394, 0.38 here; the nDT 2x4x2, whose split dimension's rings cross the
+#: internal link's ring VC, 0.225. Near the knee by default, low and past it under
+#: ``-m matrix``
+BUBBLE = {"torus-4x4": (BUBBLE_TORUS, 0.38), "ndt-2x4x2": (BUBBLE_NDT, 0.225)}
+BUBBLE_CASES = [(fabric, 1, "near") for fabric in BUBBLE]
+BUBBLE_MATRIX = [
+    (fabric, stages, load) for fabric in BUBBLE for stages in (1, 3) for load in LOADS
+] + [(fabric, 4, "near") for fabric in BUBBLE]
 BUBBLE_MATRIX = [case for case in BUBBLE_MATRIX if case not in BUBBLE_CASES]
 
 
-def lockstep_bubble(sim, cosim_dir, stages: int, load: str) -> None:
-    router = {"switching": "cut_through", "stages": stages}
-    plan = compile_plan(load_spec({**BUBBLE_TORUS, "router": router}))
-    rate = min(1.0, BUBBLE_KNEE * LOADS[load])
-    seed = zlib.crc32(f"bubble/{stages}/{load}".encode())
+def bubble_id(case: tuple[str, int, str]) -> str:
+    fabric, stages, load = case
+    return f"{fabric}-s{stages}-{load}"
+
+
+def lockstep_bubble(sim, cosim_dir, fabric: str, stages: int, load: str) -> None:
+    spec, knee = BUBBLE[fabric]
+    plan = compile_plan(
+        load_spec({**spec, "router": {"switching": "cut_through", "stages": stages}})
+    )
+    rate = min(1.0, knee * LOADS[load])
+    seed = zlib.crc32(
+        f"bubble/{stages}/{load}".encode()
+        if fabric == "torus-4x4"
+        else bubble_id((fabric, stages, load)).encode()
+    )
     trace = traffic_trace(plan, TrafficConfig(rate=rate, packet_length=4), 400, seed=seed)
     check(cosim(plan, trace, sim=sim, build_dir=cosim_dir))
 
 
-@pytest.mark.parametrize("stages, load", BUBBLE_CASES, ids=[f"s{s}-{x}" for s, x in BUBBLE_CASES])
-def test_lockstep_bubble(need_sim, cosim_dir, stages, load):
+@pytest.mark.parametrize("fabric, stages, load", BUBBLE_CASES, ids=map(bubble_id, BUBBLE_CASES))
+def test_lockstep_bubble(need_sim, cosim_dir, fabric, stages, load):
     """A head entering a ring takes its output VC with room for two packets, one continuing
-    with room for one: RTL = model packet by packet."""
-    lockstep_bubble(need_sim("icarus"), cosim_dir, stages, load)
+    with room for one (on the nDT, per output VC: the internal link's ring VC is on a ring,
+    its ch and pe VCs are not): RTL = model packet by packet."""
+    lockstep_bubble(need_sim("icarus"), cosim_dir, fabric, stages, load)
 
 
 @pytest.mark.matrix
 @pytest.mark.slow
-@pytest.mark.parametrize("stages, load", BUBBLE_MATRIX, ids=[f"s{s}-{x}" for s, x in BUBBLE_MATRIX])
-def test_lockstep_bubble_matrix(need_sim, cosim_dir, stages, load):
+@pytest.mark.parametrize("fabric, stages, load", BUBBLE_MATRIX, ids=map(bubble_id, BUBBLE_MATRIX))
+def test_lockstep_bubble_matrix(need_sim, cosim_dir, fabric, stages, load):
     """The same at low load and past the knee, at stages 1 and 3 (and 4 near the knee)."""
-    lockstep_bubble(need_sim(MATRIX_SIM), cosim_dir, stages, load)
+    lockstep_bubble(need_sim(MATRIX_SIM), cosim_dir, fabric, stages, load)
 
 
-def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch):
+@pytest.mark.parametrize("fabric", list(BUBBLE))
+def test_a_weakened_bubble_rule_is_caught(need_sim, cosim_dir, monkeypatch, fabric):
     """The planted weakening: output units whose ``free2`` asks L credits (a continuing
     head's) instead of 2L. The RTL is then plain cut-through, and near the knee its packets
-    leave the model's cycles."""
-    plan = compile_plan(load_spec(BUBBLE_TORUS))
-    trace = traffic_trace(plan, TrafficConfig(rate=BUBBLE_KNEE * 0.9, packet_length=4), 400)
+    leave the model's cycles (on the nDT, through its twin-card node modules too)."""
+    spec, knee = BUBBLE[fabric]
+    plan = compile_plan(load_spec(spec))
+    trace = traffic_trace(plan, TrafficConfig(rate=knee * 0.9, packet_length=4), 400)
     output_unit = zfabric.hdl.switch.OutputUnit
 
     def weakened(**options):

@@ -1,13 +1,14 @@
 """Bubble flow control in the reference model (docs/microarchitecture.md, *Bubble flow
-control*): the 1-VC torus 4x4 with ``tie: plus`` (whose + rings close a dependency cycle, so
-its proof needs the bubble: tests/zfabric/test_bubble.py) runs past saturation and drains; the
-same switches with the entering rule weakened from 2L to L credits (plain cut-through)
-deadlock under the same load; a lone packet keeps cut-through's zero-load latency."""
+control*): the 1-VC torus 4x4 with ``tie: plus`` and the nDT 2x4x2 (tests/bubble_specs.py:
+rings that close a dependency cycle without the bubble, so their proofs need it:
+tests/zfabric/test_bubble.py) run past saturation and drain; the same switches with the
+entering rule weakened from 2L to L credits (plain cut-through) deadlock under the same load;
+a lone packet keeps cut-through's zero-load latency."""
 
 from __future__ import annotations
 
 import pytest
-from bubble_torus import BUBBLE_TORUS
+from bubble_specs import BUBBLE_NDT, BUBBLE_TORUS
 from overload import offer_then_drain
 from zfabric.sim.model import FabricModel
 from zfabric.sim.traffic import Traffic, TrafficConfig
@@ -15,6 +16,7 @@ from zfabric.sim.traffic import Traffic, TrafficConfig
 from zfabric import compile_plan, load_spec
 
 BUBBLE = {**BUBBLE_TORUS, "name": "t"}
+FABRICS = {"torus": BUBBLE, "ndt": {**BUBBLE_NDT, "name": "n"}}
 
 
 def bubble_plan(**keys):
@@ -33,15 +35,25 @@ def heavy_load(model: FabricModel, cycles: int, seed: int) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_the_bubble_torus_drains_past_saturation(seed):
-    assert heavy_load(FabricModel(bubble_plan()), 2000, seed) is None
+@pytest.mark.parametrize(
+    "fabric, seed",
+    [
+        ("torus", 1),
+        pytest.param("torus", 2, marks=pytest.mark.slow),
+        ("ndt", 1),
+        pytest.param("ndt", 2, marks=pytest.mark.slow),
+    ],
+)
+def test_the_bubble_fabric_drains_past_saturation(fabric, seed):
+    plan = compile_plan(load_spec(FABRICS[fabric]))
+    assert heavy_load(FabricModel(plan), 2000, seed) is None
 
 
+@pytest.mark.parametrize("fabric", ["torus", "ndt"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_entering_with_room_for_one_packet_deadlocks_the_same_torus(seed):
+def test_entering_with_room_for_one_packet_deadlocks_the_same_fabric(fabric, seed):
     """The planted weakening: a head entering a ring asks L credits, as a continuing one."""
-    model = FabricModel(bubble_plan())
+    model = FabricModel(compile_plan(load_spec(FABRICS[fabric])))
     model._entering = [set() for _ in model._entering]
     assert heavy_load(model, 2000, seed) == "deadlock"
 
@@ -53,10 +65,33 @@ def test_entering_and_continuing_pairs_on_a_torus_switch():
     view = model.view
     for switch, pairs in zip(view.switches, model._entering, strict=True):
         assert len(pairs) == 16
-        for p, o in pairs:
+        for p, o, w in pairs:
             out, came = switch.ports[o], switch.ports[p]
+            assert w == 0
             assert out.role == "external"
             assert came.role == "local" or (came.dim, came.sign) != (out.dim, -out.sign)
+
+
+#: per nDT 2x4x2 card (CBest, tests/bubble_specs.py), by hand: its ports (0 local, 1 internal,
+#: then its external ports) and the (input, output, VC) on which a head continues its ring;
+#: the internal link's VC 1 is d1's ring (Card0 sends it +, Card1 -), its VCs 0 (ch) and 2
+#: (pe) none
+CONTINUING = {
+    0: ([(0, 1), (0, -1), (1, -1)], {(4, 1, 1), (3, 2, 0), (2, 3, 0), (1, 4, 0)}),
+    1: ([(1, 1), (2, 1), (2, -1)], {(2, 1, 1), (1, 2, 0), (4, 3, 0), (3, 4, 0)}),
+}
+
+
+def test_entering_and_continuing_on_an_ndt_card():
+    """Per card, four ring output channels (the internal ring VC and three external ports),
+    each continued from one input and entered from the other four: 16 entering."""
+    model = FabricModel(compile_plan(load_spec(FABRICS["ndt"])))
+    for switch, pairs in zip(model.view.switches, model._entering, strict=True):
+        ports, continuing = CONTINUING[switch.position["card"]]
+        assert [(p.dim, p.sign) for p in switch.ports[2:]] == ports
+        rings = {(1, 1)} | {(o, 0) for o in (2, 3, 4)}
+        expected = {(p, o, w) for o, w in rings for p in range(5)} - continuing
+        assert pairs == expected
 
 
 def test_a_head_entering_a_ring_waits_for_room_for_two_packets():

@@ -10,6 +10,7 @@ engine refuses a setting). A failure prints the spec, so ``zfabric simulate`` ca
 from __future__ import annotations
 
 import pytest
+from bubble_specs import BUBBLE_NDT
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zfabric.sim.measure import make_model
@@ -209,3 +210,20 @@ def test_adaptive_hyperx_drains_past_saturation(routing, stages, rate, seed):
     plan = proven_plan(spec)
     assert plan is not None, "check proves this HyperX deadlock-free"
     check_promise(plan, spec, 3000, seed, rate)
+
+
+@pytest.mark.parametrize(
+    "stages, seed",
+    [
+        (1, 4),
+        pytest.param(3, 5, marks=pytest.mark.slow),
+        pytest.param(5, 6, marks=pytest.mark.slow),
+    ],
+)
+def test_the_bubble_ndt_drains_past_saturation(stages, seed):
+    """The nDT 2x4x2 under bubble flow control (tests/bubble_specs.py), whose split ring's
+    proof needs the bubble, at offered 1.0 at one-, three- and five-stage switches."""
+    spec = {**BUBBLE_NDT, "router": {"switching": "cut_through", "stages": stages}}
+    plan = proven_plan(spec)
+    assert plan is not None, "check proves the bubble nDT deadlock-free"
+    check_promise(plan, spec, LONG, seed)

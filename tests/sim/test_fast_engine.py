@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bubble_specs import BUBBLE_NDT
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from lockstep import FAMILIES, LOADS, ROUTERS, lockstep, python_kernel, spec
@@ -17,6 +18,7 @@ from zfabric.sim.model import FabricModel, InvariantError
 from zfabric.sim.traffic import TraceEntry, Traffic, TrafficConfig
 
 from zfabric import compile_plan, load_spec
+from zfabric.bubble import input_ring
 
 #: the default run's slice: every family once, every router setting value at least once, the
 #: three loads, endpoint VCs, multi-flit heads and ejection stalls
@@ -415,6 +417,30 @@ def test_lockstep_under_bubble_flow_control(stages, rate):
     both engines alike, and neither deadlocks."""
     torus = {**BUBBLE, "router": {"switching": "cut_through", "stages": stages}}
     assert lockstep(torus, rate, cycles=400)["delivered"] > 100
+
+
+@pytest.mark.parametrize("stages, rate", [(1, 0.05), (1, 0.2), (3, 0.9), (4, 0.35)])
+def test_lockstep_under_bubble_flow_control_on_an_ndt(stages, rate):
+    """The nDT 2x4x2 (knee about 0.225), whose split dimension's rings take the internal
+    link's ring VC: low, near and past the knee, both engines alike, neither deadlocks."""
+    ndt = {**BUBBLE_NDT, "router": {"switching": "cut_through", "stages": stages}}
+    assert lockstep(ndt, rate, cycles=400)["delivered"] > 50
+
+
+def test_a_planted_ndt_ring_bug_fails_the_lockstep(monkeypatch):
+    """The fast engine's tables with the internal link's input on no ring: a head that came
+    round the split ring on the internal link's ring VC then enters the ring again, asking 2L
+    where the reference asks L, and the lock-step sees it."""
+
+    def no_internal_ring(view, switch, port):
+        if view.switches[switch].ports[port].role == "internal":
+            return None
+        return input_ring(view, switch, port)
+
+    monkeypatch.setattr(tables, "input_ring", no_internal_ring)
+    ndt = {**BUBBLE_NDT, "router": {"switching": "cut_through"}}
+    with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+        lockstep(ndt, 0.2, cycles=400)
 
 
 @pytest.mark.parametrize("plant", [None, ENTERING_AS_CONTINUING], ids=["as-is", "entering-as-L"])

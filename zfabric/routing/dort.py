@@ -41,6 +41,7 @@ import difflib
 import re
 from typing import Any
 
+from ..bubble import FLOW_CONTROLS
 from ..errors import SpecError
 from ..fields import Reader, choice, describe
 from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, class_vcs, routing
@@ -51,6 +52,8 @@ __all__ = [
     "INTERNAL_CLASSES",
     "RINGS",
     "ring_class",
+    "ring_classes",
+    "ring_vc_use",
     "split_dims",
     "internal_classes",
     "default_internal_vcs",
@@ -89,6 +92,23 @@ def ring_class(dim: int, upper: bool, per_dimension: bool) -> str:
     """The internal class of a hop on split dimension ``dim``'s ring."""
     name = "ring_upper" if upper else "ring_lower"
     return f"{name}_{dim}" if per_dimension else name
+
+
+def ring_classes(internal_vcs: dict[str, Any], dim: int) -> tuple[str, str]:
+    """The names of split dimension ``dim``'s upper and lower ring classes in ``internal_vcs``
+    (a pair of its own, or the one pair every split dimension shares)."""
+    per_dimension = ring_class(dim, True, True) in internal_vcs
+    return ring_class(dim, True, per_dimension), ring_class(dim, False, per_dimension)
+
+
+def ring_vc_use(internal_vcs: dict[str, Any], dim: int) -> tuple[list[int], list[str]]:
+    """Split dimension ``dim``'s ring on the internal link: the VCs its upper and lower classes
+    take, ascending, and the other classes that take one of them too."""
+    classes = internal_class_vcs(internal_vcs)
+    ring = ring_classes(internal_vcs, dim)
+    vcs = sorted({vc for name in ring for vc in classes[name]})
+    others = [name for name, taken in classes.items() if name not in ring and set(taken) & set(vcs)]
+    return vcs, others
 
 
 def internal_classes(card0: Any, n: int, rings: str | None = None) -> tuple[str, ...]:
@@ -166,6 +186,62 @@ def _external_vcs(value: Any, path: str) -> int:
     return value
 
 
+def bubble_internal_vcs(card0: Any, n: int, rings: str | None = None) -> dict[str, int]:
+    """Under bubble flow control, the classes in use one VC each but for a split dimension's
+    upper and lower ring classes, which share one: the thesis's CH, RING and PE (ndt.md §4.3)."""
+    result: dict[str, int] = {}
+    for name in internal_classes(card0, n, rings):
+        lower = name.startswith("ring_lower")
+        result[name] = (
+            result[name.replace("lower", "upper")] if lower else len(set(result.values()))
+        )
+    return result
+
+
+def _bubble_params(reader: Reader, card0: Any, n: int, params: dict[str, Any]) -> dict[str, Any]:
+    """``flow_control: bubble``'s parameters (:mod:`zfabric.bubble`): one VC per external link,
+    each split dimension's ring on one internal VC of its own; a spec breaking that is
+    reported against the key that breaks it."""
+    why = "flow_control bubble"
+    split = split_dims(card0, n)
+    if len(split) > 1:
+        names = ", ".join(f"d{dim}" for dim in split)
+        reader.report(
+            SpecError(
+                reader.key("flow_control"),
+                f"bubble needs at most one dimension split across the cards (each internal"
+                f" link on one ring), not {len(split)} ({names})",
+            )
+        )
+        return {}
+    external = params.get("external_vcs", 1)
+    if external != 1:
+        reader.report(
+            SpecError(reader.key("external_vcs"), f"{external} with {why}, which needs 1")
+        )
+    internal_vcs = params.get("internal_vcs") or bubble_internal_vcs(card0, n, params.get("rings"))
+    for dim in split:
+        vcs, others = ring_vc_use(internal_vcs, dim)
+        if len(vcs) != 1:
+            ring = ring_classes(internal_vcs, dim)
+            reader.report(
+                SpecError(
+                    reader.key("internal_vcs"),
+                    f"{ring[0]} and {ring[1]} with {why} must take one VC together (d{dim}'s"
+                    f" ring on the internal link), not {vcs}",
+                )
+            )
+        elif others:
+            reader.report(
+                SpecError(
+                    reader.key("internal_vcs"),
+                    f"{others[0]} takes VC {vcs[0]}, which d{dim}'s ring keeps to itself under"
+                    f" {why}",
+                )
+            )
+    return {"flow_control": "bubble", "external_vcs": 1, "internal_vcs": internal_vcs}
+
+
 @routing("dort")
 class DORT(RoutingFunction):
     """Ascending dimension order over the twin torus, one candidate, VC by class."""
@@ -208,6 +284,8 @@ class DORT(RoutingFunction):
             params["external_vcs"] = reader.get("external_vcs", _external_vcs)
         if reader.has("tie"):
             params["tie"] = reader.get("tie", choice(list(TIES)))
+        if reader.get("flow_control", choice(FLOW_CONTROLS), FLOW_CONTROLS[0]) == "bubble":
+            params |= _bubble_params(reader, topology_params.card0, n, params)
         return params
 
     def __init__(self, view):

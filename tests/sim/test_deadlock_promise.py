@@ -40,7 +40,11 @@ def topologies(draw) -> tuple[dict, dict]:
             "wrap": draw(st.booleans()),
             "vcs": draw(st.integers(1, 2)),
         }
-        return topology, {"name": draw(st.sampled_from(["dor", "duato"]))}
+        routing = {"name": draw(st.sampled_from(["dor", "duato"]))}
+        if routing["name"] == "dor" and draw(st.booleans()):  # rings of one VC a link
+            routing["flow_control"] = "bubble"
+            topology.update(wrap=True, vcs=1)
+        return topology, routing
     if family == "hyperx":
         topology = {
             "kind": "hyperx",
@@ -58,8 +62,10 @@ def topologies(draw) -> tuple[dict, dict]:
         return topology, {"name": draw(st.sampled_from(["aliod", "cliod", "odim", "deter"]))}
     if family == "ndt":
         topology = {"kind": "ndt", "k": draw(st.lists(st.integers(2, 3), min_size=2, max_size=3))}
-        routing = draw(st.sampled_from(["dort", "dort_adaptive", "tsdor"]))
-        return topology, {"name": routing}
+        routing = {"name": draw(st.sampled_from(["dort", "dort_adaptive", "tsdor"]))}
+        if routing["name"] == "dort" and draw(st.booleans()):
+            routing["flow_control"] = "bubble"
+        return topology, routing
     if family == "transit":
         form = draw(
             st.sampled_from(
@@ -99,15 +105,27 @@ def specs(draw) -> dict:
         "injection_vcs": draw(st.sampled_from(["auto", 1, 2, 3])),
         "ejection_vcs": draw(st.sampled_from(["auto", 1, 2])),
     }
+    # the bubble needs cut-through; whole-packet switching buffers a packet whole (the
+    # bubble: two), so the buffer is drawn from there up
+    bubble = routing.get("flow_control") == "bubble"
+    switching = (
+        "cut_through"
+        if bubble
+        else draw(st.sampled_from(["wormhole", "cut_through", "store_and_forward"]))
+    )
+    if switching != "wormhole":
+        router["switching"] = switching
     if draw(st.booleans()):
         router["head_bits"] = draw(st.integers(2, 8))
+    packet_length = draw(st.sampled_from([1, 2, 4, 7]))
+    whole = 0 if switching == "wormhole" else (2 if bubble else 1) * packet_length
     return {
         "name": "fuzz",
         "topology": topology,
         "routing": routing,
         "router": router,
-        "buffer_depth": draw(st.integers(2, 6)),
-        "packet_length": draw(st.sampled_from([1, 2, 4, 7])),
+        "buffer_depth": draw(st.integers(max(2, whole), max(6, whole + 2))),
+        "packet_length": packet_length,
     }
 
 
@@ -131,7 +149,10 @@ def run_to_drained(plan, cycles: int, seed: int, rate: float = 1.0, engine: str 
     model, engine = make_model(plan, engine, check_invariants=False)
     watch = DeadlockWatch(model)
     step = watch.every if engine == "fast" else 1
-    lengths = (1, plan.packet_length + 2) if plan.packet_length < 4 else plan.packet_length
+    # mixed lengths where the switch allows them: whole-packet switching and the bubble are
+    # built for packets of the spec's length at most (the bubble: exactly)
+    mixed = plan.packet_length < 4 and plan.router.longest_packet is None
+    lengths = (1, plan.packet_length + 2) if mixed else plan.packet_length
     traffic = Traffic(TrafficConfig(rate=rate, packet_length=lengths), len(plan.endpoints), seed)
     offered = 0
     while model.cycle < cycles:

@@ -18,12 +18,18 @@ delivered), a log that could fill, or a broken invariant.
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from zfabric.router_settings import LFSR_TAPS
+
+#: how every function here is compiled: cached on disk, and without numba's runtime (its
+#: reference counts): the cycle allocates nothing, and each table a function binds from ``st``
+#: would otherwise cost an atomic count up and down (on the E6 Znode, 3/4 of a switch's step)
+compiled = functools.partial(njit, cache=True, _nrt=False)
 
 #: status codes :func:`run` returns
 UNTIL, MISS, STUCK, WATCH, SETTLED, LOGS, INVARIANT = range(7)
@@ -189,7 +195,7 @@ State = namedtuple(
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True)
+@compiled
 def hash_slot(keys: np.ndarray, key: int) -> int:
     """The slot of ``key`` in the open-addressed table ``keys``, or of the empty slot where it
     would go (linear probing; the table is never full)."""
@@ -200,27 +206,27 @@ def hash_slot(keys: np.ndarray, key: int) -> int:
     return h
 
 
-@njit(cache=True)
+@compiled
 def hash_insert(keys: np.ndarray, vals: np.ndarray, key: int, val: int) -> None:
     h = hash_slot(keys, key)
     keys[h] = key
     vals[h] = val
 
 
-@njit(cache=True)
+@compiled
 def hash_insert_many(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals):
     for i in range(new_keys.shape[0]):
         hash_insert(keys, vals, new_keys[i], new_vals[i])
 
 
-@njit(cache=True)
+@compiled
 def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals: np.ndarray):
     for h in range(keys.shape[0]):
         if keys[h] != -1:
             hash_insert(new_keys, new_vals, keys[h], vals[h])
 
 
-@njit(cache=True)
+@compiled
 def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndarray) -> None:
     """Queue offered packets at their sources, in order; ``offers`` rows are (slot, id, src,
     dst, length, created, pair, watched)."""
@@ -247,17 +253,17 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndar
 
 # ---- flits and FIFOs -------------------------------------------------------------------------
 #
-# Every function binds the tables it reads to locals first: a table read through ``st`` inside a
-# loop costs a reference count round trip each time.
+# Every function binds the tables it reads to locals first, for short names (compiled without
+# numba's runtime, a binding costs no reference count).
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _is_tail(pks: np.ndarray, flit: int) -> bool:
     slot, index = flit >> 16, flit & 0xFFFF
     return index == pks[slot, PK_COUNT] - 1 or (index == 0 and pks[slot, PK_HTAIL] != 0)
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _hidden(pks: np.ndarray, flit: int) -> bool:
     """Taken by the endpoint whatever ``ready``: the first flit while it heads several, every
     head flit behind it but the last."""
@@ -267,13 +273,13 @@ def _hidden(pks: np.ndarray, flit: int) -> bool:
     return index < pks[slot, PK_HF0] - 1
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
     """The ``k``-th flit of input VC ``iv``'s FIFO (0: its front)."""
     return buf[iv * depth + (ivs[iv, IV_HEAD] + k) % depth]
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _pop(buf: np.ndarray, ivs: np.ndarray, sws: np.ndarray, sc: np.ndarray, iv: int, depth: int):
     flit = buf[iv * depth + ivs[iv, IV_HEAD]]
     ivs[iv, IV_POPPED] = sc[CYCLE]
@@ -284,13 +290,13 @@ def _pop(buf: np.ndarray, ivs: np.ndarray, sws: np.ndarray, sc: np.ndarray, iv: 
     return flit
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _send_credit(wc: np.ndarray, wc_n: np.ndarray, sent: int, target: int) -> None:
     wc[sent, wc_n[sent]] = target
     wc_n[sent] += 1
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _send_flit(wf: np.ndarray, wf_n: np.ndarray, sent: int, kind: int, target: int, flit: int):
     n = wf_n[sent]
     wf[sent, n, WF_KIND] = kind
@@ -299,7 +305,7 @@ def _send_flit(wf: np.ndarray, wf_n: np.ndarray, sent: int, kind: int, target: i
     wf_n[sent] = n + 1
 
 
-@njit(cache=True)
+@compiled
 def _fail(sc: np.ndarray, error: int, at: int) -> None:
     if sc[ERROR] == 0:
         sc[ERROR] = error
@@ -323,7 +329,7 @@ def _fail(sc: np.ndarray, error: int, at: int) -> None:
 # LISTS 0) the cycle scans them all, as :class:`~zfabric.sim.fast.FastModel` chooses.
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int, cycle: int):
     """Put switch ``s`` on the list of cycle ``cycle`` (once)."""
     if sws[s, SW_WAKE] != cycle:
@@ -333,10 +339,38 @@ def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int,
         stepping_n[cycle & 1] = n + 1
 
 
+@compiled
+def _sort(a: np.ndarray, first: int, end: int) -> None:
+    """Sort ``a[first:end]`` in place (heapsort: numpy's sort needs the runtime the kernel
+    is compiled without)."""
+    n = end - first
+    for root in range(n // 2 - 1, -1, -1):
+        _sift(a, first, root, n)
+    for last in range(n - 1, 0, -1):
+        a[first], a[first + last] = a[first + last], a[first]
+        _sift(a, first, 0, last)
+
+
+@compiled(inline="always")
+def _sift(a: np.ndarray, first: int, root: int, n: int) -> None:
+    value = a[first + root]
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            break
+        if child + 1 < n and a[first + child + 1] > a[first + child]:
+            child += 1
+        if a[first + child] <= value:
+            break
+        a[first + root] = a[first + child]
+        root = child
+    a[first + root] = value
+
+
 # ---- routing table ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@compiled
 def _lookups(st) -> int:
     """Before a cycle: the decision of every head step 1 may route in it, into PENDING; the
     misses into the miss log. Returns the misses."""
@@ -371,7 +405,7 @@ def _lookups(st) -> int:
     return misses
 
 
-@njit(cache=True)
+@compiled
 def _bypass_lookups(st, misses: int) -> int:
     """The decisions of the heads on links that may bypass their switch this cycle (into an
     empty input VC with a straight output), into PENDING; the misses after ``misses``."""
@@ -398,7 +432,7 @@ def _bypass_lookups(st, misses: int) -> int:
 # ---- endpoints: injection --------------------------------------------------------------------
 
 
-@njit(cache=True)
+@compiled
 def _start(st, e: int, slot: int) -> bool:
     """A head's (attachment, VC): the first with a credit, the injection choices in order and
     the VCs from the injection pointer."""
@@ -428,7 +462,7 @@ def _start(st, e: int, slot: int) -> bool:
     return False
 
 
-@njit(cache=True)
+@compiled
 def _inject(st) -> bool:
     """Each endpoint sends at most one flit: the next of the packet it injects, or the head of
     the next packet in its source queue, when its attachment's VC has a credit."""
@@ -462,7 +496,7 @@ def _inject(st) -> bool:
 # ---- one switch ------------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _select(st, n_ports: int, gp: int, iv: int) -> int:
     """Step 2 for a head: the output VC it requests among its free candidates (with a credit
     unless VC allocation is a stage of its own), or -1. Routes it first (step 1) if it has no
@@ -518,7 +552,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     return best
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _usable(st, gp: int, ov: int, vc_stage: bool, depth: int, whole: int) -> bool:
     """Output VC ``ov`` can be requested by a head of input port ``gp``: free, with a credit
     unless VC allocation is a stage of its own, and room as :func:`_room` says."""
@@ -531,7 +565,7 @@ def _usable(st, gp: int, ov: int, vc_stage: bool, depth: int, whole: int) -> boo
     return _room(ovs, ov, depth, _needed(st, gp, ov, whole))
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _needed(st, gp: int, ov: int, whole: int) -> int:
     """The room a head of input port ``gp`` needs on ``ov``: ``whole``, twice that when it
     enters a ring under bubble flow control (its input is not on the output's ring)."""
@@ -539,7 +573,7 @@ def _needed(st, gp: int, ov: int, whole: int) -> int:
     return 2 * whole if ring and ring != st.gp[gp, GP_RING] else whole
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _room(ovs, ov: int, depth: int, whole: int) -> bool:
     """The credit side of a free output VC: under cut-through and store-and-forward room for
     the longest packet (``whole``, 0 under wormhole), for an adaptive VC every credit home."""
@@ -547,7 +581,7 @@ def _room(ovs, ov: int, depth: int, whole: int) -> bool:
     return credit >= whole and (not ovs[ov, OV_ATOMIC] or credit == depth)
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _allocate(st, base: int, n_ports: int, req: int, rr_in: int, rr_out: int, grant: int) -> int:
     """Steps 3 and 4 at the switch whose ports are ``base`` to ``base + n_ports - 1``, on the
     requests in column ``req`` of ``st.iv`` (an output VC or -1) and the pointers in columns
@@ -603,7 +637,7 @@ def _allocate(st, base: int, n_ports: int, req: int, rr_in: int, rr_out: int, gr
     return granted
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _leaving(st, iv: int):
     """Flits the front of input VC ``iv`` takes out of its FIFO when it crosses (a routed head:
     itself and the surplus head flits behind it), and whether they end the packet."""
@@ -620,7 +654,7 @@ def _leaving(st, iv: int):
     return leaving, tail
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _stage_picks(st, base: int, n_ports: int) -> bool:
     """Stages 4 and 5, switch allocation's input stage: per input port, the first requesting VC
     at or after its pointer that still requests if the port's staged pick crosses now; it
@@ -657,7 +691,7 @@ def _stage_picks(st, base: int, n_ports: int) -> bool:
     return any_pick
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _vc_stage_picks(st, base: int, n_ports: int) -> bool:
     """Stage 5, VC allocation's input stage: per input port, the first head requesting an
     output VC at or after its VC-allocation pointer, other than last cycle's staged head; the
@@ -688,7 +722,7 @@ def _vc_stage_picks(st, base: int, n_ports: int) -> bool:
     return any_pick
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _drop_surplus(st, iv: int, slot: int) -> None:
     """A crossing head takes out of its FIFO the head flits its next head no longer needs,
     returning their credits with its own; if they held the tail, the head ends the packet."""
@@ -710,7 +744,7 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
     pks[slot, PK_HF] = keep
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _requests(st, base: int, n_ports: int) -> bool:
     """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
     with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
@@ -746,7 +780,7 @@ def _requests(st, base: int, n_ports: int) -> bool:
     return routed
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _acquire(st, base: int, n_ports: int) -> int:
     """VC allocation (stages 3 to 5): the heads that won an output VC take it; with stage 5's
     re-check only if it is still free. Returns how many took one."""
@@ -774,7 +808,7 @@ def _acquire(st, base: int, n_ports: int) -> int:
     return acquired
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _next_select(select: int, o: int, n_ports: int, selection: int) -> int:
     """A head took output port ``o``: the selection pointer moves past it, or under ``random``
     the port's LFSR steps (zfabric.router_settings.lfsr_step)."""
@@ -783,7 +817,7 @@ def _next_select(select: int, o: int, n_ports: int, selection: int) -> int:
     return (o + 1) % n_ports
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
     """Step 5: every granted flit leaves its FIFO and crosses; credits go upstream."""
     gps, ivs, ovs, grants, cfg, sc = st.gp, st.iv, st.ov, st.grants, st.cfg, st.sc
@@ -805,7 +839,7 @@ def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
         gps[base + o, RR_OUT] = (p + 1) % n_ports
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
     """Step 5 for one flit leaving input VC ``iv`` on ``ov``: the credit spent, a head's owner
     and next head, a tail's release; the flit and a credit go out."""
@@ -836,7 +870,7 @@ def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
     _send_credit(st.wc, st.wc_n, sent, ivs[iv, IV_CREDIT_TO])
 
 
-@njit(cache=True)
+@compiled
 def _bypass(st) -> None:
     """The straight bypass (docs/microarchitecture.md, Straight bypass): each flit on a link in
     its last cycle crosses its switch now, instead of landing in its input VC's FIFO, when that
@@ -873,7 +907,7 @@ def _bypass(st) -> None:
             _wake(sws, st.stepping, st.stepping_n, s, cycle + 1)
 
 
-@njit(cache=True)
+@compiled
 def _switch_cycle(st, s: int) -> bool:
     """Steps 1 to 5 at switch ``s``, with the VC allocation and split stages of ``stages`` 3 to
     5; whether anything happened (a flit moved, a head was routed, acquired or staged)."""
@@ -896,7 +930,7 @@ def _switch_cycle(st, s: int) -> bool:
 # ---- end of the cycle: links land, users take flits ------------------------------------------
 
 
-@njit(cache=True)
+@compiled
 def _mix64(x):
     """splitmix64's finaliser (as ``zfabric.sim.model.EjectStalls``)."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -904,7 +938,7 @@ def _mix64(x):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True)
+@compiled
 def _ready(stall: np.ndarray, endpoint: int, which: int, cycle: int) -> bool:
     """:class:`~zfabric.sim.model.EjectStalls`' draw: ``stall`` holds its base and threshold."""
     x = stall[0] ^ (np.uint64(endpoint) << np.uint64(40))
@@ -913,7 +947,7 @@ def _ready(stall: np.ndarray, endpoint: int, which: int, cycle: int) -> bool:
     return (_mix64(x) >> np.uint64(32)) >= stall[1]
 
 
-@njit(cache=True)
+@compiled
 def _deliver(st, endpoint: int, flit: int) -> None:
     pks, sc = st.pk, st.sc
     slot, index = flit >> 16, flit & 0xFFFF
@@ -934,7 +968,7 @@ def _deliver(st, endpoint: int, flit: int) -> None:
         sc[WATCHED] -= pks[slot, PK_WATCHED]
 
 
-@njit(cache=True)
+@compiled
 def _take(st) -> bool:
     """Each attachment presents the front of its presented ejection VC (choosing one from its
     ejection pointer when it has none); the user takes it when ``ready`` (a hidden head flit
@@ -949,7 +983,7 @@ def _take(st) -> bool:
     active = False
     lists = st.cfg[LISTS] != 0
     listed = sc[N_TAKING]
-    taking[:listed].sort()
+    _sort(taking, 0, listed)
     kept = 0
     for i in range(listed if lists else gas.shape[0]):
         g = taking[i] if lists else i
@@ -990,7 +1024,7 @@ def _take(st) -> bool:
     return active
 
 
-@njit(cache=True)
+@compiled
 def _end_of_cycle(st) -> bool:
     """Flits on the wires land, users take flits, credits land; the wires' phases swap.
     Whether a user took a flit or held a presented one back."""
@@ -1063,14 +1097,14 @@ def _end_of_cycle(st) -> bool:
 # ---- whole cycles ----------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@compiled
 def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
     sws, sc, stepping, stepping_n = st.sw, st.sc, st.stepping, st.stepping_n
     now, woken, lists = sc[CYCLE] & 1, sc[CYCLE] + 1, st.cfg[LISTS] != 0
     stepping_n[1 - now] = 0
     moved = _inject(st)
-    stepping[now, : stepping_n[now]].sort()  # in index order: the tables are read in order
+    _sort(stepping[now], 0, stepping_n[now])  # in index order: the tables are read in order
     for i in range(stepping_n[now] if lists else sws.shape[0]):
         s = stepping[now, i] if lists else i
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
@@ -1090,7 +1124,7 @@ def _step(st) -> None:
     sc[CYCLE] += 1
 
 
-@njit(cache=True)
+@compiled
 def run(st, until: int, settle_after: int) -> int:
     """Cycles until ``until``, or until Python must act first (the status says why): a miss
     (nothing of that cycle done), the fabric stuck, a cycle the deadlock watch looks at, every

@@ -455,3 +455,16 @@ def test_a_planted_bubble_bug_fails_the_lockstep(monkeypatch, plant):
                 lockstep(torus, 0.45, cycles=300)
         else:
             assert lockstep(torus, 0.45, cycles=300)["delivered"] > 10
+
+
+@given(
+    values=st.lists(st.integers(-(2**40), 2**40), max_size=300),
+    before=st.integers(0, 5),
+    after=st.integers(0, 5),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_kernels_sort_sorts_its_slice_and_nothing_else(values, before, after):
+    # the work lists' heapsort (numpy's sort needs the runtime the kernel is compiled without)
+    array = np.array([7] * before + values + [-7] * after, np.int64)
+    kernel._sort(array, before, before + len(values))
+    assert array.tolist() == [7] * before + sorted(values) + [-7] * after

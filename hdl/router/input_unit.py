@@ -8,6 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..flit import FlitLayout, LinkSignature
+from .allocator import one_hot_index
 
 __all__ = [
     "BufferedFlit",
@@ -525,20 +526,27 @@ class InputUnit(wiring.Component):
         """Every VC's data in one RAM, a power-of-two stride of entries per VC (an address is
         the VC's pointer with the VC number above it), read at the picked VC's front. The
         write address needs only the flit's VC (``arrivals``), not whether its FIFO has room,
-        which gates the write itself."""
+        which gates the write itself. The read address is the picked VC's index above the
+        read pointers multiplexed on that index, rather than an AND-OR of each pointer with
+        its bit of the one-hot pick: the torus switch at ``stages: 1``, whose critical path
+        runs pick -> read address -> RAM -> crossbar, closed higher so
+        (docs/design/router-measurements.md)."""
         vc_bits = (self._n_vcs - 1).bit_length()
         stride = 1 << (self._buffer_depth - 1).bit_length()
         layout = PickedData(self._flit_layout)
         m.submodules.rest = rest = Memory(shape=layout, depth=self._n_vcs * stride, init=[])
         write_port, read_port = rest.write_port(), rest.read_port(domain="comb")
         bits = len(read_port.addr)
-        w_addr, r_addr, written = 0, 0, 0
+        w_addr, written = 0, 0
         for vc, (queue, arrival) in enumerate(zip(queues, arrivals, strict=True)):
             written = written | (arrival & queue.w_rdy)
             w_addr = w_addr | (Cat(queue.w_addr, Const(vc, vc_bits)) & arrival.replicate(bits))
-            r_addr = r_addr | (
-                Cat(queue.r_addr, Const(vc, vc_bits)) & self.pick[vc].replicate(bits)
-            )
+        if vc_bits:
+            picked_vc = one_hot_index(self.pick, vc_bits)
+            pointers = [queue.r_addr for queue in queues]
+            r_addr = Cat(_indexed_mux(picked_vc, pointers), picked_vc)
+        else:
+            r_addr = queues[0].r_addr
         flit = self.link.flit.payload
         m.d.comb += [
             write_port.en.eq(written),
@@ -547,3 +555,19 @@ class InputUnit(wiring.Component):
             read_port.addr.eq(r_addr),
             self.picked.eq(read_port.data),
         ]
+
+
+def _indexed_mux(index: Value, values: list[Value]) -> Value:
+    """``values[index]`` as a tree of 2:1 multiplexers, one level per bit of ``index`` (an
+    index past the end reads one of the values). Each is a continuous assignment in the Verilog,
+    where ``Array`` indexing gives an ``always @*`` block: with no time-0 event for it (Icarus
+    ``-g2012`` on Amaranth's own Verilog) that block holds x until an input changes, and the
+    first flit read through it came out x."""
+    level = list(values)
+    for bit in index:
+        level = [
+            Mux(bit, level[i + 1], level[i]) if i + 1 < len(level) else level[i]
+            for i in range(0, len(level), 2)
+        ]
+    (value,) = level
+    return value

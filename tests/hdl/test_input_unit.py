@@ -9,10 +9,12 @@ registers (RamQueues, also tested alone), against a deque per VC."""
 from __future__ import annotations
 
 import random
+import shutil
+import subprocess
 from collections import deque
 
 import pytest
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import fifo
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
@@ -342,3 +344,74 @@ def test_input_unit_refuses_block_ram_with_surplus_head_flits():
     layout = FlitLayout(payload_width=8, vc_width=1, head_width=3, src_width=2)
     with pytest.raises(ValueError, match="max_skip must be 0"):
         InputUnit(flit_layout=layout, n_vcs=2, buffer_depth=4, max_skip=1, block_ram=True)
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed")
+@pytest.mark.parametrize(("shared_data", "block_ram"), BUFFERINGS)
+@pytest.mark.parametrize("n_vcs", [2, 3])
+def test_the_first_flit_is_picked_defined_in_icarus(tmp_path, n_vcs, shared_data, block_ram):
+    """Amaranth's own Verilog (no time-0 event for an ``always @*``, as the board core's
+    cocotb test emits it) in Icarus -g2012: the first flit into VC 0, picked the cycle after,
+    reads back its ``src`` and ``payload``, not x. Reading VC 0 changes neither the picked
+    index nor VC 0's read pointer, so a block computing the read address from them alone
+    would never have run."""
+    from amaranth.back import verilog
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from zfabric.hdl.router.input_unit import PickedData
+
+    layout = FlitLayout(
+        payload_width=8, vc_width=(n_vcs - 1).bit_length(), head_width=3, src_width=2
+    )
+
+    class Unit(wiring.Component):
+        """The input unit with only a flit in, the pick and the picked data as ports."""
+
+        def __init__(self):
+            super().__init__(
+                {
+                    "valid": In(1),
+                    "flit": In(layout),
+                    "pick": In(n_vcs),
+                    "picked": Out(PickedData(layout)),
+                }
+            )
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.dut = dut = InputUnit(
+                flit_layout=layout,
+                n_vcs=n_vcs,
+                buffer_depth=4,
+                shared_data=shared_data,
+                block_ram=block_ram,
+            )
+            m.d.comb += [
+                dut.link.flit.valid.eq(self.valid),
+                dut.link.flit.payload.eq(self.flit),
+                dut.pick.eq(self.pick),
+                self.picked.eq(dut.picked),
+            ]
+            return m
+
+    flit = {"kind": 1, "head": 5, "src": 2, "payload": 0xA5, "vc": 0}
+    flit_bits = Const.cast(layout.const(flit)).value
+    picked_bits = Const.cast(PickedData(layout).const({"src": 2, "payload": 0xA5})).value
+    (tmp_path / "unit.v").write_text(verilog.convert(Unit(), name="unit"))
+    # declaration initialisers: no event at time 0, as for the registers inside a switch
+    (tmp_path / "tb.v").write_text(
+        "module tb;\n"
+        f"  reg clk = 0, rst = 0, valid = 0; reg [{layout.size - 1}:0] flit = 0;\n"
+        f"  reg [{n_vcs - 1}:0] pick = 0; wire [{PickedData(layout).size - 1}:0] picked;\n"
+        "  unit dut(.clk(clk), .rst(rst), .valid(valid), .flit(flit), .pick(pick),\n"
+        "    .picked(picked));\n"
+        "  always #5 clk = ~clk;\n"
+        f"  initial begin #10 valid = 1; flit = {flit_bits};\n"
+        '    #10 valid = 0; pick = 1; #1 $display("picked=%0d", picked); $finish; end\n'
+        "endmodule\n"
+    )
+    build = ["iverilog", "-g2012", "-o", str(tmp_path / "a.out"), "-s", "tb"]
+    subprocess.run([*build, "unit.v", "tb.v"], check=True, cwd=tmp_path)
+    vvp = ["vvp", "-n", str(tmp_path / "a.out")]
+    result = subprocess.run(vvp, capture_output=True, text=True, timeout=60)
+    assert f"picked={picked_bits}\n" in result.stdout, result.stdout

@@ -18,6 +18,9 @@ from typing import Any
 
 __all__ = ["plot_curves", "y_limit", "CLIP"]
 
+#: the curves' line styles, one per pass through the colour cycle
+LINE_STYLES = ("-", "--", ":", "-.")
+
 #: the y axis ends at this multiple of the largest zero-load latency
 CLIP = 6.0
 
@@ -84,7 +87,9 @@ def plot_curves(
         shown = sorted(
             (p for p in points if p["latency"]["mean"] is not None), key=lambda p: p["rate"]
         )
+        # past the colour cycle, the next cycle of colours takes the next line style
         color = colors[index % len(colors)]
+        style = LINE_STYLES[index // len(colors) % len(LINE_STYLES)]
         inside = [p for p in shown if p["latency"]["mean"] <= top]
         above = [p for p in shown if p["latency"]["mean"] > top]
         clipped_any |= bool(above)
@@ -92,6 +97,7 @@ def plot_curves(
             [p["accepted"] for p in inside],
             [p["latency"]["mean"] for p in inside],
             color=color,
+            linestyle=style,
             label=name,
         )
         for saturated in (False, True):

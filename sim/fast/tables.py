@@ -190,7 +190,6 @@ class FabricTables:
         ]
         self.widest: list[int] = []  # per pair: the most head flits of its choices
         self._decisions: dict[Hashable, int] = {}  # routing state -> decision
-        self._known: set[int] = set()  # the raw states in the hash table
         # per decision: the next head's id, and the input VCs its candidates lead to
         self._next_head: list[int] = []
         self._downstream: list[tuple[int, ...] | None] = []
@@ -281,16 +280,21 @@ class FabricTables:
         ``required=False``: the states are no misses yet (a pair's injection states), so
         they count against the bound too."""
         n_iv = len(self.iv_spv)
-        known = self._known
+        added: set[int] = set()  # decided here, in the hash table at the end
+
+        def known(key: int) -> bool:
+            table = self.hash_keys
+            return key in added or bool(table[k.hash_slot(table, key)] == key)
+
         keys, values = [], []
         stack: list[tuple[int, int]] = []
 
         def decide(iv: int, head_id: int) -> None:
             key = head_id * n_iv + iv
-            if key in known:
+            if known(key):
                 return
             number = self._decide(iv, head_id)
-            known.add(key)
+            added.add(key)
             keys.append(key)
             values.append(number)
             next_head = self._next_head[number]
@@ -415,8 +419,7 @@ class FabricTables:
             table[: len(loaded)] = loaded
             setattr(self, name, table)
         self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
-        known = self.hash_keys[self.hash_keys >= 0]
-        self._known = set(known.tolist())
+        known = int(np.count_nonzero(self.hash_keys >= 0))
         decisions = len(arrays["dec"])
         self._next_head = arrays["dec"][:, k.DEC_NEXT_HEAD].tolist()
         self._downstream = [None] * decisions
@@ -426,7 +429,7 @@ class FabricTables:
             "dec": decisions,
             "cand": len(arrays["cand"]),
             "inj": len(arrays["inj"]),
-            "hash": len(known),
+            "hash": known,
         }
-        self._saved = len(known)
+        self._saved = known
         self.version += 1

@@ -383,6 +383,9 @@ def test_a_points_file_cut_by_a_kill_is_still_ours(tmp_path):
 
 def test_a_scheduler_that_does_not_answer_is_refused_before_any_output(tmp_path, capsys):
     import dask
+    import distributed  # noqa: F401  its defaults first: a dask.config.set of a key under a
+    # section not yet loaded removes the whole section on exit, and every later cluster in
+    # this process then misses distributed.comm
 
     out = tmp_path / "out"
     args = ["study", study_file(tmp_path), "-o", str(out), "--scheduler", "tcp://127.0.0.1:9"]

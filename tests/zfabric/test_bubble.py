@@ -79,6 +79,13 @@ def broken(plan, premise: str):
     return dataclasses.replace(plan, links=links)
 
 
+def assert_proof_refuses(plan, words: str) -> None:
+    """The proof refuses ``plan``, naming the broken premise in ``words``."""
+    with pytest.raises(PlanError) as error:
+        analyse_routing(plan)
+    assert str(error.value) == f"bubble flow control not proven: it {words}"
+
+
 @pytest.mark.parametrize(
     "premise, words",
     [
@@ -91,10 +98,7 @@ def broken(plan, premise: str):
 def test_the_proof_refuses_a_plan_outside_the_bubble_premises(premise, words):
     """A plan written by hand (not through the spec's checks) that breaks a premise: the proof
     refuses it rather than proving it another way."""
-    plan = broken(compile_plan(load_spec(BUBBLE)), premise)
-    with pytest.raises(PlanError) as error:
-        analyse_routing(plan)
-    assert str(error.value) == f"bubble flow control not proven: it {words}"
+    assert_proof_refuses(broken(compile_plan(load_spec(BUBBLE)), premise), words)
 
 
 @pytest.mark.parametrize(
@@ -320,10 +324,7 @@ def ndt_broken(plan, premise: str):
     ],
 )
 def test_the_proof_refuses_an_ndt_plan_outside_the_bubble_premises(premise, words):
-    plan = ndt_broken(compile_plan(load_spec(NDT)), premise)
-    with pytest.raises(PlanError) as error:
-        analyse_routing(plan)
-    assert str(error.value) == f"bubble flow control not proven: it {words}"
+    assert_proof_refuses(ndt_broken(compile_plan(load_spec(NDT)), premise), words)
 
 
 @pytest.mark.parametrize(

@@ -889,3 +889,19 @@ class Allocator(wiring.Component):
             pick_signals.append(pick)
             in_orders[port].move(m, pick, matched_in[port])
         return pops, pick_signals, grant_signals, out_vcs
+
+
+def indexed_mux(index: Value, values: list[Value]) -> Value:
+    """``values[index]`` as a tree of 2:1 multiplexers, one level per bit of ``index`` (an
+    index past the end reads one of the values). Each is a continuous assignment in the Verilog,
+    where ``Array`` indexing gives an ``always @*`` block: with no time-0 event for it (Icarus
+    ``-g2012`` on Amaranth's own Verilog) that block holds x until an input changes (the first
+    flit an input unit read came out x)."""
+    level = list(values)
+    for bit in index:
+        level = [
+            Mux(bit, level[i + 1], level[i]) if i + 1 < len(level) else level[i]
+            for i in range(0, len(level), 2)
+        ]
+    (value,) = level
+    return value

@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..flit import FlitLayout, LinkSignature
-from .allocator import one_hot_index
+from .allocator import indexed_mux, one_hot_index
 
 __all__ = [
     "BufferedFlit",
@@ -544,7 +544,7 @@ class InputUnit(wiring.Component):
         if vc_bits:
             picked_vc = one_hot_index(self.pick, vc_bits)
             pointers = [queue.r_addr for queue in queues]
-            r_addr = Cat(_indexed_mux(picked_vc, pointers), picked_vc)
+            r_addr = Cat(indexed_mux(picked_vc, pointers), picked_vc)
         else:
             r_addr = queues[0].r_addr
         flit = self.link.flit.payload
@@ -555,19 +555,3 @@ class InputUnit(wiring.Component):
             read_port.addr.eq(r_addr),
             self.picked.eq(read_port.data),
         ]
-
-
-def _indexed_mux(index: Value, values: list[Value]) -> Value:
-    """``values[index]`` as a tree of 2:1 multiplexers, one level per bit of ``index`` (an
-    index past the end reads one of the values). Each is a continuous assignment in the Verilog,
-    where ``Array`` indexing gives an ``always @*`` block: with no time-0 event for it (Icarus
-    ``-g2012`` on Amaranth's own Verilog) that block holds x until an input changes, and the
-    first flit read through it came out x."""
-    level = list(values)
-    for bit in index:
-        level = [
-            Mux(bit, level[i + 1], level[i]) if i + 1 < len(level) else level[i]
-            for i in range(0, len(level), 2)
-        ]
-    (value,) = level
-    return value

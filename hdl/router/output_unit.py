@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zfabric.router_settings import low_occupancy
 
 from ..flit import FlitLayout, LinkSignature
+from .allocator import indexed_mux
 
 __all__ = [
     "OutputUnit",
@@ -198,4 +199,4 @@ def _sum_above(count: Value, pulse: Value, bound: int) -> Value:
     the incoming ``pulse``: the credit wire (combinational where an endpoint drives it, in
     the cycle it takes a flit) then reaches a multiplexer, not an adder and a comparator."""
     above = [count > bound - p for p in range(2 ** len(pulse))]
-    return Array(above)[pulse] if len(above) > 2 else Mux(pulse, above[1], above[0])
+    return indexed_mux(pulse, above)

@@ -18,7 +18,14 @@ import random
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-from zfabric.hdl.router.allocator import Allocator, Precedence, after, lowest_one, round_robin
+from zfabric.hdl.router.allocator import (
+    Allocator,
+    Precedence,
+    after,
+    indexed_mux,
+    lowest_one,
+    round_robin,
+)
 
 
 def _cyclic_first(request: int, pointer: int, width: int) -> int:
@@ -27,6 +34,27 @@ def _cyclic_first(request: int, pointer: int, width: int) -> int:
         if request >> bit & 1:
             return 1 << bit
     return 0
+
+
+@pytest.mark.parametrize("count", range(1, 10))
+def test_indexed_mux_reads_every_index(count):
+    """The 2:1 multiplexer tree that replaces ``Array`` indexing: values[i] for every i."""
+    m = Module()
+    index = Signal(max(1, (count - 1).bit_length()))
+    values = [Signal(8, init=(37 * i + 5) % 256) for i in range(count)]
+    picked = Signal(8)
+    m.d.comb += picked.eq(indexed_mux(index, values))
+    found = []
+
+    async def bench(ctx):
+        for i in range(count):
+            ctx.set(index, i)
+            found.append(ctx.get(picked))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert found == [(37 * i + 5) % 256 for i in range(count)]
 
 
 @pytest.mark.parametrize("width", range(1, 10))

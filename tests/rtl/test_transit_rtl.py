@@ -19,9 +19,9 @@ pytestmark = pytest.mark.rtl
 
 #: bidelta 64 (3 stages of 16 chips, the last in alternate mode), the same in two stacks (the
 #: second's first stage swallows), full 64 (one UT64x2: alternate-mode up and level-1 chips)
-#: and hybrid 768 (64 B12 leaves under a UT64x8, 848 switches: under Icarus a case takes 8-27
-#: minutes and up to 13 GB, Icarus's build the peak; its Verilog and build are cached between
-#: its cases)
+#: and hybrid 768 (64 B12 leaves under a UT64x8, 848 switches: under Icarus a case takes 6-9
+#: minutes and 5.3 GiB once its Verilog and build are cached, 13 minutes and 12.8 GiB the first
+#: time, Icarus's build the peak)
 FABRICS = {
     "bidelta-64": {"form": "bidelta", "stacks": [3]},
     "bidelta-64-two-stacks": {"form": "bidelta", "stacks": [1, 2]},

@@ -30,7 +30,9 @@ is ceil(sqrt(2) N_s) sides (Eq 4.12). The best case is n = 1 on every wire.
 Readings (the thesis is not explicit): a single-stack bidelta network has no loop-back cycle
 (Table 4.9 prints 30 and 40 ns for 64 and 256 processors, where Eq 4.41 gives 40 and 50); the
 bidelta stack side of 20 inches is Fig 4.7's caption (§4.2.4 says two feet, which reproduces
-fewer rows of Table 4.9). A capped root is not in the model.
+fewer rows of Table 4.9). No reading of the plane's longest wire gives Table 4.9's worst case for
+a million processors with its other rows: the model's is one cycle under it (300 ns against
+310; docs/research/transit.md lists the readings tried). A capped root is not in the model.
 """
 
 from __future__ import annotations

@@ -327,8 +327,11 @@ def test_check_json_slow(name, capsys):
 
 
 # the Transit studies compare fabrics of one size: bidelta 4^5 and 4^6 processors, the 4-ary
-# 5-tree 4^5, the Znode 4 * 4 * 4 * 16, the full tree 64^2
-@pytest.mark.parametrize(("name", "endpoints"), [("transit-1024", 1024), ("transit-4096", 4096)])
+# 5-tree 4^5, the Znodes 4 * 4 * 4 * 16 and 4 * 4 * 4 * 4 * 12, the full tree 64^2, the hybrid
+# 64 B48 leaves of 48
+@pytest.mark.parametrize(
+    ("name", "endpoints"), [("transit-1024", 1024), ("transit-3072", 3072), ("transit-4096", 4096)]
+)
 def test_transit_study_fabrics_have_its_processors(name, endpoints):
     study = load_study(STUDIES / f"{name}.yaml")
     specs = {point.spec_json for point in study.points}

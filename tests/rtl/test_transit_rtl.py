@@ -19,8 +19,9 @@ pytestmark = pytest.mark.rtl
 
 #: bidelta 64 (3 stages of 16 chips, the last in alternate mode), the same in two stacks (the
 #: second's first stage swallows), full 64 (one UT64x2: alternate-mode up and level-1 chips)
-#: and hybrid 768 (64 B12 leaves under a UT64x8, 848 switches: its low case takes 27 minutes
-#: and 13 GB under Icarus, so only that one)
+#: and hybrid 768 (64 B12 leaves under a UT64x8, 848 switches: under Icarus a case takes 6-9
+#: minutes and 5.3 GiB once its Verilog and build are cached, 13 minutes and 12.8 GiB the first
+#: time, Icarus's build the peak)
 FABRICS = {
     "bidelta-64": {"form": "bidelta", "stacks": [3]},
     "bidelta-64-two-stacks": {"form": "bidelta", "stacks": [1, 2]},
@@ -29,12 +30,14 @@ FABRICS = {
 }
 #: offered flits/cycle/endpoint, 1-6 flit packets, per fabric. Knees from `zfabric sweep`
 #: (uniform, seed 1, warm-up 500, window 2000, round-robin selection): bidelta 64 stable at
-#: 0.594, saturated from 0.6; full 64 stable at 0.3875, saturated from 0.394
+#: 0.594, saturated from 0.6; full 64 stable at 0.3875, saturated from 0.394; hybrid 768's knee
+#: 0.175 and peak 0.206 from the transit-sizes study (uniform 4-flit packets, seed 1, warm-up 300,
+#: window 1500, knee bisected to 0.05 or better; docs/research/transit.md)
 RATES = {
     "bidelta-64": {"low": 0.1, "near": 0.55, "past": 0.8},
     "bidelta-64-two-stacks": {"low": 0.1, "near": 0.55, "past": 0.8},
     "full-64": {"low": 0.1, "near": 0.375, "past": 0.8},
-    "hybrid-768": {"low": 0.1},
+    "hybrid-768": {"low": 0.1, "near": 0.175, "past": 0.4},
 }
 #: the default run takes one case (bidelta 64 near its knee with the random pick: the route
 #: units, the dilated chips, the alternate-mode halves and the LFSRs), the rest ``-m matrix``
@@ -48,6 +51,8 @@ CASES = [
     pytest.param("full-64", "near", "round-robin", marks=pytest.mark.matrix),
     pytest.param("full-64", "past", "round-robin", marks=pytest.mark.matrix),
     pytest.param("hybrid-768", "low", "round-robin", marks=pytest.mark.matrix),
+    pytest.param("hybrid-768", "near", "round-robin", marks=pytest.mark.matrix),
+    pytest.param("hybrid-768", "past", "round-robin", marks=pytest.mark.matrix),
     # the RN1's random pick between a direction's two outputs
     ("bidelta-64", "near", "random"),
     pytest.param("full-64", "past", "random", marks=pytest.mark.matrix),

@@ -96,7 +96,9 @@ def test_table_4_9_bidelta_networks(stacks, expected):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the worst-case wire reading gives 16 cycles over the 64-stack square (300/320 ns)",
+    reason="Eq 4.12's wire gives 16 cycles over the 64-stack square (300/320 ns); 17 would need a"
+    " wire over twice the 32-stack square's, which the 262 144-processor row holds to 8 cycles"
+    " (docs/research/transit.md, Table 4.9's million processors)",
 )
 def test_table_4_9_worst_case_of_a_million_processors():
     assert table_row(bidelta(3, 3, 4)) == (310, 130, 330, 150)

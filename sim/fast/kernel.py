@@ -907,10 +907,12 @@ def _bypass(st) -> None:
             _wake(sws, st.stepping, st.stepping_n, s, cycle + 1)
 
 
-@compiled
+@compiled(inline="always")
 def _switch_cycle(st, s: int) -> bool:
     """Steps 1 to 5 at switch ``s``, with the VC allocation and split stages of ``stages`` 3 to
-    5; whether anything happened (a flit moved, a head was routed, acquired or staged)."""
+    5; whether anything happened (a flit moved, a head was routed, acquired or staged).
+    Inlined in the cycle's loop over the switches: a call passes the whole state tuple, every
+    array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
     routed = _requests(st, base, n_ports)

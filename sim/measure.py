@@ -323,7 +323,7 @@ def make_model(
 
 def _drive(
     model: FabricModel | FastModel,
-    packets_at: Callable[[int], Iterable[tuple[int, int, int]]],
+    packets_between: Callable[[int, int], Iterable[tuple[int, int, int, int]]],
     meter: _Meter,
     *,
     settle_after: int,
@@ -331,18 +331,18 @@ def _drive(
     progress: Callable[[int, int], None] | None = None,
     total: int = 0,
 ) -> ModelDeadlock | None:
-    """Offer ``packets_at(cycle)`` at each cycle and run until a deadlock (returned), or a cycle
-    from ``settle_after`` on with every measured packet delivered, or cycle ``end``. The
-    reference steps one cycle at a time; the fast engine runs to the next cycle the
+    """Offer the (cycle, src, dst, length) of ``packets_between(start, end)`` (cycles
+    ``start`` to ``end - 1``) and run until a deadlock (returned), or a cycle from
+    ``settle_after`` on with every measured packet delivered, or cycle ``end``. The reference
+    steps one cycle at a time; the fast engine runs to the next cycle the
     :class:`DeadlockWatch` looks at, stopping early where the reference would stop."""
     watch = DeadlockWatch(model)
     fast = isinstance(model, FastModel)
     while True:
         cycle = model.cycle
         until = min(end, (cycle // watch.every + 1) * watch.every if fast else cycle + 1)
-        for at in range(cycle, until):
-            for src, dst, length in packets_at(at):
-                meter.offered(model.offer(src, dst, length, created=at))
+        for at, src, dst, length in packets_between(cycle, until):
+            meter.offered(model.offer(src, dst, length, created=at))
         if fast:
             model.run_until(until, settle_after)
         else:
@@ -388,7 +388,7 @@ def simulate(
     drain_limit = drain_limit if drain_limit is not None else max(1000, cycles)
     deadlock = _drive(
         model,
-        traffic.packets_at,
+        traffic.packets_between,
         meter,
         settle_after=window[1],
         end=window[1] + drain_limit,
@@ -436,7 +436,9 @@ def replay(
     model, ran = make_model(plan, engine, on_deliver=meter, watched=window)
     deadlock = _drive(
         model,
-        lambda cycle: by_cycle.get(cycle, ()),
+        lambda start, end: [
+            (cycle, *packet) for cycle in range(start, end) for packet in by_cycle.get(cycle, ())
+        ],
         meter,
         settle_after=last + 1,
         end=last + drain_limit + 1,

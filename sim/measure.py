@@ -341,8 +341,13 @@ def _drive(
     while True:
         cycle = model.cycle
         until = min(end, (cycle // watch.every + 1) * watch.every if fast else cycle + 1)
-        for at, src, dst, length in packets_between(cycle, until):
-            meter.offered(model.offer(src, dst, length, created=at))
+        rows = packets_between(cycle, until)
+        if fast:
+            offered = model.offer_many(rows)
+        else:
+            offered = [model.offer(src, dst, length, created=at) for at, src, dst, length in rows]
+        for packet in offered:
+            meter.offered(packet)
         if fast:
             model.run_until(until, settle_after)
         else:

@@ -64,9 +64,10 @@ def _skip_word(mt: np.ndarray) -> None:
 
 @njit(cache=True)
 def random_below(mt: np.ndarray, threshold: float) -> bool:
-    """``random() < threshold / 2**53``: its first word alone decides it unless the
-    threshold falls within that word's range of values, and then the second, untempered
-    otherwise, is only stepped past."""
+    """``random() < threshold / 2**53``, ``random()`` being ``(a * 2**26 + b) / 2**53`` with
+    ``a`` and ``b`` the top 27 and 26 bits of two words: ``a`` alone decides it unless the
+    threshold lies inside ``[a, a + 1) * 2**26``; when it does decide, the second word is
+    stepped past, not tempered."""
     a = next_word(mt) >> 5
     if (a + 1) * 67108864.0 <= threshold:
         _skip_word(mt)
@@ -75,13 +76,6 @@ def random_below(mt: np.ndarray, threshold: float) -> bool:
         _skip_word(mt)
         return False
     return a * 67108864.0 + (next_word(mt) >> 6) < threshold
-
-
-@njit(cache=True)
-def random_float(mt: np.ndarray) -> float:
-    """``random()``: 53 bits from two words."""
-    a, b = next_word(mt) >> 5, next_word(mt) >> 6
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)

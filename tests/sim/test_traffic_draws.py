@@ -1,6 +1,7 @@
 """The compiled draws (sim/fast/draws.py) against Python's own ``random``: the same words,
-floats and bounded integers from the same state, and Traffic's packets drawn many cycles at a
-time the same as its per-cycle loop, the generator left in the same state."""
+Bernoulli draws (``random() < rate``) and bounded integers from the same state, and Traffic's
+packets drawn many cycles at a time the same as its per-cycle loop, the generator left in the
+same state."""
 
 from __future__ import annotations
 

@@ -39,8 +39,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from zfabric.traffic_spec import LOCALITY_TOLERANCE
 from zfabric.traffic_spec import TRAFFIC_PATTERNS as PATTERNS
+
+from .fast import draws
 
 __all__ = [
     "PATTERNS",
@@ -397,6 +401,7 @@ class Traffic:
         self._rng = random.Random(seed)
         self._dst = destination_function(config, endpoints, self._rng)
         self._packet_rate = config.rate / config.mean_length
+        self._destinations = None  # _compiled_destinations, made at its first call
 
     def _count(self) -> int:
         if self.config.process == "bernoulli":
@@ -411,6 +416,48 @@ class Traffic:
     def _length(self) -> int:
         length = self.config.packet_length
         return length if isinstance(length, int) else self._rng.randint(*length)
+
+    def packets_between(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        """The (cycle, src, dst, length) of :meth:`packets_at` for cycles ``start`` to
+        ``end - 1`` in turn, the generator left where those calls leave it. Bernoulli traffic
+        whose destinations are uniform or fixed is drawn in compiled code
+        (:mod:`zfabric.sim.fast.draws`, the same draws bit for bit)."""
+        table = self._compiled_destinations()
+        if table is None:
+            return [
+                (cycle, *packet) for cycle in range(start, end) for packet in self.packets_at(cycle)
+            ]
+        length = self.config.packet_length
+        if isinstance(length, int):
+            shortest, lengths = length, 0
+        else:  # randint(low, high) draws below high - low + 1, even when they are equal
+            shortest, lengths = length[0], length[1] - length[0] + 1
+        state = self._rng.getstate()
+        mt = draws.state_array(state)
+        rows = draws.bernoulli_packets(
+            mt, start, end, self.endpoints, self._packet_rate, table, shortest, lengths
+        )
+        self._rng.setstate(draws.state_tuple(mt, state[2]))
+        return rows.tolist()
+
+    def _compiled_destinations(self) -> np.ndarray | None:
+        """The destination table :func:`~zfabric.sim.fast.draws.bernoulli_packets` takes for
+        this traffic (:data:`~zfabric.sim.fast.draws.UNIFORM` for uniform), or None where the
+        Python loop draws."""
+        if self._destinations is None:
+            pattern = self.config.pattern
+            if self.config.process != "bernoulli":
+                self._destinations = False
+            elif pattern == "uniform":
+                self._destinations = draws.UNIFORM
+            elif pattern in PERMUTATIONS or pattern in ("tornado", "neighbour"):
+                fixed = map(self._dst, range(self.endpoints))  # these draw nothing
+                self._destinations = np.array(
+                    [draws.NO_DESTINATION if dst is None else dst for dst in fixed], np.int64
+                )
+            else:
+                self._destinations = False
+        return None if self._destinations is False else self._destinations
 
     def packets_at(self, cycle: int) -> Iterator[tuple[int, int, int]]:
         if self.config.process == "bernoulli":  # the common case, its draws in the same order

@@ -11,7 +11,7 @@ cycles per call, which is where its speed comes from.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -183,6 +183,8 @@ class FastModel:
             "stepping": np.zeros((2, len(tables.sw)), np.int64),
             "stepping_n": np.zeros(2, np.int64),
             "taking": np.zeros(n_ga, np.int64),
+            "fronts": np.zeros((2, n_iv), np.int64),
+            "fronts_n": np.zeros(2, np.int64),
         }
 
     def _state(self) -> k.State:
@@ -214,27 +216,40 @@ class FastModel:
         created: int | None = None,
     ) -> Packet:
         """Queue a packet at ``src`` created at ``created`` (default: this cycle)."""
-        if src == dst:
-            raise ValueError(f"packet from endpoint {src} to itself")
-        length = length or self.plan.packet_length
-        self.plan.router.check_length(length)
-        pair = self._tables.pair_id(src, dst)
-        if length + self._tables.widest[pair] > MAX_FLITS:
-            raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
-        sequence = self._sequence.get(src, 0)
-        self._sequence[src] = sequence + 1
-        cycle = self.cycle if created is None else created
-        # without paths, the empty tuple every packet shares in place of a list of its own
-        path = [] if self._paths else ()
-        packet = Packet(self._next_id, src, dst, length, cycle, (src, sequence), path=path)
-        self._next_id += 1
-        if not self._free:
-            self._grow_packets()
-        slot = self._free.pop()
-        self._packets[slot] = packet
-        watched = self._watched[0] <= cycle < self._watched[1]
-        self._offers.append((slot, packet.id, src, dst, length, cycle, pair, watched))
-        return packet
+        return self.offer_many([(self.cycle if created is None else created, src, dst, length)])[0]
+
+    def offer_many(self, rows: Iterable[tuple[int, int, int, int | None]]) -> list[Packet]:
+        """:meth:`offer` for each (created, src, dst, length) in turn: many at a time, as a
+        source of traffic makes them, for less of Python's work per packet."""
+        default, check_length = self.plan.packet_length, self.plan.router.check_length
+        pair_id, widest = self._tables.pair_id, self._tables.widest
+        sequences, free, packets, offers = self._sequence, self._free, self._packets, self._offers
+        first, last = self._watched
+        paths = self._paths
+        made = []
+        for created, src, dst, length in rows:
+            if src == dst:
+                raise ValueError(f"packet from endpoint {src} to itself")
+            length = length or default
+            check_length(length)
+            pair = pair_id(src, dst)
+            if length + widest[pair] > MAX_FLITS:
+                raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+            sequence = sequences.get(src, 0)
+            sequences[src] = sequence + 1
+            # without paths, the empty tuple every packet shares in place of a list of its own
+            path = [] if paths else ()
+            packet = Packet(self._next_id, src, dst, length, created, (src, sequence), path=path)
+            self._next_id += 1
+            if not free:
+                self._grow_packets()
+            slot = free.pop()
+            packets[slot] = packet
+            offers.append(
+                (slot, packet.id, src, dst, length, created, pair, first <= created < last)
+            )
+            made.append(packet)
+        return made
 
     def _flush_offers(self) -> None:
         if self._offers:

@@ -106,7 +106,8 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     GP_FIELDS,
 ) = range(17)
 # ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests, the
-# last cycle a flit left its FIFO (the straight bypass asks whether it was empty at the start)
+# last cycle a flit left its FIFO (the straight bypass asks whether it was empty at the start),
+# the last cycle it was put on the list of fronts to look up (``fronts``; 0: never)
 (
     IV_SW,
     IV_GP,
@@ -119,8 +120,9 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
     REQ,
     VREQ,
     IV_POPPED,
+    IV_LISTED,
     IV_FIELDS,
-) = range(12)
+) = range(13)
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
@@ -189,7 +191,8 @@ INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
 State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
-    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking",
+    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
+    " fronts fronts_n",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -280,13 +283,17 @@ def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
 
 
 @compiled(inline="always")
-def _pop(buf: np.ndarray, ivs: np.ndarray, sws: np.ndarray, sc: np.ndarray, iv: int, depth: int):
-    flit = buf[iv * depth + ivs[iv, IV_HEAD]]
+def _pop(st, iv: int, depth: int):
+    """Take the front flit out of input VC ``iv``'s FIFO; the flit behind it is a new front."""
+    ivs, sc = st.iv, st.sc
+    flit = st.buf[iv * depth + ivs[iv, IV_HEAD]]
     ivs[iv, IV_POPPED] = sc[CYCLE]
     ivs[iv, IV_HEAD] = (ivs[iv, IV_HEAD] + 1) % depth
     ivs[iv, IV_CNT] -= 1
-    sws[ivs[iv, IV_SW], SW_CNT] -= 1
+    st.sw[ivs[iv, IV_SW], SW_CNT] -= 1
     sc[BUSY] -= 1
+    if ivs[iv, IV_CNT] > 0:
+        _list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)
     return flit
 
 
@@ -339,6 +346,17 @@ def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int,
         stepping_n[cycle & 1] = n + 1
 
 
+@compiled(inline="always")
+def _list_front(ivs: np.ndarray, fronts: np.ndarray, fronts_n: np.ndarray, iv: int, cycle: int):
+    """Put input VC ``iv`` on the list of fronts :func:`_lookups` looks at in ``cycle`` (once):
+    a flit landed in it, or its front left."""
+    if ivs[iv, IV_LISTED] != cycle:
+        ivs[iv, IV_LISTED] = cycle
+        n = fronts_n[cycle & 1]
+        fronts[cycle & 1, n] = iv
+        fronts_n[cycle & 1] = n + 1
+
+
 @compiled
 def _sort(a: np.ndarray, first: int, end: int) -> None:
     """Sort ``a[first:end]`` in place (heapsort: numpy's sort needs the runtime the kernel
@@ -373,32 +391,31 @@ def _sift(a: np.ndarray, first: int, root: int, n: int) -> None:
 @compiled
 def _lookups(st) -> int:
     """Before a cycle: the decision of every head step 1 may route in it, into PENDING; the
-    misses into the miss log. Returns the misses."""
-    sws, gps, ivs, pks, buf, ms = st.sw, st.gp, st.iv, st.pk, st.buf, st.ms
+    misses into the miss log. Returns the misses. Such a head is at the front of an input VC
+    listed in ``fronts`` (a flit landed in it, or its front left, in the cycle before): any
+    other front is routed already, holds its output VC, or is still missing flits, and stays
+    so until a flit lands or leaves. A head looked up here is routed in this cycle: its switch
+    is stepped (a landing or a step that moved a flit put it on the list)."""
+    ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
     keys, values = st.hash_keys, st.hash_vals
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
-    now, stepping, lists = st.sc[CYCLE] & 1, st.stepping, st.cfg[LISTS] != 0
-    for i in range(st.stepping_n[now] if lists else sws.shape[0]):
-        s = stepping[now, i] if lists else i
-        if sws[s, SW_CNT] == 0:
+    now, fronts = st.sc[CYCLE] & 1, st.fronts
+    for i in range(st.fronts_n[now]):
+        iv = fronts[now, i]
+        if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
             continue
-        first = gps[sws[s, SW_PORT0], GP_IV0]
-        last = sws[s, SW_PORT0] + sws[s, SW_NPORTS] - 1
-        for iv in range(first, gps[last, GP_IV0] + gps[last, GP_NIV]):
-            if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
-                continue
-            slot = _at(buf, ivs, iv, 0, depth) >> 16
-            if ivs[iv, IV_CNT] < pks[slot, PK_COUNT if stores else PK_HF]:
-                continue
-            key = pks[slot, PK_HEAD] * n_iv + iv
-            h = hash_slot(keys, key)
-            if keys[h] == key:
-                ivs[iv, PENDING] = values[h]
-            else:
-                ms[misses, MS_IV] = iv
-                ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
-                misses += 1
+        slot = _at(buf, ivs, iv, 0, depth) >> 16
+        if ivs[iv, IV_CNT] < pks[slot, PK_COUNT if stores else PK_HF]:
+            continue
+        key = pks[slot, PK_HEAD] * n_iv + iv
+        h = hash_slot(keys, key)
+        if keys[h] == key:
+            ivs[iv, PENDING] = values[h]
+        else:
+            ms[misses, MS_IV] = iv
+            ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
+            misses += 1
     if st.cfg[BYPASS]:
         misses = _bypass_lookups(st, misses)
     st.sc[N_MISS] = misses
@@ -733,7 +750,7 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
     depth = st.cfg[DEPTH]
     keep = st.dec[ivs[iv, DECISION], DEC_NEXT_HF]
     for _ in range(heads - keep):
-        dropped = _pop(st.buf, ivs, st.sw, sc, iv, depth)
+        dropped = _pop(st, iv, depth)
         index = dropped & 0xFFFF
         if st.cfg[CHECKS] and ((dropped >> 16) != slot or not 0 < index < pks[slot, PK_HF0]):
             _fail(sc, SURPLUS, slot)
@@ -820,15 +837,14 @@ def _next_select(select: int, o: int, n_ports: int, selection: int) -> int:
 @compiled(inline="always")
 def _traverse(st, s: int, base: int, n_ports: int, granted: int) -> None:
     """Step 5: every granted flit leaves its FIFO and crosses; credits go upstream."""
-    gps, ivs, ovs, grants, cfg, sc = st.gp, st.iv, st.ov, st.grants, st.cfg, st.sc
-    buf, sws = st.buf, st.sw
+    gps, ovs, grants, cfg = st.gp, st.ov, st.grants, st.cfg
     vc_stage, split = cfg[VC_STAGE] != 0, cfg[SPLIT] != 0
     depth = cfg[DEPTH]
     for k in range(granted):
         gp, v, ov = grants[k, G_GP], grants[k, G_V], grants[k, G_OV]
         p, o = gp - base, ovs[ov, OV_PORT]
         iv = gps[gp, GP_IV0] + v
-        flit = _pop(buf, ivs, sws, sc, iv, depth)
+        flit = _pop(st, iv, depth)
         if flit & 0xFFFF == 0:  # a head
             _drop_surplus(st, iv, flit >> 16)
             if not vc_stage:
@@ -907,10 +923,12 @@ def _bypass(st) -> None:
             _wake(sws, st.stepping, st.stepping_n, s, cycle + 1)
 
 
-@compiled
+@compiled(inline="always")
 def _switch_cycle(st, s: int) -> bool:
     """Steps 1 to 5 at switch ``s``, with the VC allocation and split stages of ``stages`` 3 to
-    5; whether anything happened (a flit moved, a head was routed, acquired or staged)."""
+    5; whether anything happened (a flit moved, a head was routed, acquired or staged).
+    Inlined in the cycle's loop over the switches: a call passes the whole state tuple, every
+    array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
     routed = _requests(st, base, n_ports)
@@ -1073,6 +1091,7 @@ def _end_of_cycle(st) -> bool:
             continue
         buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
         ivs[target, IV_CNT] += 1
+        _list_front(ivs, st.fronts, st.fronts_n, target, woken)
         sws[ivs[target, IV_SW], SW_CNT] += 1
         if lists:
             _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
@@ -1103,6 +1122,7 @@ def _step(st) -> None:
     sws, sc, stepping, stepping_n = st.sw, st.sc, st.stepping, st.stepping_n
     now, woken, lists = sc[CYCLE] & 1, sc[CYCLE] + 1, st.cfg[LISTS] != 0
     stepping_n[1 - now] = 0
+    st.fronts_n[1 - now] = 0
     moved = _inject(st)
     _sort(stepping[now], 0, stepping_n[now])  # in index order: the tables are read in order
     for i in range(stepping_n[now] if lists else sws.shape[0]):

@@ -133,6 +133,10 @@ FLIT_WAKE = "_wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)"
 STEP_WAKE = "_wake(sws, stepping, stepping_n, s, woken)"
 #: the same for the credit of an ejection VC, returned by the endpoint taking a flit
 EJECTION_WAKE = "_wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)"
+#: an input VC's front is looked up in the cycle after a flit lands in it and after its front
+#: leaves, and each of these left off
+LANDED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, target, woken)"
+POPPED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)"
 
 PLANTS = {
     "as-is": None,
@@ -141,15 +145,18 @@ PLANTS = {
     "switch-not-woken-by-a-flit": ("_end_of_cycle", FLIT_WAKE, "pass"),
     "switch-not-woken-after-a-step": ("_step", STEP_WAKE, "pass"),
     "switch-not-woken-by-an-ejection-credit": ("_take", EJECTION_WAKE, "pass"),
+    "front-not-looked-up-after-a-landing": ("_end_of_cycle", LANDED_FRONT, "pass"),
+    "front-not-looked-up-after-its-front-left": ("_pop", POPPED_FRONT, "pass"),
 }
 
 
 @pytest.mark.parametrize("plant", PLANTS.values(), ids=PLANTS)
 def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     """The kernel run as plain Python (the compiled one untouched), once as it is and once with
-    a bug planted: the output arbiter's pointer moving one port too far, or a switch left off
-    the work list of the cycle after it gets a credit or a flit or changed something: only the
-    planted copies are caught.
+    a bug planted: the output arbiter's pointer moving one port too far, a switch left off
+    the work list of the cycle after it gets a credit or a flit or changed something, or an
+    input VC left off the fronts to look up after a flit lands in it or its front leaves: only
+    the planted copies are caught.
     The endpoints hold flits back half the time, so local outputs run out of credits too."""
     monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}

@@ -296,3 +296,31 @@ def test_counting_noise_of_a_short_window_is_not_saturation(example):
     result = simulate(fabric, traffic, warmup=50, cycles=200)
     assert result.accepted < 0.95 * result.offered
     assert not result.saturated
+
+
+def test_a_run_leaves_the_objects_before_it_out_of_the_collectors_passes(example, monkeypatch):
+    """Frozen while the run goes (the packets it makes are collected as ever), thawed after;
+    a caller's own freeze is left as it is."""
+    fabric = plan(example, "torus-4x4")
+    seen = []
+    step = FabricModel.step
+
+    def stepping(model):
+        seen.append(gc.get_freeze_count())
+        step(model)
+
+    monkeypatch.setattr(FabricModel, "step", stepping)
+    traffic = Traffic(TrafficConfig(rate=0.1), len(fabric.endpoints), seed=1)
+    assert gc.get_freeze_count() == 0
+    simulate(fabric, traffic, warmup=10, cycles=20, engine="reference")
+    assert gc.get_freeze_count() == 0
+    assert min(seen) > 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        seen.clear()
+        simulate(fabric, traffic, warmup=10, cycles=20, engine="reference")
+        assert gc.get_freeze_count() == frozen
+        assert set(seen) == {frozen}
+    finally:
+        gc.unfreeze()

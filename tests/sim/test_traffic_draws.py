@@ -1,0 +1,114 @@
+"""The compiled draws (sim/fast/draws.py) against Python's own ``random``: the same words,
+Bernoulli draws (``random() < rate``) and bounded integers from the same state, and Traffic's
+packets drawn many cycles at a time the same as its per-cycle loop, the generator left in the
+same state."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zfabric.sim.fast import draws
+from zfabric.sim.traffic import PATTERNS, Traffic, TrafficConfig
+
+SEEDS = st.integers(min_value=0, max_value=2**64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=SEEDS, skip=st.integers(0, 700))
+def test_words_are_pythons(seed, skip):
+    """Past a twist of the state too (624 words), from any point of it."""
+    rng = random.Random(seed)
+    for _ in range(skip):
+        rng.getrandbits(32)
+    mt = draws.state_array(rng.getstate())
+    assert [draws.next_word(mt) for _ in range(1500)] == [rng.getrandbits(32) for _ in range(1500)]
+    assert mt.tolist() == list(rng.getstate()[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=SEEDS, n=st.one_of(st.integers(1, 40), st.integers(1, 2**32 - 1)))
+def test_bounded_draws_are_randrange(seed, n):
+    """``randrange(n)``'s rejection of ``n.bit_length()`` bits, ``n`` = 1 (a bit drawn until
+    it is 0) and 2**k + 1 (nearly half the draws rejected) among them."""
+    rng = random.Random(seed)
+    mt = draws.state_array(rng.getstate())
+    for bound in (n, 1, 2**20 + 1):
+        assert [draws.below(mt, bound) for _ in range(300)] == [
+            rng.randrange(bound) for _ in range(300)
+        ]
+    assert mt.tolist() == list(rng.getstate()[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=SEEDS, threshold=st.floats(0, 1), fixed=st.booleans())
+def test_a_bernoulli_draw_is_random_below_the_rate(seed, threshold, fixed):
+    """Decided on the first word when it can be, the second stepped past: the same answers
+    and the same state as ``random() < rate``, a rate at the edge of a first word's range
+    (``fixed``: a multiple of 2**-27) too."""
+    rate = round(threshold * 2**27) / 2**27 if fixed else threshold
+    rng = random.Random(seed)
+    mt = draws.state_array(rng.getstate())
+    ours = [draws.random_below(mt, rate * 2.0**53) for _ in range(500)]
+    assert ours == [rng.random() < rate for _ in range(500)]
+    assert mt.tolist() == list(rng.getstate()[1])
+
+
+CONFIGS = {
+    "uniform": TrafficConfig(rate=0.3),
+    "uniform-lengths": TrafficConfig(rate=0.9, packet_length=(1, 5)),
+    "one-length-drawn": TrafficConfig(rate=1.0, packet_length=(3, 3)),
+    "transpose": TrafficConfig(pattern="transpose", rate=0.5),
+    "bit-reversal": TrafficConfig(pattern="bit-reversal", rate=0.5, packet_length=(2, 6)),
+    "tornado": TrafficConfig(pattern="tornado", rate=0.7),
+    "neighbour": TrafficConfig(pattern="neighbour", rate=0.2),
+    # drawn by the Python loop: the same either way
+    "hotspot": TrafficConfig(pattern="hotspot", rate=0.4),
+    "zipf": TrafficConfig(pattern="zipf", rate=0.4),
+    "poisson": TrafficConfig(rate=0.4, process="poisson"),
+}
+
+
+@pytest.mark.parametrize("endpoints", [5, 16, 1024])
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_packets_between_are_packets_at_cycle_by_cycle(config, endpoints):
+    """Chunks of several lengths, then a per-cycle draw after them: the same packets and the
+    generator where the per-cycle loop leaves it."""
+    cycles = 200 if endpoints < 1024 else 20
+    theirs, ours = Traffic(config, endpoints, 7), Traffic(config, endpoints, 7)
+    expected = [(cycle, *packet) for cycle in range(cycles) for packet in theirs.packets_at(cycle)]
+    drawn = []
+    for start, end in ((0, 1), (1, 1), (1, cycles // 2), (cycles // 2, cycles)):
+        drawn += ours.packets_between(start, end)
+    assert [tuple(row) for row in drawn] == expected
+    assert expected
+    assert list(ours.packets_at(cycles)) == list(theirs.packets_at(cycles))
+
+
+def test_every_pattern_is_drawn_one_way_or_the_other():
+    """The compiled draws take the Bernoulli patterns whose destinations are uniform or fixed;
+    the others fall back to the Python loop."""
+    compiled = {
+        pattern
+        for pattern in PATTERNS
+        if pattern not in ("weighted", "locality")
+        and Traffic(TrafficConfig(pattern=pattern), 16)._compiled_destinations() is not None
+    }
+    assert compiled == {
+        "uniform",
+        "transpose",
+        "bit-reversal",
+        "bit-complement",
+        "shuffle",
+        "tornado",
+        "neighbour",
+    }
+
+
+def test_a_state_of_another_version_is_refused():
+    with pytest.raises(ValueError, match="version 3"):
+        draws.state_array((2, tuple(range(625)), None))
+    assert isinstance(draws.state_array(random.Random(1).getstate()), np.ndarray)

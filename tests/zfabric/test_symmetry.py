@@ -93,6 +93,22 @@ DEFAULT_CASES = {
     "hyperz-aliod-no-adaptive": lambda: _plan(
         {"kind": "hyperz", "s": [3], "z": [2, 2], "R": [1, 2]}, {"name": "aliod", "adaptive_vcs": 0}
     ),
+    "ndt-4x4x4": lambda: _example("ndt-4x4x4"),
+    "ndt-3x3x3-odd": lambda: _plan({"kind": "ndt", "k": [3, 3, 3]}, "dort"),
+    "ndt-4x4x4-tie-plus": lambda: _plan(
+        {"kind": "ndt", "k": [4, 4, 4]}, {"name": "dort", "tie": "plus"}
+    ),
+    "ndt-4x4x4-config-a": lambda: _plan(
+        {"kind": "ndt", "k": [4, 4, 4], "ports": ["d0+", "d1+", "d2+"]}, "dort"
+    ),
+    "ndt-4x4x4-bubble": lambda: _plan(
+        {"kind": "ndt", "k": [4, 4, 4]},
+        {"name": "dort", "flow_control": "bubble"},
+        router={"switching": "cut_through"},
+        buffer_depth=8,
+    ),
+    "ndt-4x2x4-adaptive": lambda: _plan({"kind": "ndt", "k": [4, 2, 4]}, "dort_adaptive"),
+    "ndt-2x2x2x2x2-5dt": lambda: _plan({"kind": "ndt", "k": [2, 2, 2, 2, 2]}, "dort"),
     "transit-full-64": lambda: _transit(form="full"),
     "transit-bidelta-64": lambda: _transit(form="bidelta", stacks=[3]),
     "transit-bidelta-256-two-stacks": lambda: _transit(form="bidelta", stacks=[2, 2]),
@@ -119,6 +135,7 @@ MATRIX_CASES = {
         {"kind": "hyperz", "s": [4, 2], "z": [2, 2, 2], "R": [1, 2, 2]}, "aliod"
     ),
     "transit-hybrid-768": lambda: _transit(form="hybrid", leaf_stages=2),
+    "ndt-4x4x2x2x2": lambda: _plan({"kind": "ndt", "k": [4, 4, 2, 2, 2]}, "dort"),
 }
 
 
@@ -178,6 +195,23 @@ def test_orbits_are_the_hand_counted_ones():
     assert len(symmetry_group_of(hyperz).orbits) == 1024 // (4 * 8)
     deter = _plan({"kind": "hyperz", "s": [3, 2], "z": [2, 2], "R": [2, 2]}, "deter")
     assert len(symmetry_group_of(deter).orbits) == 4  # D-mod-K: the Z-nodes only, 24 / 6
+
+
+def test_ndt_orbits_are_the_hand_counted_ones():
+    """DORT on the nDT: its channels take no symmetry (the upper and lower classes read the
+    coordinates), its link loads the translations, which carry every node to every other and
+    each card to its own side: two orbits, the PEs of Card0 and those of Card1. Not where a
+    split ring's upper and lower classes take unequal internal VC counts."""
+    plan = _example("ndt-4x4x4")
+    assert symmetry_group_of(plan) is None
+    orbits = symmetry_group_of(plan, ports=True).orbits
+    cards = [{plan.switches[e].position["card"] for e in orbit} for orbit in orbits]
+    assert sorted(map(len, orbits)) == [64, 64] and sorted(map(sorted, cards)) == [[0], [1]]
+    uneven = _plan(
+        {"kind": "ndt", "k": [4, 4, 4]},
+        {"name": "dort", "internal_vcs": {"ch": 0, "ring_upper": [1, 2], "ring_lower": 3, "pe": 4}},
+    )
+    assert symmetry_group_of(uneven, ports=True) is None
 
 
 def test_transit_orbits_are_the_hand_counted_ones():

@@ -44,6 +44,7 @@ from typing import Any
 from ..bubble import FLOW_CONTROLS
 from ..errors import SpecError
 from ..fields import Reader, choice, describe
+from ..symmetry import Symmetry
 from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 from .dor import dateline_vc, ring_direction
 
@@ -294,7 +295,7 @@ class DORT(RoutingFunction):
         k = tuple(params["k"])
         n = len(k)
         card0 = {(dim, sign) for dim, sign in params["card0"]}
-        split = set(split_dims(card0, n))
+        self.split = split = set(split_dims(card0, n))
         internal_vcs = internal_class_vcs(params["internal_vcs"])
         per_dimension = any(ring_class(d, True, True) in internal_vcs for d in split)
         upper, lower = external_classes(params.get("external_vcs", 2))
@@ -352,6 +353,21 @@ class DORT(RoutingFunction):
                     shared[dim, here[dim]] = row(switch.ports, internal, dim, here[dim])
                 rows.append(shared[dim, here[dim]])
             self.table.append(rows)
+
+    def port_symmetries(self) -> tuple[Symmetry, ...]:
+        """The translations by one in every dimension: a hop's port is read from the
+        destination's offset round each ring (a tie going one fixed way per dimension) and the
+        card's ports, alike on every node; its VC class reads the coordinates themselves (upper
+        or lower), so they are no symmetry of the channels, which the proof walks in full. Only
+        where each split dimension's upper and lower ring classes take as many internal VCs."""
+        from ..topologies.ndt import translation  # the topologies import the routings
+
+        classes = internal_class_vcs(self.params["internal_vcs"])
+        for dim in self.split:
+            upper, lower = ring_classes(classes, dim)
+            if len(classes[upper]) != len(classes[lower]):
+                return ()
+        return tuple(translation(self.view.plan, dim) for dim in range(len(self.params["k"])))
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         switch, port = self.source[src]

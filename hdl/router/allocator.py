@@ -25,6 +25,7 @@ __all__ = [
     "round_robin",
     "after",
     "one_hot_index",
+    "indexed_mux",
 ]
 
 
@@ -897,6 +898,8 @@ def indexed_mux(index: Value, values: list[Value]) -> Value:
     where ``Array`` indexing gives an ``always @*`` block: with no time-0 event for it (Icarus
     ``-g2012`` on Amaranth's own Verilog) that block holds x until an input changes (the first
     flit an input unit read came out x)."""
+    if not values or len(values) > 1 << len(index):
+        raise ValueError(f"{len(values)} values need an index of more than {len(index)} bits")
     level = list(values)
     for bit in index:
         level = [

@@ -57,6 +57,11 @@ def test_indexed_mux_reads_every_index(count):
     assert found == [(37 * i + 5) % 256 for i in range(count)]
 
 
+def test_indexed_mux_refuses_an_index_too_narrow():
+    with pytest.raises(ValueError, match="3 values need an index of more than 1 bits"):
+        indexed_mux(Signal(1), [Signal(2), Signal(2), Signal(2)])
+
+
 @pytest.mark.parametrize("width", range(1, 10))
 def test_round_robin_and_lowest_one_exhaustive(width):
     m = Module()

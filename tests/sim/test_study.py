@@ -283,6 +283,28 @@ def test_study_writes_the_table_and_a_rerun_computes_nothing(tmp_path, capsys):
     assert "12 points (0 computed, 12 cached), 0 failed" in capsys.readouterr().out
 
 
+def test_points_run_apart_give_the_table_of_one_run(tmp_path, capsys):
+    """scripts/study_points_apart.py: each (spec, rate) in a process of its own, from an empty
+    set-up folder, then the whole file finds every point cached; the table is the one a
+    single run writes."""
+    import subprocess
+
+    script = Path(__file__).parents[2] / "scripts" / "study_points_apart.py"
+    apart, together = tmp_path / "apart", tmp_path / "together"
+    ran = subprocess.run(
+        [sys.executable, str(script), study_file(tmp_path), "-o", str(apart)],
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "point 1 of " in ran.stdout
+    assert "12 points (0 computed, 12 cached), 0 failed" in ran.stdout
+    assert main(["study", study_file(tmp_path), "-o", str(together), "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert (apart / "table.csv").read_text() == (together / "table.csv").read_text()
+    assert (apart / "latency.png").exists()
+
+
 def test_plots_show_the_curves_they_select(tmp_path, capsys):
     from zfabric.sim.study import select
 

@@ -359,7 +359,9 @@ class DORT(RoutingFunction):
         destination's offset round each ring (a tie going one fixed way per dimension) and the
         card's ports, alike on every node; its VC class reads the coordinates themselves (upper
         or lower), so they are no symmetry of the channels, which the proof walks in full. Only
-        where each split dimension's upper and lower ring classes take as many internal VCs."""
+        where each split dimension's upper and lower ring classes take as many internal VCs.
+        ``dort_adaptive`` inherits it: its split between escape and adaptive VCs is per link
+        role, which a translation keeps."""
         from ..topologies.ndt import translation  # the topologies import the routings
 
         classes = internal_class_vcs(self.params["internal_vcs"])

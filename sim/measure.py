@@ -356,11 +356,13 @@ def _drive(
     :class:`DeadlockWatch` looks at, stopping early where the reference would stop."""
     watch = DeadlockWatch(model)
     fast = isinstance(model, FastModel)
+    drawn = 0  # packets are drawn for cycles before this one
     with _old_objects_frozen():
         while True:
             cycle = model.cycle
             until = min(end, (cycle // watch.every + 1) * watch.every if fast else cycle + 1)
-            rows = packets_between(cycle, until)
+            rows = packets_between(max(cycle, drawn), until)
+            drawn = max(drawn, until)
             if fast:
                 offered = model.offer_many(rows)
             else:

@@ -32,6 +32,7 @@ Poisson (a Poisson number of packets with that mean), with ``rate`` in flits/cyc
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import random
@@ -43,8 +44,6 @@ import numpy as np
 
 from zfabric.traffic_spec import LOCALITY_TOLERANCE
 from zfabric.traffic_spec import TRAFFIC_PATTERNS as PATTERNS
-
-from .fast import draws
 
 __all__ = [
     "PATTERNS",
@@ -117,6 +116,11 @@ class TrafficConfig:
 
 
 PERMUTATIONS = ("transpose", "bit-reversal", "bit-complement", "shuffle")
+#: patterns whose destination function draws nothing: one destination (or none) per source
+FIXED_PATTERNS = (*PERMUTATIONS, "tornado", "neighbour")
+#: a batch of fewer (cycle, source) draws than this is drawn by the Python loop: handing it to
+#: compiled code (the state copied out and back) costs more than it saves
+COMPILED_DRAWS_FROM = 2048
 #: the patterns that draw the level first, then a destination within it
 BY_LEVEL = ("weighted", "locality")
 
@@ -401,7 +405,6 @@ class Traffic:
         self._rng = random.Random(seed)
         self._dst = destination_function(config, endpoints, self._rng)
         self._packet_rate = config.rate / config.mean_length
-        self._destinations = None  # _compiled_destinations, made at its first call
 
     def _count(self) -> int:
         if self.config.process == "bernoulli":
@@ -419,14 +422,15 @@ class Traffic:
 
     def packets_between(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
         """The (cycle, src, dst, length) of :meth:`packets_at` for cycles ``start`` to
-        ``end - 1`` in turn, the generator left where those calls leave it. Bernoulli traffic
-        whose destinations are uniform or fixed is drawn in compiled code
-        (:mod:`zfabric.sim.fast.draws`, the same draws bit for bit)."""
-        table = self._compiled_destinations()
-        if table is None:
+        ``end - 1`` in turn, the generator left where those calls leave it. A large batch of
+        Bernoulli traffic whose destinations are uniform or fixed is drawn in compiled code
+        (:mod:`zfabric.sim.draws`, the same draws bit for bit)."""
+        if not self._compiled_draws or (end - start) * self.endpoints < COMPILED_DRAWS_FROM:
             return [
                 (cycle, *packet) for cycle in range(start, end) for packet in self.packets_at(cycle)
             ]
+        from . import draws  # numba: loaded for large batches only
+
         length = self.config.packet_length
         if isinstance(length, int):
             shortest, lengths = length, 0
@@ -435,29 +439,37 @@ class Traffic:
         state = self._rng.getstate()
         mt = draws.state_array(state)
         rows = draws.bernoulli_packets(
-            mt, start, end, self.endpoints, self._packet_rate, table, shortest, lengths
+            mt,
+            start,
+            end,
+            self.endpoints,
+            self._packet_rate,
+            self._destination_table,
+            shortest,
+            lengths,
         )
         self._rng.setstate(draws.state_tuple(mt, state[2]))
-        return rows.tolist()
+        return [tuple(row) for row in rows.tolist()]
 
-    def _compiled_destinations(self) -> np.ndarray | None:
-        """The destination table :func:`~zfabric.sim.fast.draws.bernoulli_packets` takes for
-        this traffic (:data:`~zfabric.sim.fast.draws.UNIFORM` for uniform), or None where the
-        Python loop draws."""
-        if self._destinations is None:
-            pattern = self.config.pattern
-            if self.config.process != "bernoulli":
-                self._destinations = False
-            elif pattern == "uniform":
-                self._destinations = draws.UNIFORM
-            elif pattern in PERMUTATIONS or pattern in ("tornado", "neighbour"):
-                fixed = map(self._dst, range(self.endpoints))  # these draw nothing
-                self._destinations = np.array(
-                    [draws.NO_DESTINATION if dst is None else dst for dst in fixed], np.int64
-                )
-            else:
-                self._destinations = False
-        return None if self._destinations is False else self._destinations
+    @property
+    def _compiled_draws(self) -> bool:
+        """Whether :mod:`zfabric.sim.draws` can draw this traffic: Bernoulli, its destinations
+        uniform or fixed (the other patterns draw in the Python loop)."""
+        pattern = self.config.pattern
+        return self.config.process == "bernoulli" and (
+            pattern == "uniform" or pattern in FIXED_PATTERNS
+        )
+
+    @functools.cached_property
+    def _destination_table(self) -> np.ndarray:
+        """:func:`~zfabric.sim.draws.bernoulli_packets`'s destination table for this traffic
+        (:data:`~zfabric.sim.draws.UNIFORM` for uniform)."""
+        from . import draws
+
+        if self.config.pattern == "uniform":
+            return draws.UNIFORM
+        fixed = map(self._dst, range(self.endpoints))  # these draw nothing
+        return np.array([draws.NO_DESTINATION if dst is None else dst for dst in fixed], np.int64)
 
     def packets_at(self, cycle: int) -> Iterator[tuple[int, int, int]]:
         if self.config.process == "bernoulli":  # the common case, its draws in the same order

@@ -45,6 +45,7 @@ from ..bubble import FLOW_CONTROLS
 from ..errors import SpecError
 from ..fields import Reader, choice, describe
 from ..symmetry import Symmetry
+from ..topologies.torus import translation
 from .base import MAX_VCS, Decision, Hop, Injection, RoutingFunction, class_vcs, routing
 from .dor import dateline_vc, ring_direction
 
@@ -362,14 +363,13 @@ class DORT(RoutingFunction):
         where each split dimension's upper and lower ring classes take as many internal VCs.
         ``dort_adaptive`` inherits it: its split between escape and adaptive VCs is per link
         role, which a translation keeps."""
-        from ..topologies.ndt import translation  # the topologies import the routings
-
         classes = internal_class_vcs(self.params["internal_vcs"])
         for dim in self.split:
             upper, lower = ring_classes(classes, dim)
             if len(classes[upper]) != len(classes[lower]):
                 return ()
-        return tuple(translation(self.view.plan, dim) for dim in range(len(self.params["k"])))
+        plan = self.view.plan
+        return tuple(translation(plan, dim, 1) for dim in range(len(self.params["k"])))
 
     def injections(self, src: int, dst: int) -> tuple[Injection, ...]:
         switch, port = self.source[src]

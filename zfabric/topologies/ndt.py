@@ -24,9 +24,8 @@ from ..routing.base import make_routing
 from ..routing.dort import default_internal_vcs, internal_link_vcs
 from ..routing.tsdor import TSDOR_VCS
 from ..spec import FabricSpec
-from ..symmetry import Symmetry, relabelled_ports
 from .base import finish_plan, topology
-from .torus import coordinates, linear_index
+from .torus import coordinates
 
 __all__ = [
     "NdtParams",
@@ -35,7 +34,6 @@ __all__ = [
     "port_name",
     "internal_transit_counts",
     "transit_counts_into",
-    "translation",
 ]
 
 PortKey = tuple[int, int]  # (dim, sign)
@@ -182,19 +180,6 @@ def build(spec: FabricSpec):
             "tie": spec.routing_params.get("tie", "card0"),
         },
     )
-
-
-def translation(plan: FabricPlan, dim: int) -> Symmetry:
-    """Every node one place on in dimension ``dim``, each card to the same card there (an
-    automorphism: every node has the same port layout) and its PE along."""
-    k = tuple(plan.topology_params["k"])
-    switch = []
-    for s in plan.switches:  # switch id = 2 * node + card; PE id = switch id
-        coords = list(s.position["coords"])
-        coords[dim] = (coords[dim] + 1) % k[dim]
-        switch.append(2 * linear_index(tuple(coords), k) + s.position["card"])
-    ports = relabelled_ports(plan, switch, lambda _, port: port)
-    return Symmetry(f"translation d{dim} +1", tuple(switch), ports, tuple(switch))
 
 
 # ---- transit paths over the internal link (ndt.md §1.4) ----------------------------------------

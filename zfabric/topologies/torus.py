@@ -103,16 +103,20 @@ def coordinates(k: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 def _moved(plan, name: str, move, relabel) -> Symmetry:
     """The symmetry taking the switch at coordinates c to ``move(c)`` (and its endpoint along),
-    each port to the one ``relabel`` names."""
+    each port to the one ``relabel`` names. A node of several switches (the nDT's two cards:
+    switch ``cards * node + card``) keeps each card: the plan's ``card`` position says which."""
     k = tuple(plan.topology_params["k"])
+    cards = len(plan.switches) // math.prod(k)
     switch = tuple(
-        linear_index(move(tuple(s.position["coords"])), k) for s in plan.switches
+        cards * linear_index(move(tuple(s.position["coords"])), k) + s.position.get("card", 0)
+        for s in plan.switches
     )  # endpoint i sits at switch i
     return Symmetry(name, switch, relabelled_ports(plan, switch, relabel), switch)
 
 
 def translation(plan, dim: int, shift: int) -> Symmetry:
-    """Every switch ``shift`` places on in dimension ``dim`` (a torus's automorphism)."""
+    """Every switch ``shift`` places on in dimension ``dim`` (an automorphism of a torus, and of
+    an nDT, whose nodes all have the same port layout)."""
     size = plan.topology_params["k"][dim]
 
     def move(c: tuple[int, ...]) -> tuple[int, ...]:

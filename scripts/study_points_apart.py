@@ -22,6 +22,9 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from zfabric.sim.study import load_study
+
+from zfabric.errors import SpecError
 
 
 def _one_point_files(study: Path, folder: Path) -> list[Path]:
@@ -45,6 +48,11 @@ def main() -> int:
     parser.add_argument("study", type=Path)
     parser.add_argument("-o", "--output", required=True, help="the study's output folder")
     args = parser.parse_args()
+    try:  # a bad file is refused before any point runs, as zfabric study refuses it
+        load_study(args.study)
+    except SpecError as error:
+        print(f"study_points_apart: error: {error}", file=sys.stderr)
+        return 2
     zfabric = [sys.executable, "-m", "zfabric.cli", "study", "-q", "--workers", "0"]
     with tempfile.TemporaryDirectory() as scratch:
         copies = _one_point_files(args.study, Path(scratch))

@@ -303,6 +303,17 @@ def test_points_run_apart_give_the_table_of_one_run(tmp_path, capsys):
     capsys.readouterr()
     assert (apart / "table.csv").read_text() == (together / "table.csv").read_text()
     assert (apart / "latency.png").exists()
+    missing = tmp_path / "missing.yaml"
+    refused = subprocess.run(
+        [sys.executable, str(script), str(missing), "-o", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"study_points_apart: error: {missing}: cannot read: No such file or directory"
+    ]
+    assert not (tmp_path / "none").exists()
 
 
 def test_plots_show_the_curves_they_select(tmp_path, capsys):

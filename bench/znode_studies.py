@@ -21,6 +21,9 @@ study, for the per-link statistics a study does not keep.
 - ``e2``: 1024 processors, the least-cost pick per level count 2-6 (forward, theta 64, psi 1);
   uniform traffic. Claims: levels 3 to 5 have a lower delay and a higher throughput than
   levels 2 and 6, level 3 slightly the best.
+- ``e3``: 2048 processors, the least-cost pick for 2 to 6 levels (as ``e2`` picks them), under
+  ``e8``'s conditions at 0.1, 0.3 and 0.5 (past E1's and E2's knees). Claims: level 4 has the
+  lowest delay at each load, and accepts the most past the knees.
 - ``e5``: the four addressing schemes (flat, source-destination, destination = ``updown``,
   sliced) on the thesis's Z3 = (1,8,64)/(8,8,16), 1024 processors, under uniform, hotspot
   and neighbour traffic, with heads longer than a flit (``router.head_bits: 8``: a 32-bit
@@ -73,7 +76,7 @@ study, for the per-link statistics a study does not keep.
   :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
   no two inputs compete for a level-2 output; the level-2 queues are empty.
 
-    .venv/bin/python bench/znode_studies.py [e1 e2 e4 e4a e5 e5h e5sd e5sdh e6 e7 e8 e8s e8sf e9
+    .venv/bin/python bench/znode_studies.py [e1 e2 e3 e4 e4a e5 e5h e5sd e5sdh e6 e7 e8 e8s e8sf e9
         e10 e10h e10n e12]
         [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
         [--rates 0.1 0.2 ...] [--refine 0.02]
@@ -132,6 +135,28 @@ def e1() -> dict[str, Any]:
 def e2() -> dict[str, Any]:
     specs = [_named(_pick(1024, n), f"oZ{n}") for n in range(2, 7)]
     return {"name": "e2-optimum-level-1024", "specs": specs, "traffic": {"patterns": ["uniform"]}}
+
+
+#: E3: the thesis's optimal level by simulated delay, 4 at 2048 processors (4 up to 8192)
+E3_PROCESSORS = 2048
+#: the level counts run: 2 (E1's and E2's fastest), 4 and its neighbours, and 6, the first
+#: level above 5 that ties it for the least cost (5 to 9 tie at 2048)
+E3_LEVELS = (2, 3, 4, 5, 6)
+#: E3's loads: one below every knee, the reference load, and one past every knee of E1 and E2
+#: (0.35 to 0.44 at 512 and 1024 processors)
+E3_LOADS = [0.1, REFERENCE_LOAD, 0.5]
+
+
+def e3() -> dict[str, Any]:
+    """E3 at 2048 processors: the least-cost Znode of each of :data:`E3_LEVELS` level counts,
+    picked as E1 and E2 pick theirs, under E8's conditions (its drain limit: a fabric of
+    thousands of endpoints costs the model most when jammed)."""
+    specs = [_named(_pick(E3_PROCESSORS, n), f"oZ{n}") for n in E3_LEVELS]
+    return {
+        "name": f"e3-optimum-level-{E3_PROCESSORS}",
+        "specs": specs,
+        "traffic": {"patterns": ["uniform"], "rates": E3_LOADS, "drain_limit": E8_DRAIN},
+    }
 
 
 #: E5's addressing schemes, as the thesis names them -> our routing
@@ -566,6 +591,38 @@ def _lowest(
     return loads, beaten
 
 
+def claims_e3(s: dict[str, dict[str, Any]]) -> list[str]:
+    """Per load, which level count has the lowest mean latency (the thesis picks E3's level by
+    simulated delay), and past the knees which accepts the most; the least-cost levels beside."""
+    names = [f"oZ{n}" for n in E3_LEVELS]
+    curves = {name: s[f"{name}/uniform"] for name in names}
+    lines = []
+    for rate in E3_LOADS:
+        if any(rate not in c["curve"] for c in curves.values()):
+            continue
+        best = min(names, key=lambda name: curves[name]["curve"][rate][0])
+        lines.append(
+            f"level 4 lowest delay at {rate} ("
+            + ", ".join(f"{name} {_shown(curves[name]['curve'][rate])}" for name in names)
+            + f"; lowest {best}): {_verdict(best == 'oZ4')}"
+        )
+    rate = E3_LOADS[-1]
+    if all(rate in c["accepted"] for c in curves.values()):
+        top = max(names, key=lambda name: curves[name]["accepted"][rate])
+        lines.append(
+            f"level 4 highest accepted throughput at {rate} ("
+            + ", ".join(f"{name} {curves[name]['accepted'][rate]:.3f}" for name in names)
+            + f"): {_verdict(top == 'oZ4')}"
+        )
+    least = optimise(E3_PROCESSORS).best
+    return [
+        *lines,
+        f"{INFO}least cost at {E3_PROCESSORS} processors: levels "
+        + ", ".join(str(len(result.pick.z)) for result in least)
+        + f" ({least[0].pick.relative_power_db:.2f} dB)",
+    ]
+
+
 def claims_e5(s: dict[str, dict[str, Any]]) -> list[str]:
     """Per pattern: at every load sliced is not saturated at, its mean latency is below every
     other scheme's run (a scheme saturated there counts as higher)."""
@@ -936,6 +993,7 @@ def claims_e12(groups: dict[tuple[int, str], list[dict[str, Any]]], load: float)
 STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
     "e2": (e2, claims_e2),
+    "e3": (e3, claims_e3),
     "e5": (e5, claims_e5),
     "e5h": (e5h, claims_e5),
     "e5sd": (e5sd, claims_e5),

@@ -226,3 +226,21 @@ def test_e3_claims_read_the_lowest_delay_per_load(studies):
     curves["oZ3"][0.5] = (310.0, True, 0.45)
     claims = studies.claims_e3(_e8_summaries(curves))[:4]
     assert [line.endswith(": reproduced") for line in claims] == [False, True, True, False]
+
+
+def test_e3s_claims_read_spread_and_proportion(studies):
+    """E3's scaling claims on hand-made summaries, per load: delays of 20 to 24 cycles (1.2x)
+    differ little and 20 to 26 (1.3x) do not; accepted throughput within 5 % of the load is in
+    proportion to it, 0.37 at 0.5 is not."""
+    curves = {
+        f"p{p}": {
+            0.1: (20.0 + i, False, 0.1 - 0.001 * i),
+            0.5: (300.0 + 2 * i * (i + 1), True, 0.5 - 0.13 * (i == 3)),
+        }
+        for i, p in enumerate((512, 1024, 2048, 4096))
+    }
+    lines = studies.claims_e3s(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines] == [True, True, True, False]
+    curves["p4096"][0.1] = (26.0, False, 0.1)
+    lines = studies.claims_e3s(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines[:2]] == [False, True]

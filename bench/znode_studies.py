@@ -534,8 +534,8 @@ def _print_curves(summary: dict[str, dict[str, Any]], rates: Sequence[float]) ->
 INFO = "info: "
 
 
-#: the reading of the thesis's "only slightly" (E7) and "not so high" (E3): a delay at most 25 %
-#: above the lowest
+#: the reading of the thesis's "only slightly" (E7) and "not so high" (E3): a delay less than
+#: 25 % above the lowest
 SLIGHTLY = 1.25
 #: the reading of E3's throughput "in proportion to the normalised load": accepted within 5 %
 #: of offered
@@ -651,7 +651,7 @@ def claims_e3(s: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def claims_e3s(s: dict[str, dict[str, Any]]) -> list[str]:
-    """Per load: the delay differs little between the processor counts (at most
+    """Per load: the delay differs little between the processor counts (under
     :data:`SLIGHTLY` times the lowest), and every size accepts what it is offered (within
     :data:`IN_PROPORTION`), the thesis's throughput in proportion to the normalised load."""
     names = [f"p{p}" for p in E3_SCALING_PROCESSORS]
@@ -666,7 +666,7 @@ def claims_e3s(s: dict[str, dict[str, Any]]) -> list[str]:
                 f"{n} {_shown(c['curve'][rate])}" for n, c in zip(names, curves, strict=True)
             )
             + f"; at most {max(delays) / min(delays):.2f}x the lowest): "
-            + _verdict(max(delays) <= SLIGHTLY * min(delays)),
+            + _verdict(max(delays) < SLIGHTLY * min(delays)),
             f"throughput in proportion to the load at {rate} (accepted "
             + ", ".join(f"{n} {a:.3f}" for n, a in zip(names, accepted, strict=True))
             + "): "

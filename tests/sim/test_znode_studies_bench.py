@@ -191,3 +191,56 @@ def test_e8_fabrics_and_full_side_links(studies):
     assert [full[name].get("side") for name in ("m1", "m2", "m4", "m8")] == [
         None, [1, 1, 1, 4], [1, 1, 4], None
     ]  # fmt: skip
+
+
+def test_e3_fabrics_are_the_optimisers_picks_at_2048(studies):
+    """E3 builds, as E1 and E2 do, each level count's least-cost Znode of 2048 processors:
+    one per level count 2 to 6, each with z multiplying to 2048."""
+    fabrics = {entry["spec"]["name"]: params_of(entry) for entry in studies.e3()["specs"]}
+    assert list(fabrics) == ["oZ2", "oZ3", "oZ4", "oZ5", "oZ6"]
+    for levels, p in enumerate(fabrics.values(), start=2):
+        pick = optimise_level(2048, levels).pick
+        assert (p["z"], p["R"]) == (list(pick.z), list(pick.R))
+        assert len(p["z"]) == levels and math.prod(p["z"]) == 2048
+
+
+def test_e3_claims_read_the_lowest_delay_per_load(studies):
+    """E3's claims on hand-made summaries: level 4 lowest at every load and accepting the most
+    at 0.5 reproduces each claim; level 2 lowest at 0.1 fails only that load's claim; level 3
+    accepting more at 0.5 fails the throughput claim; the least-cost levels print as info."""
+    names = ["oZ2", "oZ3", "oZ4", "oZ5", "oZ6"]
+    order = [3, 1, 0, 2, 4]  # level 4 first, then 3, 5, 2, 6
+    curves = {
+        name: {
+            0.1: (15.0 + rank, False, 0.1),
+            0.3: (20.0 + 2 * rank, False, 0.3),
+            0.5: (300.0 + 50 * rank, True, 0.40 - 0.01 * rank),
+        }
+        for name, rank in zip(names, order, strict=True)
+    }
+    lines = studies.claims_e3(_e8_summaries(curves))
+    claims = [line for line in lines if not line.startswith(studies.INFO)]
+    assert [line.endswith(": reproduced") for line in claims] == [True] * 4
+    assert lines[-1].startswith(f"{studies.INFO}least cost at 2048 processors: levels ")
+    curves["oZ2"][0.1] = (14.0, False, 0.1)
+    curves["oZ3"][0.5] = (310.0, True, 0.45)
+    claims = studies.claims_e3(_e8_summaries(curves))[:4]
+    assert [line.endswith(": reproduced") for line in claims] == [False, True, True, False]
+
+
+def test_e3s_claims_read_spread_and_proportion(studies):
+    """E3's scaling claims on hand-made summaries, per load: delays of 20 to 24 cycles (1.2x)
+    differ little and 20 to 26 (1.3x) do not; accepted throughput within 5 % of the load is in
+    proportion to it, 0.37 at 0.5 is not."""
+    curves = {
+        f"p{p}": {
+            0.1: (20.0 + i, False, 0.1 - 0.001 * i),
+            0.5: (300.0 + 2 * i * (i + 1), True, 0.5 - 0.13 * (i == 3)),
+        }
+        for i, p in enumerate((512, 1024, 2048, 4096))
+    }
+    lines = studies.claims_e3s(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines] == [True, True, True, False]
+    curves["p4096"][0.1] = (26.0, False, 0.1)
+    lines = studies.claims_e3s(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines[:2]] == [False, True]

@@ -3,10 +3,13 @@ fresh process after the imports and the compiled kernel are loaded, after the pl
 after the engine's arrays are made (:class:`~zfabric.sim.fast.FastModel`, its routing tables
 empty or read from the set-up cache) and after ``--cycles`` cycles of uniform traffic at
 ``--rate`` (Bernoulli, 4-flit packets, seed 1; the routing tables fill as pairs come), each
-minus the one before, and the engine's part (arrays and run) per switch. No verdict set-up
-(routing proof, pattern limits): the engine's own memory only. Each case starts from an empty
-set-up cache, so its routing tables hold only the states its own run decided (a plan's saved
-tables grow with every run of it, as more source-destination pairs come).
+minus the one before, and the engine's part (arrays and run) per switch. Then the routing
+tables: the raw states and decisions they hold, their arrays' bytes, and the run's growth of
+RSS per packet offered (what a longer window costs while new source-destination pairs come).
+No verdict set-up (routing proof, pattern limits): the engine's own memory only. Each case
+starts from an empty set-up cache, so its routing tables hold only the states its own run
+decided (a plan's saved tables grow with every run of it, as more source-destination pairs
+come).
 
 Cases: ``torus-KxK``, ``hyperz-AxB`` (the HyperZ scalability series' Z-node Z(8,4,8; 1,4,8;
 1,2,2) replicated as an A x B HyperZ, M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3:
@@ -63,17 +66,23 @@ def one(case: str, cycles: int, rate: float) -> dict:
     model = FastModel(plan, paths=False, on_deliver=lambda packet: None)
     marks["arrays"] = _mib()
     traffic = Traffic(TrafficConfig(rate=rate), len(plan.endpoints), seed=1)
+    packets = 0
     while model.cycle < cycles:
         end = min(cycles, model.cycle + 256)
         for cycle in range(model.cycle, end):
             for src, dst, length in traffic.packets_at(cycle):
                 model.offer(src, dst, length, created=cycle)
+                packets += 1
         model.run_until(end)
     marks["run"] = _mib()
+    tables = model._tables
     return {
         "switches": len(plan.switches),
         "endpoints": len(plan.endpoints),
-        "decisions": model._tables._counts["dec"],
+        "packets": packets,
+        "states": tables._counts["hash"],
+        "decisions": tables._counts["dec"],
+        "table_mib": sum(a.nbytes for a in tables.routing_arrays().values()) / 2**20,
         "cpu_s": time.process_time() - start,
         **marks,
     }
@@ -94,8 +103,8 @@ def main() -> None:
         " peak RSS in MiB after each step (its growth), one fresh process per case"
     )
     print(
-        "case          switches  endpoints  imports  +plan  +arrays  +run  decisions"
-        "  engine KiB/switch  CPU s"
+        "case            switches  endpoints  imports  +plan  +arrays  +run  engine KiB/switch"
+        "  packets  raw states  decisions  tables MiB  +run B/packet  CPU s"
     )
     for case in args.cases.split(","):
         argv = [__file__, "--one", case, "--cycles", str(args.cycles), "--rate", str(args.rate)]
@@ -106,11 +115,13 @@ def main() -> None:
             )
         row = json.loads(out.stdout.splitlines()[-1])
         engine = row["run"] - row["plan"]
+        run = row["run"] - row["arrays"]
         print(
-            f"{case:13s} {row['switches']:8,d}  {row['endpoints']:9,d}  {row['imports']:7.0f}"
+            f"{case:15s} {row['switches']:8,d}  {row['endpoints']:9,d}  {row['imports']:7.0f}"
             f"  {row['plan'] - row['imports']:5.0f}  {row['arrays'] - row['plan']:7.0f}"
-            f"  {row['run'] - row['arrays']:4.0f}  {row['decisions']:9,d}"
-            f"  {engine * 1024 / row['switches']:17.1f}  {row['cpu_s']:5.0f}"
+            f"  {run:4.0f}  {engine * 1024 / row['switches']:17.1f}  {row['packets']:7,d}"
+            f"  {row['states']:10,d}  {row['decisions']:9,d}  {row['table_mib']:10.1f}"
+            f"  {run * 2**20 / max(1, row['packets']):13,.0f}  {row['cpu_s']:5.0f}"
         )
 
 

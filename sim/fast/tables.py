@@ -65,6 +65,9 @@ _LAYOUT = {
 }
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64
+#: the hash table's values, decision numbers: a fabric has far fewer than 2**31 decisions, and
+#: the table is a raw state's only cost (a key of 8 bytes and this value, at most half full)
+_DECISION = np.int32
 
 
 def _hashable(value: Any) -> Any:
@@ -179,7 +182,7 @@ class FabricTables:
         self.dec = _table(256, k.DEC_FIELDS, 0)
         self.cand = _table(1024, k.CAND_FIELDS, 0)
         self.hash_keys = np.full(1024, -1, np.int64)
-        self.hash_vals = np.zeros(1024, np.int64)
+        self.hash_vals = np.zeros(1024, _DECISION)
         self.pair = _table(256, k.PAIR_FIELDS, 0)
         self.inj = _table(256, k.INJ_FIELDS, 0)
         self.version = 0
@@ -369,12 +372,12 @@ class FabricTables:
             while 2 * count > size:
                 size *= 2
             new_keys = np.full(size, -1, np.int64)
-            new_values = np.zeros(size, np.int64)
+            new_values = np.zeros(size, _DECISION)
             k.hash_rehash(self.hash_keys, self.hash_vals, new_keys, new_values)
             self.hash_keys, self.hash_vals = new_keys, new_values
             self.version += 1
         k.hash_insert_many(
-            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, np.int64)
+            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, _DECISION)
         )
         self._counts["hash"] = count
 

@@ -335,6 +335,36 @@ def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monk
     assert run() == first
 
 
+def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
+    """A decision names no switch and DOR keeps its head, so on a torus 8x8 (two dateline
+    classes of one VC, balanced) every decision is one hop: a ring port (2 dimensions x 2
+    directions) with class 0, class 1 or both (entering a ring where either may be taken), or
+    port 0, the local one, with its ejection VCs. At most 4 x 3 + 1 = 13 decisions, however
+    many source-destination pairs come; the raw states keep growing with them."""
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))  # empty tables
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [8, 8]}}))
+    model = FastModel(plan, paths=False)
+    counts = model._tables._counts
+
+    def offer_all(sources):
+        for src in sources:
+            for dst in range(64):
+                if dst != src:
+                    model.offer(src, dst)
+        expected = len(sources) * 63 + delivered
+        while model.delivered_count < expected and model.cycle < 20_000:
+            model.run(500)
+        assert model.delivered_count == expected
+        return counts["dec"], counts["hash"]
+
+    delivered = 0
+    decisions, states = offer_all(range(0, 64, 2))
+    assert decisions <= 13
+    delivered = model.delivered_count
+    assert offer_all(range(1, 64, 2))[0] == decisions
+    assert counts["hash"] > states
+
+
 @pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
 def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp_path):
     # nothing decided ahead: each state's first head stops the kernel and is decided mid-run;

@@ -323,7 +323,7 @@ class FabricTables:
     def _leads_to(self, iv: int, number: int) -> list[int]:
         """The input VCs the candidates of decision ``number`` lead to from input VC ``iv``."""
         dst = self._ov_dst
-        return [ov for ov in (dst[ov] for ov in self.requested(iv, number)) if ov >= 0]
+        return [target for target in (dst[ov] for ov in self.requested(iv, number)) if target >= 0]
 
     def requested(self, iv: int, number: int) -> list[int]:
         """The output VCs decision ``number`` offers a head at input VC ``iv``."""

@@ -3,10 +3,14 @@ fresh process after the imports and the compiled kernel are loaded, after the pl
 after the engine's arrays are made (:class:`~zfabric.sim.fast.FastModel`, its routing tables
 empty or read from the set-up cache) and after ``--cycles`` cycles of uniform traffic at
 ``--rate`` (Bernoulli, 4-flit packets, seed 1; the routing tables fill as pairs come), each
-minus the one before, and the engine's part (arrays and run) per switch. No verdict set-up
-(routing proof, pattern limits): the engine's own memory only. Each case starts from an empty
-set-up cache, so its routing tables hold only the states its own run decided (a plan's saved
-tables grow with every run of it, as more source-destination pairs come).
+minus the one before, and the engine's part (arrays and run) per switch. Then the routing
+tables: the raw states and decisions they hold, their arrays' bytes, and the run's growth of
+RSS per packet offered over the run's second half (what a longer window costs while new
+source-destination pairs come).
+No verdict set-up (routing proof, pattern limits): the engine's own memory only. Each case
+starts from an empty set-up cache, so its routing tables hold only the states its own run
+decided (a plan's saved tables grow with every run of it, as more source-destination pairs
+come).
 
 Cases: ``torus-KxK``, ``hyperz-AxB`` (the HyperZ scalability series' Z-node Z(8,4,8; 1,4,8;
 1,2,2) replicated as an A x B HyperZ, M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3:
@@ -63,17 +67,27 @@ def one(case: str, cycles: int, rate: float) -> dict:
     model = FastModel(plan, paths=False, on_deliver=lambda packet: None)
     marks["arrays"] = _mib()
     traffic = Traffic(TrafficConfig(rate=rate), len(plan.endpoints), seed=1)
-    while model.cycle < cycles:
-        end = min(cycles, model.cycle + 256)
-        for cycle in range(model.cycle, end):
-            for src, dst, length in traffic.packets_at(cycle):
-                model.offer(src, dst, length, created=cycle)
-        model.run_until(end)
-    marks["run"] = _mib()
+    packets = {}
+    offered = drawn = 0  # packets offered, cycles drawn (run_until may stop early)
+    for name, until in (("half", cycles // 2), ("run", cycles)):
+        while model.cycle < until:
+            end = min(until, model.cycle + 256)
+            for cycle in range(drawn, end):
+                for src, dst, length in traffic.packets_at(cycle):
+                    model.offer(src, dst, length, created=cycle)
+                    offered += 1
+            drawn = max(drawn, end)
+            model.run_until(end)
+        marks[name], packets[name] = _mib(), offered
+    tables = model._tables
     return {
         "switches": len(plan.switches),
         "endpoints": len(plan.endpoints),
-        "decisions": model._tables._counts["dec"],
+        "packets": packets["run"],
+        "packets_half": packets["half"],
+        "states": tables._counts["hash"],
+        "decisions": tables._counts["dec"],
+        "table_mib": sum(a.nbytes for a in tables.routing_arrays().values()) / 2**20,
         "cpu_s": time.process_time() - start,
         **marks,
     }
@@ -94,8 +108,8 @@ def main() -> None:
         " peak RSS in MiB after each step (its growth), one fresh process per case"
     )
     print(
-        "case          switches  endpoints  imports  +plan  +arrays  +run  decisions"
-        "  engine KiB/switch  CPU s"
+        "case            switches  endpoints  imports  +plan  +arrays  +run  engine KiB/switch"
+        "  packets  raw states  decisions  tables MiB  2nd half B/packet  CPU s"
     )
     for case in args.cases.split(","):
         argv = [__file__, "--one", case, "--cycles", str(args.cycles), "--rate", str(args.rate)]
@@ -106,11 +120,14 @@ def main() -> None:
             )
         row = json.loads(out.stdout.splitlines()[-1])
         engine = row["run"] - row["plan"]
+        run = row["run"] - row["arrays"]
+        late, late_packets = row["run"] - row["half"], row["packets"] - row["packets_half"]
         print(
-            f"{case:13s} {row['switches']:8,d}  {row['endpoints']:9,d}  {row['imports']:7.0f}"
+            f"{case:15s} {row['switches']:8,d}  {row['endpoints']:9,d}  {row['imports']:7.0f}"
             f"  {row['plan'] - row['imports']:5.0f}  {row['arrays'] - row['plan']:7.0f}"
-            f"  {row['run'] - row['arrays']:4.0f}  {row['decisions']:9,d}"
-            f"  {engine * 1024 / row['switches']:17.1f}  {row['cpu_s']:5.0f}"
+            f"  {run:4.0f}  {engine * 1024 / row['switches']:17.1f}  {row['packets']:7,d}"
+            f"  {row['states']:10,d}  {row['decisions']:9,d}  {row['table_mib']:10.1f}"
+            f"  {late * 2**20 / max(1, late_packets):17,.0f}  {row['cpu_s']:5.0f}"
         )
 
 

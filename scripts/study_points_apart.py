@@ -2,9 +2,9 @@
 the whole file into the same folder, which finds every point cached and writes the table and
 the plot.
 
-For studies of fabrics so large that the fast engine's routing tables, which keep a decision
-per routing state a run meets (for DOR and DORT one per switch and destination), would fill
-the memory of one process running every point: each point here starts from an empty set-up
+For studies of fabrics so large that the fast engine's routing tables, which keep an entry
+per raw state (input VC and head) a run meets, would fill the memory of one process running
+every point: each point here starts from an empty set-up
 folder, removed when it ends. Points already in the output folder's cache are skipped by
 ``zfabric study`` itself. Usage::
 

@@ -422,9 +422,7 @@ class FastModel:
             if number < 0:
                 head = self._tables.head_list[int(a["pk"][self._front(iv) >> 16, k.PK_HEAD])]
                 number = self._tables.decision(iv, head)
-            dec, cand = self._tables.dec, self._tables.cand
-            start, n = dec[number, k.DEC_START], dec[number, k.DEC_N]
-            wanted = cand[start : start + n, k.CAND_OV].tolist()
+            wanted = self._tables.requested(iv, number)
         spv = self._tables.iv_spv
         targets = set()
         whole, input_ring = self.plan.router.whole_packets, a["gp"][row[k.IV_GP], k.GP_RING]

@@ -180,9 +180,11 @@ LINK, INJECTION, EJECTION, BYPASSED = range(4)
 PL_SLOT, PL_SW, PL_PORT, PL_FIELDS = range(4)
 # ``ms``: the miss log
 MS_IV, MS_HEAD, MS_FIELDS = range(3)
-# ``dec``: per decision: its candidates in ``cand``, the next head and its head flits
+# ``dec``: per decision: its candidates in ``cand``, the next head and its head flits (both -1:
+# the head stays as it is). A decision names no switch: a candidate is a (port, VC) of the
+# switch at hand, so every switch and head routed alike shares one row.
 DEC_START, DEC_N, DEC_NEXT_HEAD, DEC_NEXT_HF, DEC_FIELDS = range(5)
-CAND_OV, CAND_PORT, CAND_VC, CAND_FIELDS = range(4)
+CAND_PORT, CAND_VC, CAND_FIELDS = range(3)
 # ``pair``: per (source, destination) its injection choices in ``inj``
 PAIR_START, PAIR_N, PAIR_FIELDS = range(3)
 INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
@@ -514,11 +516,19 @@ def _inject(st) -> bool:
 
 
 @compiled(inline="always")
-def _select(st, n_ports: int, gp: int, iv: int) -> int:
+def _next_hf(st, d: int, slot: int) -> int:
+    """The head flits of the next head decision ``d`` gives the packet in ``slot``."""
+    hf = st.dec[d, DEC_NEXT_HF]
+    return st.pk[slot, PK_HF] if hf < 0 else hf
+
+
+@compiled(inline="always")
+def _select(st, base: int, n_ports: int, gp: int, iv: int) -> int:
     """Step 2 for a head: the output VC it requests among its free candidates (with a credit
     unless VC allocation is a stage of its own), or -1. Routes it first (step 1) if it has no
-    decision yet; with a route stage of its own that is all it does this cycle (-2)."""
-    ivs, ovs, decs, cands, cfg = st.iv, st.ov, st.dec, st.cand, st.cfg
+    decision yet; with a route stage of its own that is all it does this cycle (-2). ``base``:
+    the switch's first port."""
+    gps, ivs, ovs, decs, cands, cfg = st.gp, st.iv, st.ov, st.dec, st.cand, st.cfg
     if ivs[iv, DECISION] < 0:
         ivs[iv, DECISION] = ivs[iv, PENDING]
         if cfg[ROUTE_STAGE]:
@@ -532,7 +542,8 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     if selection == RANDOM:  # the drawn one of the usable ports (router_settings.random_pick)
         ports = 0  # a bit per usable port
         for c in range(first, end):
-            if _usable(st, gp, cands[c, CAND_OV], vc_stage, depth, whole):
+            ov = gps[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+            if _usable(st, gp, ov, vc_stage, depth, whole):
                 ports |= 1 << cands[c, CAND_PORT]
         count, rest = 0, ports
         while rest:
@@ -549,7 +560,7 @@ def _select(st, n_ports: int, gp: int, iv: int) -> int:
     best = -1
     best_key = 0
     for c in range(first, end):
-        ov = cands[c, CAND_OV]
+        ov = gps[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
         if not _usable(st, gp, ov, vc_stage, depth, whole):
             continue
         credit = ovs[ov, CREDIT]
@@ -664,7 +675,7 @@ def _leaving(st, iv: int):
     slot, index = front >> 16, front & 0xFFFF
     if index != 0 or pks[slot, PK_HF] == 1:
         return 1, _is_tail(pks, front)
-    leaving = 1 + pks[slot, PK_HF] - st.dec[ivs[iv, DECISION], DEC_NEXT_HF]
+    leaving = 1 + pks[slot, PK_HF] - _next_hf(st, ivs[iv, DECISION], slot)
     tail = False
     for k in range(leaving):
         tail = tail or _is_tail(pks, _at(buf, ivs, iv, k, depth))
@@ -748,7 +759,7 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
     if heads == 1:
         return
     depth = st.cfg[DEPTH]
-    keep = st.dec[ivs[iv, DECISION], DEC_NEXT_HF]
+    keep = _next_hf(st, ivs[iv, DECISION], slot)
     for _ in range(heads - keep):
         dropped = _pop(st, iv, depth)
         index = dropped & 0xFFFF
@@ -782,7 +793,7 @@ def _requests(st, base: int, n_ports: int) -> bool:
                 # routed once its head flits are in, under store-and-forward its whole packet
                 need = pks[slot, PK_COUNT] if stores else pks[slot, PK_HF]
                 if ivs[iv, DECISION] >= 0 or ivs[iv, IV_CNT] >= need:
-                    target = _select(st, n_ports, gp, iv)
+                    target = _select(st, base, n_ports, gp, iv)
                     if target == -2:
                         routed = True
                         target = -1
@@ -867,7 +878,9 @@ def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
         if not cfg[VC_STAGE]:
             ivs[iv, ASSIGN] = ov
             ovs[ov, OWNER] = iv
-        pks[slot, PK_HEAD] = st.dec[ivs[iv, DECISION], DEC_NEXT_HEAD]
+        head = st.dec[ivs[iv, DECISION], DEC_NEXT_HEAD]
+        if head >= 0:
+            pks[slot, PK_HEAD] = head
         ivs[iv, DECISION] = -1
         if cfg[PATHS]:
             n = sc[N_PATH_LOG]
@@ -908,7 +921,7 @@ def _bypass(st) -> None:
             continue  # its FIFO held a flit at the start of the cycle
         s = ivs[iv, IV_SW]
         if flit & 0xFFFF == 0:  # a head: step 2's choice, as if it were at the front
-            ov = _select(st, sws[s, SW_NPORTS], gp, iv)
+            ov = _select(st, sws[s, SW_PORT0], sws[s, SW_NPORTS], gp, iv)
             if ov < 0 or ovs[ov, OV_GP] != straight:
                 ivs[iv, DECISION] = -1  # it waits at the front like any head: routed there
                 continue

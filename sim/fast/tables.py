@@ -2,14 +2,17 @@
 plan in a process (a sweep's points, a study's): the index layout of switches, ports, VCs and
 attachments, and the routing function's decisions and injection choices, memoised.
 
-The decisions are kept per routing state (:meth:`~zfabric.routing.base.RoutingFunction.state_key`):
-one ``route`` call per state, the first time a head needs one; the compiled cycle reads them by
-raw state (head, input VC) from a hash table. A source and destination's states are decided
-when its first packet is offered, with the states that packet can reach (the route graph below
-its injection, up to a bound), so the compiled cycles rarely miss; a miss returns to Python,
-which decides it and the states below it the same way. A run saves
-the tables in the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next
-run of that plan starts from them.
+The decisions are kept by content, not by state: a decision's candidates are (port, VC) pairs
+of the switch at hand and its next head is "unchanged" where ``route`` keeps the head, so every
+switch and destination DOR or DORT sends the same way shares one row, and a fabric has a
+handful of them whatever the traffic. The compiled cycle finds a raw state's (head, input VC)
+decision in a hash table: one ``route`` call per raw state, the first time a head needs one,
+and that entry (two integers) is all a new state costs. A source and destination's states are
+decided when its first packet is offered, with the states that packet can reach (the route
+graph below its injection, up to a bound), so the compiled cycles rarely miss; a miss returns
+to Python, which decides it and the states below it the same way. A run saves the tables in
+the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next run of that plan
+starts from them.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ _LAYOUT = {
 }
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64
+#: the hash table's values, decision numbers: a fabric has far fewer than 2**31 decisions, and
+#: the table is a raw state's only cost (a key of 8 bytes and this value, at most half full)
+_DECISION = np.int32
 
 
 def _hashable(value: Any) -> Any:
@@ -176,7 +182,7 @@ class FabricTables:
         self.dec = _table(256, k.DEC_FIELDS, 0)
         self.cand = _table(1024, k.CAND_FIELDS, 0)
         self.hash_keys = np.full(1024, -1, np.int64)
-        self.hash_vals = np.zeros(1024, np.int64)
+        self.hash_vals = np.zeros(1024, _DECISION)
         self.pair = _table(256, k.PAIR_FIELDS, 0)
         self.inj = _table(256, k.INJ_FIELDS, 0)
         self.version = 0
@@ -189,10 +195,11 @@ class FabricTables:
             {(a.switch, a.port): i for i, a in enumerate(e.attachments)} for e in plan.endpoints
         ]
         self.widest: list[int] = []  # per pair: the most head flits of its choices
-        self._decisions: dict[Hashable, int] = {}  # routing state -> decision
-        # per decision: the next head's id, and the input VCs its candidates lead to
+        #: a decision's content (its candidates, next head and head flits) -> its number
+        self._decisions: dict[tuple, int] = {}
+        #: per decision: its candidates (port, VC) and next head id (-1: the head stays)
+        self._candidates: list[tuple[tuple[int, int], ...]] = []
         self._next_head: list[int] = []
-        self._downstream: list[tuple[int, ...] | None] = []
         self._ov_dst = self.ov[:, k.OV_DST].tolist()
         self._saved = 0  # the raw states the set-up cache holds
         self._port_ov0 = [
@@ -298,7 +305,9 @@ class FabricTables:
             keys.append(key)
             values.append(number)
             next_head = self._next_head[number]
-            stack.extend((downstream, next_head) for downstream in self._leads_to(number))
+            if next_head < 0:
+                next_head = head_id
+            stack.extend((downstream, next_head) for downstream in self._leads_to(iv, number))
 
         if required:
             for iv, head_id in misses:
@@ -311,14 +320,15 @@ class FabricTables:
         if keys:
             self._insert(keys, values)
 
-    def _leads_to(self, number: int) -> tuple[int, ...]:
-        """The input VCs the candidates of decision ``number`` lead to (kept once asked)."""
-        downstream = self._downstream[number]
-        if downstream is None:
-            start, n = self.dec[number, k.DEC_START], self.dec[number, k.DEC_N]
-            targets = self.ov[self.cand[start : start + n, k.CAND_OV], k.OV_DST]
-            downstream = self._downstream[number] = tuple(targets[targets >= 0].tolist())
-        return downstream
+    def _leads_to(self, iv: int, number: int) -> list[int]:
+        """The input VCs the candidates of decision ``number`` lead to from input VC ``iv``."""
+        dst = self._ov_dst
+        return [target for target in (dst[ov] for ov in self.requested(iv, number)) if target >= 0]
+
+    def requested(self, iv: int, number: int) -> list[int]:
+        """The output VCs decision ``number`` offers a head at input VC ``iv``."""
+        ov0 = self._port_ov0[self.iv_spv[iv][0]]
+        return [ov0[port] + vc for port, vc in self._candidates[number]]
 
     def decision(self, iv: int, head: Any) -> int:
         """The decision of a head at input VC ``iv`` (made now if it is new)."""
@@ -326,33 +336,30 @@ class FabricTables:
 
     def _decide(self, iv: int, head_id: int) -> int:
         s, p, v = self.iv_spv[iv]
-        head = self.head_list[head_id]
-        state = self.routing.state_key(s, p, v, head)
-        number = self._decisions.get(state)
+        decision = self.routing.route(s, p, v, self.head_list[head_id])
+        candidates = tuple((hop.port, w) for hop in decision.hops for w in hop.vcs)
+        next_head = self.head_id(decision.head)
+        if next_head == head_id:
+            content = (candidates, -1, -1)
+        else:
+            content = (candidates, next_head, self.head_flits(decision.head))
+        number = self._decisions.get(content)
         if number is None:
-            number = self._add_decision(s, self.routing.route(s, p, v, head))
-            self._decisions[state] = number
+            number = self._decisions[content] = self._add_decision(content)
         return number
 
-    def _add_decision(self, s: int, decision) -> int:
+    def _add_decision(self, content: tuple) -> int:
+        """A new decision row: (candidates, next head id, its head flits)."""
+        candidates, next_head, next_hf = content
         number, first = self._counts["dec"], self._counts["cand"]
-        candidates = [(hop.port, w) for hop in decision.hops for w in hop.vcs]
         self._grow("dec", number + 1)
         self._grow("cand", first + len(candidates))
-        ov0 = self._port_ov0[s]
-        downstream: list[int] = []
-        for i, (port, w) in enumerate(candidates):
-            ov = ov0[port] + w
-            row = self.cand[first + i]
-            row[k.CAND_OV], row[k.CAND_PORT], row[k.CAND_VC] = ov, port, w
-            if self._ov_dst[ov] >= 0:
-                downstream.append(self._ov_dst[ov])
-        next_head = self.head_id(decision.head)
+        self.cand[first : first + len(candidates)] = np.reshape(candidates, (-1, k.CAND_FIELDS))
         row = self.dec[number]
         row[k.DEC_START], row[k.DEC_N] = first, len(candidates)
-        row[k.DEC_NEXT_HEAD], row[k.DEC_NEXT_HF] = next_head, self.head_flits(decision.head)
+        row[k.DEC_NEXT_HEAD], row[k.DEC_NEXT_HF] = next_head, next_hf
+        self._candidates.append(candidates)
         self._next_head.append(next_head)
-        self._downstream.append(tuple(downstream))
         self._counts["dec"], self._counts["cand"] = number + 1, first + len(candidates)
         return number
 
@@ -365,12 +372,12 @@ class FabricTables:
             while 2 * count > size:
                 size *= 2
             new_keys = np.full(size, -1, np.int64)
-            new_values = np.zeros(size, np.int64)
+            new_values = np.zeros(size, _DECISION)
             k.hash_rehash(self.hash_keys, self.hash_vals, new_keys, new_values)
             self.hash_keys, self.hash_vals = new_keys, new_values
             self.version += 1
         k.hash_insert_many(
-            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, np.int64)
+            self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, _DECISION)
         )
         self._counts["hash"] = count
 
@@ -421,8 +428,14 @@ class FabricTables:
         self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
         known = int(np.count_nonzero(self.hash_keys >= 0))
         decisions = len(arrays["dec"])
-        self._next_head = arrays["dec"][:, k.DEC_NEXT_HEAD].tolist()
-        self._downstream = [None] * decisions
+        self._candidates, self._next_head, self._decisions = [], [], {}
+        cand = arrays["cand"].tolist()
+        for number, row in enumerate(arrays["dec"].tolist()):
+            start, next_head = row[k.DEC_START], row[k.DEC_NEXT_HEAD]
+            candidates = tuple(tuple(pv) for pv in cand[start : start + row[k.DEC_N]])
+            self._decisions[(candidates, next_head, row[k.DEC_NEXT_HF])] = number
+            self._candidates.append(candidates)
+            self._next_head.append(next_head)
         self._pairs = {(src, dst): n for n, (src, dst) in enumerate(arrays["pair_keys"].tolist())}
         self.widest = arrays["widest"].tolist()
         self._counts = {

@@ -335,6 +335,38 @@ def test_a_second_run_reads_the_routing_tables_and_routes_nothing(tmp_path, monk
     assert run() == first
 
 
+def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
+    """A decision names no switch and DOR keeps its head, so on a torus 8x8 (two dateline
+    classes of one VC, balanced) every decision is one hop: a ring port (2 dimensions x 2
+    directions) with class 0, class 1 or both (entering a ring where either may be taken), or
+    port 0, the local one, with its ejection VCs. At most 4 x 3 + 1 = 13 decisions, however
+    many source-destination pairs come, also to tables read back from the set-up cache; the
+    raw states keep growing with the pairs."""
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))  # empty tables
+    spec = {"name": "t", "topology": {"kind": "torus", "k": [8, 8]}}
+
+    def offer_all(sources):
+        """A new plan object (its tables read from the cache), every pair from ``sources``."""
+        model = FastModel(compile_plan(load_spec(spec)), paths=False)
+        read = model._tables._counts["hash"]
+        for src in sources:
+            for dst in range(64):
+                if dst != src:
+                    model.offer(src, dst)
+        while model.delivered_count < len(sources) * 63 and model.cycle < 20_000:
+            model.run(500)
+        assert model.delivered_count == len(sources) * 63
+        model.finish()  # saves the tables
+        return read, model._tables._counts["dec"], model._tables._counts["hash"]
+
+    _, decisions, states = offer_all(range(0, 64, 2))
+    assert decisions <= 13
+    read, more_decisions, more_states = offer_all(range(1, 64, 2))
+    assert read == states
+    assert more_decisions == decisions
+    assert more_states > states
+
+
 @pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
 def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp_path):
     # nothing decided ahead: each state's first head stops the kernel and is decided mid-run;

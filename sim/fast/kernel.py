@@ -78,8 +78,9 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
     N_DELIVERED_LOG,
     N_PATH_LOG,
     N_TAKING,
+    N_FREE,
     SC_SIZE,
-) = range(14)
+) = range(15)
 
 # ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never)
 SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
@@ -147,7 +148,8 @@ EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELD
 GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_LISTED, GA_FIELDS = range(9)
 # ``rbs``: per receive buffer (its ring in ``rb``)
 RB_HEAD, RB_CNT, RB_FIELDS = range(3)
-# ``pk``: per packet slot
+# ``pk``: per packet slot; its first RECORD columns are a measurement record's fields, in order
+# (zfabric.sim.measure.RECORD_FIELDS: id, src, dst, length, created, injected, delivered, hops)
 (
     PK_ID,
     PK_SRC,
@@ -168,6 +170,7 @@ RB_HEAD, RB_CNT, RB_FIELDS = range(3)
     PK_HTAIL,
     PK_FIELDS,
 ) = range(18)
+RECORD = PK_HOPS + 1
 # ``scratch``: per port of the switch at hand (the allocator's matching)
 MATCHED_IN, MATCHED_OUT, PICK_V, BEST, BEST_D, SCRATCH_FIELDS = range(6)
 # ``grants``: per grant of the switch at hand, switch (G_) and VC (A_) allocation
@@ -192,7 +195,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n",
+    " fronts fronts_n free",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -230,23 +233,26 @@ def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_va
 
 
 @compiled
-def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndarray) -> None:
-    """Queue offered packets at their sources, in order; ``offers`` rows are (slot, id, src,
-    dst, length, created, pair, watched)."""
+def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarray, offers, slots):
+    """Queue offered packets at their sources, in order, each in a slot taken from the free
+    stack (``free[:sc[N_FREE]]``, which must hold enough) and written to ``slots``; ``offers``
+    rows are (id, created, src, dst, length, pair, watched)."""
     for k in range(offers.shape[0]):
-        slot, src = offers[k, 0], offers[k, 2]
+        sc[N_FREE] -= 1
+        slot, src = free[sc[N_FREE]], offers[k, 2]
+        slots[k] = slot
         pk[slot, :] = 0
-        pk[slot, PK_ID] = offers[k, 1]
+        pk[slot, PK_ID] = offers[k, 0]
         pk[slot, PK_SRC] = src
         pk[slot, PK_DST] = offers[k, 3]
         pk[slot, PK_LEN] = offers[k, 4]
-        pk[slot, PK_CREATED] = offers[k, 5]
+        pk[slot, PK_CREATED] = offers[k, 1]
         pk[slot, PK_INJECTED] = -1
         pk[slot, PK_DELIVERED] = -1
-        pk[slot, PK_PAIR] = offers[k, 6]
-        pk[slot, PK_WATCHED] = offers[k, 7]
+        pk[slot, PK_PAIR] = offers[k, 5]
+        pk[slot, PK_WATCHED] = offers[k, 6]
         pk[slot, PK_QNEXT] = -1
-        sc[WATCHED] += offers[k, 7]
+        sc[WATCHED] += offers[k, 6]
         if ep[src, EP_QTAIL] < 0:
             ep[src, EP_QHEAD] = slot
         else:
@@ -983,6 +989,9 @@ def _deliver(st, endpoint: int, flit: int) -> None:
         sc[DELIVERED] += 1
         st.dl[sc[N_DELIVERED_LOG]] = slot
         sc[N_DELIVERED_LOG] += 1
+        # the slot is free for the next offers, which come after Python read the log
+        st.free[sc[N_FREE]] = slot
+        sc[N_FREE] += 1
         sc[WATCHED] -= pks[slot, PK_WATCHED]
 
 

@@ -82,65 +82,73 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
     SC_SIZE,
 ) = range(15)
 
-# ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never)
-SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
+# ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never);
+# RELEASES: how many times a tail crossing it has freed one of its output VCs
+SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_RELEASES, SW_FIELDS = range(6)
 # ``gp``: per port (input and output of one index), with its pointers and staged picks;
 # STRAIGHT: under the straight bypass the output port (``gp``) its input feeds straight, -1 for
-# none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never)
+# none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never).
+#
+# The rows of ``gp``, ``iv`` and ``ov`` are 128 bytes, two cache lines (the engine aligns the
+# tables on 64 bytes), the fields a switch's step reads for every port first: on the E6 Znode
+# the step's time went to the cache lines the port-by-port scans touch, not to their arithmetic
 (
     GP_IV0,
     GP_NIV,
-    GP_OV0,
-    GP_NOV,
     RR_IN,
     RR_OUT,
+    RR_SEL,
+    GP_RING,
+    GP_OV0,
+    GP_NOV,
     VA_IN,
     VA_OUT,
-    RR_SEL,
     STAGED_V,
     STAGED_OV,
     VSTAGED_V,
     VSTAGED_OV,
-    GP_RING,
     GP_STRAIGHT,
     GP_ASKED,
-    GP_FIELDS,
-) = range(17)
+) = range(16)
+GP_FIELDS = 16
 # ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests, the
 # last cycle a flit left its FIFO (the straight bypass asks whether it was empty at the start),
-# the last cycle it was put on the list of fronts to look up (``fronts``; 0: never)
+# the last cycle it was put on the list of fronts to look up (``fronts``; 0: never); HELD: its
+# switch's RELEASES when step 2 found its front head's candidates all held by other packets
+# (-1: not found so since that head came to the front)
 (
+    REQ,
+    VREQ,
+    IV_CNT,
+    ASSIGN,
+    IV_HELD,
+    IV_HEAD,
+    DECISION,
+    PENDING,
     IV_SW,
     IV_GP,
     IV_CREDIT_TO,
-    IV_HEAD,
-    IV_CNT,
-    ASSIGN,
-    DECISION,
-    PENDING,
-    REQ,
-    VREQ,
     IV_POPPED,
     IV_LISTED,
-    IV_FIELDS,
 ) = range(13)
+IV_FIELDS = 16
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
 # ring its input receives (0: none), so a head whose input's ring is not its output's enters it
 (
-    OV_GP,
-    OV_PORT,
-    OV_VC,
-    OV_DST,
-    OV_LEVEL,
-    OV_ATOMIC,
-    OV_SW,
     OWNER,
     CREDIT,
+    OV_PORT,
+    OV_ATOMIC,
     OV_RING,
-    OV_FIELDS,
-) = range(11)
+    OV_LEVEL,
+    OV_DST,
+    OV_SW,
+    OV_GP,
+    OV_VC,
+) = range(10)
+OV_FIELDS = 16
 # ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
 EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
@@ -294,6 +302,7 @@ def _pop(st, iv: int, depth: int):
     ivs, sc = st.iv, st.sc
     flit = st.buf[iv * depth + ivs[iv, IV_HEAD]]
     ivs[iv, IV_POPPED] = sc[CYCLE]
+    ivs[iv, IV_HELD] = -1
     ivs[iv, IV_HEAD] = (ivs[iv, IV_HEAD] + 1) % depth
     ivs[iv, IV_CNT] -= 1
     st.sw[ivs[iv, IV_SW], SW_CNT] -= 1
@@ -768,13 +777,18 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
 
 
 @compiled(inline="always")
-def _requests(st, base: int, n_ports: int) -> bool:
+def _requests(st, s: int, base: int, n_ports: int):
     """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
-    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, and
+    how many input VCs request in REQ. A head whose candidates were all held by other packets when
+    it last asked, none released at this switch since, asks nothing again: an output VC is
+    held until its packet's tail crosses the switch, and each such release is counted."""
     gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
+    releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
     routed = False
+    requests = 0
     for gp in range(base, base + n_ports):
         iv0 = gps[gp, GP_IV0]
         for iv in range(iv0, iv0 + gps[gp, GP_NIV]):
@@ -784,6 +798,8 @@ def _requests(st, base: int, n_ports: int) -> bool:
                 continue
             target = ivs[iv, ASSIGN]
             if target < 0:
+                if ivs[iv, IV_HELD] == releases:
+                    continue
                 slot = _at(buf, ivs, iv, 0, depth) >> 16
                 # routed once its head flits are in, under store-and-forward its whole packet
                 need = pks[slot, PK_COUNT] if stores else pks[slot, PK_HF]
@@ -792,6 +808,8 @@ def _requests(st, base: int, n_ports: int) -> bool:
                     if target == -2:
                         routed = True
                         target = -1
+                    elif target == -1 and _all_held(st, ivs[iv, DECISION]):
+                        ivs[iv, IV_HELD] = releases
                 if vc_stage:
                     ivs[iv, VREQ] = target
                     continue
@@ -799,8 +817,21 @@ def _requests(st, base: int, n_ports: int) -> bool:
                 target = -1
             ivs[iv, REQ] = target
             if target >= 0:
-                gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
-    return routed
+                requests += 1
+                if bypass:
+                    gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
+    return routed, requests
+
+
+@compiled(inline="always")
+def _all_held(st, d: int) -> bool:
+    """Every candidate output VC of decision ``d`` is held by a packet (not the asking head's:
+    a head at the front holds none)."""
+    cands, ovs = st.cand, st.ov
+    for c in range(st.dec[d, DEC_START], st.dec[d, DEC_START] + st.dec[d, DEC_N]):
+        if ovs[cands[c, CAND_OV], OWNER] < 0:
+            return False
+    return True
 
 
 @compiled(inline="always")
@@ -884,6 +915,7 @@ def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
     if _is_tail(pks, flit):
         ivs[iv, ASSIGN] = -1
         ovs[ov, OWNER] = -1
+        st.sw[s, SW_RELEASES] += 1
     target = ovs[ov, OV_DST]
     if target >= 0:
         _send_flit(st.wf, st.wf_n, sent, LINK, target, flit)
@@ -937,11 +969,13 @@ def _switch_cycle(st, s: int) -> bool:
     array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
-    routed = _requests(st, base, n_ports)
+    routed, requests = _requests(st, s, base, n_ports)
     staged = False
     if cfg[SPLIT]:
         staged = _stage_picks(st, base, n_ports)
-    granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
+    granted = 0
+    if requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing, moves nothing
+        granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
     if cfg[VC_SPLIT]:
         staged = _vc_stage_picks(st, base, n_ports) or staged
     acquired = _acquire(st, base, n_ports) if cfg[VC_STAGE] else 0

@@ -137,6 +137,9 @@ EJECTION_WAKE = "_wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)"
 #: leaves, and each of these left off
 LANDED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, target, woken)"
 POPPED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)"
+#: a head found waiting on output VCs all held asks again after a release at its switch, the
+#: release left uncounted
+RELEASE_COUNTED = "st.sw[s, SW_RELEASES] += 1"
 
 PLANTS = {
     "as-is": None,
@@ -147,6 +150,7 @@ PLANTS = {
     "switch-not-woken-by-an-ejection-credit": ("_take", EJECTION_WAKE, "pass"),
     "front-not-looked-up-after-a-landing": ("_end_of_cycle", LANDED_FRONT, "pass"),
     "front-not-looked-up-after-its-front-left": ("_pop", POPPED_FRONT, "pass"),
+    "release-not-counted": ("_cross", RELEASE_COUNTED, "pass"),
 }
 
 
@@ -154,9 +158,10 @@ PLANTS = {
 def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     """The kernel run as plain Python (the compiled one untouched), once as it is and once with
     a bug planted: the output arbiter's pointer moving one port too far, a switch left off
-    the work list of the cycle after it gets a credit or a flit or changed something, or an
-    input VC left off the fronts to look up after a flit lands in it or its front leaves: only
-    the planted copies are caught.
+    the work list of the cycle after it gets a credit or a flit or changed something, an
+    input VC left off the fronts to look up after a flit lands in it or its front leaves, or a
+    head waiting on held output VCs left waiting after a release: only the planted copies are
+    caught.
     The endpoints hold flits back half the time, so local outputs run out of credits too."""
     monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}

@@ -22,7 +22,10 @@ import functools
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from zfabric.router_settings import LFSR_TAPS
 
@@ -267,6 +270,35 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarra
         else:
             pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
         ep[src, EP_QTAIL] = slot
+
+
+def prefetch(table: np.ndarray, row: int) -> None:
+    """Ask the memory for the first cache line of ``table``'s ``row``, to be read soon: a hint
+    (LLVM's prefetch) compiled, nothing run as Python."""
+
+
+@intrinsic
+def _llvm_prefetch(typingctx, table, row):
+    def codegen(context, builder, signature, args):
+        kind = signature.args[0]
+        array = context.make_array(kind)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        at = cgutils.get_item_pointer(context, builder, kind, array, [args[1], zero])
+        word = ir.IntType(32)
+        hint = ir.FunctionType(ir.VoidType(), [at.type, word, word, word])
+        function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0")
+        builder.call(function, [at, word(0), word(3), word(1)])  # a read, kept close, data
+        return context.get_dummy_value()
+
+    return types.void(table, row), codegen
+
+
+@overload(prefetch, inline="always")
+def _prefetch_compiled(table, row):
+    def hint(table, row):
+        _llvm_prefetch(table, row)
+
+    return hint
 
 
 # ---- flits and FIFOs -------------------------------------------------------------------------
@@ -1162,6 +1194,27 @@ def _end_of_cycle(st) -> bool:
 # ---- whole cycles ----------------------------------------------------------------------------
 
 
+@compiled(inline="always")
+def _prefetch_ports(st, s: int) -> None:
+    """Ask for switch ``s``'s port rows: listed switches lie far apart in the tables, where the
+    processor's own prefetching does not reach, and a step first waited on each row."""
+    base = st.sw[s, SW_PORT0]
+    for gp in range(base, base + st.sw[s, SW_NPORTS]):
+        prefetch(st.gp, gp)
+
+
+@compiled(inline="always")
+def _prefetch_vcs(st, s: int) -> None:
+    """Ask for switch ``s``'s input and output VC rows (its port rows asked for a step before:
+    they say where its VCs are)."""
+    first, last = st.sw[s, SW_PORT0], st.sw[s, SW_PORT0] + st.sw[s, SW_NPORTS] - 1
+    gps = st.gp
+    for iv in range(gps[first, GP_IV0], gps[last, GP_IV0] + gps[last, GP_NIV]):
+        prefetch(st.iv, iv)
+    for ov in range(gps[first, GP_OV0], gps[last, GP_OV0] + gps[last, GP_NOV]):
+        prefetch(st.ov, ov)
+
+
 @compiled
 def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
@@ -1170,8 +1223,14 @@ def _step(st) -> None:
     stepping_n[1 - now] = 0
     st.fronts_n[1 - now] = 0
     moved = _inject(st)
-    for i in range(stepping_n[now] if lists else sws.shape[0]):
+    listed = stepping_n[now]
+    for i in range(listed if lists else sws.shape[0]):
         s = stepping[now, i] if lists else i
+        if lists:  # the rows of the switches two and one ahead, asked for while this one steps
+            if i + 2 < listed:
+                _prefetch_ports(st, stepping[now, i + 2])
+            if i + 1 < listed:
+                _prefetch_vcs(st, stepping[now, i + 1])
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
             if lists:

@@ -284,9 +284,11 @@ def _llvm_prefetch(typingctx, table, row):
         array = context.make_array(kind)(context, builder, args[0])
         zero = context.get_constant(types.intp, 0)
         at = cgutils.get_item_pointer(context, builder, kind, array, [args[1], zero])
+        at = builder.bitcast(at, ir.IntType(8).as_pointer())
         word = ir.IntType(32)
         hint = ir.FunctionType(ir.VoidType(), [at.type, word, word, word])
-        function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0")
+        # named as this llvmlite names the pointer type (LLVM renames an older spelling)
+        function = builder.module.declare_intrinsic("llvm.prefetch", [at.type], hint)
         builder.call(function, [at, word(0), word(3), word(1)])  # a read, kept close, data
         return context.get_dummy_value()
 

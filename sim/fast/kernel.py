@@ -845,7 +845,7 @@ def _requests(st, s: int, base: int, n_ports: int):
                     if target == -2:
                         routed = True
                         target = -1
-                    elif target == -1 and _all_held(st, ivs[iv, DECISION]):
+                    elif target == -1 and _all_held(st, base, ivs[iv, DECISION]):
                         ivs[iv, IV_HELD] = releases
                 if vc_stage:
                     ivs[iv, VREQ] = target
@@ -861,12 +861,13 @@ def _requests(st, s: int, base: int, n_ports: int):
 
 
 @compiled(inline="always")
-def _all_held(st, d: int) -> bool:
-    """Every candidate output VC of decision ``d`` is held by a packet (not the asking head's:
-    a head at the front holds none)."""
+def _all_held(st, base: int, d: int) -> bool:
+    """Every candidate output VC of decision ``d`` at the switch whose ports start at ``base``
+    is held by a packet (not the asking head's: a head at the front holds none)."""
     cands, ovs = st.cand, st.ov
     for c in range(st.dec[d, DEC_START], st.dec[d, DEC_START] + st.dec[d, DEC_N]):
-        if ovs[cands[c, CAND_OV], OWNER] < 0:
+        ov = st.gp[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+        if ovs[ov, OWNER] < 0:
             return False
     return True
 

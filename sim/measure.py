@@ -3,9 +3,11 @@
 Packets created during the measurement window are the measured ones. Traffic keeps flowing
 while they drain, so they see the same load to the end.
 
-Memory stays bounded however long the run: the model hands each delivered packet to a
-:class:`_Meter` and forgets it; the meter keeps running statistics only (:class:`LatencyStats`)
-and passes per-packet records to the caller's ``records`` sink, if any, as packets complete.
+Memory stays bounded however long the run: the model hands the delivered packets to a
+:class:`_Meter` as rows of :data:`RECORD_FIELDS` (the fast engine straight from its packet
+table, no object per packet) and forgets them; the meter keeps running statistics only
+(:class:`LatencyStats`) and passes per-packet records to the caller's ``records`` sink, if any,
+as packets complete.
 
 **Saturation verdict.** A point is *saturated* (not stable) when any of these holds, and
 ``saturation_reason`` says which (all that hold, joined by "; "):
@@ -36,11 +38,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
+import numpy as np
+
 from zfabric.plan import FabricPlan
 
 from . import ENGINES
 from .analytic import PatternLimits, cached_pattern_limits
 from .fast import FastModel, fast_refusal
+from .fast.engine import RECORD_FIELDS
 from .model import DeadlockWatch, FabricModel, ModelDeadlock, Packet
 from .traffic import TraceEntry, Traffic
 
@@ -93,15 +98,20 @@ class LatencyStats:
         self._sums = [0] * batches
         self._counts = [0] * batches
 
-    def add(self, latency: int, created: int) -> None:
+    def add(self, latencies: np.ndarray, created: np.ndarray) -> None:
+        """Packets' latencies, with the cycles they were created (two integer arrays)."""
         start, end = self.window
-        batch = (created - start) * len(self._sums) // max(1, end - start)
-        batch = min(len(self._sums) - 1, max(0, batch))
-        self.histogram[latency] += 1
-        self.count += 1
-        self.total += latency
-        self._sums[batch] += latency
-        self._counts[batch] += 1
+        batches = len(self._sums)
+        batch = np.clip((created - start) * batches // max(1, end - start), 0, batches - 1)
+        values, counts = np.unique(latencies, return_counts=True)
+        self.histogram.update(dict(zip(values.tolist(), counts.tolist(), strict=True)))
+        self.count += len(latencies)
+        self.total += int(latencies.sum())
+        sums, numbers = np.zeros(batches, np.int64), np.zeros(batches, np.int64)
+        np.add.at(sums, batch, latencies)
+        np.add.at(numbers, batch, 1)
+        self._sums = [a + b for a, b in zip(self._sums, sums.tolist(), strict=True)]
+        self._counts = [a + b for a, b in zip(self._counts, numbers.tolist(), strict=True)]
 
     def percentile(self, fraction: float) -> float | None:
         """The smallest value with at least ``fraction`` of the samples at or below it."""
@@ -158,44 +168,64 @@ class SimulationResult:
 
 
 class _Meter:
-    """The model's delivery callback: counts the window's throughput, measures its packets."""
+    """Counts the window's throughput and measures its packets, from rows of the packets offered
+    (their creation cycles and lengths) and delivered (:data:`RECORD_FIELDS`)."""
 
     def __init__(self, window: tuple[int, int], records: Callable[[Record], None] | None):
         self.window = window
         self.packet = LatencyStats(window)
         self.network = LatencyStats(window)
         self.records = records
-        self.pending: dict[int, Packet] = {}  # measured packets not delivered yet
+        self.pending = 0  # measured packets not delivered yet
         self.offered_flits = 0
         self.offered_packets = 0
         self.accepted_flits = 0
         self.hops = 0
 
-    def offered(self, packet: Packet) -> None:
-        if self.window[0] <= packet.created < self.window[1]:
-            self.pending[packet.id] = packet
-            self.offered_flits += packet.length
-            self.offered_packets += 1
+    def _in_window(self, cycles: np.ndarray) -> np.ndarray:
+        """Which of ``cycles`` fall in the window (of creation cycles: the measured packets)."""
+        return (self.window[0] <= cycles) & (cycles < self.window[1])
 
-    def __call__(self, packet: Packet) -> None:
-        if self.window[0] <= packet.delivered < self.window[1]:
-            self.accepted_flits += packet.length
-        if self.pending.pop(packet.id, None) is None:
+    def offered(self, created: np.ndarray, lengths: np.ndarray) -> None:
+        measured = self._in_window(created)
+        count = int(np.count_nonzero(measured))
+        self.pending += count
+        self.offered_packets += count
+        self.offered_flits += int(lengths[measured].sum())
+
+    def delivered(self, rows: np.ndarray) -> None:
+        """Delivered packets, rows of :data:`RECORD_FIELDS` in the order of delivery."""
+        delivered, length = rows[:, 6], rows[:, 3]
+        self.accepted_flits += int(length[self._in_window(delivered)].sum())
+        rows = rows[self._in_window(rows[:, 4])]
+        if not len(rows):
             return
-        self.packet.add(packet.delivered - packet.created, packet.created)
-        self.network.add(packet.delivered - packet.injected, packet.created)
-        self.hops += packet.hops
+        self.pending -= len(rows)
+        created, injected, delivered = rows[:, 4], rows[:, 5], rows[:, 6]
+        self.packet.add(delivered - created, created)
+        self.network.add(delivered - injected, created)
+        self.hops += int(rows[:, 7].sum())
         if self.records:
-            self.records(_record(packet))
+            for row in rows.tolist():
+                self.records(dict(zip(RECORD_FIELDS, row, strict=True)))
 
     def result(
-        self, model: FabricModel | FastModel, reasons: list[str], engine: str
+        self,
+        model: FabricModel | FastModel,
+        reasons: list[str],
+        engine: str,
+        undelivered: np.ndarray,
     ) -> SimulationResult:
         """The summary with the verdict ``reasons`` (none: stable) of a run on ``engine``;
-        records of measured packets never delivered go to the sink last."""
+        records of measured packets never delivered (``undelivered``: the rows of the packets
+        still in the model, by id) go to the sink last."""
         if self.records:
-            for packet in sorted(self.pending.values(), key=lambda p: p.id):
-                self.records(_record(packet))
+            for row in undelivered[self._in_window(undelivered[:, 4])].tolist():
+                record = dict(zip(RECORD_FIELDS, row, strict=True))
+                record["delivered"] = None
+                if record["injected"] < 0:
+                    record["injected"] = None
+                self.records(record)
         start, end = self.window
         span = max(1, end - start) * len(model.plan.endpoints)
         return SimulationResult(
@@ -213,8 +243,43 @@ class _Meter:
         )
 
 
-#: the keys of a per-packet record, in order (the CSV header)
-RECORD_FIELDS = ("id", "src", "dst", "length", "created", "injected", "delivered", "hops")
+class _ReferenceRows:
+    """The reference engine's packets as the meter's rows: its ``on_deliver``, gathering the
+    delivered ones until :meth:`take`, and the ones offered and not delivered yet."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, Packet] = {}
+        self.arrived: list[Packet] = []
+
+    def __call__(self, packet: Packet) -> None:
+        self.arrived.append(packet)
+
+    def offered(self, packets: list[Packet]) -> None:
+        for packet in packets:
+            self.live[packet.id] = packet
+
+    def take(self) -> np.ndarray:
+        """The rows of the packets delivered since the last call."""
+        for packet in self.arrived:
+            del self.live[packet.id]
+        rows, self.arrived = _rows(self.arrived), []
+        return rows
+
+    def undelivered_rows(self) -> np.ndarray:
+        return _rows(sorted(self.live.values(), key=lambda p: p.id))
+
+
+def _rows(packets: list[Packet]) -> np.ndarray:
+    """Packets as rows of :data:`RECORD_FIELDS` (-1 for a cycle not reached)."""
+    rows = [
+        (p.id, p.src, p.dst, p.length, p.created, _cycle(p.injected), _cycle(p.delivered), p.hops)
+        for p in packets
+    ]
+    return np.array(rows, np.int64).reshape(-1, len(RECORD_FIELDS))
+
+
+def _cycle(cycle: int | None) -> int:
+    return -1 if cycle is None else cycle
 
 
 class RecordWriter:
@@ -247,19 +312,6 @@ class RecordWriter:
     def close(self) -> None:
         if self.fmt == "json":
             self.stream.write("\n]\n")
-
-
-def _record(packet: Packet) -> Record:
-    return {
-        "id": packet.id,
-        "src": packet.src,
-        "dst": packet.dst,
-        "length": packet.length,
-        "created": packet.created,
-        "injected": packet.injected,
-        "delivered": packet.delivered,
-        "hops": packet.hops,
-    }
 
 
 def _beyond_noise(meter: _Meter) -> bool:
@@ -311,15 +363,23 @@ def make_model(
     engine: str = ENGINES[0],
     *,
     watched: tuple[int, int] | None = None,
+    on_deliver_rows: Callable[[np.ndarray], None] | None = None,
     **options: Any,
 ) -> tuple[FabricModel | FastModel, str]:
     """The model of ``engine`` for ``plan`` (``options`` as :class:`FabricModel` takes them;
-    ``watched`` as :class:`FastModel` does), and the engine that runs: the reference when the
-    fast engine refuses this configuration (:func:`zfabric.sim.fast.fast_refusal`)."""
+    ``watched`` and ``on_deliver_rows`` as :class:`FastModel` does: given, the fast engine's
+    deliveries go there as rows, ``on_deliver`` only the reference's), and the engine that
+    runs: the reference when the fast engine refuses this configuration
+    (:func:`zfabric.sim.fast.fast_refusal`)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     if engine == "fast" and fast_refusal(plan, options.get("eject_ready")) is None:
-        return FastModel(plan, paths=False, watched=watched, **options), "fast"
+        if on_deliver_rows is not None:
+            options.pop("on_deliver", None)
+        model = FastModel(
+            plan, paths=False, watched=watched, on_deliver_rows=on_deliver_rows, **options
+        )
+        return model, "fast"
     return FabricModel(plan, **options), "reference"
 
 
@@ -339,21 +399,28 @@ def _old_objects_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _drive(
-    model: FabricModel | FastModel,
-    packets_between: Callable[[int, int], Iterable[tuple[int, int, int, int]]],
+def _measure(
+    plan: FabricPlan,
+    engine: str,
+    window: tuple[int, int],
+    packets_between: Callable[[int, int], np.ndarray],
     meter: _Meter,
     *,
     settle_after: int,
     end: int,
     progress: Callable[[int, int], None] | None = None,
-    total: int = 0,
-) -> ModelDeadlock | None:
-    """Offer the (cycle, src, dst, length) of ``packets_between(start, end)`` (cycles
-    ``start`` to ``end - 1``) and run until a deadlock (returned), or a cycle from
-    ``settle_after`` on with every measured packet delivered, or cycle ``end``. The reference
-    steps one cycle at a time; the fast engine runs to the next cycle the
-    :class:`DeadlockWatch` looks at, stopping early where the reference would stop."""
+) -> tuple[FabricModel | FastModel, str, ModelDeadlock | None, np.ndarray]:
+    """A measured run on ``engine``'s model of ``plan`` (the packets created in ``window``
+    measured): offer the rows (cycle, src, dst, length) of ``packets_between(start, end)``
+    (cycles ``start`` to ``end - 1``) and run until a deadlock, or a cycle from ``settle_after``
+    on with every measured packet delivered, or cycle ``end``. The reference steps one cycle at
+    a time; the fast engine runs to the next cycle the :class:`DeadlockWatch` looks at,
+    stopping early where the reference would stop. Returns the model, the engine that ran, the
+    deadlock (None) and the rows of the packets left undelivered."""
+    reference = _ReferenceRows()
+    model, ran = make_model(
+        plan, engine, watched=window, on_deliver=reference, on_deliver_rows=meter.delivered
+    )
     watch = DeadlockWatch(model)
     fast = isinstance(model, FastModel)
     drawn = 0  # packets are drawn for cycles before this one
@@ -364,25 +431,28 @@ def _drive(
             rows = packets_between(max(cycle, drawn), until)
             drawn = max(drawn, until)
             if fast:
-                offered = model.offer_many(rows)
-            else:
-                offered = [
-                    model.offer(src, dst, length, created=at) for at, src, dst, length in rows
-                ]
-            for packet in offered:
-                meter.offered(packet)
-            if fast:
+                model.offer_rows(rows)
+                meter.offered(rows[:, 0], rows[:, 3])
                 model.run_until(until, settle_after)
             else:
+                if len(rows):
+                    packets = [model.offer(s, d, n, created=at) for at, s, d, n in rows.tolist()]
+                    reference.offered(packets)
+                    meter.offered(rows[:, 0], np.array([p.length for p in packets]))
                 model.step()
+                # the meter takes them in batches, then cycle by cycle once it may settle
+                if len(reference.arrived) >= 256 or model.cycle >= settle_after:
+                    meter.delivered(reference.take())
             deadlock = watch()
             cycle = model.cycle
-            if progress and cycle <= total and (fast or cycle % 500 == 0):
-                progress(cycle, total)
+            if progress and cycle <= settle_after and (fast or cycle % 500 == 0):
+                progress(cycle, settle_after)
             if deadlock or (cycle >= settle_after and (not meter.pending or cycle >= end)):
                 if fast:
                     model.finish()
-                return deadlock
+                    return model, ran, deadlock, model.undelivered_rows()
+                meter.delivered(reference.take())
+                return model, ran, deadlock, reference.undelivered_rows()
 
 
 def simulate(
@@ -412,23 +482,23 @@ def simulate(
         limits = cached_pattern_limits(plan, traffic.config, traffic.seed)
     window = (warmup, warmup + cycles)
     meter = _Meter(window, records)
-    model, ran = make_model(plan, engine, on_deliver=meter, watched=window)
     drain_limit = drain_limit if drain_limit is not None else max(1000, cycles)
-    deadlock = _drive(
-        model,
+    model, ran, deadlock, undelivered = _measure(
+        plan,
+        engine,
+        window,
         traffic.packets_between,
         meter,
         settle_after=window[1],
         end=window[1] + drain_limit,
         progress=progress,
-        total=window[1],
     )
     if deadlock is None:
         model.check_credits()
     reasons = [_deadlock_reason(deadlock)] if deadlock else []
     if meter.pending and not deadlock:
         reasons.append(f"measured packets undelivered {drain_limit} cycles after the window")
-    result = meter.result(model, reasons, ran)
+    result = meter.result(model, reasons, ran, undelivered)
     reasons += _verdict(meter, result, traffic.config.rate, limits)
     result.saturated = bool(reasons)
     result.saturation_reason = "; ".join(reasons) or None
@@ -455,27 +525,26 @@ def replay(
     undelivered ``drain_limit`` cycles after the last entry. ``records`` and ``engine`` as for
     :func:`simulate`.
     """
-    by_cycle: dict[int, list[tuple[int, int, int]]] = {}
-    for entry in sorted(trace, key=lambda e: e.cycle):
-        by_cycle.setdefault(entry.cycle, []).append((entry.src, entry.dst, entry.length))
-    last = max(by_cycle, default=0)
+    entries = sorted(trace, key=lambda e: e.cycle)
+    rows = np.array(
+        [(e.cycle, e.src, e.dst, e.length or plan.packet_length) for e in entries], np.int64
+    ).reshape(-1, 4)
+    last = int(rows[-1, 0]) if len(rows) else 0
     window = (0, max(1, last + 1))
     meter = _Meter(window, records)
-    model, ran = make_model(plan, engine, on_deliver=meter, watched=window)
-    deadlock = _drive(
-        model,
-        lambda start, end: [
-            (cycle, *packet) for cycle in range(start, end) for packet in by_cycle.get(cycle, ())
-        ],
-        meter,
-        settle_after=last + 1,
-        end=last + drain_limit + 1,
+
+    def between(start: int, end: int) -> np.ndarray:
+        first, stop = np.searchsorted(rows[:, 0], (start, end))
+        return rows[first:stop]
+
+    model, ran, deadlock, undelivered = _measure(
+        plan, engine, window, between, meter, settle_after=last + 1, end=last + drain_limit + 1
     )
     reasons = []
     if deadlock:
         reasons.append(_deadlock_reason(deadlock))
     elif meter.pending:
         reasons.append(f"packets undelivered {drain_limit} cycles after the last entry")
-    result = meter.result(model, reasons, ran)
+    result = meter.result(model, reasons, ran, undelivered)
     result.deadlock = deadlock.report() if deadlock else None
     return result

@@ -420,15 +420,17 @@ class Traffic:
         length = self.config.packet_length
         return length if isinstance(length, int) else self._rng.randint(*length)
 
-    def packets_between(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+    def packets_between(self, start: int, end: int) -> np.ndarray:
         """The (cycle, src, dst, length) of :meth:`packets_at` for cycles ``start`` to
-        ``end - 1`` in turn, the generator left where those calls leave it. A large batch of
-        Bernoulli traffic whose destinations are uniform or fixed is drawn in compiled code
-        (:mod:`zfabric.sim.draws`, the same draws bit for bit)."""
+        ``end - 1`` in turn, as the rows of an integer array, the generator left where those
+        calls leave it. A large batch of Bernoulli traffic whose destinations are uniform or
+        fixed is drawn in compiled code (:mod:`zfabric.sim.draws`, the same draws bit for
+        bit)."""
         if not self._compiled_draws or (end - start) * self.endpoints < COMPILED_DRAWS_FROM:
-            return [
+            rows = [
                 (cycle, *packet) for cycle in range(start, end) for packet in self.packets_at(cycle)
             ]
+            return np.array(rows, np.int64).reshape(-1, 4)
         from . import draws  # numba: loaded for large batches only
 
         length = self.config.packet_length
@@ -449,7 +451,7 @@ class Traffic:
             lengths,
         )
         self._rng.setstate(draws.state_tuple(mt, state[2]))
-        return [tuple(row) for row in rows.tolist()]
+        return rows
 
     @property
     def _compiled_draws(self) -> bool:

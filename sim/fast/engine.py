@@ -25,10 +25,15 @@ from ..model.fabric_model import input_vc_name
 from . import kernel as k
 from .tables import tables_for
 
-__all__ = ["FastModel", "UnsupportedSetting", "fast_refusal"]
+__all__ = ["FastModel", "RECORD_FIELDS", "UnsupportedSetting", "fast_refusal"]
 
 #: a FIFO entry is ``slot << 16 | index``: packets of up to this many flits on a link
 MAX_FLITS = 1 << 16
+#: the packet slots the kernel's table starts with (doubled as needed)
+PACKET_SLOTS = 256
+#: the columns of :meth:`FastModel.undelivered_rows` and of ``on_deliver_rows``' arrays: the
+#: kernel's packet table's first ones (``kernel.RECORD``)
+RECORD_FIELDS = ("id", "src", "dst", "length", "created", "injected", "delivered", "hops")
 #: from this many switches the cycle steps only the switches and visits only the attachments
 #: at work (:mod:`.kernel`'s work lists): measured faster on the 17,440-switch E6 Znode, slower
 #: on the 1024-switch torus at 0.1 (nearly every switch busy); none measured in between
@@ -56,6 +61,16 @@ _ERRORS = {
 _BY_SLOT = (k.WRONG_ENDPOINT, k.OUT_OF_ORDER, k.SURPLUS)
 
 
+def _aligned(table: np.ndarray) -> np.ndarray:
+    """A copy of ``table`` that starts on a 64-byte boundary: its 128-byte rows each two whole
+    cache lines (the kernel's hot fields in the first)."""
+    raw = np.empty(table.nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    copy = raw[start : start + table.nbytes].view(table.dtype).reshape(table.shape)
+    copy[...] = table
+    return copy
+
+
 class UnsupportedSetting(ValueError):
     """The fast engine does not run this configuration (the reference model does)."""
 
@@ -81,7 +96,10 @@ class FastModel:
     that never reads it may turn it off. ``watched``: the packets created in this window of
     cycles are those :meth:`run_until`'s ``settle_after`` waits for. ``work_lists``: step only
     the switches at work (default: from :data:`WORK_LISTS_FROM` switches on); the cycles are
-    the same either way."""
+    the same either way. ``on_deliver_rows``: packets are offered as rows
+    (:meth:`offer_rows`), no :class:`~zfabric.sim.model.Packet` made, and each batch of
+    delivered ones goes to it as an array of :data:`RECORD_FIELDS` rows, in the reference's
+    order (no paths kept): a measurement of many packets without Python's work per packet."""
 
     #: the compiled cycles (a test plants a bug in a copy of them)
     _kernel_run = staticmethod(k.run)
@@ -97,11 +115,13 @@ class FastModel:
         watched: tuple[int, int] | None = None,
         watch_every: int = 256,
         work_lists: bool | None = None,
+        on_deliver_rows: Callable[[np.ndarray], None] | None = None,
     ):
         refusal = fast_refusal(plan, eject_ready)
         if refusal:
             raise UnsupportedSetting(f"the fast engine does not run {refusal}")
         self.plan = plan
+        paths = paths and on_deliver_rows is None
         self._tables = tables = tables_for(plan)
         self.view, self.routing = tables.view, tables.routing
         self.depth = plan.buffer_depth
@@ -109,14 +129,18 @@ class FastModel:
         self._paths = paths
         self.delivered: list[Packet] = []
         self._on_deliver = on_deliver if on_deliver is not None else self.delivered.append
+        self._on_deliver_rows = on_deliver_rows
         self._next_id = 0
         self._sequence: dict[int, int] = {}
-        self._offers: list[tuple[int, int, int, int, int, int, int, int]] = []
+        #: queued for the kernel: (id, created, src, dst, length, pair, watched) per packet,
+        #: tuples from :meth:`offer_many` with their packets, arrays from :meth:`offer_rows`
+        self._offers: list[tuple[int, int, int, int, int, int, int]] = []
+        self._offered: list[Packet] = []
+        self._offer_arrays: list[np.ndarray] = []
         if work_lists is None:
             work_lists = len(plan.switches) >= WORK_LISTS_FROM
         self._arrays = self._build(check_invariants, paths, eject_ready, watch_every, work_lists)
-        self._packets = [None] * len(self._arrays["pk"])  # by slot
-        self._free = list(range(len(self._packets) - 1, -1, -1))
+        self._packets: list[Packet | None] = [None] * len(self._arrays["pk"])  # by slot
         self._version = tables.version
         self._st = k.State(**self._arrays)
 
@@ -147,6 +171,8 @@ class FastModel:
         cfg[k.LISTS] = lists
         cfg[k.WHOLE], cfg[k.STORES] = router.whole_packets, router.stores
         cfg[k.BYPASS] = router.bypasses
+        sc = np.zeros(k.SC_SIZE, np.int64)
+        sc[k.N_FREE] = PACKET_SLOTS
         stall = np.zeros(2, np.uint64)
         if stalls:
             stall[0], stall[1] = eject_ready._base, eject_ready._threshold
@@ -156,13 +182,13 @@ class FastModel:
 
         return {
             "sw": tables.sw.copy(),
-            "gp": tables.gp.copy(),
-            "iv": tables.iv.copy(),
-            "ov": tables.ov.copy(),
+            "gp": _aligned(tables.gp),
+            "iv": _aligned(tables.iv),
+            "ov": _aligned(tables.ov),
             "ep": ep,
             "ga": tables.ga.copy(),
             "rbs": table(n_ga * n_ej, k.RB_FIELDS),
-            "pk": table(256, k.PK_FIELDS),
+            "pk": table(PACKET_SLOTS, k.PK_FIELDS),
             "buf": np.full(n_iv * depth, -1, np.int64),
             "rb": np.full(n_ga * n_ej * depth, -1, np.int64),
             "inj_credit": np.full(n_ga * n_inj, depth, np.int64),
@@ -178,13 +204,15 @@ class FastModel:
             "ms": table(n_iv, k.MS_FIELDS),
             **tables.routing_arrays(),
             "cfg": cfg,
-            "sc": np.zeros(k.SC_SIZE, np.int64),
+            "sc": sc,
             "stall": stall,
             "stepping": np.zeros((2, len(tables.sw)), np.int64),
             "stepping_n": np.zeros(2, np.int64),
             "taking": np.zeros(n_ga, np.int64),
             "fronts": np.zeros((2, n_iv), np.int64),
             "fronts_n": np.zeros(2, np.int64),
+            # the free packet slots, a stack: the last popped first
+            "free": np.arange(PACKET_SLOTS - 1, -1, -1, dtype=np.int64),
         }
 
     def _state(self) -> k.State:
@@ -195,15 +223,20 @@ class FastModel:
             self._st = k.State(**self._arrays)
         return self._st
 
-    def _grow_packets(self) -> None:
-        """Double the packet table and make its new slots free."""
-        old = self._arrays["pk"]
-        new = np.zeros((2 * len(old), k.PK_FIELDS), np.int64)
-        new[: len(old)] = old
-        self._arrays["pk"] = new
-        self._st = k.State(**self._arrays)
-        self._packets.extend([None] * len(old))
-        self._free.extend(range(len(new) - 1, len(old) - 1, -1))
+    def _room_for(self, packets: int) -> None:
+        """Double the packet table until ``packets`` more slots are free."""
+        a = self._arrays
+        while a["sc"][k.N_FREE] < packets:
+            n_free, old = int(a["sc"][k.N_FREE]), len(a["pk"])
+            pk = np.zeros((2 * old, k.PK_FIELDS), np.int64)
+            pk[:old] = a["pk"]
+            free = np.empty(2 * old, np.int64)
+            free[:n_free] = a["free"][:n_free]
+            free[n_free : n_free + old] = np.arange(2 * old - 1, old - 1, -1)
+            a["pk"], a["free"] = pk, free
+            a["sc"][k.N_FREE] = n_free + old
+            self._packets.extend([None] * old)
+            self._st = k.State(**a)
 
     # ---- traffic in ----------------------------------------------------------------------
 
@@ -221,9 +254,11 @@ class FastModel:
     def offer_many(self, rows: Iterable[tuple[int, int, int, int | None]]) -> list[Packet]:
         """:meth:`offer` for each (created, src, dst, length) in turn: many at a time, as a
         source of traffic makes them, for less of Python's work per packet."""
+        if self._on_deliver_rows is not None:
+            raise ValueError("a model given on_deliver_rows takes packets by offer_rows")
         default, check_length = self.plan.packet_length, self.plan.router.check_length
         pair_id, widest = self._tables.pair_id, self._tables.widest
-        sequences, free, packets, offers = self._sequence, self._free, self._packets, self._offers
+        sequences, offers = self._sequence, self._offers
         first, last = self._watched
         paths = self._paths
         made = []
@@ -241,21 +276,57 @@ class FastModel:
             path = [] if paths else ()
             packet = Packet(self._next_id, src, dst, length, created, (src, sequence), path=path)
             self._next_id += 1
-            if not free:
-                self._grow_packets()
-            slot = free.pop()
-            packets[slot] = packet
-            offers.append(
-                (slot, packet.id, src, dst, length, created, pair, first <= created < last)
-            )
+            offers.append((packet.id, created, src, dst, length, pair, first <= created < last))
             made.append(packet)
+        self._offered.extend(made)
         return made
 
+    def offer_rows(self, rows: np.ndarray) -> None:
+        """Queue the packets of ``rows`` (created, src, dst, length; an integer array of 4
+        columns) as :meth:`offer_many` does, with no :class:`~zfabric.sim.model.Packet`: their
+        ids follow in order, their deliveries go to ``on_deliver_rows``."""
+        if self._on_deliver_rows is None:
+            raise ValueError("offer_rows needs a model given on_deliver_rows")
+        if not len(rows):
+            return
+        created, src, dst, length = (rows[:, c] for c in range(4))
+        if (src == dst).any():
+            raise ValueError(f"packet from endpoint {src[src == dst][0]} to itself")
+        if length.min() < 1:
+            raise ValueError(f"a packet of {length.min()} flits (at least 1)")
+        self.plan.router.check_length(int(length.max()))
+        pair_id, widest = self._tables.pair_id, self._tables.widest
+        pairs = [pair_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+        if length.max() + max(map(widest.__getitem__, pairs)) > MAX_FLITS:
+            heads = np.array([widest[pair] for pair in pairs], np.int64)
+            if (length + heads > MAX_FLITS).any():
+                raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+        first, last = self._watched
+        offers = np.empty((len(rows), 7), np.int64)
+        offers[:, 0] = np.arange(self._next_id, self._next_id + len(rows))
+        offers[:, 1:5] = rows
+        offers[:, 5] = pairs
+        offers[:, 6] = (first <= created) & (created < last)
+        self._next_id += len(rows)
+        self._offer_arrays.append(offers)
+
     def _flush_offers(self) -> None:
+        """Hand the queued packets to the kernel, their slots found."""
         if self._offers:
-            offers = np.array(self._offers, np.int64)
-            self._offers = []
-            k.push_packets(self._arrays["pk"], self._arrays["ep"], self._arrays["sc"], offers)
+            self._push(np.array(self._offers, np.int64), self._offered)
+            self._offers, self._offered = [], []
+        if self._offer_arrays:
+            self._push(np.concatenate(self._offer_arrays), None)
+            self._offer_arrays = []
+
+    def _push(self, offers: np.ndarray, packets: list[Packet] | None) -> None:
+        self._room_for(len(offers))
+        slots = np.empty(len(offers), np.int64)
+        a = self._arrays
+        k.push_packets(a["pk"], a["ep"], a["sc"], a["free"], offers, slots)
+        if packets is not None:
+            for slot, packet in zip(slots.tolist(), packets, strict=True):
+                self._packets[slot] = packet
 
     # ---- cycles ----------------------------------------------------------------------------
 
@@ -321,16 +392,28 @@ class FastModel:
         if not n:
             return
         slots = a["dl"][:n]
+        sc[k.N_DELIVERED_LOG] = 0
+        if self._on_deliver_rows is not None:
+            self._on_deliver_rows(a["pk"][slots, : k.RECORD])
+            return
         columns = [k.PK_INJECTED, k.PK_DELIVERED, k.PK_HOPS, k.PK_DONE]
         rows = a["pk"][slots][:, columns].tolist()
-        sc[k.N_DELIVERED_LOG] = 0
         for slot, (injected, delivered, hops, done) in zip(slots.tolist(), rows, strict=True):
             packet = packets[slot]
             packets[slot] = None
-            self._free.append(slot)
             packet.injected, packet.delivered = injected, delivered
             packet.hops, packet.flits_delivered = hops, done
             self._on_deliver(packet)
+
+    def undelivered_rows(self) -> np.ndarray:
+        """The packets offered and not delivered, as :data:`RECORD_FIELDS` rows by id (an
+        injection cycle of -1: still at its source; delivered -1)."""
+        a = self._arrays
+        self._flush_offers()
+        live = np.ones(len(a["pk"]), bool)
+        live[a["free"][: a["sc"][k.N_FREE]]] = False
+        rows = a["pk"][live, : k.RECORD]
+        return rows[np.argsort(rows[:, 0], kind="stable")]
 
     def finish(self) -> None:
         """Bring the packets still in the fabric up to date (injection cycle, hops, flits

@@ -22,7 +22,10 @@ import functools
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from zfabric.router_settings import LFSR_TAPS
 
@@ -78,68 +81,78 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
     N_DELIVERED_LOG,
     N_PATH_LOG,
     N_TAKING,
+    N_FREE,
     SC_SIZE,
-) = range(14)
+) = range(15)
 
-# ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never)
-SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_FIELDS = range(5)
+# ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never);
+# RELEASES: how many times a tail crossing it has freed one of its output VCs
+SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_RELEASES, SW_FIELDS = range(6)
 # ``gp``: per port (input and output of one index), with its pointers and staged picks;
 # STRAIGHT: under the straight bypass the output port (``gp``) its input feeds straight, -1 for
-# none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never)
+# none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never).
+#
+# The rows of ``gp``, ``iv`` and ``ov`` are 128 bytes, two cache lines (the engine aligns the
+# tables on 64 bytes), the fields a switch's step reads for every port first: on the E6 Znode
+# the step's time went to the cache lines the port-by-port scans touch, not to their arithmetic
 (
     GP_IV0,
     GP_NIV,
-    GP_OV0,
-    GP_NOV,
     RR_IN,
     RR_OUT,
+    RR_SEL,
+    GP_RING,
+    GP_OV0,
+    GP_NOV,
     VA_IN,
     VA_OUT,
-    RR_SEL,
     STAGED_V,
     STAGED_OV,
     VSTAGED_V,
     VSTAGED_OV,
-    GP_RING,
     GP_STRAIGHT,
     GP_ASKED,
-    GP_FIELDS,
-) = range(17)
+) = range(16)
+GP_FIELDS = 16
 # ``iv``: per input VC: its FIFO ring, its output VC, its decision, this cycle's requests, the
 # last cycle a flit left its FIFO (the straight bypass asks whether it was empty at the start),
-# the last cycle it was put on the list of fronts to look up (``fronts``; 0: never)
+# the last cycle it was put on the list of fronts to look up (``fronts``; 0: never); HELD: its
+# switch's RELEASES when step 2 found its front head's candidates all held by other packets
+# (-1: never). A head leaves only once a release let it ask again, and RELEASES only grows, so
+# the mark of a head that left never matches again
 (
+    REQ,
+    VREQ,
+    IV_CNT,
+    ASSIGN,
+    IV_HELD,
+    IV_HEAD,
+    DECISION,
+    PENDING,
     IV_SW,
     IV_GP,
     IV_CREDIT_TO,
-    IV_HEAD,
-    IV_CNT,
-    ASSIGN,
-    DECISION,
-    PENDING,
-    REQ,
-    VREQ,
     IV_POPPED,
     IV_LISTED,
-    IV_FIELDS,
 ) = range(13)
+IV_FIELDS = 16
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
 # ring its input receives (0: none), so a head whose input's ring is not its output's enters it
 (
-    OV_GP,
-    OV_PORT,
-    OV_VC,
-    OV_DST,
-    OV_LEVEL,
-    OV_ATOMIC,
-    OV_SW,
     OWNER,
     CREDIT,
+    OV_PORT,
+    OV_ATOMIC,
     OV_RING,
-    OV_FIELDS,
-) = range(11)
+    OV_LEVEL,
+    OV_DST,
+    OV_SW,
+    OV_GP,
+    OV_VC,
+) = range(10)
+OV_FIELDS = 16
 # ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
 EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
@@ -147,7 +160,8 @@ EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELD
 GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_LISTED, GA_FIELDS = range(9)
 # ``rbs``: per receive buffer (its ring in ``rb``)
 RB_HEAD, RB_CNT, RB_FIELDS = range(3)
-# ``pk``: per packet slot
+# ``pk``: per packet slot; its first RECORD columns are a measurement record's fields, in order
+# (zfabric.sim.measure.RECORD_FIELDS: id, src, dst, length, created, injected, delivered, hops)
 (
     PK_ID,
     PK_SRC,
@@ -168,6 +182,7 @@ RB_HEAD, RB_CNT, RB_FIELDS = range(3)
     PK_HTAIL,
     PK_FIELDS,
 ) = range(18)
+RECORD = PK_HOPS + 1
 # ``scratch``: per port of the switch at hand (the allocator's matching)
 MATCHED_IN, MATCHED_OUT, PICK_V, BEST, BEST_D, SCRATCH_FIELDS = range(6)
 # ``grants``: per grant of the switch at hand, switch (G_) and VC (A_) allocation
@@ -194,7 +209,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n",
+    " fronts fronts_n free",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -232,28 +247,62 @@ def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_va
 
 
 @compiled
-def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, offers: np.ndarray) -> None:
-    """Queue offered packets at their sources, in order; ``offers`` rows are (slot, id, src,
-    dst, length, created, pair, watched)."""
+def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarray, offers, slots):
+    """Queue offered packets at their sources, in order, each in a slot taken from the free
+    stack (``free[:sc[N_FREE]]``, which must hold enough) and written to ``slots``; ``offers``
+    rows are (id, created, src, dst, length, pair, watched)."""
     for k in range(offers.shape[0]):
-        slot, src = offers[k, 0], offers[k, 2]
+        sc[N_FREE] -= 1
+        slot, src = free[sc[N_FREE]], offers[k, 2]
+        slots[k] = slot
         pk[slot, :] = 0
-        pk[slot, PK_ID] = offers[k, 1]
+        pk[slot, PK_ID] = offers[k, 0]
         pk[slot, PK_SRC] = src
         pk[slot, PK_DST] = offers[k, 3]
         pk[slot, PK_LEN] = offers[k, 4]
-        pk[slot, PK_CREATED] = offers[k, 5]
+        pk[slot, PK_CREATED] = offers[k, 1]
         pk[slot, PK_INJECTED] = -1
         pk[slot, PK_DELIVERED] = -1
-        pk[slot, PK_PAIR] = offers[k, 6]
-        pk[slot, PK_WATCHED] = offers[k, 7]
+        pk[slot, PK_PAIR] = offers[k, 5]
+        pk[slot, PK_WATCHED] = offers[k, 6]
         pk[slot, PK_QNEXT] = -1
-        sc[WATCHED] += offers[k, 7]
+        sc[WATCHED] += offers[k, 6]
         if ep[src, EP_QTAIL] < 0:
             ep[src, EP_QHEAD] = slot
         else:
             pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
         ep[src, EP_QTAIL] = slot
+
+
+def prefetch(table: np.ndarray, row: int) -> None:
+    """Ask the memory for the first cache line of ``table``'s ``row``, to be read soon: a hint
+    (LLVM's prefetch) compiled, nothing run as Python."""
+
+
+@intrinsic
+def _llvm_prefetch(typingctx, table, row):
+    def codegen(context, builder, signature, args):
+        kind = signature.args[0]
+        array = context.make_array(kind)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        at = cgutils.get_item_pointer(context, builder, kind, array, [args[1], zero])
+        at = builder.bitcast(at, ir.IntType(8).as_pointer())
+        word = ir.IntType(32)
+        hint = ir.FunctionType(ir.VoidType(), [at.type, word, word, word])
+        # named as this llvmlite names the pointer type (LLVM renames an older spelling)
+        function = builder.module.declare_intrinsic("llvm.prefetch", [at.type], hint)
+        builder.call(function, [at, word(0), word(3), word(1)])  # a read, kept close, data
+        return context.get_dummy_value()
+
+    return types.void(table, row), codegen
+
+
+@overload(prefetch, inline="always")
+def _prefetch_compiled(table, row):
+    def hint(table, row):
+        _llvm_prefetch(table, row)
+
+    return hint
 
 
 # ---- flits and FIFOs -------------------------------------------------------------------------
@@ -327,10 +376,13 @@ def _fail(sc: np.ndarray, error: int, at: int) -> None:
 # the previous cycle, or a flit landed in it or a credit on one of its outputs at that cycle's
 # end. Otherwise its inputs (FIFOs, credits, owners, pointers, decisions) are those of a step
 # that changed nothing, so this one would change nothing either: no pointer moves without a
-# grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c``, stepped in index
-# order as the reference steps them (switches do not interact within a cycle: the order only
-# keeps the tables read in order). The attachments holding flits are
-# listed in ``taking``, visited in index order (the order deliveries are reported in).
+# grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c`` in the order they were
+# woken, stepped in that order: switches do not interact within a cycle (a switch reads only its
+# own FIFOs, output VCs and pointers; what it sends lands at the cycle's end), so the order
+# changes nothing of the cycle, and on the E6 Znode the sort into index order that the
+# reference's loop has cost more than the tables read in order saved (about 25 us a cycle
+# of 518 listed switches). The attachments holding flits are listed in ``taking``, visited in
+# index order (the order deliveries are reported in).
 #
 # The lists pay on a large fabric mostly idle in any cycle (the Znode thesis's E6: 17,440
 # switches, 131,072 attachments); on a small one, or one whose switches are nearly all busy,
@@ -773,13 +825,18 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
 
 
 @compiled(inline="always")
-def _requests(st, base: int, n_ports: int) -> bool:
+def _requests(st, s: int, base: int, n_ports: int):
     """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
-    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed."""
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, and
+    how many input VCs request in REQ. A head whose candidates were all held by other packets when
+    it last asked, none released at this switch since, asks nothing again: an output VC is
+    held until its packet's tail crosses the switch, and each such release is counted."""
     gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
+    releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
     routed = False
+    requests = 0
     for gp in range(base, base + n_ports):
         iv0 = gps[gp, GP_IV0]
         for iv in range(iv0, iv0 + gps[gp, GP_NIV]):
@@ -789,6 +846,8 @@ def _requests(st, base: int, n_ports: int) -> bool:
                 continue
             target = ivs[iv, ASSIGN]
             if target < 0:
+                if ivs[iv, IV_HELD] == releases:
+                    continue
                 slot = _at(buf, ivs, iv, 0, depth) >> 16
                 # routed once its head flits are in, under store-and-forward its whole packet
                 need = pks[slot, PK_COUNT] if stores else pks[slot, PK_HF]
@@ -797,6 +856,8 @@ def _requests(st, base: int, n_ports: int) -> bool:
                     if target == -2:
                         routed = True
                         target = -1
+                    elif target == -1 and _all_held(st, base, ivs[iv, DECISION]):
+                        ivs[iv, IV_HELD] = releases
                 if vc_stage:
                     ivs[iv, VREQ] = target
                     continue
@@ -804,8 +865,22 @@ def _requests(st, base: int, n_ports: int) -> bool:
                 target = -1
             ivs[iv, REQ] = target
             if target >= 0:
-                gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
-    return routed
+                requests += 1
+                if bypass:
+                    gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
+    return routed, requests
+
+
+@compiled(inline="always")
+def _all_held(st, base: int, d: int) -> bool:
+    """Every candidate output VC of decision ``d`` at the switch whose ports start at ``base``
+    is held by a packet (not the asking head's: a head at the front holds none)."""
+    cands, ovs = st.cand, st.ov
+    for c in range(st.dec[d, DEC_START], st.dec[d, DEC_START] + st.dec[d, DEC_N]):
+        ov = st.gp[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+        if ovs[ov, OWNER] < 0:
+            return False
+    return True
 
 
 @compiled(inline="always")
@@ -891,6 +966,7 @@ def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
     if _is_tail(pks, flit):
         ivs[iv, ASSIGN] = -1
         ovs[ov, OWNER] = -1
+        st.sw[s, SW_RELEASES] += 1
     target = ovs[ov, OV_DST]
     if target >= 0:
         _send_flit(st.wf, st.wf_n, sent, LINK, target, flit)
@@ -944,11 +1020,13 @@ def _switch_cycle(st, s: int) -> bool:
     array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
-    routed = _requests(st, base, n_ports)
+    routed, requests = _requests(st, s, base, n_ports)
     staged = False
     if cfg[SPLIT]:
         staged = _stage_picks(st, base, n_ports)
-    granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
+    granted = 0
+    if requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing, moves nothing
+        granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
     if cfg[VC_SPLIT]:
         staged = _vc_stage_picks(st, base, n_ports) or staged
     acquired = _acquire(st, base, n_ports) if cfg[VC_STAGE] else 0
@@ -996,6 +1074,9 @@ def _deliver(st, endpoint: int, flit: int) -> None:
         sc[DELIVERED] += 1
         st.dl[sc[N_DELIVERED_LOG]] = slot
         sc[N_DELIVERED_LOG] += 1
+        # the slot is free for the next offers, which come after Python read the log
+        st.free[sc[N_FREE]] = slot
+        sc[N_FREE] += 1
         sc[WATCHED] -= pks[slot, PK_WATCHED]
 
 
@@ -1129,6 +1210,27 @@ def _end_of_cycle(st) -> bool:
 # ---- whole cycles ----------------------------------------------------------------------------
 
 
+@compiled(inline="always")
+def _prefetch_ports(st, s: int) -> None:
+    """Ask for switch ``s``'s port rows: listed switches lie far apart in the tables, where the
+    processor's own prefetching does not reach, and a step first waited on each row."""
+    base = st.sw[s, SW_PORT0]
+    for gp in range(base, base + st.sw[s, SW_NPORTS]):
+        prefetch(st.gp, gp)
+
+
+@compiled(inline="always")
+def _prefetch_vcs(st, s: int) -> None:
+    """Ask for switch ``s``'s input and output VC rows (its port rows asked for a step before:
+    they say where its VCs are)."""
+    first, last = st.sw[s, SW_PORT0], st.sw[s, SW_PORT0] + st.sw[s, SW_NPORTS] - 1
+    gps = st.gp
+    for iv in range(gps[first, GP_IV0], gps[last, GP_IV0] + gps[last, GP_NIV]):
+        prefetch(st.iv, iv)
+    for ov in range(gps[first, GP_OV0], gps[last, GP_OV0] + gps[last, GP_NOV]):
+        prefetch(st.ov, ov)
+
+
 @compiled
 def _step(st) -> None:
     """One cycle, its decisions all in the table (:func:`_lookups` found no miss)."""
@@ -1137,9 +1239,14 @@ def _step(st) -> None:
     stepping_n[1 - now] = 0
     st.fronts_n[1 - now] = 0
     moved = _inject(st)
-    _sort(stepping[now], 0, stepping_n[now])  # in index order: the tables are read in order
-    for i in range(stepping_n[now] if lists else sws.shape[0]):
+    listed = stepping_n[now]
+    for i in range(listed if lists else sws.shape[0]):
         s = stepping[now, i] if lists else i
+        if lists:  # the rows of the switches two and one ahead, asked for while this one steps
+            if i + 2 < listed:
+                _prefetch_ports(st, stepping[now, i + 2])
+            if i + 1 < listed:
+                _prefetch_vcs(st, stepping[now, i + 1])
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
             if lists:

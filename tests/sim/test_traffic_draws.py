@@ -85,7 +85,7 @@ def test_packets_between_are_packets_at_cycle_by_cycle(config, endpoints, monkey
     expected = [(cycle, *packet) for cycle in range(cycles) for packet in theirs.packets_at(cycle)]
     drawn = []
     for start, end in ((0, 1), (1, 1), (1, cycles // 2), (cycles // 2, cycles)):
-        drawn += ours.packets_between(start, end)
+        drawn += ours.packets_between(start, end).tolist()
     assert [tuple(row) for row in drawn] == expected
     assert expected
     assert list(ours.packets_at(cycles)) == list(theirs.packets_at(cycles))

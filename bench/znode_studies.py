@@ -23,7 +23,8 @@ study, for the per-link statistics a study does not keep.
   levels 2 and 6, level 3 slightly the best.
 - ``e3``: 2048 processors, the least-cost pick for 2 to 6 levels (as ``e2`` picks them), under
   ``e8``'s conditions at 0.1, 0.3 and 0.5 (past E1's and E2's knees). Claims: level 4 has the
-  lowest delay at each load, and accepts the most past the knees. ``e3s``: the least-cost
+  lowest delay at each load, and accepts the most past the knees. ``e3l``: the same at 4096
+  processors, levels 3 to 6, at 0.1 and 0.3 (below the knees). ``e3s``: the least-cost
   4-level Znode of 512, 1024, 2048 and 4096 processors (the sizes of the thesis's Figs 5.7 and
   5.8) under the same conditions and loads. Claims: the delay differs little between the
   sizes; the accepted throughput is in proportion to the load.
@@ -79,8 +80,8 @@ study, for the per-link statistics a study does not keep.
   :func:`e12_statistics`). Claims: the level-1 up links carry 4/7 of an ejection link's load;
   no two inputs compete for a level-2 output; the level-2 queues are empty.
 
-    .venv/bin/python bench/znode_studies.py [e1 e2 e3 e3s e4 e4a e5 e5h e5sd e5sdh e6 e7 e8 e8s e8sf
-        e9 e10 e10h e10n e12]
+    .venv/bin/python bench/znode_studies.py [e1 e2 e3 e3l e3s e4 e4a e5 e5h e5sd e5sdh e6 e7 e8
+        e8s e8sf e9 e10 e10h e10n e12]
         [-o build/znode-studies] [--workers 2] [--cycles 2000] [--warmup 500] [--seeds 1]
         [--rates 0.1 0.2 ...] [--refine 0.02]
 """
@@ -150,16 +151,32 @@ E3_LEVELS = (2, 3, 4, 5, 6)
 E3_LOADS = [0.1, REFERENCE_LOAD, 0.5]
 
 
-def e3() -> dict[str, Any]:
-    """E3 at 2048 processors: the least-cost Znode of each of :data:`E3_LEVELS` level counts,
-    picked as E1 and E2 pick theirs, under E8's conditions (its drain limit: a fabric of
-    thousands of endpoints costs the model most when jammed)."""
-    specs = [_named(_pick(E3_PROCESSORS, n), f"oZ{n}") for n in E3_LEVELS]
+#: E3 at the thesis's next size, 4096 processors: levels 3 to 6 (no 2-level Znode holds 4096
+#: processors within 64 links a switch; 5 to 9 tie for the least cost), below the knees only,
+#: where the thesis's level is read (a saturated 4096-processor point costs the most)
+E3_LARGE_PROCESSORS = 4096
+E3_LARGE_LEVELS = (3, 4, 5, 6)
+E3_LARGE_LOADS = [0.1, REFERENCE_LOAD]
+
+
+def _e3(processors: int, levels: Sequence[int], loads: list[float]) -> dict[str, Any]:
+    """E3 at ``processors``: the least-cost Znode of each of ``levels`` level counts, picked as
+    E1 and E2 pick theirs, under E8's conditions (its drain limit: a fabric of thousands of
+    endpoints costs the model most when jammed)."""
+    specs = [_named(_pick(processors, n), f"oZ{n}") for n in levels]
     return {
-        "name": f"e3-optimum-level-{E3_PROCESSORS}",
+        "name": f"e3-optimum-level-{processors}",
         "specs": specs,
-        "traffic": {"patterns": ["uniform"], "rates": E3_LOADS, "drain_limit": E8_DRAIN},
+        "traffic": {"patterns": ["uniform"], "rates": loads, "drain_limit": E8_DRAIN},
     }
+
+
+def e3() -> dict[str, Any]:
+    return _e3(E3_PROCESSORS, E3_LEVELS, E3_LOADS)
+
+
+def e3l() -> dict[str, Any]:
+    return _e3(E3_LARGE_PROCESSORS, E3_LARGE_LEVELS, E3_LARGE_LOADS)
 
 
 #: E3's scaling (its Figs 5.7 and 5.8): the processor counts the thesis plots, each as its
@@ -618,36 +635,47 @@ def _lowest(
     return loads, beaten
 
 
-def claims_e3(s: dict[str, dict[str, Any]]) -> list[str]:
+def _e3_claims(
+    processors: int, levels: Sequence[int], loads: list[float]
+) -> Callable[[dict[str, dict[str, Any]]], list[str]]:
     """Per load, which level count has the lowest mean latency (the thesis picks E3's level by
-    simulated delay), and past the knees which accepts the most; the least-cost levels beside."""
-    names = [f"oZ{n}" for n in E3_LEVELS]
-    curves = {name: s[f"{name}/uniform"] for name in names}
-    lines = []
-    for rate in E3_LOADS:
-        if any(rate not in c["curve"] for c in curves.values()):
-            continue
-        best = min(names, key=lambda name: curves[name]["curve"][rate][0])
-        lines.append(
-            f"level 4 lowest delay at {rate} ("
-            + ", ".join(f"{name} {_shown(curves[name]['curve'][rate])}" for name in names)
-            + f"; lowest {best}): {_verdict(best == 'oZ4')}"
-        )
-    rate = E3_LOADS[-1]
-    if all(rate in c["accepted"] for c in curves.values()):
-        top = max(names, key=lambda name: curves[name]["accepted"][rate])
-        lines.append(
-            f"level 4 highest accepted throughput at {rate} ("
-            + ", ".join(f"{name} {curves[name]['accepted'][rate]:.3f}" for name in names)
-            + f"): {_verdict(top == 'oZ4')}"
-        )
-    least = optimise(E3_PROCESSORS).best
-    return [
-        *lines,
-        f"{INFO}least cost at {E3_PROCESSORS} processors: levels "
-        + ", ".join(str(len(result.pick.z)) for result in least)
-        + f" ({least[0].pick.relative_power_db:.2f} dB)",
-    ]
+    simulated delay), and past the knees (a third load) which accepts the most; the least-cost
+    levels beside."""
+
+    def claims(s: dict[str, dict[str, Any]]) -> list[str]:
+        names = [f"oZ{n}" for n in levels]
+        curves = {name: s[f"{name}/uniform"] for name in names}
+        lines = []
+        for rate in loads:
+            if any(rate not in c["curve"] for c in curves.values()):
+                continue
+            best = min(names, key=lambda name: curves[name]["curve"][rate][0])
+            lines.append(
+                f"level 4 lowest delay at {rate} ("
+                + ", ".join(f"{name} {_shown(curves[name]['curve'][rate])}" for name in names)
+                + f"; lowest {best}): {_verdict(best == 'oZ4')}"
+            )
+        rate = loads[-1]
+        if rate > REFERENCE_LOAD and all(rate in c["accepted"] for c in curves.values()):
+            top = max(names, key=lambda name: curves[name]["accepted"][rate])
+            lines.append(
+                f"level 4 highest accepted throughput at {rate} ("
+                + ", ".join(f"{name} {curves[name]['accepted'][rate]:.3f}" for name in names)
+                + f"): {_verdict(top == 'oZ4')}"
+            )
+        least = optimise(processors).best
+        return [
+            *lines,
+            f"{INFO}least cost at {processors} processors: levels "
+            + ", ".join(str(len(result.pick.z)) for result in least)
+            + f" ({least[0].pick.relative_power_db:.2f} dB)",
+        ]
+
+    return claims
+
+
+claims_e3 = _e3_claims(E3_PROCESSORS, E3_LEVELS, E3_LOADS)
+claims_e3l = _e3_claims(E3_LARGE_PROCESSORS, E3_LARGE_LEVELS, E3_LARGE_LOADS)
 
 
 def claims_e3s(s: dict[str, dict[str, Any]]) -> list[str]:
@@ -1046,6 +1074,7 @@ STUDIES: dict[str, tuple[Callable[[], dict], Callable[[dict], list[str]]]] = {
     "e1": (e1, claims_e1),
     "e2": (e2, claims_e2),
     "e3": (e3, claims_e3),
+    "e3l": (e3l, claims_e3l),
     "e3s": (e3s, claims_e3s),
     "e5": (e5, claims_e5),
     "e5h": (e5h, claims_e5),

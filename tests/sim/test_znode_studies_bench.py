@@ -193,15 +193,37 @@ def test_e8_fabrics_and_full_side_links(studies):
     ]  # fmt: skip
 
 
-def test_e3_fabrics_are_the_optimisers_picks_at_2048(studies):
-    """E3 builds, as E1 and E2 do, each level count's least-cost Znode of 2048 processors:
-    one per level count 2 to 6, each with z multiplying to 2048."""
-    fabrics = {entry["spec"]["name"]: params_of(entry) for entry in studies.e3()["specs"]}
-    assert list(fabrics) == ["oZ2", "oZ3", "oZ4", "oZ5", "oZ6"]
-    for levels, p in enumerate(fabrics.values(), start=2):
-        pick = optimise_level(2048, levels).pick
+@pytest.mark.parametrize(
+    "name, processors, levels", [("e3", 2048, range(2, 7)), ("e3l", 4096, range(3, 7))]
+)
+def test_e3_fabrics_are_the_optimisers_picks(studies, name, processors, levels):
+    """E3 builds, as E1 and E2 do, each level count's least-cost Znode: at 2048 processors one
+    per level count 2 to 6, at 4096 (where no 2-level Znode fits 64 links a switch) 3 to 6,
+    each with z multiplying to the processor count."""
+    assert optimise_level(4096, 2) is None
+    study = getattr(studies, name)()
+    fabrics = {entry["spec"]["name"]: params_of(entry) for entry in study["specs"]}
+    assert list(fabrics) == [f"oZ{n}" for n in levels]
+    for n, p in zip(levels, fabrics.values(), strict=True):
+        pick = optimise_level(processors, n).pick
         assert (p["z"], p["R"]) == (list(pick.z), list(pick.R))
-        assert len(p["z"]) == levels and math.prod(p["z"]) == 2048
+        assert len(p["z"]) == n and math.prod(p["z"]) == processors
+
+
+def test_e3l_claims_only_the_delay_below_the_knees(studies):
+    """At 4096 processors E3 runs 0.1 and 0.3 only: a delay claim per load and no throughput
+    claim past the knees; level 5 lowest at 0.3 fails that load's claim."""
+    names = ["oZ3", "oZ4", "oZ5", "oZ6"]
+    curves = {
+        name: {0.1: (15.0 + abs(n - 4), False, 0.1), 0.3: (20.0 + abs(n - 4), False, 0.3)}
+        for n, name in zip(range(3, 7), names, strict=True)
+    }
+    lines = studies.claims_e3l(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines[:-1]] == [True, True]
+    assert lines[-1].startswith(f"{studies.INFO}least cost at 4096 processors: levels 5, 6")
+    curves["oZ5"][0.3] = (19.0, False, 0.3)
+    lines = studies.claims_e3l(_e8_summaries(curves))
+    assert [line.endswith(": reproduced") for line in lines[:-1]] == [True, False]
 
 
 def test_e3_claims_read_the_lowest_delay_per_load(studies):

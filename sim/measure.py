@@ -373,6 +373,9 @@ def make_model(
     (:func:`zfabric.sim.fast.fast_refusal`)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if on_deliver_rows is not None and options.get("on_deliver") is None:
+        # the reference, run where the fast engine refuses, delivers to on_deliver only
+        raise ValueError("on_deliver_rows needs on_deliver too, for the reference engine")
     if engine == "fast" and fast_refusal(plan, options.get("eject_ready")) is None:
         if on_deliver_rows is not None:
             options.pop("on_deliver", None)

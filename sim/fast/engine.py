@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from zfabric.bubble import check_packet_length
 from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan
 from zfabric.router_settings import low_occupancy
@@ -256,7 +257,7 @@ class FastModel:
         source of traffic makes them, for less of Python's work per packet."""
         if self._on_deliver_rows is not None:
             raise ValueError("a model given on_deliver_rows takes packets by offer_rows")
-        default, check_length = self.plan.packet_length, self.plan.router.check_length
+        plan, default = self.plan, self.plan.packet_length
         pair_id, widest = self._tables.pair_id, self._tables.widest
         sequences, offers = self._sequence, self._offers
         first, last = self._watched
@@ -266,7 +267,7 @@ class FastModel:
             if src == dst:
                 raise ValueError(f"packet from endpoint {src} to itself")
             length = length or default
-            check_length(length)
+            check_packet_length(plan, length)
             pair = pair_id(src, dst)
             if length + widest[pair] > MAX_FLITS:
                 raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
@@ -287,14 +288,23 @@ class FastModel:
         ids follow in order, their deliveries go to ``on_deliver_rows``."""
         if self._on_deliver_rows is None:
             raise ValueError("offer_rows needs a model given on_deliver_rows")
+        rows = np.asarray(rows)
+        if rows.ndim != 2 or rows.shape[1] != 4 or rows.dtype.kind not in "iu":
+            raise ValueError(f"rows of 4 integers expected, got shape {rows.shape} of {rows.dtype}")
         if not len(rows):
             return
         created, src, dst, length = (rows[:, c] for c in range(4))
+        endpoints = len(self.plan.endpoints)
+        for ends in (src, dst):
+            outside = (ends < 0) | (ends >= endpoints)
+            if outside.any():
+                raise ValueError(f"no endpoint {ends[outside][0]} (0 to {endpoints - 1})")
         if (src == dst).any():
             raise ValueError(f"packet from endpoint {src[src == dst][0]} to itself")
         if length.min() < 1:
             raise ValueError(f"a packet of {length.min()} flits (at least 1)")
-        self.plan.router.check_length(int(length.max()))
+        for each in np.unique(length).tolist():
+            check_packet_length(self.plan, each)
         pair_id, widest = self._tables.pair_id, self._tables.widest
         pairs = [pair_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
         if length.max() + max(map(widest.__getitem__, pairs)) > MAX_FLITS:

@@ -379,9 +379,10 @@ def _fail(sc: np.ndarray, error: int, at: int) -> None:
 # grant or a pick. ``stepping[c & 1]`` lists the switches of cycle ``c`` in the order they were
 # woken, stepped in that order: switches do not interact within a cycle (a switch reads only its
 # own FIFOs, output VCs and pointers; what it sends lands at the cycle's end), so the order
-# changes nothing of the cycle, and on the E6 Znode the sort into index order that the
-# reference's loop has cost more than the tables read in order saved (about 25 us a cycle
-# of 518 listed switches). The attachments holding flits are listed in ``taking``, visited in
+# changes nothing of what the cycle computes (an invariant broken at two switches in one cycle
+# may be reported from either); on the E6 Znode a sort into index order, as the reference's
+# loop has, cost more than reading the tables in order saved (about 25 us a cycle of 518
+# listed switches). The attachments holding flits are listed in ``taking``, visited in
 # index order (the order deliveries are reported in).
 #
 # The lists pay on a large fabric mostly idle in any cycle (the Znode thesis's E6: 17,440
@@ -575,12 +576,25 @@ def _next_hf(st, d: int, slot: int) -> int:
 
 
 @compiled(inline="always")
+def _next_head(st, d: int, slot: int) -> int:
+    """The head decision ``d`` gives the packet in ``slot`` (-1 in the table: the one it has)."""
+    head = st.dec[d, DEC_NEXT_HEAD]
+    return st.pk[slot, PK_HEAD] if head < 0 else head
+
+
+@compiled(inline="always")
+def _cand_ov(st, base: int, c: int) -> int:
+    """The output VC of candidate ``c`` at the switch whose ports start at ``base``."""
+    return st.gp[base + st.cand[c, CAND_PORT], GP_OV0] + st.cand[c, CAND_VC]
+
+
+@compiled(inline="always")
 def _select(st, base: int, n_ports: int, gp: int, iv: int) -> int:
     """Step 2 for a head: the output VC it requests among its free candidates (with a credit
     unless VC allocation is a stage of its own), or -1. Routes it first (step 1) if it has no
     decision yet; with a route stage of its own that is all it does this cycle (-2). ``base``:
     the switch's first port."""
-    gps, ivs, ovs, decs, cands, cfg = st.gp, st.iv, st.ov, st.dec, st.cand, st.cfg
+    ivs, ovs, decs, cands, cfg = st.iv, st.ov, st.dec, st.cand, st.cfg
     if ivs[iv, DECISION] < 0:
         ivs[iv, DECISION] = ivs[iv, PENDING]
         if cfg[ROUTE_STAGE]:
@@ -594,7 +608,7 @@ def _select(st, base: int, n_ports: int, gp: int, iv: int) -> int:
     if selection == RANDOM:  # the drawn one of the usable ports (router_settings.random_pick)
         ports = 0  # a bit per usable port
         for c in range(first, end):
-            ov = gps[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+            ov = _cand_ov(st, base, c)
             if _usable(st, gp, ov, vc_stage, depth, whole):
                 ports |= 1 << cands[c, CAND_PORT]
         count, rest = 0, ports
@@ -612,7 +626,7 @@ def _select(st, base: int, n_ports: int, gp: int, iv: int) -> int:
     best = -1
     best_key = 0
     for c in range(first, end):
-        ov = gps[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+        ov = _cand_ov(st, base, c)
         if not _usable(st, gp, ov, vc_stage, depth, whole):
             continue
         credit = ovs[ov, CREDIT]
@@ -875,9 +889,9 @@ def _requests(st, s: int, base: int, n_ports: int):
 def _all_held(st, base: int, d: int) -> bool:
     """Every candidate output VC of decision ``d`` at the switch whose ports start at ``base``
     is held by a packet (not the asking head's: a head at the front holds none)."""
-    cands, ovs = st.cand, st.ov
+    ovs = st.ov
     for c in range(st.dec[d, DEC_START], st.dec[d, DEC_START] + st.dec[d, DEC_N]):
-        ov = st.gp[base + cands[c, CAND_PORT], GP_OV0] + cands[c, CAND_VC]
+        ov = _cand_ov(st, base, c)
         if ovs[ov, OWNER] < 0:
             return False
     return True
@@ -953,9 +967,7 @@ def _cross(st, s: int, iv: int, ov: int, flit: int) -> None:
         if not cfg[VC_STAGE]:
             ivs[iv, ASSIGN] = ov
             ovs[ov, OWNER] = iv
-        head = st.dec[ivs[iv, DECISION], DEC_NEXT_HEAD]
-        if head >= 0:
-            pks[slot, PK_HEAD] = head
+        pks[slot, PK_HEAD] = _next_head(st, ivs[iv, DECISION], slot)
         ivs[iv, DECISION] = -1
         if cfg[PATHS]:
             n = sc[N_PATH_LOG]
@@ -1213,7 +1225,7 @@ def _end_of_cycle(st) -> bool:
 @compiled(inline="always")
 def _prefetch_ports(st, s: int) -> None:
     """Ask for switch ``s``'s port rows: listed switches lie far apart in the tables, where the
-    processor's own prefetching does not reach, and a step first waited on each row."""
+    processor's own prefetching does not reach, and a step would wait on each row."""
     base = st.sw[s, SW_PORT0]
     for gp in range(base, base + st.sw[s, SW_NPORTS]):
         prefetch(st.gp, gp)

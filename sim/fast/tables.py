@@ -62,6 +62,8 @@ _LAYOUT = {
         if name.split("_")[0] in ("DEC", "CAND", "PAIR", "INJ") and name != "INJ_VCS"
     },
     "hash": [inspect.getsource(k.hash_slot.py_func), int(k._GOLDEN)],
+    # how the compiled cycle reads a decision: a candidate's output VC, "unchanged" heads
+    "reading": [inspect.getsource(f.py_func) for f in (k._cand_ov, k._next_head, k._next_hf)],
 }
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64

@@ -314,6 +314,14 @@ def test_a_model_takes_packets_one_way_only():
         rows_model.offer_rows(np.array([[0, 0, 1, 4], [0, 2, 2, 4]]))
     with pytest.raises(ValueError, match="a packet of 0 flits"):
         rows_model.offer_rows(np.array([[0, 0, 1, 0]]))
+    with pytest.raises(ValueError, match=r"no endpoint -1 \(0 to 3\)"):
+        rows_model.offer_rows(np.array([[0, 0, -1, 4]]))
+    with pytest.raises(ValueError, match=r"no endpoint 4 \(0 to 3\)"):
+        rows_model.offer_rows(np.array([[0, 4, 1, 4]]))
+    with pytest.raises(ValueError, match=r"rows of 4 integers expected, got shape \(4,\)"):
+        rows_model.offer_rows(np.array([0, 0, 1, 4]))
+    with pytest.raises(ValueError, match=r"rows of 4 integers expected, got shape \(1, 3\)"):
+        rows_model.offer_rows(np.array([[0, 0, 1]]))
 
 
 def test_packets_keep_their_paths_only_where_the_engine_keeps_paths():

@@ -167,6 +167,12 @@ class SimulationResult:
         return asdict(self)
 
 
+#: the columns of a row of :data:`RECORD_FIELDS` the meter reads
+_LENGTH, _CREATED, _INJECTED, _DELIVERED, _HOPS = (
+    RECORD_FIELDS.index(name) for name in ("length", "created", "injected", "delivered", "hops")
+)
+
+
 class _Meter:
     """Counts the window's throughput and measures its packets, from rows of the packets offered
     (their creation cycles and lengths) and delivered (:data:`RECORD_FIELDS`)."""
@@ -195,16 +201,16 @@ class _Meter:
 
     def delivered(self, rows: np.ndarray) -> None:
         """Delivered packets, rows of :data:`RECORD_FIELDS` in the order of delivery."""
-        delivered, length = rows[:, 6], rows[:, 3]
+        delivered, length = rows[:, _DELIVERED], rows[:, _LENGTH]
         self.accepted_flits += int(length[self._in_window(delivered)].sum())
-        rows = rows[self._in_window(rows[:, 4])]
+        rows = rows[self._in_window(rows[:, _CREATED])]
         if not len(rows):
             return
         self.pending -= len(rows)
-        created, injected, delivered = rows[:, 4], rows[:, 5], rows[:, 6]
+        created, injected, delivered = rows[:, _CREATED], rows[:, _INJECTED], rows[:, _DELIVERED]
         self.packet.add(delivered - created, created)
         self.network.add(delivered - injected, created)
-        self.hops += int(rows[:, 7].sum())
+        self.hops += int(rows[:, _HOPS].sum())
         if self.records:
             for row in rows.tolist():
                 self.records(dict(zip(RECORD_FIELDS, row, strict=True)))

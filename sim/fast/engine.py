@@ -144,6 +144,7 @@ class FastModel:
         self._packets: list[Packet | None] = [None] * len(self._arrays["pk"])  # by slot
         self._version = tables.version
         self._st = k.State(**self._arrays)
+        tables.register(self)
 
     # ---- the arrays ----------------------------------------------------------------------
 
@@ -258,19 +259,25 @@ class FastModel:
         if self._on_deliver_rows is not None:
             raise ValueError("a model given on_deliver_rows takes packets by offer_rows")
         plan, default = self.plan, self.plan.packet_length
-        pair_id, widest = self._tables.pair_id, self._tables.widest
+        endpoints = len(plan.endpoints)
+        rows = [(created, src, dst, length or default) for created, src, dst, length in rows]
+        for _, src, dst, length in rows:
+            for end in (src, dst):
+                if not 0 <= end < endpoints:
+                    raise ValueError(f"no endpoint {end} (0 to {endpoints - 1})")
+            if src == dst:
+                raise ValueError(f"packet from endpoint {src} to itself")
+            check_packet_length(plan, length)
+        ends = np.array([row[1:3] for row in rows], np.int64).reshape(-1, 2)
+        pairs = self._tables.pairs_of(ends[:, 0], ends[:, 1])
+        lengths = np.array([row[3] for row in rows], np.int64)
+        if len(rows) and (lengths + self._tables.widest[pairs]).max() > MAX_FLITS:
+            raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
         sequences, offers = self._sequence, self._offers
         first, last = self._watched
         paths = self._paths
         made = []
-        for created, src, dst, length in rows:
-            if src == dst:
-                raise ValueError(f"packet from endpoint {src} to itself")
-            length = length or default
-            check_packet_length(plan, length)
-            pair = pair_id(src, dst)
-            if length + widest[pair] > MAX_FLITS:
-                raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+        for (created, src, dst, length), pair in zip(rows, pairs.tolist(), strict=True):
             sequence = sequences.get(src, 0)
             sequences[src] = sequence + 1
             # without paths, the empty tuple every packet shares in place of a list of its own
@@ -305,12 +312,9 @@ class FastModel:
             raise ValueError(f"a packet of {length.min()} flits (at least 1)")
         for each in np.unique(length).tolist():
             check_packet_length(self.plan, each)
-        pair_id, widest = self._tables.pair_id, self._tables.widest
-        pairs = [pair_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
-        if length.max() + max(map(widest.__getitem__, pairs)) > MAX_FLITS:
-            heads = np.array([widest[pair] for pair in pairs], np.int64)
-            if (length + heads > MAX_FLITS).any():
-                raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+        pairs = self._tables.pairs_of(src, dst)
+        if (length + self._tables.widest[pairs]).max() > MAX_FLITS:
+            raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
         first, last = self._watched
         offers = np.empty((len(rows), 7), np.int64)
         offers[:, 0] = np.arange(self._next_id, self._next_id + len(rows))
@@ -328,6 +332,29 @@ class FastModel:
         if self._offer_arrays:
             self._push(np.concatenate(self._offer_arrays), None)
             self._offer_arrays = []
+
+    def _queued(self) -> np.ndarray:
+        """The packet slots of packets at their sources, not started: the ones whose pair
+        number the kernel reads yet (when one starts)."""
+        a = self._arrays
+        queued = a["pk"][:, k.PK_INJECTED] < 0
+        queued[a["free"][: a["sc"][k.N_FREE]]] = False
+        return np.flatnonzero(queued)
+
+    def queued_pairs(self) -> np.ndarray:
+        """The pair numbers the packets offered and not started still need."""
+        slots = self._queued()
+        listed = np.array([offer[5] for offer in self._offers], np.int64)
+        columns = [offers[:, 5] for offers in self._offer_arrays]
+        return np.concatenate([self._arrays["pk"][slots, k.PK_PAIR], listed, *columns])
+
+    def renumber_pairs(self, new_of_old: np.ndarray) -> None:
+        """Pair numbers after the tables' compaction: pair ``p`` is now ``new_of_old[p]``."""
+        pk, slots = self._arrays["pk"], self._queued()
+        pk[slots, k.PK_PAIR] = new_of_old[pk[slots, k.PK_PAIR]]
+        for offers in self._offer_arrays:
+            offers[:, 5] = new_of_old[offers[:, 5]]
+        self._offers = [(*offer[:5], int(new_of_old[offer[5]]), offer[6]) for offer in self._offers]
 
     def _push(self, offers: np.ndarray, packets: list[Packet] | None) -> None:
         self._room_for(len(offers))

@@ -240,6 +240,14 @@ def hash_insert_many(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, n
 
 
 @compiled
+def hash_lookup_many(keys: np.ndarray, vals: np.ndarray, queries: np.ndarray, found: np.ndarray):
+    """``found[i]``: the value of key ``queries[i]``, -1 where the table does not hold it."""
+    for i in range(queries.shape[0]):
+        h = hash_slot(keys, queries[i])
+        found[i] = vals[h] if keys[h] == queries[i] else -1
+
+
+@compiled
 def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals: np.ndarray):
     for h in range(keys.shape[0]):
         if keys[h] != -1:

@@ -13,6 +13,13 @@ graph below its injection, up to a bound), so the compiled cycles rarely miss; a
 to Python, which decides it and the states below it the same way. A run saves the tables in
 the set-up cache (:meth:`FabricTables.save`, keyed by the plan), and the next run of that plan
 starts from them.
+
+Under uniform traffic at thousands of endpoints nearly every packet brings a new pair and its
+raw states, so both memos have a budget proportional to the fabric: past
+:data:`STATES_PER_IV` raw states an input VC the hash table is emptied (the decisions stay, so
+a state met again costs one ``route`` call), and past :data:`PAIRS_PER_ENDPOINT` pairs an
+endpoint the pairs no queued packet still needs are dropped and the rest renumbered in every
+model of the plan.
 """
 
 from __future__ import annotations
@@ -70,6 +77,23 @@ AHEAD = 64
 #: the hash table's values, decision numbers: a fabric has far fewer than 2**31 decisions, and
 #: the table is a raw state's only cost (a key of 8 bytes and this value, at most half full)
 _DECISION = np.int32
+#: the pair hash table's values, pair numbers (at most the pair budget, far below 2**31)
+_PAIR = np.int32
+#: the raw states the hash table holds before it is emptied: this many per input VC, at least
+#: :data:`MIN_STATES`, the table's slots (twice the states) rounded up to a power of two. Under
+#: uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.5 million states per 1000
+#: cycles, the packet's states below its injection (:data:`AHEAD`) with nearly every packet:
+#: 64 an input VC (2**25 slots, 16.8 million states, 384 MiB) holds its 2000 warm-up and 4000
+#: measured cycles; the floor (2**23 slots, 96 MiB) holds the torus 32x32's 2.8 million after
+#: 32,000 cycles, so neither is ever emptied in its runs. A packet in flight needs a few
+#: states an input VC at a time, far below either
+STATES_PER_IV = 64
+MIN_STATES = 1 << 22
+#: the pairs whose injection choices are kept, per endpoint, at least :data:`MIN_PAIRS` (the
+#: E6 Znode's 2000 cycles of uniform 0.1 meet 51,000 pairs): at thousands of endpoints uniform
+#: traffic brings a new pair with nearly every packet, so a larger memo would seldom be hit
+PAIRS_PER_ENDPOINT = 64
+MIN_PAIRS = 1 << 17
 
 
 def _hashable(value: Any) -> Any:
@@ -79,6 +103,11 @@ def _hashable(value: Any) -> Any:
 
 def _table(rows: int, fields: int, value: int = -1) -> np.ndarray:
     return np.full((rows, fields), value, np.int64)
+
+
+def _power_of_two(n: int) -> int:
+    """The least power of two >= ``n``."""
+    return 1 << max(0, n - 1).bit_length()
 
 
 class FabricTables:
@@ -185,18 +214,33 @@ class FabricTables:
         self.cand = _table(1024, k.CAND_FIELDS, 0)
         self.hash_keys = np.full(1024, -1, np.int64)
         self.hash_vals = np.zeros(1024, _DECISION)
+        #: the raw states the hash table holds before it is emptied; never below what one
+        #: cycle may need at once (a head looked up per input VC, at its front or landing in
+        #: it empty) and two fills' closures, so a cycle's states are not emptied before it runs
+        self.state_budget = max(MIN_STATES, STATES_PER_IV * n_iv, n_iv + 2 * AHEAD)
         self.pair = _table(256, k.PAIR_FIELDS, 0)
         self.inj = _table(256, k.INJ_FIELDS, 0)
+        #: per pair: its key, source * endpoints + destination, and the most head flits of
+        #: its choices; the pairs' own hash table, key -> pair number
+        self.pair_keys = np.zeros(256, np.int64)
+        self.widest = np.zeros(256, np.int64)
+        self.pair_hash_keys = np.full(1024, -1, np.int64)
+        self.pair_hash_vals = np.zeros(1024, _PAIR)
+        #: the pairs kept before the ones no queued packet needs are dropped
+        self.pair_budget = max(MIN_PAIRS, PAIRS_PER_ENDPOINT * len(plan.endpoints))
+        #: the models of this plan, whose queued packets' pair numbers a compaction renumbers
+        self._models: weakref.WeakSet = weakref.WeakSet()
         self.version = 0
-        self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0}
+        self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0, "pair": 0}
+        #: raw states inserted since the tables were made or read; the times the table was
+        #: emptied, and the pair tables compacted
+        self.inserted = self.emptied = self.compacted = 0
         self._heads: dict[Hashable, int] = {}
         self.head_list: list[Any] = []
-        self._pairs: dict[tuple[int, int], int] = {}
         #: per endpoint, (switch, port) -> the index of its attachment there
         self._attachment_of = [
             {(a.switch, a.port): i for i, a in enumerate(e.attachments)} for e in plan.endpoints
         ]
-        self.widest: list[int] = []  # per pair: the most head flits of its choices
         #: a decision's content (its candidates, next head and head flits) -> its number
         self._decisions: dict[tuple, int] = {}
         #: per decision: its candidates (port, VC) and next head id (-1: the head stays)
@@ -247,27 +291,48 @@ class FabricTables:
         bits = self.plan.router.head_bits
         return 1 if bits is None else head_flits(self.routing.head_length(head), bits)
 
-    def pair_id(self, src: int, dst: int) -> int:
-        """The injection choices of (``src``, ``dst``), in the tables."""
-        pair = self._pairs.get((src, dst))
-        if pair is not None:
-            return pair
+    def pairs_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The pair numbers of the packets from ``src`` to ``dst`` (arrays of endpoints), the
+        new pairs' injection choices added (after a compaction if the budget is reached)."""
+        keys = src.astype(np.int64) * len(self.plan.endpoints) + dst.astype(np.int64)
+        found = self._look_up(keys)
+        missing = found < 0
+        if missing.any():
+            new = np.unique(keys[missing])
+            if self._counts["pair"] + len(new) > self.pair_budget:
+                self._compact(np.unique(found[~missing]))
+            for key in new.tolist():
+                self._add_pair(*divmod(key, len(self.plan.endpoints)))
+            self._insert_pairs(new)
+            found = self._look_up(keys)
+        return found
+
+    def _look_up(self, keys: np.ndarray) -> np.ndarray:
+        found = np.empty(len(keys), np.int64)
+        k.hash_lookup_many(self.pair_hash_keys, self.pair_hash_vals, keys, found)
+        return found
+
+    def _add_pair(self, src: int, dst: int) -> None:
+        """The injection choices of (``src``, ``dst``) as the next pair, and the states its
+        packets may reach decided now (up to a bound): the cycles seldom miss."""
         attachment_of = self._attachment_of[src]
         choices = self.routing.injections(src, dst)
-        pair, first = len(self._pairs), self._counts["inj"]
-        self._grow("pair", pair + 1)
+        pair, first = self._counts["pair"], self._counts["inj"]
+        for name in ("pair", "pair_keys", "widest"):
+            self._grow(name, pair + 1)
         self._grow("inj", first + len(choices))
         self.pair[pair] = first, len(choices)
+        self.pair_keys[pair] = src * len(self.plan.endpoints) + dst
+        flits = [self.head_flits(choice.head) for choice in choices]
+        self.widest[pair] = max(flits)
         for i, choice in enumerate(choices):
             self.inj[first + i] = (
                 attachment_of[(choice.switch, choice.port)],
                 self.head_id(choice.head),
-                self.head_flits(choice.head),
+                flits[i],
             )
         self._counts["inj"] = first + len(choices)
-        self._pairs[(src, dst)] = pair
-        self.widest.append(max(self.head_flits(choice.head) for choice in choices))
-        # the states the packet may reach, decided now (up to a bound): the cycles seldom miss
+        self._counts["pair"] = pair + 1
         vcs = range(self.plan.router.injection_vcs)
         self.fill(
             [
@@ -277,7 +342,63 @@ class FabricTables:
             ],
             required=False,
         )
-        return pair
+
+    def _insert_pairs(self, keys: np.ndarray) -> None:
+        """The last ``len(keys)`` pairs into the pair hash table (at most half full)."""
+        count = self._counts["pair"]
+        if 2 * count > len(self.pair_hash_keys):
+            self._rebuild_pair_hash()
+            return
+        numbers = np.arange(count - len(keys), count, dtype=_PAIR)
+        k.hash_insert_many(self.pair_hash_keys, self.pair_hash_vals, keys, numbers)
+
+    def _rebuild_pair_hash(self) -> None:
+        """The pair hash table made anew from ``pair_keys``, at most half full."""
+        count = self._counts["pair"]
+        size = _power_of_two(max(1024, 2 * count))
+        self.pair_hash_keys = np.full(size, -1, np.int64)
+        self.pair_hash_vals = np.zeros(size, _PAIR)
+        k.hash_insert_many(
+            self.pair_hash_keys,
+            self.pair_hash_vals,
+            self.pair_keys[:count],
+            np.arange(count, dtype=_PAIR),
+        )
+
+    def register(self, model: Any) -> None:
+        """Let ``model`` hold pair numbers: a compaction asks it for those its queued packets
+        need (``queued_pairs()``) and renumbers them (``renumber_pairs(new_of_old)``)."""
+        self._models.add(model)
+
+    def _compact(self, keep: np.ndarray) -> None:
+        """Drop every pair but ``keep`` and those a model's queued packets still need (a
+        packet reads its pair only when it starts injecting), renumbered in order; the pair
+        budget at least twice the pairs kept, so compactions stay rare."""
+        count = self._counts["pair"]
+        needed = [keep.astype(np.int64)] + [model.queued_pairs() for model in self._models]
+        kept = np.unique(np.concatenate(needed))
+        new_of_old = np.full(count, -1, np.int64)
+        new_of_old[kept] = np.arange(len(kept))
+        rows = self.pair[kept]
+        n = rows[:, k.PAIR_N]
+        starts = np.cumsum(n) - n
+        taken = np.repeat(rows[:, k.PAIR_START] - starts, n) + np.arange(int(n.sum()))
+        size = max(256, 2 * len(kept))
+        for name, chosen in (("inj", taken), ("pair_keys", kept), ("widest", kept)):
+            old = getattr(self, name)
+            new = np.zeros((max(256, 2 * len(chosen)), *old.shape[1:]), old.dtype)
+            new[: len(chosen)] = old[chosen]
+            setattr(self, name, new)
+        self.pair = _table(size, k.PAIR_FIELDS, 0)
+        self.pair[: len(kept), k.PAIR_START] = starts
+        self.pair[: len(kept), k.PAIR_N] = n
+        self._counts["pair"], self._counts["inj"] = len(kept), len(taken)
+        self._rebuild_pair_hash()
+        self.pair_budget = max(self.pair_budget, 2 * len(kept))
+        self.compacted += 1
+        self.version += 1
+        for model in self._models:
+            model.renumber_pairs(new_of_old)
 
     # ---- decisions ---------------------------------------------------------------------------
 
@@ -367,9 +488,14 @@ class FabricTables:
 
     def _insert(self, keys: list[int], values: list[int]) -> None:
         """Raw states ``keys`` -> decisions ``values`` in the hash table (kept at most half
-        full, doubled as needed)."""
+        full, doubled as needed), emptied first if they would take it past
+        :attr:`state_budget`: every state but these is decided again when met."""
         count = self._counts["hash"] + len(keys)
         size = len(self.hash_keys)
+        if count > self.state_budget and self._counts["hash"]:
+            count = len(keys)
+            self.emptied += 1
+            self.hash_keys.fill(-1)
         if 2 * count > size:
             while 2 * count > size:
                 size *= 2
@@ -382,6 +508,7 @@ class FabricTables:
             self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, _DECISION)
         )
         self._counts["hash"] = count
+        self.inserted += len(keys)
 
     # ---- the set-up cache --------------------------------------------------------------------
 
@@ -391,7 +518,7 @@ class FabricTables:
     def save(self) -> None:
         """Keep the routing tables in the set-up cache if they grew since read (a head the
         JSON cannot hold keeps them out)."""
-        if self._counts["hash"] == self._saved:
+        if self.inserted == self._saved:
             return
         try:
             heads = json.dumps(self.head_list)
@@ -404,13 +531,13 @@ class FabricTables:
             "cand": self.cand[: counts["cand"]],
             "hash_keys": self.hash_keys,
             "hash_vals": self.hash_vals,
-            "pair": self.pair[: len(self._pairs)],
+            "pair": self.pair[: counts["pair"]],
             "inj": self.inj[: counts["inj"]],
-            "pair_keys": np.array(list(self._pairs), np.int64).reshape(-1, 2),
-            "widest": np.array(self.widest, np.int64),
+            "pair_keys": self.pair_keys[: counts["pair"]],
+            "widest": self.widest[: counts["pair"]],
         }
         store(self._entry(), lambda file: np.savez(file, **arrays))
-        self._saved = counts["hash"]
+        self._saved = self.inserted
 
     def load(self) -> None:
         """Start from the routing tables a run of this plan saved (none, or unreadable: empty)."""
@@ -422,9 +549,9 @@ class FabricTables:
             return
         self.head_list = heads
         self._heads = {head: number for number, head in enumerate(heads)}
-        for name in ("dec", "cand", "pair", "inj"):
+        for name in ("dec", "cand", "pair", "inj", "pair_keys", "widest"):
             loaded = arrays[name]
-            table = np.zeros((max(256, 2 * len(loaded)), loaded.shape[1]), np.int64)
+            table = np.zeros((max(256, 2 * len(loaded)), *loaded.shape[1:]), np.int64)
             table[: len(loaded)] = loaded
             setattr(self, name, table)
         self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
@@ -438,13 +565,13 @@ class FabricTables:
             self._decisions[(candidates, next_head, row[k.DEC_NEXT_HF])] = number
             self._candidates.append(candidates)
             self._next_head.append(next_head)
-        self._pairs = {(src, dst): n for n, (src, dst) in enumerate(arrays["pair_keys"].tolist())}
-        self.widest = arrays["widest"].tolist()
         self._counts = {
             "dec": decisions,
             "cand": len(arrays["cand"]),
             "inj": len(arrays["inj"]),
             "hash": known,
+            "pair": len(arrays["pair"]),
         }
-        self._saved = known
+        self._rebuild_pair_hash()
+        self.inserted = self._saved = known
         self.version += 1

@@ -79,14 +79,14 @@ AHEAD = 64
 _DECISION = np.int32
 #: the pair hash table's values, pair numbers (at most the pair budget, far below 2**31)
 _PAIR = np.int32
-#: the raw states the hash table holds before it is emptied: this many per input VC, at least
-#: :data:`MIN_STATES`, the table's slots (twice the states) rounded up to a power of two. Under
-#: uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.5 million states per 1000
-#: cycles, the packet's states below its injection (:data:`AHEAD`) with nearly every packet:
-#: 64 an input VC (2**25 slots, 16.8 million states, 384 MiB) holds its 2000 warm-up and 4000
-#: measured cycles; the floor (2**23 slots, 96 MiB) holds the torus 32x32's 2.8 million after
-#: 32,000 cycles, so neither is ever emptied in its runs. A packet in flight needs a few
-#: states an input VC at a time, far below either
+#: the raw states the hash table holds before it is emptied: this many per input VC, and at
+#: least :data:`MIN_STATES` (the table's slots, twice the states, a power of two: 12 bytes a
+#: slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.4 million states
+#: per 1000 cycles, the states below a new pair's injection (:data:`AHEAD`) with nearly every
+#: packet (21.7 million after 16,000 cycles): 64 an input VC, 10.6 million, holds the 6000
+#: cycles of its studies' windows from empty tables; the floor, 4.2 million, holds the torus
+#: 32x32's 2.8 million after 32,000 cycles. At 8192 endpoints (147,456 input VCs on the torus
+#: 16x8x8x8) it is 9.4 million, at most 384 MiB of table
 STATES_PER_IV = 64
 MIN_STATES = 1 << 22
 #: the pairs whose injection choices are kept, per endpoint, at least :data:`MIN_PAIRS` (the

@@ -259,25 +259,26 @@ class FastModel:
         if self._on_deliver_rows is not None:
             raise ValueError("a model given on_deliver_rows takes packets by offer_rows")
         plan, default = self.plan, self.plan.packet_length
-        endpoints = len(plan.endpoints)
-        rows = [(created, src, dst, length or default) for created, src, dst, length in rows]
-        for _, src, dst, length in rows:
-            for end in (src, dst):
-                if not 0 <= end < endpoints:
-                    raise ValueError(f"no endpoint {end} (0 to {endpoints - 1})")
-            if src == dst:
-                raise ValueError(f"packet from endpoint {src} to itself")
-            check_packet_length(plan, length)
-        ends = np.array([row[1:3] for row in rows], np.int64).reshape(-1, 2)
-        pairs = self._tables.pairs_of(ends[:, 0], ends[:, 1])
-        lengths = np.array([row[3] for row in rows], np.int64)
-        if len(rows) and (lengths + self._tables.widest[pairs]).max() > MAX_FLITS:
-            raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
+        endpoints, tables, get = len(plan.endpoints), self._tables, k.hash_get
         sequences, offers = self._sequence, self._offers
         first, last = self._watched
         paths = self._paths
         made = []
-        for (created, src, dst, length), pair in zip(rows, pairs.tolist(), strict=True):
+        for created, src, dst, length in rows:
+            if not (0 <= src < endpoints and 0 <= dst < endpoints):
+                outside = dst if 0 <= src < endpoints else src
+                raise ValueError(f"no endpoint {outside} (0 to {endpoints - 1})")
+            if src == dst:
+                raise ValueError(f"packet from endpoint {src} to itself")
+            length = length or default
+            check_packet_length(plan, length)
+            # the compiled look-up here, not in a method: a packet's Python is the cost; a new
+            # pair may compact the pairs (the packets before it are in offers, renumbered)
+            pair = get(tables.pair_hash_keys, tables.pair_hash_vals, src * endpoints + dst)
+            if pair < 0:
+                pair = tables.pair_of(src, dst)
+            if length + tables.widest[pair] > MAX_FLITS:
+                raise UnsupportedSetting(f"the fast engine carries packets of < {MAX_FLITS} flits")
             sequence = sequences.get(src, 0)
             sequences[src] = sequence + 1
             # without paths, the empty tuple every packet shares in place of a list of its own

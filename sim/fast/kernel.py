@@ -240,11 +240,17 @@ def hash_insert_many(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, n
 
 
 @compiled
+def hash_get(keys: np.ndarray, vals: np.ndarray, key: int) -> int:
+    """The value of ``key``, -1 where the table does not hold it."""
+    h = hash_slot(keys, key)
+    return vals[h] if keys[h] == key else -1
+
+
+@compiled
 def hash_lookup_many(keys: np.ndarray, vals: np.ndarray, queries: np.ndarray, found: np.ndarray):
     """``found[i]``: the value of key ``queries[i]``, -1 where the table does not hold it."""
     for i in range(queries.shape[0]):
-        h = hash_slot(keys, queries[i])
-        found[i] = vals[h] if keys[h] == queries[i] else -1
+        found[i] = hash_get(keys, vals, queries[i])
 
 
 @compiled

@@ -307,6 +307,15 @@ class FabricTables:
             found = self._look_up(keys)
         return found
 
+    def pair_of(self, src: int, dst: int) -> int:
+        """:meth:`pairs_of` for one packet: one compiled look-up (numpy's arrays cost more than
+        they save for a packet at a time, as :meth:`~.engine.FastModel.offer` gives them)."""
+        key = src * len(self.plan.endpoints) + dst
+        pair = k.hash_get(self.pair_hash_keys, self.pair_hash_vals, key)
+        if pair < 0:
+            pair = int(self.pairs_of(np.array([src]), np.array([dst]))[0])
+        return pair
+
     def _look_up(self, keys: np.ndarray) -> np.ndarray:
         found = np.empty(len(keys), np.int64)
         k.hash_lookup_many(self.pair_hash_keys, self.pair_hash_vals, keys, found)

@@ -355,7 +355,10 @@ class FastModel:
         pk[slots, k.PK_PAIR] = new_of_old[pk[slots, k.PK_PAIR]]
         for offers in self._offer_arrays:
             offers[:, 5] = new_of_old[offers[:, 5]]
-        self._offers = [(*offer[:5], int(new_of_old[offer[5]]), offer[6]) for offer in self._offers]
+        # in place: offer_many may be appending to this list while a new pair compacts
+        self._offers[:] = [
+            (*offer[:5], int(new_of_old[offer[5]]), offer[6]) for offer in self._offers
+        ]
 
     def _push(self, offers: np.ndarray, packets: list[Packet] | None) -> None:
         self._room_for(len(offers))

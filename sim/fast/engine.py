@@ -138,6 +138,8 @@ class FastModel:
         self._offers: list[tuple[int, int, int, int, int, int, int]] = []
         self._offered: list[Packet] = []
         self._offer_arrays: list[np.ndarray] = []
+        #: the packet lengths offered so far, which the plan carries
+        self._carried: set[int] = set()
         if work_lists is None:
             work_lists = len(plan.switches) >= WORK_LISTS_FROM
         self._arrays = self._build(check_invariants, paths, eject_ready, watch_every, work_lists)
@@ -260,6 +262,7 @@ class FastModel:
             raise ValueError("a model given on_deliver_rows takes packets by offer_rows")
         plan, default = self.plan, self.plan.packet_length
         endpoints, tables, get = len(plan.endpoints), self._tables, k.hash_get
+        lengths = self._carried
         sequences, offers = self._sequence, self._offers
         first, last = self._watched
         paths = self._paths
@@ -271,7 +274,9 @@ class FastModel:
             if src == dst:
                 raise ValueError(f"packet from endpoint {src} to itself")
             length = length or default
-            check_packet_length(plan, length)
+            if length not in lengths:  # a length the plan carries is checked once
+                check_packet_length(plan, length)
+                lengths.add(length)
             # the compiled look-up here, not in a method: a packet's Python is the cost; a new
             # pair may compact the pairs (the packets before it are in offers, renumbered)
             pair = get(tables.pair_hash_keys, tables.pair_hash_vals, src * endpoints + dst)

@@ -113,8 +113,9 @@ def _power_of_two(n: int) -> int:
 class FabricTables:
     """The layout of ``plan`` (``sw``, ``gp``, ``iv``, ``ov``, ``ga`` tables with their
     constant columns filled) and its routing tables (``dec``, ``cand``, ``hash_*``, ``pair``,
-    ``inj``). ``version`` counts the times a routing table was replaced by a bigger one: a
-    model holding the old arrays must take the new ones."""
+    ``inj``; the pairs' keys, widest heads and hash table beside them). ``version`` counts the
+    times a routing table was replaced (by a bigger one, or by the pairs' compaction): a model
+    holding the old arrays must take the new ones."""
 
     def __init__(self, plan: FabricPlan):
         self.plan = plan

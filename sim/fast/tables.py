@@ -314,7 +314,14 @@ class FabricTables:
         key = src * len(self.plan.endpoints) + dst
         pair = k.hash_get(self.pair_hash_keys, self.pair_hash_vals, key)
         if pair < 0:
-            pair = int(self.pairs_of(np.array([src]), np.array([dst]))[0])
+            if self._counts["pair"] + 1 > self.pair_budget:
+                self._compact(np.empty(0, np.int64))
+            pair = self._counts["pair"]
+            self._add_pair(src, dst)
+            if 2 * (pair + 1) > len(self.pair_hash_keys):
+                self._rebuild_pair_hash()
+            else:
+                k.hash_insert(self.pair_hash_keys, self.pair_hash_vals, key, pair)
         return pair
 
     def _look_up(self, keys: np.ndarray) -> np.ndarray:

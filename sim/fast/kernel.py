@@ -92,9 +92,9 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_RELEASES, SW_FIELDS = range(6)
 # STRAIGHT: under the straight bypass the output port (``gp``) its input feeds straight, -1 for
 # none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never).
 #
-# The rows of ``gp``, ``iv`` and ``ov`` are 128 bytes, two cache lines (the engine aligns the
-# tables on 64 bytes), the fields a switch's step reads for every port first: on the E6 Znode
-# the step's time went to the cache lines the port-by-port scans touch, not to their arithmetic
+# The rows of ``gp``, ``iv`` and ``ov`` are 16 fields of 32 bits, one cache line each (the
+# engine aligns the tables on 64 bytes, ``engine.ROW_TYPE``): on the E6 Znode the step's time
+# goes to the cache lines the port-by-port scans touch, not to their arithmetic
 (
     GP_IV0,
     GP_NIV,
@@ -153,8 +153,23 @@ IV_FIELDS = 16
     OV_VC,
 ) = range(10)
 OV_FIELDS = 16
-# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
-EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
+# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue;
+# WAIT: the first cycle it may send in, so injection passes over it before: the creation cycle
+# of its queue's first packet, or NEVER while its queue is empty or its next flit found no
+# injection credit (0 once one of its attachments gets one back: its credits are its own)
+(
+    EP_ATT0,
+    EP_SLOT,
+    EP_NEXT,
+    EP_WHICH,
+    EP_VC,
+    EP_PTR,
+    EP_QHEAD,
+    EP_QTAIL,
+    EP_WAIT,
+    EP_FIELDS,
+) = range(10)
+NEVER = 1 << 62
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
 # flits (``taking``)
 GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_LISTED, GA_FIELDS = range(9)
@@ -269,6 +284,7 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarra
         sc[WATCHED] += offers[k, 6]
         if ep[src, EP_QTAIL] < 0:
             ep[src, EP_QHEAD] = slot
+            ep[src, EP_WAIT] = min(ep[src, EP_WAIT], offers[k, 1])
         else:
             pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
         ep[src, EP_QTAIL] = slot
@@ -545,14 +561,24 @@ def _inject(st) -> bool:
     moved = False
     n = st.cfg[INJ_VCS]
     for e in range(eps.shape[0]):
+        if eps[e, EP_WAIT] > cycle:
+            continue
         slot = eps[e, EP_SLOT]
         if slot < 0:
             slot = eps[e, EP_QHEAD]
-            if slot < 0 or pks[slot, PK_CREATED] > cycle or not _start(st, e, slot):
+            if slot < 0:
+                eps[e, EP_WAIT] = NEVER
+                continue
+            if pks[slot, PK_CREATED] > cycle:
+                eps[e, EP_WAIT] = pks[slot, PK_CREATED]
+                continue
+            if not _start(st, e, slot):
+                eps[e, EP_WAIT] = NEVER
                 continue
         ga = eps[e, EP_ATT0] + eps[e, EP_WHICH]
         credit = ga * n + eps[e, EP_VC]
         if credits[credit] == 0:
+            eps[e, EP_WAIT] = NEVER
             continue
         credits[credit] -= 1
         index = eps[e, EP_NEXT]
@@ -1166,7 +1192,7 @@ def _end_of_cycle(st) -> bool:
     wf, wf_n, wc, wc_n, credits = st.wf, st.wf_n, st.wc, st.wc_n, st.inj_credit
     stepping, stepping_n, taking = st.stepping, st.stepping_n, st.taking
     depth = st.cfg[DEPTH]
-    n_ej = st.cfg[EJ_VCS]
+    n_ej, n_inj = st.cfg[EJ_VCS], st.cfg[INJ_VCS]
     checks = st.cfg[CHECKS] != 0
     lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
@@ -1207,6 +1233,7 @@ def _end_of_cycle(st) -> bool:
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1
+            st.ep[gas[(-1 - target) // n_inj, GA_EP], EP_WAIT] = 0
             continue
         ovs[target, CREDIT] += 1
         if lists:
@@ -1217,6 +1244,29 @@ def _end_of_cycle(st) -> bool:
     wc_n[landing] = 0
     sc[PHASE] = 1 - landing
     return user
+
+
+# ---- the deadlock watch's look ----------------------------------------------------------------
+
+
+@compiled
+def front_codes(st, ivs_out: np.ndarray, codes_out: np.ndarray) -> int:
+    """The front flit of every non-empty input VC, into ``ivs_out`` (in input VC order) and
+    ``codes_out``; how many. A switch holding no flit is passed over whole: the watch looks
+    every few hundred cycles, and on a large fabric most rows it would read are empty."""
+    sws, gps, ivs, buf = st.sw, st.gp, st.iv, st.buf
+    depth = st.cfg[DEPTH]
+    n = 0
+    for s in range(sws.shape[0]):
+        if sws[s, SW_CNT] == 0:
+            continue
+        first, last = sws[s, SW_PORT0], sws[s, SW_PORT0] + sws[s, SW_NPORTS] - 1
+        for iv in range(gps[first, GP_IV0], gps[last, GP_IV0] + gps[last, GP_NIV]):
+            if ivs[iv, IV_CNT] > 0:
+                ivs_out[n] = iv
+                codes_out[n] = _at(buf, ivs, iv, 0, depth)
+                n += 1
+    return n
 
 
 # ---- whole cycles ----------------------------------------------------------------------------

@@ -313,7 +313,7 @@ def _llvm_prefetch(typingctx, table, row):
     return types.void(table, row), codegen
 
 
-@overload(prefetch, inline="always")
+@overload(prefetch)
 def _prefetch_compiled(table, row):
     def hint(table, row):
         _llvm_prefetch(table, row)
@@ -1174,6 +1174,26 @@ def _take(st) -> bool:
     return active
 
 
+@compiled(inline="always")
+def _front_may_change(st, iv: int, held: int) -> bool:
+    """Whether a flit landing in input VC ``iv``, which held ``held`` flits, may change what its
+    switch does: it becomes the front, or the front is a head not yet routed that was short of
+    the flits it needs (its head flits, under store-and-forward its whole packet). Behind any
+    other front it changes nothing step 1 or 2 reads, so its switch is not stepped for it, nor
+    its front looked up."""
+    ivs = st.iv
+    if held == 0:
+        return True
+    if ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
+        return False
+    slot = _at(st.buf, ivs, iv, 0, st.cfg[DEPTH]) >> 16
+    return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]
+
+
+#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write
+AHEAD = 8
+
+
 @compiled
 def _end_of_cycle(st) -> bool:
     """Flits on the wires land, users take flits, credits land; the wires' phases swap.
@@ -1198,6 +1218,8 @@ def _end_of_cycle(st) -> bool:
     landing = sc[PHASE]
     woken = sc[CYCLE] + 1
     for k in range(wf_n[landing]):
+        if k + AHEAD < wf_n[landing] and wf[landing, k + AHEAD, WF_KIND] <= INJECTION:
+            prefetch(ivs, wf[landing, k + AHEAD, WF_TARGET])
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
         flit = wf[landing, k, WF_FLIT]
@@ -1221,15 +1243,19 @@ def _end_of_cycle(st) -> bool:
         if checks and ivs[target, IV_CNT] >= depth:
             _fail(sc, FIFO_OVER, target)
             continue
-        buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
-        ivs[target, IV_CNT] += 1
-        _list_front(ivs, st.fronts, st.fronts_n, target, woken)
+        held = ivs[target, IV_CNT]
+        buf[target * depth + (ivs[target, IV_HEAD] + held) % depth] = flit
+        ivs[target, IV_CNT] = held + 1
         sws[ivs[target, IV_SW], SW_CNT] += 1
-        if lists:
-            _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
         sc[BUSY] += 1
+        if _front_may_change(st, target, held):
+            _list_front(ivs, st.fronts, st.fronts_n, target, woken)
+            if lists:
+                _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
     user = _take(st)
     for k in range(wc_n[landing]):
+        if k + AHEAD < wc_n[landing] and wc[landing, k + AHEAD] >= 0:
+            prefetch(ovs, wc[landing, k + AHEAD])
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1

@@ -177,6 +177,32 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
             assert lockstep(torus, 0.45, cycles=200, stall=0.5)["delivered"] > 10
 
 
+#: a flit landing behind a head that is not routed yet steps its switch only if the head was
+#: short of flits (its head flits, under store-and-forward its packet), and that left off
+SHORT_OF_FLITS = "return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]"
+SHORT_FABRICS = {
+    "head-flits": spec("znode-sliced", {"stages": 1, "head_bits": 3}, packet_length=2),
+    "store-and-forward": spec(
+        "torus-dor", {"switching": "store_and_forward"}, buffer_depth=4, packet_length=3
+    ),
+}
+
+
+@pytest.mark.parametrize("fabric", SHORT_FABRICS.values(), ids=SHORT_FABRICS)
+@pytest.mark.parametrize("plant", [None, ("_front_may_change", SHORT_OF_FLITS, "return False")])
+def test_a_head_waiting_for_its_flits_is_stepped_when_they_land(monkeypatch, fabric, plant):
+    """Heads of several flits, and packets stored whole before they leave: a landing that
+    completes what the front head waits for must step its switch (the kernel run as Python,
+    once as it is and once with such landings taken as changing nothing)."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
+    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
+        if plant:
+            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+                lockstep(fabric, 0.45, cycles=200, stall=0.5)
+        else:
+            assert lockstep(fabric, 0.45, cycles=200, stall=0.5)["delivered"] > 10
+
+
 # ---- deadlocks ---------------------------------------------------------------------------------
 
 

@@ -867,16 +867,17 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
 @compiled(inline="always")
 def _requests(st, s: int, base: int, n_ports: int):
     """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
-    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, and
-    how many input VCs request in REQ. A head whose candidates were all held by other packets when
-    it last asked, none released at this switch since, asks nothing again: an output VC is
-    held until its packet's tail crosses the switch, and each such release is counted."""
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, how
+    many input VCs request in REQ and the last of them. A head whose candidates were all held
+    by other packets when it last asked, none released at this switch since, asks nothing
+    again: an output VC is held until its packet's tail crosses the switch, and each such
+    release is counted."""
     gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
     releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
     routed = False
-    requests = 0
+    requests, asker = 0, -1
     for gp in range(base, base + n_ports):
         iv0 = gps[gp, GP_IV0]
         for iv in range(iv0, iv0 + gps[gp, GP_NIV]):
@@ -906,9 +907,10 @@ def _requests(st, s: int, base: int, n_ports: int):
             ivs[iv, REQ] = target
             if target >= 0:
                 requests += 1
+                asker = iv
                 if bypass:
                     gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
-    return routed, requests
+    return routed, requests, asker
 
 
 @compiled(inline="always")
@@ -1058,12 +1060,18 @@ def _switch_cycle(st, s: int) -> bool:
     array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
-    routed, requests = _requests(st, s, base, n_ports)
+    routed, requests, asker = _requests(st, s, base, n_ports)
     staged = False
     if cfg[SPLIT]:
         staged = _stage_picks(st, base, n_ports)
     granted = 0
-    if requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing, moves nothing
+    if requests == 1 and not cfg[SPLIT]:
+        # one request: every pointer of the allocator leads to it, and it is granted
+        gp = st.iv[asker, IV_GP]
+        st.grants[0, G_GP], st.grants[0, G_V] = gp, asker - st.gp[gp, GP_IV0]
+        st.grants[0, G_OV] = st.iv[asker, REQ]
+        granted = 1
+    elif requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing
         granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
     if cfg[VC_SPLIT]:
         staged = _vc_stage_picks(st, base, n_ports) or staged

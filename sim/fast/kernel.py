@@ -351,7 +351,9 @@ def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
 
 @compiled(inline="always")
 def _pop(st, iv: int, depth: int):
-    """Take the front flit out of input VC ``iv``'s FIFO; the flit behind it is a new front."""
+    """Take the front flit out of input VC ``iv``'s FIFO. Behind a tail the flit is a new
+    packet's head, to be looked up; behind any other flit it is its packet's, which holds its
+    output VC (taken as the head crossed), so nothing is looked up."""
     ivs, sc = st.iv, st.sc
     flit = st.buf[iv * depth + ivs[iv, IV_HEAD]]
     ivs[iv, IV_POPPED] = sc[CYCLE]
@@ -359,7 +361,7 @@ def _pop(st, iv: int, depth: int):
     ivs[iv, IV_CNT] -= 1
     st.sw[ivs[iv, IV_SW], SW_CNT] -= 1
     sc[BUSY] -= 1
-    if ivs[iv, IV_CNT] > 0:
+    if ivs[iv, IV_CNT] > 0 and _is_tail(st.pk, flit):
         _list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)
     return flit
 

@@ -224,10 +224,16 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n free",
+    " fronts fronts_n free probes",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@compiled
+def hash_home(keys: np.ndarray, key: int) -> int:
+    """The slot where the probe for ``key`` starts."""
+    return int((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & (keys.shape[0] - 1)
 
 
 @compiled
@@ -235,7 +241,7 @@ def hash_slot(keys: np.ndarray, key: int) -> int:
     """The slot of ``key`` in the open-addressed table ``keys``, or of the empty slot where it
     would go (linear probing; the table is never full)."""
     mask = keys.shape[0] - 1
-    h = int((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+    h = hash_home(keys, key)
     while keys[h] != -1 and keys[h] != key:
         h = (h + 1) & mask
     return h
@@ -291,7 +297,8 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarra
 
 
 def prefetch(table: np.ndarray, row: int) -> None:
-    """Ask the memory for the first cache line of ``table``'s ``row``, to be read soon: a hint
+    """Ask the memory for the cache line of ``table``'s ``row`` (its entry, of a vector), to be
+    read soon: a hint
     (LLVM's prefetch) compiled, nothing run as Python."""
 
 
@@ -301,7 +308,8 @@ def _llvm_prefetch(typingctx, table, row):
         kind = signature.args[0]
         array = context.make_array(kind)(context, builder, args[0])
         zero = context.get_constant(types.intp, 0)
-        at = cgutils.get_item_pointer(context, builder, kind, array, [args[1], zero])
+        index = [args[1]] + [zero] * (kind.ndim - 1)
+        at = cgutils.get_item_pointer(context, builder, kind, array, index)
         at = builder.bitcast(at, ir.IntType(8).as_pointer())
         word = ir.IntType(32)
         hint = ir.FunctionType(ir.VoidType(), [at.type, word, word, word])
@@ -468,12 +476,15 @@ def _lookups(st) -> int:
     listed in ``fronts`` (a flit landed in it, or its front left, in the cycle before): any
     other front is routed already, holds its output VC, or is still missing flits, and stays
     so until a flit lands or leaves. A head looked up here is routed in this cycle: its switch
-    is stepped (a landing or a step that moved a flit put it on the list)."""
+    is stepped (a landing or a step that moved a flit put it on the list). Two passes: the
+    heads and their raw states first, each state's slot asked of the memory, then the probes
+    (on a large fabric the table's slots are far apart, and each probe would wait on its own)."""
     ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
-    keys, values = st.hash_keys, st.hash_vals
+    keys, values, probes = st.hash_keys, st.hash_vals, st.probes
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, fronts = st.sc[CYCLE] & 1, st.fronts
+    heads = 0  # the fronts to look up, kept in the list's first places
     for i in range(st.fronts_n[now]):
         iv = fronts[now, i]
         if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
@@ -482,12 +493,18 @@ def _lookups(st) -> int:
         if ivs[iv, IV_CNT] < pks[slot, PK_COUNT if stores else PK_HF]:
             continue
         key = pks[slot, PK_HEAD] * n_iv + iv
+        fronts[now, heads] = iv
+        probes[heads] = key
+        prefetch(keys, hash_home(keys, key))
+        heads += 1
+    for i in range(heads):
+        iv, key = fronts[now, i], probes[i]
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]
         else:
             ms[misses, MS_IV] = iv
-            ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
+            ms[misses, MS_HEAD] = key // n_iv
             misses += 1
     if st.cfg[BYPASS]:
         misses = _bypass_lookups(st, misses)

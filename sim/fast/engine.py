@@ -225,6 +225,7 @@ class FastModel:
             "stepping": np.zeros((2, len(tables.sw)), np.int64),
             "stepping_n": np.zeros(2, np.int64),
             "taking": np.zeros(n_ga, np.int64),
+            "merged": np.zeros(n_ga, np.int64),
             "fronts": np.zeros((2, n_iv), np.int64),
             "fronts_n": np.zeros(2, np.int64),
             "probes": np.zeros(n_iv, np.int64),

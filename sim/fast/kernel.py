@@ -81,9 +81,10 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
     N_DELIVERED_LOG,
     N_PATH_LOG,
     N_TAKING,
+    N_SORTED,
     N_FREE,
     SC_SIZE,
-) = range(15)
+) = range(16)
 
 # ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never);
 # RELEASES: how many times a tail crossing it has freed one of its output VCs
@@ -224,7 +225,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n free probes",
+    " fronts fronts_n free probes merged",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -448,6 +449,22 @@ def _sort(a: np.ndarray, first: int, end: int) -> None:
     for last in range(n - 1, 0, -1):
         a[first], a[first + last] = a[first + last], a[first]
         _sift(a, first, 0, last)
+
+
+@compiled
+def _merge(a: np.ndarray, middle: int, end: int, merged: np.ndarray) -> None:
+    """``a[:end]`` in order, its two runs ``a[:middle]`` and ``a[middle:end]`` each in order
+    (``merged``: room for ``end`` entries)."""
+    i, j = 0, middle
+    for k in range(end):
+        if j == end or (i < middle and a[i] <= a[j]):
+            merged[k] = a[i]
+            i += 1
+        else:
+            merged[k] = a[j]
+            j += 1
+    for k in range(end):
+        a[k] = merged[k]
 
 
 @compiled(inline="always")
@@ -1160,7 +1177,9 @@ def _take(st) -> bool:
     active = False
     lists = st.cfg[LISTS] != 0
     listed = sc[N_TAKING]
-    _sort(taking, 0, listed)
+    # the list as the last cycle left it is in order; the attachments added since, behind it
+    _sort(taking, sc[N_SORTED], listed)
+    _merge(taking, sc[N_SORTED], listed, st.merged)
     kept = 0
     for i in range(listed if lists else gas.shape[0]):
         g = taking[i] if lists else i
@@ -1198,6 +1217,7 @@ def _take(st) -> bool:
             _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
         _deliver(st, endpoint, flit)
     sc[N_TAKING] = kept
+    sc[N_SORTED] = kept
     return active
 
 

@@ -81,9 +81,10 @@ FIRST_FREE, ROUND_ROBIN, OCCUPANCY, RANDOM = range(4)
     N_DELIVERED_LOG,
     N_PATH_LOG,
     N_TAKING,
+    N_SORTED,
     N_FREE,
     SC_SIZE,
-) = range(15)
+) = range(16)
 
 # ``sw``: per switch; WAKE: the last cycle it was put on the list of switches to step (0: never);
 # RELEASES: how many times a tail crossing it has freed one of its output VCs
@@ -92,9 +93,9 @@ SW_PORT0, SW_NPORTS, SW_CNT, SW_WAKE, SW_RELEASES, SW_FIELDS = range(6)
 # STRAIGHT: under the straight bypass the output port (``gp``) its input feeds straight, -1 for
 # none; ASKED: the last cycle a buffered flit of its switch requested its output (-1: never).
 #
-# The rows of ``gp``, ``iv`` and ``ov`` are 128 bytes, two cache lines (the engine aligns the
-# tables on 64 bytes), the fields a switch's step reads for every port first: on the E6 Znode
-# the step's time went to the cache lines the port-by-port scans touch, not to their arithmetic
+# The rows of ``gp``, ``iv`` and ``ov`` are 16 fields of 32 bits, one cache line each (the
+# engine aligns the tables on 64 bytes, ``engine.ROW_TYPE``): on the E6 Znode the step's time
+# goes to the cache lines the port-by-port scans touch, not to their arithmetic
 (
     GP_IV0,
     GP_NIV,
@@ -153,8 +154,23 @@ IV_FIELDS = 16
     OV_VC,
 ) = range(10)
 OV_FIELDS = 16
-# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue
-EP_ATT0, EP_SLOT, EP_NEXT, EP_WHICH, EP_VC, EP_PTR, EP_QHEAD, EP_QTAIL, EP_FIELDS = range(9)
+# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue;
+# WAIT: the first cycle it may send in, so injection passes over it before: the creation cycle
+# of its queue's first packet, or NEVER while its queue is empty or its next flit found no
+# injection credit (0 once one of its attachments gets one back: its credits are its own)
+(
+    EP_ATT0,
+    EP_SLOT,
+    EP_NEXT,
+    EP_WHICH,
+    EP_VC,
+    EP_PTR,
+    EP_QHEAD,
+    EP_QTAIL,
+    EP_WAIT,
+    EP_FIELDS,
+) = range(10)
+NEVER = 1 << 62
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
 # flits (``taking``)
 GA_EP, GA_WHICH, GA_IV0, GA_OV0, GA_CNT, PRESENTING, EJECT_PTR, GA_LISTED, GA_FIELDS = range(9)
@@ -209,10 +225,16 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n free",
+    " fronts fronts_n free probes merged",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@compiled
+def hash_home(keys: np.ndarray, key: int) -> int:
+    """The slot where the probe for ``key`` starts."""
+    return int((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & (keys.shape[0] - 1)
 
 
 @compiled
@@ -220,7 +242,7 @@ def hash_slot(keys: np.ndarray, key: int) -> int:
     """The slot of ``key`` in the open-addressed table ``keys``, or of the empty slot where it
     would go (linear probing; the table is never full)."""
     mask = keys.shape[0] - 1
-    h = int((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+    h = hash_home(keys, key)
     while keys[h] != -1 and keys[h] != key:
         h = (h + 1) & mask
     return h
@@ -283,13 +305,15 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarra
         sc[WATCHED] += offers[k, 6]
         if ep[src, EP_QTAIL] < 0:
             ep[src, EP_QHEAD] = slot
+            ep[src, EP_WAIT] = min(ep[src, EP_WAIT], offers[k, 1])
         else:
             pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
         ep[src, EP_QTAIL] = slot
 
 
 def prefetch(table: np.ndarray, row: int) -> None:
-    """Ask the memory for the first cache line of ``table``'s ``row``, to be read soon: a hint
+    """Ask the memory for the cache line of ``table``'s ``row`` (its entry, of a vector), to be
+    read soon: a hint
     (LLVM's prefetch) compiled, nothing run as Python."""
 
 
@@ -299,7 +323,8 @@ def _llvm_prefetch(typingctx, table, row):
         kind = signature.args[0]
         array = context.make_array(kind)(context, builder, args[0])
         zero = context.get_constant(types.intp, 0)
-        at = cgutils.get_item_pointer(context, builder, kind, array, [args[1], zero])
+        index = [args[1]] + [zero] * (kind.ndim - 1)
+        at = cgutils.get_item_pointer(context, builder, kind, array, index)
         at = builder.bitcast(at, ir.IntType(8).as_pointer())
         word = ir.IntType(32)
         hint = ir.FunctionType(ir.VoidType(), [at.type, word, word, word])
@@ -311,7 +336,7 @@ def _llvm_prefetch(typingctx, table, row):
     return types.void(table, row), codegen
 
 
-@overload(prefetch, inline="always")
+@overload(prefetch)
 def _prefetch_compiled(table, row):
     def hint(table, row):
         _llvm_prefetch(table, row)
@@ -349,7 +374,9 @@ def _at(buf: np.ndarray, ivs: np.ndarray, iv: int, k: int, depth: int) -> int:
 
 @compiled(inline="always")
 def _pop(st, iv: int, depth: int):
-    """Take the front flit out of input VC ``iv``'s FIFO; the flit behind it is a new front."""
+    """Take the front flit out of input VC ``iv``'s FIFO. Behind a tail the flit is a new
+    packet's head, to be looked up; behind any other flit it is its packet's, which holds its
+    output VC (taken as the head crossed), so nothing is looked up."""
     ivs, sc = st.iv, st.sc
     flit = st.buf[iv * depth + ivs[iv, IV_HEAD]]
     ivs[iv, IV_POPPED] = sc[CYCLE]
@@ -357,7 +384,7 @@ def _pop(st, iv: int, depth: int):
     ivs[iv, IV_CNT] -= 1
     st.sw[ivs[iv, IV_SW], SW_CNT] -= 1
     sc[BUSY] -= 1
-    if ivs[iv, IV_CNT] > 0:
+    if ivs[iv, IV_CNT] > 0 and _is_tail(st.pk, flit):
         _list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)
     return flit
 
@@ -438,6 +465,22 @@ def _sort(a: np.ndarray, first: int, end: int) -> None:
         _sift(a, first, 0, last)
 
 
+@compiled
+def _merge(a: np.ndarray, middle: int, end: int, merged: np.ndarray) -> None:
+    """``a[:end]`` in order, its two runs ``a[:middle]`` and ``a[middle:end]`` each in order
+    (``merged``: room for ``end`` entries)."""
+    i, j = 0, middle
+    for k in range(end):
+        if j == end or (i < middle and a[i] <= a[j]):
+            merged[k] = a[i]
+            i += 1
+        else:
+            merged[k] = a[j]
+            j += 1
+    for k in range(end):
+        a[k] = merged[k]
+
+
 @compiled(inline="always")
 def _sift(a: np.ndarray, first: int, root: int, n: int) -> None:
     value = a[first + root]
@@ -464,12 +507,15 @@ def _lookups(st) -> int:
     listed in ``fronts`` (a flit landed in it, or its front left, in the cycle before): any
     other front is routed already, holds its output VC, or is still missing flits, and stays
     so until a flit lands or leaves. A head looked up here is routed in this cycle: its switch
-    is stepped (a landing or a step that moved a flit put it on the list)."""
+    is stepped (a landing or a step that moved a flit put it on the list). Two passes: the
+    heads and their raw states first, each state's slot asked of the memory, then the probes
+    (on a large fabric the table's slots are far apart, and each probe would wait on its own)."""
     ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
-    keys, values = st.hash_keys, st.hash_vals
+    keys, values, probes = st.hash_keys, st.hash_vals, st.probes
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, fronts = st.sc[CYCLE] & 1, st.fronts
+    heads = 0  # the fronts to look up, kept in the list's first places
     for i in range(st.fronts_n[now]):
         iv = fronts[now, i]
         if ivs[iv, IV_CNT] == 0 or ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
@@ -478,12 +524,18 @@ def _lookups(st) -> int:
         if ivs[iv, IV_CNT] < pks[slot, PK_COUNT if stores else PK_HF]:
             continue
         key = pks[slot, PK_HEAD] * n_iv + iv
+        fronts[now, heads] = iv
+        probes[heads] = key
+        prefetch(keys, hash_home(keys, key))
+        heads += 1
+    for i in range(heads):
+        iv, key = fronts[now, i], probes[i]
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]
         else:
             ms[misses, MS_IV] = iv
-            ms[misses, MS_HEAD] = pks[slot, PK_HEAD]
+            ms[misses, MS_HEAD] = key // n_iv
             misses += 1
     if st.cfg[BYPASS]:
         misses = _bypass_lookups(st, misses)
@@ -559,14 +611,24 @@ def _inject(st) -> bool:
     moved = False
     n = st.cfg[INJ_VCS]
     for e in range(eps.shape[0]):
+        if eps[e, EP_WAIT] > cycle:
+            continue
         slot = eps[e, EP_SLOT]
         if slot < 0:
             slot = eps[e, EP_QHEAD]
-            if slot < 0 or pks[slot, PK_CREATED] > cycle or not _start(st, e, slot):
+            if slot < 0:
+                eps[e, EP_WAIT] = NEVER
+                continue
+            if pks[slot, PK_CREATED] > cycle:
+                eps[e, EP_WAIT] = pks[slot, PK_CREATED]
+                continue
+            if not _start(st, e, slot):
+                eps[e, EP_WAIT] = NEVER
                 continue
         ga = eps[e, EP_ATT0] + eps[e, EP_WHICH]
         credit = ga * n + eps[e, EP_VC]
         if credits[credit] == 0:
+            eps[e, EP_WAIT] = NEVER
             continue
         credits[credit] -= 1
         index = eps[e, EP_NEXT]
@@ -855,16 +917,17 @@ def _drop_surplus(st, iv: int, slot: int) -> None:
 @compiled(inline="always")
 def _requests(st, s: int, base: int, n_ports: int):
     """Step 2 (with step 1 for heads not routed yet): each input VC's request into REQ, or,
-    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, and
-    how many input VCs request in REQ. A head whose candidates were all held by other packets when
-    it last asked, none released at this switch since, asks nothing again: an output VC is
-    held until its packet's tail crosses the switch, and each such release is counted."""
+    with VC allocation a stage of its own, a head's into VREQ. Whether a head was routed, how
+    many input VCs request in REQ and the last of them. A head whose candidates were all held
+    by other packets when it last asked, none released at this switch since, asks nothing
+    again: an output VC is held until its packet's tail crosses the switch, and each such
+    release is counted."""
     gps, ivs, ovs, pks, buf = st.gp, st.iv, st.ov, st.pk, st.buf
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
     releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
     routed = False
-    requests = 0
+    requests, asker = 0, -1
     for gp in range(base, base + n_ports):
         iv0 = gps[gp, GP_IV0]
         for iv in range(iv0, iv0 + gps[gp, GP_NIV]):
@@ -894,9 +957,10 @@ def _requests(st, s: int, base: int, n_ports: int):
             ivs[iv, REQ] = target
             if target >= 0:
                 requests += 1
+                asker = iv
                 if bypass:
                     gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
-    return routed, requests
+    return routed, requests, asker
 
 
 @compiled(inline="always")
@@ -1046,12 +1110,18 @@ def _switch_cycle(st, s: int) -> bool:
     array's fields one by one."""
     cfg = st.cfg
     base, n_ports = st.sw[s, SW_PORT0], st.sw[s, SW_NPORTS]
-    routed, requests = _requests(st, s, base, n_ports)
+    routed, requests, asker = _requests(st, s, base, n_ports)
     staged = False
     if cfg[SPLIT]:
         staged = _stage_picks(st, base, n_ports)
     granted = 0
-    if requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing, moves nothing
+    if requests == 1 and not cfg[SPLIT]:
+        # one request: every pointer of the allocator leads to it, and it is granted
+        gp = st.iv[asker, IV_GP]
+        st.grants[0, G_GP], st.grants[0, G_V] = gp, asker - st.gp[gp, GP_IV0]
+        st.grants[0, G_OV] = st.iv[asker, REQ]
+        granted = 1
+    elif requests or cfg[SPLIT]:  # else no input picks: the allocation grants nothing
         granted = _allocate(st, base, n_ports, REQ, RR_IN, RR_OUT, G_GP)
     if cfg[VC_SPLIT]:
         staged = _vc_stage_picks(st, base, n_ports) or staged
@@ -1121,7 +1191,9 @@ def _take(st) -> bool:
     active = False
     lists = st.cfg[LISTS] != 0
     listed = sc[N_TAKING]
-    _sort(taking, 0, listed)
+    # the list as the last cycle left it is in order; the attachments added since, behind it
+    _sort(taking, sc[N_SORTED], listed)
+    _merge(taking, sc[N_SORTED], listed, st.merged)
     kept = 0
     for i in range(listed if lists else gas.shape[0]):
         g = taking[i] if lists else i
@@ -1159,7 +1231,28 @@ def _take(st) -> bool:
             _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
         _deliver(st, endpoint, flit)
     sc[N_TAKING] = kept
+    sc[N_SORTED] = kept
     return active
+
+
+@compiled(inline="always")
+def _front_may_change(st, iv: int, held: int) -> bool:
+    """Whether a flit landing in input VC ``iv``, which held ``held`` flits, may change what its
+    switch does: it becomes the front, or the front is a head not yet routed that was short of
+    the flits it needs (its head flits, under store-and-forward its whole packet). Behind any
+    other front it changes nothing step 1 or 2 reads, so its switch is not stepped for it, nor
+    its front looked up."""
+    ivs = st.iv
+    if held == 0:
+        return True
+    if ivs[iv, ASSIGN] >= 0 or ivs[iv, DECISION] >= 0:
+        return False
+    slot = _at(st.buf, ivs, iv, 0, st.cfg[DEPTH]) >> 16
+    return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]
+
+
+#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write
+AHEAD = 8
 
 
 @compiled
@@ -1180,12 +1273,14 @@ def _end_of_cycle(st) -> bool:
     wf, wf_n, wc, wc_n, credits = st.wf, st.wf_n, st.wc, st.wc_n, st.inj_credit
     stepping, stepping_n, taking = st.stepping, st.stepping_n, st.taking
     depth = st.cfg[DEPTH]
-    n_ej = st.cfg[EJ_VCS]
+    n_ej, n_inj = st.cfg[EJ_VCS], st.cfg[INJ_VCS]
     checks = st.cfg[CHECKS] != 0
     lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
     woken = sc[CYCLE] + 1
     for k in range(wf_n[landing]):
+        if k + AHEAD < wf_n[landing] and wf[landing, k + AHEAD, WF_KIND] <= INJECTION:
+            prefetch(ivs, wf[landing, k + AHEAD, WF_TARGET])
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
         flit = wf[landing, k, WF_FLIT]
@@ -1209,18 +1304,23 @@ def _end_of_cycle(st) -> bool:
         if checks and ivs[target, IV_CNT] >= depth:
             _fail(sc, FIFO_OVER, target)
             continue
-        buf[target * depth + (ivs[target, IV_HEAD] + ivs[target, IV_CNT]) % depth] = flit
-        ivs[target, IV_CNT] += 1
-        _list_front(ivs, st.fronts, st.fronts_n, target, woken)
+        held = ivs[target, IV_CNT]
+        buf[target * depth + (ivs[target, IV_HEAD] + held) % depth] = flit
+        ivs[target, IV_CNT] = held + 1
         sws[ivs[target, IV_SW], SW_CNT] += 1
-        if lists:
-            _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
         sc[BUSY] += 1
+        if _front_may_change(st, target, held):
+            _list_front(ivs, st.fronts, st.fronts_n, target, woken)
+            if lists:
+                _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
     user = _take(st)
     for k in range(wc_n[landing]):
+        if k + AHEAD < wc_n[landing] and wc[landing, k + AHEAD] >= 0:
+            prefetch(ovs, wc[landing, k + AHEAD])
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1
+            st.ep[gas[(-1 - target) // n_inj, GA_EP], EP_WAIT] = 0
             continue
         ovs[target, CREDIT] += 1
         if lists:
@@ -1231,6 +1331,29 @@ def _end_of_cycle(st) -> bool:
     wc_n[landing] = 0
     sc[PHASE] = 1 - landing
     return user
+
+
+# ---- the deadlock watch's look ----------------------------------------------------------------
+
+
+@compiled
+def front_codes(st, ivs_out: np.ndarray, codes_out: np.ndarray) -> int:
+    """The front flit of every non-empty input VC, into ``ivs_out`` (in input VC order) and
+    ``codes_out``; how many. A switch holding no flit is passed over whole: the watch looks
+    every few hundred cycles, and on a large fabric most rows it would read are empty."""
+    sws, gps, ivs, buf = st.sw, st.gp, st.iv, st.buf
+    depth = st.cfg[DEPTH]
+    n = 0
+    for s in range(sws.shape[0]):
+        if sws[s, SW_CNT] == 0:
+            continue
+        first, last = sws[s, SW_PORT0], sws[s, SW_PORT0] + sws[s, SW_NPORTS] - 1
+        for iv in range(gps[first, GP_IV0], gps[last, GP_IV0] + gps[last, GP_NIV]):
+            if ivs[iv, IV_CNT] > 0:
+                ivs_out[n] = iv
+                codes_out[n] = _at(buf, ivs, iv, 0, depth)
+                n += 1
+    return n
 
 
 # ---- whole cycles ----------------------------------------------------------------------------

@@ -68,7 +68,7 @@ _LAYOUT = {
         for name in dir(k)
         if name.split("_")[0] in ("DEC", "CAND", "PAIR", "INJ") and name != "INJ_VCS"
     },
-    "hash": [inspect.getsource(k.hash_slot.py_func), int(k._GOLDEN)],
+    "hash": [inspect.getsource(f.py_func) for f in (k.hash_home, k.hash_slot)] + [int(k._GOLDEN)],
     # how the compiled cycle reads a decision: a candidate's output VC, "unchanged" heads
     "reading": [inspect.getsource(f.py_func) for f in (k._cand_ov, k._next_head, k._next_hf)],
 }

@@ -140,6 +140,9 @@ POPPED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)"
 #: a head found waiting on output VCs all held asks again after a release at its switch, the
 #: release left uncounted
 RELEASE_COUNTED = "st.sw[s, SW_RELEASES] += 1"
+#: an endpoint that found no injection credit is looked at again once one comes back, and that
+#: left off
+ENDPOINT_WAKE = "st.ep[gas[(-1 - target) // n_inj, GA_EP], EP_WAIT] = 0"
 
 PLANTS = {
     "as-is": None,
@@ -151,6 +154,7 @@ PLANTS = {
     "front-not-looked-up-after-a-landing": ("_end_of_cycle", LANDED_FRONT, "pass"),
     "front-not-looked-up-after-its-front-left": ("_pop", POPPED_FRONT, "pass"),
     "release-not-counted": ("_cross", RELEASE_COUNTED, "pass"),
+    "endpoint-not-woken-by-an-injection-credit": ("_end_of_cycle", ENDPOINT_WAKE, "pass"),
 }
 
 
@@ -159,9 +163,9 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     """The kernel run as plain Python (the compiled one untouched), once as it is and once with
     a bug planted: the output arbiter's pointer moving one port too far, a switch left off
     the work list of the cycle after it gets a credit or a flit or changed something, an
-    input VC left off the fronts to look up after a flit lands in it or its front leaves, or a
-    head waiting on held output VCs left waiting after a release: only the planted copies are
-    caught.
+    input VC left off the fronts to look up after a flit lands in it or its front leaves, a
+    head waiting on held output VCs left waiting after a release, or an endpoint short of an
+    injection credit left waiting after one comes back: only the planted copies are caught.
     The endpoints hold flits back half the time, so local outputs run out of credits too."""
     monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
@@ -171,6 +175,32 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
                 lockstep(torus, 0.45, cycles=200, stall=0.5)
         else:
             assert lockstep(torus, 0.45, cycles=200, stall=0.5)["delivered"] > 10
+
+
+#: a flit landing behind a head that is not routed yet steps its switch only if the head was
+#: short of flits (its head flits, under store-and-forward its packet), and that left off
+SHORT_OF_FLITS = "return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]"
+SHORT_FABRICS = {
+    "head-flits": spec("znode-sliced", {"stages": 1, "head_bits": 3}, packet_length=2),
+    "store-and-forward": spec(
+        "torus-dor", {"switching": "store_and_forward"}, buffer_depth=4, packet_length=3
+    ),
+}
+
+
+@pytest.mark.parametrize("fabric", SHORT_FABRICS.values(), ids=SHORT_FABRICS)
+@pytest.mark.parametrize("plant", [None, ("_front_may_change", SHORT_OF_FLITS, "return False")])
+def test_a_head_waiting_for_its_flits_is_stepped_when_they_land(monkeypatch, fabric, plant):
+    """Heads of several flits, and packets stored whole before they leave: a landing that
+    completes what the front head waits for must step its switch (the kernel run as Python,
+    once as it is and once with such landings taken as changing nothing)."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
+    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
+        if plant:
+            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
+                lockstep(fabric, 0.45, cycles=200, stall=0.5)
+        else:
+            assert lockstep(fabric, 0.45, cycles=200, stall=0.5)["delivered"] > 10
 
 
 # ---- deadlocks ---------------------------------------------------------------------------------
@@ -350,6 +380,16 @@ def test_an_arbitrary_ready_function_is_refused_and_simulate_falls_back():
         FastModel(plan, eject_ready=ready)
     model, engine = make_model(plan, "fast", eject_ready=ready)
     assert engine == "reference" and isinstance(model, FabricModel)
+
+
+def test_a_run_past_the_last_cycle_its_rows_hold_is_refused():
+    """The port and VC rows hold cycle numbers in 32 bits: a run to beyond 2**31 - 1 cycles
+    is refused before any cycle is run, not wrapped."""
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [2, 2]}}))
+    model = FastModel(plan)
+    with pytest.raises(UnsupportedSetting, match="at most 2147483647 cycles"):
+        model.run_until(2**31)
+    assert model.cycle == 0
 
 
 def test_a_lost_credit_is_caught():

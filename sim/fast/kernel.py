@@ -224,8 +224,8 @@ INJ_WHICH, INJ_HEAD, INJ_HF, INJ_FIELDS = range(4)
 State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
-    " dl pl ms dec cand hash_keys hash_vals pair inj cfg sc stall stepping stepping_n taking"
-    " fronts fronts_n free probes merged",
+    " dl pl ms dec cand hash_keys hash_vals hash_used pair inj cfg sc stall stepping stepping_n"
+    " taking fronts fronts_n free probes merged",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -276,10 +276,17 @@ def hash_lookup_many(keys: np.ndarray, vals: np.ndarray, queries: np.ndarray, fo
 
 
 @compiled
-def hash_rehash(keys: np.ndarray, vals: np.ndarray, new_keys: np.ndarray, new_vals: np.ndarray):
+def hash_move(keys, vals, used, new_keys, new_vals, new_used, only_used: bool) -> int:
+    """The entries of ``keys`` (``only_used``: those marked in ``used``, their marks cleared;
+    else all, their marks kept) into the empty table ``new_keys``; how many."""
+    moved = 0
     for h in range(keys.shape[0]):
-        if keys[h] != -1:
-            hash_insert(new_keys, new_vals, keys[h], vals[h])
+        if keys[h] != -1 and (used[h] or not only_used):
+            slot = hash_slot(new_keys, keys[h])
+            new_keys[slot], new_vals[slot] = keys[h], vals[h]
+            new_used[slot] = 0 if only_used else used[h]
+            moved += 1
+    return moved
 
 
 @compiled
@@ -511,7 +518,7 @@ def _lookups(st) -> int:
     heads and their raw states first, each state's slot asked of the memory, then the probes
     (on a large fabric the table's slots are far apart, and each probe would wait on its own)."""
     ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
-    keys, values, probes = st.hash_keys, st.hash_vals, st.probes
+    keys, values, used, probes = st.hash_keys, st.hash_vals, st.hash_used, st.probes
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, fronts = st.sc[CYCLE] & 1, st.fronts
@@ -533,6 +540,7 @@ def _lookups(st) -> int:
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]
+            used[h] = 1
         else:
             ms[misses, MS_IV] = iv
             ms[misses, MS_HEAD] = key // n_iv
@@ -548,7 +556,7 @@ def _bypass_lookups(st, misses: int) -> int:
     """The decisions of the heads on links that may bypass their switch this cycle (into an
     empty input VC with a straight output), into PENDING; the misses after ``misses``."""
     gps, ivs, pks, wf, ms = st.gp, st.iv, st.pk, st.wf, st.ms
-    keys, values, n_iv = st.hash_keys, st.hash_vals, st.cfg[N_IV]
+    keys, values, used, n_iv = st.hash_keys, st.hash_vals, st.hash_used, st.cfg[N_IV]
     landing = st.sc[PHASE]
     for k in range(st.wf_n[landing]):
         iv, flit = wf[landing, k, WF_TARGET], wf[landing, k, WF_FLIT]
@@ -560,6 +568,7 @@ def _bypass_lookups(st, misses: int) -> int:
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]
+            used[h] = 1
         else:
             ms[misses, MS_IV] = iv
             ms[misses, MS_HEAD] = pks[flit >> 16, PK_HEAD]

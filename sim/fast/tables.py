@@ -16,10 +16,11 @@ starts from them.
 
 Under uniform traffic at thousands of endpoints nearly every packet brings a new pair and its
 raw states, so both memos have a budget proportional to the fabric: past
-:data:`STATES_PER_IV` raw states an input VC the hash table is emptied (the decisions stay, so
-a state met again costs one ``route`` call), and past :data:`PAIRS_PER_ENDPOINT` pairs an
-endpoint the pairs no queued packet still needs are dropped and the rest renumbered in every
-model of the plan.
+:data:`STATES_PER_IV` raw states an input VC the hash table keeps only the states a look-up
+found since it last did so (the decisions stay, so a state dropped and met again costs one
+``route`` call; the states of the traffic at hand stay), and past :data:`PAIRS_PER_ENDPOINT`
+pairs an endpoint the pairs no queued packet still needs are dropped and the rest renumbered
+in every model of the plan.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ AHEAD = 64
 _DECISION = np.int32
 #: the pair hash table's values, pair numbers (at most the pair budget, far below 2**31)
 _PAIR = np.int32
-#: the raw states the hash table holds before it is emptied: this many per input VC, and at
+#: the raw states the hash table holds before it drops those not found since it last did: this
+#: many per input VC (or twice the states it kept then, if more), and at
 #: least :data:`MIN_STATES` (the table's slots, twice the states, a power of two: 12 bytes a
 #: slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.4 million states
 #: per 1000 cycles, the states below a new pair's injection (:data:`AHEAD`) with nearly every
@@ -215,9 +217,12 @@ class FabricTables:
         self.cand = _table(1024, k.CAND_FIELDS, 0)
         self.hash_keys = np.full(1024, -1, np.int64)
         self.hash_vals = np.zeros(1024, _DECISION)
-        #: the raw states the hash table holds before it is emptied; never below what one
-        #: cycle may need at once (a head looked up per input VC, at its front or landing in
-        #: it empty) and two fills' closures, so a cycle's states are not emptied before it runs
+        #: per slot: whether the kernel's look-up found its state since the table last dropped
+        #: the states not found
+        self.hash_used = np.zeros(1024, np.uint8)
+        #: the raw states the hash table holds before it drops those not found; never below
+        #: what one cycle may need at once (a head looked up per input VC, at its front or
+        #: landing in it empty) and two fills' closures, so a cycle's states stay until it runs
         self.state_budget = max(MIN_STATES, STATES_PER_IV * n_iv, n_iv + 2 * AHEAD)
         self.pair = _table(256, k.PAIR_FIELDS, 0)
         self.inj = _table(256, k.INJ_FIELDS, 0)
@@ -233,9 +238,9 @@ class FabricTables:
         self._models: weakref.WeakSet = weakref.WeakSet()
         self.version = 0
         self._counts = {"dec": 0, "cand": 0, "inj": 0, "hash": 0, "pair": 0}
-        #: raw states inserted since the tables were made or read; the times the table was
-        #: emptied, and the pair tables compacted
-        self.inserted = self.emptied = self.compacted = 0
+        #: raw states inserted since the tables were made or read; the times the hash table
+        #: dropped the states not found, and the pair tables were compacted
+        self.inserted = self.pruned = self.compacted = 0
         self._heads: dict[Hashable, int] = {}
         self.head_list: list[Any] = []
         #: per endpoint, (switch, port) -> the index of its attachment there
@@ -262,7 +267,7 @@ class FabricTables:
 
     def routing_arrays(self) -> dict[str, np.ndarray]:
         """The routing tables as :class:`~.kernel.State` names them."""
-        names = ("dec", "cand", "hash_keys", "hash_vals", "pair", "inj")
+        names = ("dec", "cand", "hash_keys", "hash_vals", "hash_used", "pair", "inj")
         return {name: getattr(self, name) for name in names}
 
     def _grow(self, name: str, needed: int) -> None:
@@ -505,27 +510,37 @@ class FabricTables:
 
     def _insert(self, keys: list[int], values: list[int]) -> None:
         """Raw states ``keys`` -> decisions ``values`` in the hash table (kept at most half
-        full, doubled as needed), emptied first if they would take it past
-        :attr:`state_budget`: every state but these is decided again when met."""
+        full, doubled as needed). If they would take it past :attr:`state_budget`, the table
+        first drops every state no look-up found since it last did so (they are decided again
+        when met), and the budget rises to twice the states kept if that is more."""
         count = self._counts["hash"] + len(keys)
         size = len(self.hash_keys)
         if count > self.state_budget and self._counts["hash"]:
-            count = len(keys)
-            self.emptied += 1
-            self.hash_keys.fill(-1)
+            kept = self._move_states(size, only_used=True)
+            self.state_budget = max(self.state_budget, 2 * kept)
+            self.pruned += 1
+            count = kept + len(keys)
         if 2 * count > size:
             while 2 * count > size:
                 size *= 2
-            new_keys = np.full(size, -1, np.int64)
-            new_values = np.zeros(size, _DECISION)
-            k.hash_rehash(self.hash_keys, self.hash_vals, new_keys, new_values)
-            self.hash_keys, self.hash_vals = new_keys, new_values
-            self.version += 1
+            self._move_states(size, only_used=False)
         k.hash_insert_many(
             self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, _DECISION)
         )
         self._counts["hash"] = count
         self.inserted += len(keys)
+
+    def _move_states(self, size: int, *, only_used: bool) -> int:
+        """The hash table remade with ``size`` slots, holding its states (``only_used``: only
+        those a look-up found since it was last remade so); how many it holds."""
+        keys, values = np.full(size, -1, np.int64), np.zeros(size, _DECISION)
+        used = np.zeros(size, np.uint8)
+        moved = k.hash_move(
+            self.hash_keys, self.hash_vals, self.hash_used, keys, values, used, only_used
+        )
+        self.hash_keys, self.hash_vals, self.hash_used = keys, values, used
+        self.version += 1
+        return moved
 
     # ---- the set-up cache --------------------------------------------------------------------
 
@@ -572,6 +587,7 @@ class FabricTables:
             table[: len(loaded)] = loaded
             setattr(self, name, table)
         self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
+        self.hash_used = np.zeros(len(self.hash_keys), np.uint8)
         known = int(np.count_nonzero(self.hash_keys >= 0))
         decisions = len(arrays["dec"])
         self._candidates, self._next_head, self._decisions = [], [], {}

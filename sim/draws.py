@@ -34,10 +34,20 @@ def state_tuple(mt: np.ndarray, gauss: float | None) -> tuple:
 
 
 @njit(cache=True)
+def _mix(upper: int, lower: int, far: int) -> int:
+    y = (upper & _UPPER) | (lower & _LOWER)
+    return far ^ (y >> 1) ^ (-(y & 1) & _MATRIX_A)
+
+
+@njit(cache=True)
 def _twist(mt: np.ndarray) -> None:
-    for kk in range(_N):
-        y = (mt[kk] & _UPPER) | (mt[(kk + 1) % _N] & _LOWER)
-        mt[kk] = mt[(kk + _M) % _N] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
+    """The next 624 words, in three loops where the indices wrap (none with a modulo, so the
+    compiler can vectorise them)."""
+    for kk in range(_N - _M):
+        mt[kk] = _mix(mt[kk], mt[kk + 1], mt[kk + _M])
+    for kk in range(_N - _M, _N - 1):
+        mt[kk] = _mix(mt[kk], mt[kk + 1], mt[kk + _M - _N])
+    mt[_N - 1] = _mix(mt[_N - 1], mt[0], mt[_M - 1])
     mt[_N] = 0
 
 

@@ -139,6 +139,8 @@ class FastModel:
         self.plan = plan
         paths = paths and on_deliver_rows is None
         self._tables = tables = tables_for(plan)
+        #: per attachment, whether it injects (the credit check's)
+        self._injecting = np.array(self._tables.injecting, np.bool_)
         self.view, self.routing = tables.view, tables.routing
         self.depth = plan.buffer_depth
         self._watched = watched or (0, 0)
@@ -232,6 +234,7 @@ class FastModel:
             "fronts": np.zeros((2, n_iv), np.int64),
             "fronts_n": np.zeros(2, np.int64),
             "probes": np.zeros(n_iv, np.int64),
+            "ep_wait": np.zeros(n_ep, np.int64),
             # the free packet slots, a stack: the last popped first
             "free": np.arange(PACKET_SLOTS - 1, -1, -1, dtype=np.int64),
         }
@@ -386,7 +389,7 @@ class FastModel:
         self._room_for(len(offers))
         slots = np.empty(len(offers), np.int64)
         a = self._arrays
-        k.push_packets(a["pk"], a["ep"], a["sc"], a["free"], offers, slots)
+        k.push_packets(a["pk"], a["ep"], a["ep_wait"], a["sc"], a["free"], offers, slots)
         if packets is not None:
             for slot, packet in zip(slots.tolist(), packets, strict=True):
                 self._packets[slot] = packet
@@ -601,40 +604,22 @@ class FastModel:
         """Credits + buffered + in-flight flits + returning credits = depth, per link VC, per
         ejection VC (with its receive buffer) and per injection VC."""
         a = self._arrays
-        credit, dst, counts = a["ov"][:, k.CREDIT], a["ov"][:, k.OV_DST], a["iv"][:, k.IV_CNT]
-        flits_to_iv = np.zeros(len(counts), np.int64)
-        flits_to_rb = np.zeros(len(a["rbs"]), np.int64)
-        credits_to_ov = np.zeros(len(credit), np.int64)
-        credits_to_inj = np.zeros(len(a["inj_credit"]), np.int64)
-        for phase in (0, 1):
-            wires = a["wf"][phase, : a["wf_n"][phase]]
-            kinds, targets = wires[:, k.WF_KIND], wires[:, k.WF_TARGET]
-            np.add.at(flits_to_iv, targets[(kinds == k.LINK) | (kinds == k.INJECTION)], 1)
-            np.add.at(flits_to_rb, targets[kinds == k.EJECTION], 1)
-            credits = a["wc"][phase, : a["wc_n"][phase]]
-            np.add.at(credits_to_ov, credits[credits >= 0], 1)
-            np.add.at(credits_to_inj, -1 - credits[credits < 0], 1)
-        links = np.flatnonzero(dst >= 0)
-        total = credit[links] + counts[dst[links]] + flits_to_iv[dst[links]] + credits_to_ov[links]
-        bad = total != self.depth
-        if bad.any():
-            name = self._name(int(dst[links[bad][0]]))
-            raise InvariantError(f"credits not conserved on {name}: {total[bad][0]}")
-        ejections = np.flatnonzero((dst < 0) & (-1 - dst < len(a["rbs"])))
-        rbs = -1 - dst[ejections]
-        total = credit[ejections] + a["rbs"][rbs, k.RB_CNT] + flits_to_rb[rbs]
-        bad = total != self.depth
-        if bad.any():
-            ov = int(ejections[bad][0])
-            s = self._tables.iv_spv[int(a["gp"][a["ov"][ov, k.OV_GP], k.GP_IV0])][0]
-            name = f"{self.view.switches[s].name}.p{a['ov'][ov, k.OV_PORT]}"
-            name += f"/vc{a['ov'][ov, k.OV_VC]}"
-            raise InvariantError(f"credits not conserved on ejection {name}: {total[bad][0]}")
-        n_inj = self.plan.router.injection_vcs
-        injecting = np.repeat(np.array(self._tables.injecting, bool), n_inj)
-        ivs = (a["ga"][:, k.GA_IV0, None] + np.arange(n_inj)).ravel()[injecting]
-        total = (a["inj_credit"] + credits_to_inj)[injecting] + counts[ivs] + flits_to_iv[ivs]
-        bad = np.flatnonzero(total != self.depth)
-        if len(bad):
-            name = self._name(int(ivs[bad[0]]))
-            raise InvariantError(f"credits not conserved on injection {name}: {total[bad[0]]}")
+        kind, at, total = k.unconserved_credit(
+            self._state(),
+            self._injecting,
+            np.zeros(len(a["iv"]), np.int64),
+            np.zeros(len(a["rbs"]), np.int64),
+            np.zeros(len(a["ov"]), np.int64),
+            np.zeros(len(a["inj_credit"]), np.int64),
+        )
+        if kind == 0:
+            name = self._name(int(a["ov"][at, k.OV_DST]))
+            raise InvariantError(f"credits not conserved on {name}: {total}")
+        if kind == 1:
+            s = self._tables.iv_spv[int(a["gp"][a["ov"][at, k.OV_GP], k.GP_IV0])][0]
+            name = f"{self.view.switches[s].name}.p{a['ov'][at, k.OV_PORT]}"
+            name += f"/vc{a['ov'][at, k.OV_VC]}"
+            raise InvariantError(f"credits not conserved on ejection {name}: {total}")
+        if kind == 2:
+            name = self._name(at)
+            raise InvariantError(f"credits not conserved on injection {name}: {total}")

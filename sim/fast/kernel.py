@@ -154,10 +154,11 @@ IV_FIELDS = 16
     OV_VC,
 ) = range(10)
 OV_FIELDS = 16
-# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue;
-# WAIT: the first cycle it may send in, so injection passes over it before: the creation cycle
-# of its queue's first packet, or NEVER while its queue is empty or its next flit found no
-# injection credit (0 once one of its attachments gets one back: its credits are its own)
+# ``ep``: per endpoint: the packet being injected, the injection pointer, the source queue.
+# ``ep_wait``: per endpoint, the first cycle it may send in, so injection passes over it before
+# (a vector of its own: the scan of every endpoint reads it alone): the creation cycle of its
+# queue's first packet, or NEVER while its queue is empty or its next flit found no injection
+# credit (0 once one of its attachments gets one back: its credits are its own)
 (
     EP_ATT0,
     EP_SLOT,
@@ -167,9 +168,8 @@ OV_FIELDS = 16
     EP_PTR,
     EP_QHEAD,
     EP_QTAIL,
-    EP_WAIT,
     EP_FIELDS,
-) = range(10)
+) = range(9)
 NEVER = 1 << 62
 # ``ga``: per endpoint attachment; its ejection side; LISTED: on the list of attachments holding
 # flits (``taking``)
@@ -225,7 +225,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals hash_used pair inj cfg sc stall stepping stepping_n"
-    " taking fronts fronts_n free probes merged",
+    " taking fronts fronts_n free probes merged ep_wait",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -290,10 +290,10 @@ def hash_move(keys, vals, used, new_keys, new_vals, new_used, only_used: bool) -
 
 
 @compiled
-def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarray, offers, slots):
+def push_packets(pk, ep, wait, sc, free, offers, slots):
     """Queue offered packets at their sources, in order, each in a slot taken from the free
     stack (``free[:sc[N_FREE]]``, which must hold enough) and written to ``slots``; ``offers``
-    rows are (id, created, src, dst, length, pair, watched)."""
+    rows are (id, created, src, dst, length, pair, watched). ``wait``: ``ep_wait``."""
     for k in range(offers.shape[0]):
         sc[N_FREE] -= 1
         slot, src = free[sc[N_FREE]], offers[k, 2]
@@ -312,7 +312,7 @@ def push_packets(pk: np.ndarray, ep: np.ndarray, sc: np.ndarray, free: np.ndarra
         sc[WATCHED] += offers[k, 6]
         if ep[src, EP_QTAIL] < 0:
             ep[src, EP_QHEAD] = slot
-            ep[src, EP_WAIT] = min(ep[src, EP_WAIT], offers[k, 1])
+            wait[src] = min(wait[src], offers[k, 1])
         else:
             pk[ep[src, EP_QTAIL], PK_QNEXT] = slot
         ep[src, EP_QTAIL] = slot
@@ -613,31 +613,31 @@ def _start(st, e: int, slot: int) -> bool:
 def _inject(st) -> bool:
     """Each endpoint sends at most one flit: the next of the packet it injects, or the head of
     the next packet in its source queue, when its attachment's VC has a credit."""
-    eps, pks, gas, credits, sc = st.ep, st.pk, st.ga, st.inj_credit, st.sc
+    eps, pks, gas, credits, sc, wait = st.ep, st.pk, st.ga, st.inj_credit, st.sc, st.ep_wait
     wf, wf_n = st.wf, st.wf_n
     sent = 1 - sc[PHASE]
     cycle = sc[CYCLE]
     moved = False
     n = st.cfg[INJ_VCS]
     for e in range(eps.shape[0]):
-        if eps[e, EP_WAIT] > cycle:
+        if wait[e] > cycle:
             continue
         slot = eps[e, EP_SLOT]
         if slot < 0:
             slot = eps[e, EP_QHEAD]
             if slot < 0:
-                eps[e, EP_WAIT] = NEVER
+                wait[e] = NEVER
                 continue
             if pks[slot, PK_CREATED] > cycle:
-                eps[e, EP_WAIT] = pks[slot, PK_CREATED]
+                wait[e] = pks[slot, PK_CREATED]
                 continue
             if not _start(st, e, slot):
-                eps[e, EP_WAIT] = NEVER
+                wait[e] = NEVER
                 continue
         ga = eps[e, EP_ATT0] + eps[e, EP_WHICH]
         credit = ga * n + eps[e, EP_VC]
         if credits[credit] == 0:
-            eps[e, EP_WAIT] = NEVER
+            wait[e] = NEVER
             continue
         credits[credit] -= 1
         index = eps[e, EP_NEXT]
@@ -1329,7 +1329,7 @@ def _end_of_cycle(st) -> bool:
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1
-            st.ep[gas[(-1 - target) // n_inj, GA_EP], EP_WAIT] = 0
+            st.ep_wait[gas[(-1 - target) // n_inj, GA_EP]] = 0
             continue
         ovs[target, CREDIT] += 1
         if lists:
@@ -1340,6 +1340,51 @@ def _end_of_cycle(st) -> bool:
     wc_n[landing] = 0
     sc[PHASE] = 1 - landing
     return user
+
+
+# ---- the invariants' check at the end of a run --------------------------------------------------
+
+
+@compiled
+def unconserved_credit(st, injecting, to_iv, to_rb, to_ov, to_inj):
+    """The first VC whose credits, buffered flits, flits on the wires and credits on their way
+    back do not add up to the buffer depth: (0, output VC, sum) on a link, (1, output VC, sum)
+    at an ejection, (2, input VC, sum) at an injection, or (-1, 0, 0). ``injecting``: per
+    attachment, whether it injects; ``to_*``: zeroed counts, one per input VC, receive buffer,
+    output VC and injection VC."""
+    depth, n_inj = st.cfg[DEPTH], st.cfg[INJ_VCS]
+    ovs, ivs, wf, wc = st.ov, st.iv, st.wf, st.wc
+    for phase in range(2):
+        for k in range(st.wf_n[phase]):
+            kind, target = wf[phase, k, WF_KIND], wf[phase, k, WF_TARGET]
+            if kind == LINK or kind == INJECTION:
+                to_iv[target] += 1
+            elif kind == EJECTION:
+                to_rb[target] += 1
+        for k in range(st.wc_n[phase]):
+            if wc[phase, k] >= 0:
+                to_ov[wc[phase, k]] += 1
+            else:
+                to_inj[-1 - wc[phase, k]] += 1
+    for ov in range(ovs.shape[0]):
+        dst = ovs[ov, OV_DST]
+        if dst >= 0:
+            total = ovs[ov, CREDIT] + ivs[dst, IV_CNT] + to_iv[dst] + to_ov[ov]
+            if total != depth:
+                return 0, ov, total
+        elif -1 - dst < st.rbs.shape[0]:
+            total = ovs[ov, CREDIT] + st.rbs[-1 - dst, RB_CNT] + to_rb[-1 - dst]
+            if total != depth:
+                return 1, ov, total
+    for ga in range(st.ga.shape[0]):
+        if injecting[ga]:
+            for v in range(n_inj):
+                iv = st.ga[ga, GA_IV0] + v
+                total = st.inj_credit[ga * n_inj + v] + to_inj[ga * n_inj + v]
+                total += ivs[iv, IV_CNT] + to_iv[iv]
+                if total != depth:
+                    return 2, iv, total
+    return -1, 0, 0
 
 
 # ---- the deadlock watch's look ----------------------------------------------------------------

@@ -142,7 +142,7 @@ POPPED_FRONT = "_list_front(ivs, st.fronts, st.fronts_n, iv, sc[CYCLE] + 1)"
 RELEASE_COUNTED = "st.sw[s, SW_RELEASES] += 1"
 #: an endpoint that found no injection credit is looked at again once one comes back, and that
 #: left off
-ENDPOINT_WAKE = "st.ep[gas[(-1 - target) // n_inj, GA_EP], EP_WAIT] = 0"
+ENDPOINT_WAKE = "st.ep_wait[gas[(-1 - target) // n_inj, GA_EP]] = 0"
 
 PLANTS = {
     "as-is": None,
@@ -392,15 +392,24 @@ def test_a_run_past_the_last_cycle_its_rows_hold_is_refused():
     assert model.cycle == 0
 
 
-def test_a_lost_credit_is_caught():
+@pytest.mark.parametrize("where", ["link", "ejection", "injection"])
+def test_a_lost_credit_is_caught(where):
+    """A credit taken from a link's output VC, an ejection's or an injection's counter, in
+    the middle of traffic: the check names the kind of VC."""
     plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}))
     model = FastModel(plan)
     for src in range(9):
         model.offer(src, (src + 4) % 9)
     model.run(20)
     model.check_credits()
-    model._arrays["ov"][0, kernel.CREDIT] -= 1  # the first output VC's credit counter
-    with pytest.raises(InvariantError, match="credits not conserved"):
+    ovs = model._arrays["ov"]
+    if where == "injection":
+        model._arrays["inj_credit"][0] -= 1
+    else:
+        links = ovs[:, kernel.OV_DST] >= 0
+        ovs[np.flatnonzero(links if where == "link" else ~links)[0], kernel.CREDIT] -= 1
+    named = {"link": "on s", "ejection": "on ejection", "injection": "on injection"}[where]
+    with pytest.raises(InvariantError, match=f"credits not conserved {named}"):
         model.check_credits()
 
 

@@ -9,8 +9,9 @@ RSS per packet offered over the run's second half (what a longer window costs wh
 source-destination pairs come).
 No verdict set-up (routing proof, pattern limits): the engine's own memory only. Each case
 starts from an empty set-up cache, so its routing tables hold only the states its own run
-decided. The raw states are those the table holds at the end (it is emptied past its budget,
-``sim/fast/tables.py``); the tables' MiB are the arrays the compiled cycle reads.
+decided. The raw states are those the table holds at the end (past its budget it keeps only
+the states a look-up found since it last pruned, ``sim/fast/tables.py``); the tables' MiB are
+the arrays the compiled cycle reads.
 
 Cases: ``torus-KxK``, ``hyperz-AxB`` (the HyperZ scalability series' Z-node Z(8,4,8; 1,4,8;
 1,2,2) replicated as an A x B HyperZ, M. Adda, HyperZ: Hyper Z-Tree Topology, 2023, §5.3:

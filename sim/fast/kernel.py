@@ -535,6 +535,7 @@ def _lookups(st) -> int:
         probes[heads] = key
         prefetch(keys, hash_home(keys, key))
         heads += 1
+    st.fronts_n[now] = heads  # a cycle run again after a miss looks up only these
     for i in range(heads):
         iv, key = fronts[now, i], probes[i]
         h = hash_slot(keys, key)

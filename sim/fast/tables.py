@@ -70,6 +70,8 @@ _LAYOUT = {
         if name.split("_")[0] in ("DEC", "CAND", "PAIR", "INJ") and name != "INJ_VCS"
     },
     "hash": [inspect.getsource(f.py_func) for f in (k.hash_home, k.hash_slot)] + [int(k._GOLDEN)],
+    # the raw states kept as a list of those found, not as the table
+    "states": "found",
     # how the compiled cycle reads a decision: a candidate's output VC, "unchanged" heads
     "reading": [inspect.getsource(f.py_func) for f in (k._cand_ov, k._next_head, k._next_hf)],
 }
@@ -80,15 +82,14 @@ AHEAD = 64
 _DECISION = np.int32
 #: the pair hash table's values, pair numbers (at most the pair budget, far below 2**31)
 _PAIR = np.int32
-#: the raw states the hash table holds before it drops those not found since it last did: this
-#: many per input VC (or twice the states it kept then, if more), and at
-#: least :data:`MIN_STATES` (the table's slots, twice the states, a power of two: 12 bytes a
-#: slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.4 million states
-#: per 1000 cycles, the states below a new pair's injection (:data:`AHEAD`) with nearly every
-#: packet (21.7 million after 16,000 cycles): 64 an input VC, 10.6 million, holds the 6000
-#: cycles of its studies' windows from empty tables; the floor, 4.2 million, holds the torus
+#: the raw states the hash table holds before it drops those not found since it last did: this many
+#: per input VC, and at least :data:`MIN_STATES` (the table's slots, twice the states, a power of
+#: two: 13 bytes a slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.4
+#: million states per 1000 cycles, the states below a new pair's injection (:data:`AHEAD`) with
+#: nearly every packet (21.7 million after 16,000 cycles): 64 an input VC, 10.6 million, holds the
+#: 6000 cycles of its studies' windows from empty tables; the floor, 4.2 million, holds the torus
 #: 32x32's 2.8 million after 32,000 cycles. At 8192 endpoints (147,456 input VCs on the torus
-#: 16x8x8x8) it is 9.4 million, at most 384 MiB of table
+#: 16x8x8x8) it is 9.4 million, at most 416 MiB of table
 STATES_PER_IV = 64
 MIN_STATES = 1 << 22
 #: the pairs whose injection choices are kept, per endpoint, at least :data:`MIN_PAIRS` (the
@@ -512,12 +513,15 @@ class FabricTables:
         """Raw states ``keys`` -> decisions ``values`` in the hash table (kept at most half
         full, doubled as needed). If they would take it past :attr:`state_budget`, the table
         first drops every state no look-up found since it last did so (they are decided again
-        when met), and the budget rises to twice the states kept if that is more."""
+        when met); if those found fill more than half the budget, it drops them too, so a
+        pruning always leaves room for half the budget and the table never holds more."""
         count = self._counts["hash"] + len(keys)
         size = len(self.hash_keys)
         if count > self.state_budget and self._counts["hash"]:
             kept = self._move_states(size, only_used=True)
-            self.state_budget = max(self.state_budget, 2 * kept)
+            if 2 * kept > self.state_budget:
+                self.hash_keys.fill(-1)
+                kept = 0
             self.pruned += 1
             count = kept + len(keys)
         if 2 * count > size:
@@ -549,7 +553,8 @@ class FabricTables:
 
     def save(self) -> None:
         """Keep the routing tables in the set-up cache if they grew since read (a head the
-        JSON cannot hold keeps them out)."""
+        JSON cannot hold keeps them out): of the raw states, those a look-up found (or read
+        from the cache), as a list, not the table's empty slots."""
         if self.inserted == self._saved:
             return
         try:
@@ -557,12 +562,13 @@ class FabricTables:
         except TypeError:
             return
         counts = self._counts
+        found = (self.hash_keys >= 0) & (self.hash_used != 0)
         arrays = {
             "heads": np.array(heads),
             "dec": self.dec[: counts["dec"]],
             "cand": self.cand[: counts["cand"]],
-            "hash_keys": self.hash_keys,
-            "hash_vals": self.hash_vals,
+            "state_keys": self.hash_keys[found],
+            "state_values": self.hash_vals[found],
             "pair": self.pair[: counts["pair"]],
             "inj": self.inj[: counts["inj"]],
             "pair_keys": self.pair_keys[: counts["pair"]],
@@ -586,9 +592,15 @@ class FabricTables:
             table = np.zeros((max(256, 2 * len(loaded)), *loaded.shape[1:]), np.int64)
             table[: len(loaded)] = loaded
             setattr(self, name, table)
-        self.hash_keys, self.hash_vals = arrays["hash_keys"], arrays["hash_vals"]
-        self.hash_used = np.zeros(len(self.hash_keys), np.uint8)
-        known = int(np.count_nonzero(self.hash_keys >= 0))
+        # the states read count as found: the run that saved them found them
+        keys, values = arrays["state_keys"], arrays["state_values"]
+        known = len(keys)
+        size = 1024
+        while size < 2 * known:
+            size *= 2
+        self.hash_keys, self.hash_vals = np.full(size, -1, np.int64), np.zeros(size, _DECISION)
+        k.hash_insert_many(self.hash_keys, self.hash_vals, keys, values.astype(_DECISION))
+        self.hash_used = (self.hash_keys >= 0).astype(np.uint8)
         decisions = len(arrays["dec"])
         self._candidates, self._next_head, self._decisions = [], [], {}
         cand = arrays["cand"].tolist()

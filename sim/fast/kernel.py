@@ -276,17 +276,13 @@ def hash_lookup_many(keys: np.ndarray, vals: np.ndarray, queries: np.ndarray, fo
 
 
 @compiled
-def hash_move(keys, vals, used, new_keys, new_vals, new_used, only_used: bool) -> int:
-    """The entries of ``keys`` (``only_used``: those marked in ``used``, their marks cleared;
-    else all, their marks kept) into the empty table ``new_keys``; how many."""
-    moved = 0
+def hash_move(keys, vals, used, new_keys, new_vals, new_used) -> None:
+    """The entries of ``keys``, with their marks in ``used``, into the empty table
+    ``new_keys``."""
     for h in range(keys.shape[0]):
-        if keys[h] != -1 and (used[h] or not only_used):
+        if keys[h] != -1:
             slot = hash_slot(new_keys, keys[h])
-            new_keys[slot], new_vals[slot] = keys[h], vals[h]
-            new_used[slot] = 0 if only_used else used[h]
-            moved += 1
-    return moved
+            new_keys[slot], new_vals[slot], new_used[slot] = keys[h], vals[h], used[h]
 
 
 @compiled

@@ -518,33 +518,37 @@ class FabricTables:
         count = self._counts["hash"] + len(keys)
         size = len(self.hash_keys)
         if count > self.state_budget and self._counts["hash"]:
-            kept = self._move_states(size, only_used=True)
-            if 2 * kept > self.state_budget:
-                self.hash_keys.fill(-1)
-                kept = 0
             self.pruned += 1
-            count = kept + len(keys)
+            # in place: a second table while pruning would double the memory the budget bounds
+            found = (self.hash_keys >= 0) & (self.hash_used != 0)
+            kept = int(np.count_nonzero(found))
+            kept_keys, kept_values = (
+                (self.hash_keys[found], self.hash_vals[found])
+                if 2 * kept <= self.state_budget
+                else (self.hash_keys[:0], self.hash_vals[:0])
+            )
+            del found
+            self.hash_keys.fill(-1)
+            self.hash_used.fill(0)
+            k.hash_insert_many(self.hash_keys, self.hash_vals, kept_keys, kept_values)
+            count = len(kept_keys) + len(keys)
         if 2 * count > size:
             while 2 * count > size:
                 size *= 2
-            self._move_states(size, only_used=False)
+            self._grow_states(size)
         k.hash_insert_many(
             self.hash_keys, self.hash_vals, np.array(keys, np.int64), np.array(values, _DECISION)
         )
         self._counts["hash"] = count
         self.inserted += len(keys)
 
-    def _move_states(self, size: int, *, only_used: bool) -> int:
-        """The hash table remade with ``size`` slots, holding its states (``only_used``: only
-        those a look-up found since it was last remade so); how many it holds."""
+    def _grow_states(self, size: int) -> None:
+        """The hash table remade with ``size`` slots, its states and their found marks kept."""
         keys, values = np.full(size, -1, np.int64), np.zeros(size, _DECISION)
         used = np.zeros(size, np.uint8)
-        moved = k.hash_move(
-            self.hash_keys, self.hash_vals, self.hash_used, keys, values, used, only_used
-        )
+        k.hash_move(self.hash_keys, self.hash_vals, self.hash_used, keys, values, used)
         self.hash_keys, self.hash_vals, self.hash_used = keys, values, used
         self.version += 1
-        return moved
 
     # ---- the set-up cache --------------------------------------------------------------------
 

@@ -167,14 +167,21 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     head waiting on held output VCs left waiting after a release, or an endpoint short of an
     injection credit left waiting after one comes back: only the planted copies are caught.
     The endpoints hold flits back half the time, so local outputs run out of credits too."""
-    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+    _planted_lockstep(monkeypatch, torus, plant)
+
+
+def _planted_lockstep(monkeypatch, fabric, plant) -> None:
+    """The lock-step on ``fabric`` at 0.45 with the endpoints holding flits back half the
+    time, the kernel run as Python with ``plant`` (or none): a planted copy must fail it, the
+    kernel as it is must pass it."""
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
         if plant:
             with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
-                lockstep(torus, 0.45, cycles=200, stall=0.5)
+                lockstep(fabric, 0.45, cycles=200, stall=0.5)
         else:
-            assert lockstep(torus, 0.45, cycles=200, stall=0.5)["delivered"] > 10
+            assert lockstep(fabric, 0.45, cycles=200, stall=0.5)["delivered"] > 10
 
 
 #: a flit landing behind a head that is not routed yet steps its switch only if the head was
@@ -194,13 +201,7 @@ def test_a_head_waiting_for_its_flits_is_stepped_when_they_land(monkeypatch, fab
     """Heads of several flits, and packets stored whole before they leave: a landing that
     completes what the front head waits for must step its switch (the kernel run as Python,
     once as it is and once with such landings taken as changing nothing)."""
-    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
-    with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
-        if plant:
-            with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
-                lockstep(fabric, 0.45, cycles=200, stall=0.5)
-        else:
-            assert lockstep(fabric, 0.45, cycles=200, stall=0.5)["delivered"] > 10
+    _planted_lockstep(monkeypatch, fabric, plant)
 
 
 # ---- deadlocks ---------------------------------------------------------------------------------

@@ -446,6 +446,27 @@ def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int,
 
 
 @compiled(inline="always")
+def _credit_may_change(st, ov: int) -> bool:
+    """Whether a credit just come back to output VC ``ov`` may change what its switch does.
+    Held by a packet, only its input VC asks for it, and only with a flit to send: with none,
+    the flit that lands there steps the switch itself. Free, a head reads its credits only
+    against thresholds (:func:`_usable`, :func:`_room`, occupancy selection's ``low``, a
+    staged pick's 2), so only a credit that reaches one may."""
+    owner = st.ov[ov, OWNER]
+    if owner >= 0:
+        return st.iv[owner, IV_CNT] > 0
+    credit, cfg = st.ov[ov, CREDIT], st.cfg
+    whole = cfg[WHOLE]
+    return (
+        credit == 1
+        or (cfg[SPLIT] != 0 and credit == 2)
+        or (cfg[SELECTION] == OCCUPANCY and credit == cfg[LOW])
+        or (whole > 0 and (credit == whole or credit == 2 * whole))
+        or (st.ov[ov, OV_ATOMIC] != 0 and credit == cfg[DEPTH])
+    )
+
+
+@compiled(inline="always")
 def _list_front(ivs: np.ndarray, fronts: np.ndarray, fronts_n: np.ndarray, iv: int, cycle: int):
     """Put input VC ``iv`` on the list of fronts :func:`_lookups` looks at in ``cycle`` (once):
     a flit landed in it, or its front left."""
@@ -1233,7 +1254,7 @@ def _take(st) -> bool:
             gas[g, PRESENTING] = -1
         ov = gas[g, GA_OV0] + vc
         ovs[ov, CREDIT] += 1
-        if lists:
+        if lists and _credit_may_change(st, ov):
             _wake(sws, stepping, stepping_n, ovs[ov, OV_SW], cycle + 1)
         _deliver(st, endpoint, flit)
     sc[N_TAKING] = kept
@@ -1329,7 +1350,7 @@ def _end_of_cycle(st) -> bool:
             st.ep_wait[gas[(-1 - target) // n_inj, GA_EP]] = 0
             continue
         ovs[target, CREDIT] += 1
-        if lists:
+        if lists and _credit_may_change(st, target):
             _wake(sws, stepping, stepping_n, ovs[target, OV_SW], woken)
         if checks and ovs[target, CREDIT] > depth:
             _fail(sc, CREDIT_OVER, target)
@@ -1449,7 +1470,8 @@ def _step(st) -> None:
                 _prefetch_vcs(st, stepping[now, i + 1])
         if sws[s, SW_CNT] > 0 and _switch_cycle(st, s):
             moved = True
-            if lists:
+            # holding no flit, its next step would do nothing: a flit landing steps it again
+            if lists and sws[s, SW_CNT] > 0:
                 _wake(sws, stepping, stepping_n, s, woken)
     if st.cfg[BYPASS]:
         _bypass(st)

@@ -143,6 +143,10 @@ RELEASE_COUNTED = "st.sw[s, SW_RELEASES] += 1"
 #: an endpoint that found no injection credit is looked at again once one comes back, and that
 #: left off
 ENDPOINT_WAKE = "st.ep_wait[gas[(-1 - target) // n_inj, GA_EP]] = 0"
+#: a credit steps its switch if its output VC's holder has a flit to send, or if it is free
+#: and the credit is its first (wormhole's one threshold), and each of these left off
+HOLDER_WAITING = "return st.iv[owner, IV_CNT] > 0"
+FIRST_CREDIT = "credit == 1\n"
 
 PLANTS = {
     "as-is": None,
@@ -155,6 +159,16 @@ PLANTS = {
     "front-not-looked-up-after-its-front-left": ("_pop", POPPED_FRONT, "pass"),
     "release-not-counted": ("_cross", RELEASE_COUNTED, "pass"),
     "endpoint-not-woken-by-an-injection-credit": ("_end_of_cycle", ENDPOINT_WAKE, "pass"),
+    "switch-not-woken-by-a-credit-its-holder-waits-for": (
+        "_credit_may_change",
+        HOLDER_WAITING,
+        "return False",
+    ),
+    "switch-not-woken-by-a-free-vc-s-first-credit": (
+        "_credit_may_change",
+        FIRST_CREDIT,
+        "False\n",
+    ),
 }
 
 
@@ -164,8 +178,10 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     a bug planted: the output arbiter's pointer moving one port too far, a switch left off
     the work list of the cycle after it gets a credit or a flit or changed something, an
     input VC left off the fronts to look up after a flit lands in it or its front leaves, a
-    head waiting on held output VCs left waiting after a release, or an endpoint short of an
-    injection credit left waiting after one comes back: only the planted copies are caught.
+    head waiting on held output VCs left waiting after a release, an endpoint short of an
+    injection credit left waiting after one comes back, or a credit that a flit at its output
+    VC or a head waiting for a free one needs taken as changing nothing: only the planted
+    copies are caught.
     The endpoints hold flits back half the time, so local outputs run out of credits too."""
     torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
     _planted_lockstep(monkeypatch, torus, plant)

@@ -17,43 +17,58 @@ from zfabric.sim.traffic import PATTERNS, Traffic, TrafficConfig
 SEEDS = st.integers(min_value=0, max_value=2**64)
 
 
+def _one_source(mt, cycles, rate, lengths=0):
+    """``bernoulli_packets`` for one source sending to itself (a fixed destination): a
+    ``random() < rate`` a cycle, and with ``lengths`` a ``randrange(lengths)`` a packet."""
+    return draws.bernoulli_packets(mt, 0, cycles, 1, rate, np.zeros(1, np.int64), 0, lengths)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=SEEDS, skip=st.integers(0, 700))
 def test_words_are_pythons(seed, skip):
-    """Past a twist of the state too (624 words), from any point of it."""
+    """Every cycle's draw at rate 1 decided on its first word, the second stepped past:
+    1500 draws pass twists of the state (624 words), from any point of it, and leave it as
+    Python's ``random()`` does."""
     rng = random.Random(seed)
     for _ in range(skip):
         rng.getrandbits(32)
     mt = draws.state_array(rng.getstate())
-    assert [draws.next_word(mt) for _ in range(1500)] == [rng.getrandbits(32) for _ in range(1500)]
+    assert len(_one_source(mt, 1500, 1.0)) == 1500
+    for _ in range(1500):
+        rng.random()
     assert mt.tolist() == list(rng.getstate()[1])
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=SEEDS, n=st.one_of(st.integers(1, 40), st.integers(1, 2**32 - 1)))
 def test_bounded_draws_are_randrange(seed, n):
-    """``randrange(n)``'s rejection of ``n.bit_length()`` bits, ``n`` = 1 (a bit drawn until
-    it is 0) and 2**k + 1 (nearly half the draws rejected) among them."""
+    """A packet's drawn length is ``randrange(n)``'s rejection of ``n.bit_length()`` bits,
+    ``n`` = 1 (a bit drawn until it is 0) and 2**k + 1 (nearly half the draws rejected) among
+    them; a uniform destination the same below the other endpoints' count."""
     rng = random.Random(seed)
     mt = draws.state_array(rng.getstate())
     for bound in (n, 1, 2**20 + 1):
-        assert [draws.below(mt, bound) for _ in range(300)] == [
-            rng.randrange(bound) for _ in range(300)
-        ]
+        lengths = _one_source(mt, 300, 1.0, bound)[:, 3].tolist()
+        assert lengths == [(rng.random(), rng.randrange(bound))[1] for _ in range(300)]
+    for endpoints in (2, 17, 1025):
+        rows = draws.bernoulli_packets(mt, 0, 3, endpoints, 1.0, draws.UNIFORM, 1, 0)
+        drawn = [(rng.random(), rng.randrange(endpoints - 1))[1] for _ in range(3 * endpoints)]
+        sources = [src for _ in range(3) for src in range(endpoints)]
+        assert rows[:, 2].tolist() == [d + (d >= src) for d, src in zip(drawn, sources)]
     assert mt.tolist() == list(rng.getstate()[1])
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=SEEDS, threshold=st.floats(0, 1), fixed=st.booleans())
 def test_a_bernoulli_draw_is_random_below_the_rate(seed, threshold, fixed):
-    """Decided on the first word when it can be, the second stepped past: the same answers
-    and the same state as ``random() < rate``, a rate at the edge of a first word's range
-    (``fixed``: a multiple of 2**-27) too."""
+    """Decided on the first word when it can be, the second stepped past: the same cycles
+    sending and the same state as ``random() < rate``, a rate at the edge of a first word's
+    range (``fixed``: a multiple of 2**-27) too."""
     rate = round(threshold * 2**27) / 2**27 if fixed else threshold
     rng = random.Random(seed)
     mt = draws.state_array(rng.getstate())
-    ours = [draws.random_below(mt, rate * 2.0**53) for _ in range(500)]
-    assert ours == [rng.random() < rate for _ in range(500)]
+    sending = _one_source(mt, 500, rate)[:, 0].tolist()
+    assert sending == [cycle for cycle in range(500) if rng.random() < rate]
     assert mt.tolist() == list(rng.getstate()[1])
 
 

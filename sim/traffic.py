@@ -107,6 +107,13 @@ class TrafficConfig:
             raise ValueError(f"rate must be in (0, 1] flits/cycle/endpoint, got {self.rate!r}")
         if self.process not in ("bernoulli", "poisson"):
             raise ValueError(f"process must be bernoulli or poisson, got {self.process!r}")
+        length = self.packet_length
+        shortest = length if isinstance(length, int) else length[0]
+        if shortest < 1 or (not isinstance(length, int) and length[1] < length[0]):
+            raise ValueError(
+                f"packet_length must be a length of at least 1 flit or a range (min, max) with"
+                f" 1 <= min <= max, got {length!r}"
+            )
 
     @property
     def mean_length(self) -> float:

@@ -447,22 +447,21 @@ def _wake(sws: np.ndarray, stepping: np.ndarray, stepping_n: np.ndarray, s: int,
 
 @compiled(inline="always")
 def _credit_may_change(st, ov: int) -> bool:
-    """Whether a credit just come back to output VC ``ov`` may change what its switch does.
-    Held by a packet, only its input VC asks for it, and only with a flit to send: with none,
-    the flit that lands there steps the switch itself. Free, a head reads its credits only
-    against thresholds (:func:`_usable`, :func:`_room`, occupancy selection's ``low``, a
-    staged pick's 2), so only a credit that reaches one may."""
+    """Whether a credit just come back to output VC ``ov`` may change what its switch does. A
+    switch off the work list last stepped with no request at all (one request is always
+    granted), so none of its heads found a usable output VC. Held by a packet, ``ov`` is asked
+    for only by its holder, and only with a flit to send: with none, the flit that lands there
+    steps the switch itself. Free, it becomes usable to a head only as its credits reach a
+    threshold (:func:`_usable`, :func:`_room`): the first, a whole packet's room under
+    cut-through (twice that entering a bubble ring), every credit home for an atomic VC."""
     owner = st.ov[ov, OWNER]
     if owner >= 0:
         return st.iv[owner, IV_CNT] > 0
-    credit, cfg = st.ov[ov, CREDIT], st.cfg
-    whole = cfg[WHOLE]
+    credit, whole = st.ov[ov, CREDIT], st.cfg[WHOLE]
     return (
         credit == 1
-        or (cfg[SPLIT] != 0 and credit == 2)
-        or (cfg[SELECTION] == OCCUPANCY and credit == cfg[LOW])
         or (whole > 0 and (credit == whole or credit == 2 * whole))
-        or (st.ov[ov, OV_ATOMIC] != 0 and credit == cfg[DEPTH])
+        or (st.ov[ov, OV_ATOMIC] != 0 and credit == st.cfg[DEPTH])
     )
 
 

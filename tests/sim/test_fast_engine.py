@@ -187,17 +187,17 @@ def test_a_planted_bug_fails_the_lockstep(monkeypatch, plant):
     _planted_lockstep(monkeypatch, torus, plant)
 
 
-def _planted_lockstep(monkeypatch, fabric, plant) -> None:
-    """The lock-step on ``fabric`` at 0.45 with the endpoints holding flits back half the
-    time, the kernel run as Python with ``plant`` (or none): a planted copy must fail it, the
-    kernel as it is must pass it."""
+def _planted_lockstep(monkeypatch, fabric, plant, stall: float = 0.5) -> None:
+    """The lock-step on ``fabric`` at 0.45 with the endpoints holding flits back a ``stall``
+    of the time, the kernel run as Python with ``plant`` (or none): a planted copy must fail
+    it, the kernel as it is must pass it."""
     monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(python_kernel(plant)))
     with np.errstate(over="ignore"):  # the hash's 64-bit products wrap, as compiled
         if plant:
             with pytest.raises(AssertionError, match=r"^(cycle|packet) \d+"):
-                lockstep(fabric, 0.45, cycles=200, stall=0.5)
+                lockstep(fabric, 0.45, cycles=200, stall=stall)
         else:
-            assert lockstep(fabric, 0.45, cycles=200, stall=0.5)["delivered"] > 10
+            assert lockstep(fabric, 0.45, cycles=200, stall=stall)["delivered"] > 10
 
 
 #: a flit landing behind a head that is not routed yet steps its switch only if the head was
@@ -218,6 +218,35 @@ def test_a_head_waiting_for_its_flits_is_stepped_when_they_land(monkeypatch, fab
     completes what the front head waits for must step its switch (the kernel run as Python,
     once as it is and once with such landings taken as changing nothing)."""
     _planted_lockstep(monkeypatch, fabric, plant)
+
+
+#: a free output VC's credit steps its switch where it brings the VC to room for a whole packet
+#: (cut-through), or home whole (an atomic VC of adaptive routing), and each of these left off
+ROOM_FOR_A_PACKET = "or (whole > 0 and (credit == whole or credit == 2 * whole))"
+ALL_HOME = "or (st.ov[ov, OV_ATOMIC] != 0 and credit == st.cfg[DEPTH])"
+THRESHOLDS = {
+    "cut-through": (
+        spec("torus-dor", {"switching": "cut_through"}, buffer_depth=4, packet_length=3),
+        ROOM_FOR_A_PACKET,
+        0.5,
+    ),
+    "atomic-vcs": (
+        spec("hyperx-aliod", {"stages": 2, "injection_vcs": 2, "ejection_vcs": 2}),
+        ALL_HOME,
+        0.8,
+    ),
+}
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["as-is", "threshold-left-off"])
+@pytest.mark.parametrize("case", THRESHOLDS.values(), ids=THRESHOLDS)
+def test_a_free_vc_reaching_a_threshold_steps_its_switch(monkeypatch, case, planted):
+    """A credit that makes a free output VC usable to a head other than by being its first:
+    room for a whole packet under cut-through, every credit home on an atomic VC (the kernel
+    run as Python, once as it is and once with such a credit taken as changing nothing)."""
+    fabric, line, stall = case
+    plant = ("_credit_may_change", line, "") if planted else None
+    _planted_lockstep(monkeypatch, fabric, plant, stall)
 
 
 # ---- deadlocks ---------------------------------------------------------------------------------

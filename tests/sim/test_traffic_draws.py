@@ -54,7 +54,8 @@ def test_bounded_draws_are_randrange(seed, n):
         rows = draws.bernoulli_packets(mt, 0, 3, endpoints, 1.0, draws.UNIFORM, 1, 0)
         drawn = [(rng.random(), rng.randrange(endpoints - 1))[1] for _ in range(3 * endpoints)]
         sources = [src for _ in range(3) for src in range(endpoints)]
-        assert rows[:, 2].tolist() == [d + (d >= src) for d, src in zip(drawn, sources)]
+        expected = [d + (d >= src) for d, src in zip(drawn, sources, strict=True)]
+        assert rows[:, 2].tolist() == expected
     assert mt.tolist() == list(rng.getstate()[1])
 
 
@@ -69,6 +70,24 @@ def test_a_bernoulli_draw_is_random_below_the_rate(seed, threshold, fixed):
     mt = draws.state_array(rng.getstate())
     sending = _one_source(mt, 500, rate)[:, 0].tolist()
     assert sending == [cycle for cycle in range(500) if rng.random() < rate]
+    assert mt.tolist() == list(rng.getstate()[1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=SEEDS, skip=st.integers(0, 700), fraction=st.floats(0.001, 0.999))
+def test_a_rate_inside_the_first_words_unit_is_decided_by_the_second(seed, skip, fraction):
+    """The rate chosen inside the unit of 2**-27 the next first word falls in (a 2**-27 chance
+    for a rate drawn at random): the second word decides, at a twist between the two words
+    too (``skip`` reaches index 623)."""
+    rng = random.Random(seed)
+    for _ in range(skip):
+        rng.getrandbits(32)
+    peek = random.Random()
+    peek.setstate(rng.getstate())
+    rate = ((peek.getrandbits(32) >> 5) + fraction) / 2**27
+    mt = draws.state_array(rng.getstate())
+    sending = _one_source(mt, 1, rate)[:, 0].tolist()
+    assert sending == ([0] if rng.random() < rate else [])
     assert mt.tolist() == list(rng.getstate()[1])
 
 

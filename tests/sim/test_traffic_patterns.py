@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -130,6 +131,9 @@ def test_bad_config_is_refused():
         TrafficConfig(pattern="uniformm")
     with pytest.raises(ValueError, match=r"rate must be in \(0, 1\]"):
         TrafficConfig(rate=1.5)
+    for length in (0, (5, 3), (0, 2)):
+        with pytest.raises(ValueError, match=rf"packet_length .* got {re.escape(str(length))}$"):
+            TrafficConfig(packet_length=length)
 
 
 # ---- weighted-random (the Znode thesis, §5.2.1) -----------------------------------------------

@@ -1278,8 +1278,9 @@ def _front_may_change(st, iv: int, held: int) -> bool:
     return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]
 
 
-#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write
-AHEAD = 8
+#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write (the
+#: input VC's of a flit, the output VC's of a credit)
+PREFETCH_LANDINGS_AHEAD = 8
 
 
 @compiled
@@ -1305,9 +1306,10 @@ def _end_of_cycle(st) -> bool:
     lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
     woken = sc[CYCLE] + 1
+    ahead = PREFETCH_LANDINGS_AHEAD
     for k in range(wf_n[landing]):
-        if k + AHEAD < wf_n[landing] and wf[landing, k + AHEAD, WF_KIND] <= INJECTION:
-            prefetch(ivs, wf[landing, k + AHEAD, WF_TARGET])
+        if k + ahead < wf_n[landing] and wf[landing, k + ahead, WF_KIND] <= INJECTION:
+            prefetch(ivs, wf[landing, k + ahead, WF_TARGET])
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
         flit = wf[landing, k, WF_FLIT]
@@ -1342,8 +1344,8 @@ def _end_of_cycle(st) -> bool:
                 _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
     user = _take(st)
     for k in range(wc_n[landing]):
-        if k + AHEAD < wc_n[landing] and wc[landing, k + AHEAD] >= 0:
-            prefetch(ovs, wc[landing, k + AHEAD])
+        if k + ahead < wc_n[landing] and wc[landing, k + ahead] >= 0:
+            prefetch(ovs, wc[landing, k + ahead])
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1

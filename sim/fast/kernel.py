@@ -225,7 +225,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals hash_used pair inj cfg sc stall stepping stepping_n"
-    " taking fronts fronts_n free probes merged ep_wait",
+    " taking fronts fronts_n free front_keys merged ep_wait",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -532,10 +532,11 @@ def _lookups(st) -> int:
     other front is routed already, holds its output VC, or is still missing flits, and stays
     so until a flit lands or leaves. A head looked up here is routed in this cycle: its switch
     is stepped (a landing or a step that moved a flit put it on the list). Two passes: the
-    heads and their raw states first, each state's slot asked of the memory, then the probes
-    (on a large fabric the table's slots are far apart, and each probe would wait on its own)."""
+    heads and their raw states' keys first (into ``front_keys``, beside the heads' input VCs
+    in ``fronts``), each state's slot asked of the memory, then the probes (on a large fabric
+    the table's slots are far apart, and each probe would wait on its own)."""
     ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
-    keys, values, used, probes = st.hash_keys, st.hash_vals, st.hash_used, st.probes
+    keys, values, used, front_keys = st.hash_keys, st.hash_vals, st.hash_used, st.front_keys
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, fronts = st.sc[CYCLE] & 1, st.fronts
@@ -549,12 +550,12 @@ def _lookups(st) -> int:
             continue
         key = pks[slot, PK_HEAD] * n_iv + iv
         fronts[now, heads] = iv
-        probes[heads] = key
+        front_keys[heads] = key
         prefetch(keys, hash_home(keys, key))
         heads += 1
     st.fronts_n[now] = heads  # a cycle run again after a miss looks up only these
     for i in range(heads):
-        iv, key = fronts[now, i], probes[i]
+        iv, key = fronts[now, i], front_keys[i]
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]

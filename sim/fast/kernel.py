@@ -492,7 +492,10 @@ def _sort(a: np.ndarray, first: int, end: int) -> None:
 @compiled
 def _merge(a: np.ndarray, middle: int, end: int, merged: np.ndarray) -> None:
     """``a[:end]`` in order, its two runs ``a[:middle]`` and ``a[middle:end]`` each in order
-    (``merged``: room for ``end`` entries)."""
+    (``merged``: room for ``end`` entries). Nothing is copied when a run is empty (no
+    attachment listed since the last cycle, or none left from it) or the two are in order."""
+    if middle == 0 or middle == end or a[middle - 1] <= a[middle]:
+        return
     i, j = 0, middle
     for k in range(end):
         if j == end or (i < middle and a[i] <= a[j]):

@@ -728,3 +728,20 @@ def test_the_kernels_sort_sorts_its_slice_and_nothing_else(values, before, after
     array = np.array([7] * before + values + [-7] * after, np.int64)
     kernel._sort(array, before, before + len(values))
     assert array.tolist() == [7] * before + sorted(values) + [-7] * after
+
+
+@given(
+    first=st.lists(st.integers(-(2**40), 2**40), max_size=50),
+    second=st.lists(st.integers(-(2**40), 2**40), max_size=50),
+    after=st.integers(0, 5),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_kernels_merge_merges_two_runs_in_place(first, second, after):
+    # the attachments' list: the run the last cycle left in order, then those listed since
+    runs = sorted(first) + sorted(second)
+    array = np.array(runs + [-7] * after, np.int64)
+    merged = np.full(len(runs), 99, np.int64)
+    kernel._merge(array, len(first), len(runs), merged)
+    assert array.tolist() == sorted(runs) + [-7] * after
+    if not first or not second or sorted(runs) == runs:  # nothing to merge: nothing copied
+        assert merged.tolist() == [99] * len(runs)

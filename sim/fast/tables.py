@@ -75,6 +75,9 @@ _LAYOUT = {
     # how the compiled cycle reads a decision: a candidate's output VC, "unchanged" heads
     "reading": [inspect.getsource(f.py_func) for f in (k._cand_ov, k._next_head, k._next_hf)],
 }
+#: the routing tables a model's compiled cycle holds (:meth:`FabricTables.routing_arrays`);
+#: the pairs' keys, widest heads and hash table beside them are read from the tables each time
+KERNEL_TABLES = ("dec", "cand", "hash_keys", "hash_vals", "hash_used", "pair", "inj")
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64
 #: the hash table's values, decision numbers: a fabric has far fewer than 2**31 decisions, and
@@ -117,8 +120,9 @@ class FabricTables:
     """The layout of ``plan`` (``sw``, ``gp``, ``iv``, ``ov``, ``ga`` tables with their
     constant columns filled) and its routing tables (``dec``, ``cand``, ``hash_*``, ``pair``,
     ``inj``; the pairs' keys, widest heads and hash table beside them). ``version`` counts the
-    times a routing table was replaced (by a bigger one, or by the pairs' compaction): a model
-    holding the old arrays must take the new ones."""
+    times a routing table the compiled cycle holds (:data:`KERNEL_TABLES`) was replaced (by a
+    bigger one, or by the pairs' compaction): a model holding the old arrays must take the new
+    ones."""
 
     def __init__(self, plan: FabricPlan):
         self.plan = plan
@@ -268,8 +272,7 @@ class FabricTables:
 
     def routing_arrays(self) -> dict[str, np.ndarray]:
         """The routing tables as :class:`~.kernel.State` names them."""
-        names = ("dec", "cand", "hash_keys", "hash_vals", "hash_used", "pair", "inj")
-        return {name: getattr(self, name) for name in names}
+        return {name: getattr(self, name) for name in KERNEL_TABLES}
 
     def _grow(self, name: str, needed: int) -> None:
         """Make table ``name`` hold at least ``needed`` rows (doubling it)."""
@@ -282,7 +285,8 @@ class FabricTables:
         new = np.zeros((size, *old.shape[1:]), old.dtype)
         new[: len(old)] = old
         setattr(self, name, new)
-        self.version += 1
+        if name in KERNEL_TABLES:
+            self.version += 1
 
     # ---- heads and injections --------------------------------------------------------------
 

@@ -488,6 +488,18 @@ def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
     assert more_states > states
 
 
+def test_the_tables_version_moves_only_when_an_array_the_kernel_holds_is_replaced():
+    # a model re-binds its compiled state when the version moves; the pairs' keys and widest
+    # heads are read from the tables, never held
+    shared = tables.FabricTables(compile_plan(load_spec(spec("torus-dor", {"stages": 1}))))
+    for name in ("pair_keys", "widest", "pair", "inj", "dec", "cand"):
+        version, held = shared.version, shared.routing_arrays()
+        shared._grow(name, len(getattr(shared, name)) + 1)
+        replaced = [n for n, array in shared.routing_arrays().items() if array is not held[n]]
+        assert replaced == ([name] if name in held else [])
+        assert shared.version == version + len(replaced)
+
+
 @pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
 def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp_path):
     # nothing decided ahead: each state's first head stops the kernel and is decided mid-run;

@@ -488,6 +488,47 @@ def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
     assert more_states > states
 
 
+def test_a_run_that_only_adds_pairs_saves_them(tmp_path, monkeypatch):
+    """A pair dropped by a compaction keeps its raw states (found, so saved), and offered again
+    brings none: a run that only adds it (and compacts the pairs) saves the tables, and the
+    next run of the plan finds the pair there, deciding nothing. Nothing decided ahead (each
+    state is a miss, found when the cycle runs again) and a budget of one pair."""
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))  # empty tables
+    monkeypatch.setattr(tables, "AHEAD", 0)
+    monkeypatch.setattr(tables, "PAIRS_PER_ENDPOINT", 0)
+    monkeypatch.setattr(tables, "MIN_PAIRS", 1)
+    torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+
+    def run(*pairs):
+        """A new plan object (its tables read from the cache), a packet of each pair in
+        turn, each delivered before the next is offered; the tables as they were read."""
+        model = FastModel(compile_plan(load_spec(torus)))
+        shared = model._tables
+        read = shared._counts["pair"], shared._counts["hash"], shared.inserted
+        for src, dst in pairs:
+            model.offer(src, dst)
+            model.run(100)
+        assert model.delivered_count == len(pairs)
+        model.finish()  # saves the tables
+        return read, shared
+
+    _, first = run((0, 4), (0, 8))  # (0, 4) compacted away as (0, 8) comes
+    assert first.compacted == 1
+    (pairs, states, _), second = run((0, 4))
+    assert (pairs, states) == (1, first._counts["hash"])  # read: the pair (0, 8), the states
+    assert second.inserted == states  # no state inserted: only a pair added (and compacted)
+    assert second.compacted == 1
+
+    def decide(*_):
+        raise AssertionError("decided again")
+
+    monkeypatch.setattr(tables.FabricTables, "_add_pair", decide)
+    monkeypatch.setattr(tables.FabricTables, "_decide", decide)
+    (pairs, _, _), third = run((0, 4))
+    assert pairs == 1
+    assert third.inserted == states
+
+
 def test_the_tables_version_moves_only_when_an_array_the_kernel_holds_is_replaced():
     # a model re-binds its compiled state when the version moves; the pairs' keys and widest
     # heads are read from the tables, never held

@@ -120,7 +120,8 @@ GP_FIELDS = 16
 # the last cycle it was put on the list of fronts to look up (``fronts``; 0: never); HELD: its
 # switch's RELEASES when step 2 found its front head's candidates all held by other packets
 # (-1: never). A head leaves only once a release let it ask again, and RELEASES only grows, so
-# the mark of a head that left never matches again
+# the mark of a head that left never matches again; past HELD_MAX, what the 32-bit field holds,
+# a switch's RELEASES starts again from 0 with its input VCs' marks cleared
 (
     REQ,
     VREQ,
@@ -137,6 +138,7 @@ GP_FIELDS = 16
     IV_LISTED,
 ) = range(13)
 IV_FIELDS = 16
+HELD_MAX = (1 << 31) - 1
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
@@ -957,6 +959,8 @@ def _requests(st, s: int, base: int, n_ports: int):
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
     releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
+    if releases > HELD_MAX:
+        releases = _restart_releases(st, s, base, n_ports)
     routed = False
     requests, asker = 0, -1
     for gp in range(base, base + n_ports):
@@ -992,6 +996,19 @@ def _requests(st, s: int, base: int, n_ports: int):
                 if bypass:
                     gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
     return routed, requests, asker
+
+
+@compiled
+def _restart_releases(st, s: int, base: int, n_ports: int) -> int:
+    """Switch ``s``'s release count past what a HELD mark holds (a long run's, at up to a
+    release per output port a cycle): 0 again, and its input VCs' marks cleared, so each of
+    their heads asks again, as after a release, and no old mark matches the new counts."""
+    gps, ivs = st.gp, st.iv
+    for gp in range(base, base + n_ports):
+        for iv in range(gps[gp, GP_IV0], gps[gp, GP_IV0] + gps[gp, GP_NIV]):
+            ivs[iv, IV_HELD] = -1
+    st.sw[s, SW_RELEASES] = 0
+    return 0
 
 
 @compiled(inline="always")

@@ -409,6 +409,40 @@ def test_a_run_past_the_last_cycle_its_rows_hold_is_refused():
     assert model.cycle == 0
 
 
+def test_release_counts_past_what_a_held_mark_holds_start_again(monkeypatch):
+    """A switch counts its releases without bound (up to one per output port a cycle: 2**31
+    of them within a run of 2**31 / radix cycles), an input VC's HELD mark in 32 bits. Counts
+    planted 2 short of the field's largest value: each switch's starts again from 0, its
+    marks cleared, the lock-step passes (endpoints holding flits back half the time, so heads
+    wait on held output VCs), and heads are still marked against the new counts (passed over
+    until a release), which wrapped marks never matched."""
+    planted = kernel.HELD_MAX - 2
+    build = FastModel._build
+
+    def planting(self, *args):
+        arrays = build(self, *args)
+        arrays["sw"][:, kernel.SW_RELEASES] = planted
+        return arrays
+
+    marked, restarted = [], []
+
+    def run(st, until, settle_after):
+        status = kernel.run(st, until, settle_after)
+        again = st.sw[:, kernel.SW_RELEASES] < planted
+        switch = st.iv[:, kernel.IV_SW]
+        held = st.iv[:, kernel.IV_HELD] == st.sw[switch, kernel.SW_RELEASES]
+        marked.append(int(np.count_nonzero(held & (st.iv[:, kernel.IV_CNT] > 0) & again[switch])))
+        restarted.append(int(np.count_nonzero(again)))
+        return status
+
+    monkeypatch.setattr(FastModel, "_build", planting)
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(run))
+    torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+    assert lockstep(torus, 0.9, cycles=300, stall=0.5)["delivered"] > 100
+    assert restarted[-1] == 9
+    assert sum(marked) > 0
+
+
 @pytest.mark.parametrize("where", ["link", "ejection", "injection"])
 def test_a_lost_credit_is_caught(where):
     """A credit taken from a link's output VC, an ejection's or an injection's counter, in

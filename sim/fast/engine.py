@@ -334,8 +334,6 @@ class FastModel:
                 raise ValueError(f"no endpoint {ends[outside][0]} (0 to {endpoints - 1})")
         if (src == dst).any():
             raise ValueError(f"packet from endpoint {src[src == dst][0]} to itself")
-        if length.min() < 1:
-            raise ValueError(f"a packet of {length.min()} flits (at least 1)")
         for each in np.unique(length).tolist():
             check_packet_length(self.plan, each)
         pairs = self._tables.pairs_of(src, dst)

@@ -371,6 +371,26 @@ def test_a_model_takes_packets_one_way_only():
         rows_model.offer_rows(np.array([[0, 0, 1]]))
 
 
+def test_a_packet_of_no_flit_is_refused_by_every_way_of_offering_it():
+    """A negative length (0 in ``offer`` is the plan's default): the reference's deque ran dry
+    and the fast engine counted flits that never came; now each refuses it, nothing queued."""
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [2, 2]}}))
+    reference, fast = FabricModel(plan), FastModel(plan)
+    rows_model = FastModel(plan, on_deliver_rows=lambda rows: None)
+    offers = (
+        lambda: reference.offer(0, 1, -3),
+        lambda: fast.offer(0, 1, -3),
+        lambda: fast.offer_many([(0, 0, 1, -3)]),
+        lambda: rows_model.offer_rows(np.array([[0, 0, 1, 2], [0, 0, 1, -3]])),
+    )
+    for offer in offers:
+        with pytest.raises(ValueError, match=r"^a packet of -3 flits \(at least 1\)$"):
+            offer()
+    for model in (reference, fast, rows_model):
+        model.run(20)
+        assert (model.in_network, model.delivered_count) == (0, 0)
+
+
 def test_packets_keep_their_paths_only_where_the_engine_keeps_paths():
     plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}))
     reference = FabricModel(plan)

@@ -93,10 +93,10 @@ def bernoulli_packets(
     ``random()`` is ``(a * 2**26 + b) / 2**53``, ``a`` and ``b`` the top 27 and 26 bits of two
     words: ``a`` alone decides it against the rate, by an integer comparison, unless the rate
     lies inside ``a``'s unit of ``2**26`` (then ``b`` does); when ``a`` decides, the second
-    word is stepped past, not tempered. ``randrange(n)`` draws ``n.bit_length()`` bits until they are below ``n``. The
-    index of the next word stays in a register through the batch (every word is taken here,
-    inline, the twist where the words run out written out at each: a call, or numba's inlining
-    of one, per word cost twice the time)."""
+    word is stepped past, not tempered. ``randrange(n)`` draws ``n.bit_length()`` bits until
+    they are below ``n``. The index of the next word stays in a register through the batch
+    (every word is taken here, inline, the twist where the words run out written out at each:
+    a call, or numba's inlining of one, per word cost twice the time)."""
     rows = np.empty((max(16, int(2 * rate * endpoints * (end - start)) + 16), 4), np.int64)
     n = 0
     uniform = destinations.shape[0] == 0

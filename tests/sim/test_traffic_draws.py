@@ -54,7 +54,9 @@ def test_bounded_draws_are_randrange(seed, n):
         rows = draws.bernoulli_packets(mt, 0, 3, endpoints, 1.0, draws.UNIFORM, 1, 0)
         drawn = [(rng.random(), rng.randrange(endpoints - 1))[1] for _ in range(3 * endpoints)]
         sources = [src for _ in range(3) for src in range(endpoints)]
-        assert rows[:, 2].tolist() == [d + (d >= src) for d, src in zip(drawn, sources)]
+        assert rows[:, 2].tolist() == [
+            d + (d >= src) for d, src in zip(drawn, sources, strict=True)
+        ]
     assert mt.tolist() == list(rng.getstate()[1])
 
 

@@ -138,6 +138,7 @@ GP_FIELDS = 16
     IV_LISTED,
 ) = range(13)
 IV_FIELDS = 16
+#: the largest mark HELD holds: the rows' fields are 32 bits (``engine.ROW_TYPE``)
 HELD_MAX = (1 << 31) - 1
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow

@@ -65,9 +65,11 @@ def asks_bubble(plan: FabricPlan) -> bool:
 
 
 def check_packet_length(plan: FabricPlan, length: int) -> None:
-    """Refuse (ValueError) a packet the plan's switches cannot carry: longer than a switching
-    mode holds whole, or under bubble flow control of another length than the longest (the
-    bubble argument counts packets of one length)."""
+    """Refuse (ValueError) a packet the plan's switches cannot carry: of no flit, longer than
+    a switching mode holds whole, or under bubble flow control of another length than the
+    longest (the bubble argument counts packets of one length)."""
+    if length < 1:
+        raise ValueError(f"a packet of {length} flits (at least 1)")
     plan.router.check_length(length)
     if asks_bubble(plan) and length != plan.router.longest_packet:
         raise ValueError(

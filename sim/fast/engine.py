@@ -233,7 +233,7 @@ class FastModel:
             "merged": np.zeros(n_ga, np.int64),
             "fronts": np.zeros((2, n_iv), np.int64),
             "fronts_n": np.zeros(2, np.int64),
-            "probes": np.zeros(n_iv, np.int64),
+            "front_keys": np.zeros(n_iv, np.int64),
             "ep_wait": np.zeros(n_ep, np.int64),
             # the free packet slots, a stack: the last popped first
             "free": np.arange(PACKET_SLOTS - 1, -1, -1, dtype=np.int64),
@@ -334,8 +334,6 @@ class FastModel:
                 raise ValueError(f"no endpoint {ends[outside][0]} (0 to {endpoints - 1})")
         if (src == dst).any():
             raise ValueError(f"packet from endpoint {src[src == dst][0]} to itself")
-        if length.min() < 1:
-            raise ValueError(f"a packet of {length.min()} flits (at least 1)")
         for each in np.unique(length).tolist():
             check_packet_length(self.plan, each)
         pairs = self._tables.pairs_of(src, dst)

@@ -120,7 +120,8 @@ GP_FIELDS = 16
 # the last cycle it was put on the list of fronts to look up (``fronts``; 0: never); HELD: its
 # switch's RELEASES when step 2 found its front head's candidates all held by other packets
 # (-1: never). A head leaves only once a release let it ask again, and RELEASES only grows, so
-# the mark of a head that left never matches again
+# the mark of a head that left never matches again; past HELD_MAX, what the 32-bit field holds,
+# a switch's RELEASES starts again from 0 with its input VCs' marks cleared
 (
     REQ,
     VREQ,
@@ -137,6 +138,8 @@ GP_FIELDS = 16
     IV_LISTED,
 ) = range(13)
 IV_FIELDS = 16
+#: the largest mark HELD holds: the rows' fields are 32 bits (``engine.ROW_TYPE``)
+HELD_MAX = (1 << 31) - 1
 # ``ov``: per output VC; DST is the downstream input VC, or -1 - rb for an ejection; ATOMIC:
 # taken only when empty (an adaptive VC, RoutingFunction.atomic); RING: under bubble flow
 # control the ring it sends on (1 + 2 x dimension + going +), 0 for none; ``gp``'s RING: the
@@ -225,7 +228,7 @@ State = namedtuple(
     "State",
     "sw gp iv ov ep ga rbs pk buf rb inj_credit scratch grants wf wf_n wc wc_n"
     " dl pl ms dec cand hash_keys hash_vals hash_used pair inj cfg sc stall stepping stepping_n"
-    " taking fronts fronts_n free probes merged ep_wait",
+    " taking fronts fronts_n free front_keys merged ep_wait",
 )
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -491,7 +494,10 @@ def _sort(a: np.ndarray, first: int, end: int) -> None:
 @compiled
 def _merge(a: np.ndarray, middle: int, end: int, merged: np.ndarray) -> None:
     """``a[:end]`` in order, its two runs ``a[:middle]`` and ``a[middle:end]`` each in order
-    (``merged``: room for ``end`` entries)."""
+    (``merged``: room for ``end`` entries). Nothing is copied when a run is empty (no
+    attachment listed since the last cycle, or none left from it) or the two are in order."""
+    if middle == 0 or middle == end or a[middle - 1] <= a[middle]:
+        return
     i, j = 0, middle
     for k in range(end):
         if j == end or (i < middle and a[i] <= a[j]):
@@ -531,10 +537,11 @@ def _lookups(st) -> int:
     other front is routed already, holds its output VC, or is still missing flits, and stays
     so until a flit lands or leaves. A head looked up here is routed in this cycle: its switch
     is stepped (a landing or a step that moved a flit put it on the list). Two passes: the
-    heads and their raw states first, each state's slot asked of the memory, then the probes
-    (on a large fabric the table's slots are far apart, and each probe would wait on its own)."""
+    heads and their raw states' keys first (into ``front_keys``, beside the heads' input VCs
+    in ``fronts``), each state's slot asked of the memory, then the probes (on a large fabric
+    the table's slots are far apart, and each probe would wait on its own)."""
     ivs, pks, buf, ms = st.iv, st.pk, st.buf, st.ms
-    keys, values, used, probes = st.hash_keys, st.hash_vals, st.hash_used, st.probes
+    keys, values, used, front_keys = st.hash_keys, st.hash_vals, st.hash_used, st.front_keys
     misses = 0
     n_iv, depth, stores = st.cfg[N_IV], st.cfg[DEPTH], st.cfg[STORES] != 0
     now, fronts = st.sc[CYCLE] & 1, st.fronts
@@ -548,12 +555,12 @@ def _lookups(st) -> int:
             continue
         key = pks[slot, PK_HEAD] * n_iv + iv
         fronts[now, heads] = iv
-        probes[heads] = key
+        front_keys[heads] = key
         prefetch(keys, hash_home(keys, key))
         heads += 1
     st.fronts_n[now] = heads  # a cycle run again after a miss looks up only these
     for i in range(heads):
-        iv, key = fronts[now, i], probes[i]
+        iv, key = fronts[now, i], front_keys[i]
         h = hash_slot(keys, key)
         if keys[h] == key:
             ivs[iv, PENDING] = values[h]
@@ -952,6 +959,8 @@ def _requests(st, s: int, base: int, n_ports: int):
     vc_stage = st.cfg[VC_STAGE] != 0
     depth, stores = st.cfg[DEPTH], st.cfg[STORES] != 0
     releases, bypass = st.sw[s, SW_RELEASES], st.cfg[BYPASS] != 0
+    if releases > HELD_MAX:
+        releases = _restart_releases(st, s, base, n_ports)
     routed = False
     requests, asker = 0, -1
     for gp in range(base, base + n_ports):
@@ -987,6 +996,19 @@ def _requests(st, s: int, base: int, n_ports: int):
                 if bypass:
                     gps[base + ovs[target, OV_PORT], GP_ASKED] = st.sc[CYCLE]
     return routed, requests, asker
+
+
+@compiled
+def _restart_releases(st, s: int, base: int, n_ports: int) -> int:
+    """Switch ``s``'s release count past what a HELD mark holds (a long run's, at up to a
+    release per output port a cycle): 0 again, and its input VCs' marks cleared, so each of
+    their heads asks again, as after a release, and no old mark matches the new counts."""
+    gps, ivs = st.gp, st.iv
+    for gp in range(base, base + n_ports):
+        for iv in range(gps[gp, GP_IV0], gps[gp, GP_IV0] + gps[gp, GP_NIV]):
+            ivs[iv, IV_HELD] = -1
+    st.sw[s, SW_RELEASES] = 0
+    return 0
 
 
 @compiled(inline="always")
@@ -1277,8 +1299,9 @@ def _front_may_change(st, iv: int, held: int) -> bool:
     return held < st.pk[slot, PK_COUNT if st.cfg[STORES] else PK_HF]
 
 
-#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write
-AHEAD = 8
+#: how many landings ahead :func:`_end_of_cycle` asks for the row a landing will write (the
+#: input VC's of a flit, the output VC's of a credit)
+PREFETCH_LANDINGS_AHEAD = 8
 
 
 @compiled
@@ -1304,9 +1327,10 @@ def _end_of_cycle(st) -> bool:
     lists = st.cfg[LISTS] != 0
     landing = sc[PHASE]
     woken = sc[CYCLE] + 1
+    ahead = PREFETCH_LANDINGS_AHEAD
     for k in range(wf_n[landing]):
-        if k + AHEAD < wf_n[landing] and wf[landing, k + AHEAD, WF_KIND] <= INJECTION:
-            prefetch(ivs, wf[landing, k + AHEAD, WF_TARGET])
+        if k + ahead < wf_n[landing] and wf[landing, k + ahead, WF_KIND] <= INJECTION:
+            prefetch(ivs, wf[landing, k + ahead, WF_TARGET])
         kind = wf[landing, k, WF_KIND]
         target = wf[landing, k, WF_TARGET]
         flit = wf[landing, k, WF_FLIT]
@@ -1341,8 +1365,8 @@ def _end_of_cycle(st) -> bool:
                 _wake(sws, stepping, stepping_n, ivs[target, IV_SW], woken)
     user = _take(st)
     for k in range(wc_n[landing]):
-        if k + AHEAD < wc_n[landing] and wc[landing, k + AHEAD] >= 0:
-            prefetch(ovs, wc[landing, k + AHEAD])
+        if k + ahead < wc_n[landing] and wc[landing, k + ahead] >= 0:
+            prefetch(ovs, wc[landing, k + ahead])
         target = wc[landing, k]
         if target < 0:
             credits[-1 - target] += 1

@@ -75,6 +75,9 @@ _LAYOUT = {
     # how the compiled cycle reads a decision: a candidate's output VC, "unchanged" heads
     "reading": [inspect.getsource(f.py_func) for f in (k._cand_ov, k._next_head, k._next_hf)],
 }
+#: the routing tables a model's compiled cycle holds (:meth:`FabricTables.routing_arrays`);
+#: the pairs' keys, widest heads and hash table beside them are read from the tables each time
+KERNEL_TABLES = ("dec", "cand", "hash_keys", "hash_vals", "hash_used", "pair", "inj")
 #: the states :meth:`FabricTables.fill` decides beyond the misses it is given, at most
 AHEAD = 64
 #: the hash table's values, decision numbers: a fabric has far fewer than 2**31 decisions, and
@@ -117,8 +120,9 @@ class FabricTables:
     """The layout of ``plan`` (``sw``, ``gp``, ``iv``, ``ov``, ``ga`` tables with their
     constant columns filled) and its routing tables (``dec``, ``cand``, ``hash_*``, ``pair``,
     ``inj``; the pairs' keys, widest heads and hash table beside them). ``version`` counts the
-    times a routing table was replaced (by a bigger one, or by the pairs' compaction): a model
-    holding the old arrays must take the new ones."""
+    times a routing table the compiled cycle holds (:data:`KERNEL_TABLES`) was replaced (by a
+    bigger one, or by the pairs' compaction): a model holding the old arrays must take the new
+    ones."""
 
     def __init__(self, plan: FabricPlan):
         self.plan = plan
@@ -254,7 +258,9 @@ class FabricTables:
         self._candidates: list[tuple[tuple[int, int], ...]] = []
         self._next_head: list[int] = []
         self._ov_dst = self.ov[:, k.OV_DST].tolist()
-        self._saved = 0  # the raw states the set-up cache holds
+        #: the edits a later run would otherwise make again (raw states inserted, pairs added
+        #: or compacted), and how many of them the set-up cache holds (saved or read)
+        self._edits = self._saved = 0
         self._port_ov0 = [
             self.gp[start : start + n, k.GP_OV0].tolist()
             for start, n in self.sw[:, [k.SW_PORT0, k.SW_NPORTS]].tolist()
@@ -268,8 +274,7 @@ class FabricTables:
 
     def routing_arrays(self) -> dict[str, np.ndarray]:
         """The routing tables as :class:`~.kernel.State` names them."""
-        names = ("dec", "cand", "hash_keys", "hash_vals", "hash_used", "pair", "inj")
-        return {name: getattr(self, name) for name in names}
+        return {name: getattr(self, name) for name in KERNEL_TABLES}
 
     def _grow(self, name: str, needed: int) -> None:
         """Make table ``name`` hold at least ``needed`` rows (doubling it)."""
@@ -282,7 +287,8 @@ class FabricTables:
         new = np.zeros((size, *old.shape[1:]), old.dtype)
         new[: len(old)] = old
         setattr(self, name, new)
-        self.version += 1
+        if name in KERNEL_TABLES:
+            self.version += 1
 
     # ---- heads and injections --------------------------------------------------------------
 
@@ -356,6 +362,7 @@ class FabricTables:
             )
         self._counts["inj"] = first + len(choices)
         self._counts["pair"] = pair + 1
+        self._edits += 1
         vcs = range(self.plan.router.injection_vcs)
         self.fill(
             [
@@ -419,6 +426,7 @@ class FabricTables:
         self._rebuild_pair_hash()
         self.pair_budget = max(self.pair_budget, 2 * len(kept))
         self.compacted += 1
+        self._edits += 1
         self.version += 1
         for model in self._models:
             model.renumber_pairs(new_of_old)
@@ -541,6 +549,7 @@ class FabricTables:
         )
         self._counts["hash"] = count
         self.inserted += len(keys)
+        self._edits += 1
 
     def _grow_states(self, size: int) -> None:
         """The hash table remade with ``size`` slots, its states and their found marks kept."""
@@ -556,10 +565,11 @@ class FabricTables:
         return entry("tables", self.plan, inputs=_LAYOUT, sources=_SOURCES, suffix="npz")
 
     def save(self) -> None:
-        """Keep the routing tables in the set-up cache if they grew since read (a head the
-        JSON cannot hold keeps them out): of the raw states, those a look-up found (or read
-        from the cache), as a list, not the table's empty slots."""
-        if self.inserted == self._saved:
+        """Keep the routing tables in the set-up cache if they changed since read or saved:
+        raw states inserted, or pairs added or compacted (a head the JSON cannot hold keeps
+        them out). Of the raw states, those a look-up found (or read from the cache), as a
+        list, not the table's empty slots."""
+        if self._edits == self._saved:
             return
         try:
             heads = json.dumps(self.head_list)
@@ -579,7 +589,7 @@ class FabricTables:
             "widest": self.widest[: counts["pair"]],
         }
         store(self._entry(), lambda file: np.savez(file, **arrays))
-        self._saved = self.inserted
+        self._saved = self._edits
 
     def load(self) -> None:
         """Start from the routing tables a run of this plan saved (none, or unreadable: empty)."""
@@ -622,5 +632,6 @@ class FabricTables:
             "pair": len(arrays["pair"]),
         }
         self._rebuild_pair_hash()
-        self.inserted = self._saved = known
+        self.inserted = known
+        self._saved = self._edits
         self.version += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zfabric.bubble import check_packet_length, entering_pairs
 from zfabric.bypass import straight_outputs
@@ -18,6 +18,9 @@ from zfabric.deadlock import find_wait_cycle
 from zfabric.plan import FabricPlan, PlanView, PortRef
 from zfabric.router_settings import lfsr_seed, lfsr_step, low_occupancy, random_pick
 from zfabric.routing import head_flits, make_routing
+
+if TYPE_CHECKING:  # the fast engine's model, which a DeadlockWatch watches too
+    from ..fast.engine import FastModel, Fronts
 
 __all__ = [
     "FabricModel",
@@ -1067,12 +1070,14 @@ class DeadlockWatch:
     not moved since the previous look are checked for a knot (:meth:`FabricModel.knot`).
     """
 
-    def __init__(self, model: FabricModel, every: int = 256):
+    def __init__(self, model: FabricModel | FastModel, every: int = 256):
         if every < 1:
             raise ValueError(f"every must be at least 1 cycle, got {every!r}")
         self.model = model
         self.every = every
-        self._fronts: dict[tuple[int, int, int], _Flit] = {}
+        #: the model's ``fronts()`` at the last look (None before the first): the reference's
+        #: dict, the fast engine's :class:`~zfabric.sim.fast.engine.Fronts` arrays
+        self._fronts: dict[tuple[int, int, int], _Flit] | Fronts | None = None
 
     def __call__(self) -> ModelDeadlock | None:
         """The deadlock found after this cycle, or None."""
@@ -1080,7 +1085,8 @@ class DeadlockWatch:
         if model.stuck:
             return ModelDeadlock(model.cycle, model.waiting_cycle())
         if model.cycle % self.every == 0:
-            channels = model.knot(self._fronts) if self._fronts else []
+            # no knot before a first look; after an empty one, knot finds none (no front stayed)
+            channels = [] if self._fronts is None else model.knot(self._fronts)
             if channels:
                 return ModelDeadlock(model.cycle, channels, partial=True)
             self._fronts = model.fronts()

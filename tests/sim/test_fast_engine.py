@@ -400,6 +400,26 @@ def test_a_model_takes_packets_one_way_only():
         rows_model.offer_rows(np.array([[0, 0, 1]]))
 
 
+def test_a_packet_of_no_flit_is_refused_by_every_way_of_offering_it():
+    """A negative length (0 in ``offer`` is the plan's default): the reference's deque ran dry
+    and the fast engine counted flits that never came; now each refuses it, nothing queued."""
+    plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [2, 2]}}))
+    reference, fast = FabricModel(plan), FastModel(plan)
+    rows_model = FastModel(plan, on_deliver_rows=lambda rows: None)
+    offers = (
+        lambda: reference.offer(0, 1, -3),
+        lambda: fast.offer(0, 1, -3),
+        lambda: fast.offer_many([(0, 0, 1, -3)]),
+        lambda: rows_model.offer_rows(np.array([[0, 0, 1, 2], [0, 0, 1, -3]])),
+    )
+    for offer in offers:
+        with pytest.raises(ValueError, match=r"^a packet of -3 flits \(at least 1\)$"):
+            offer()
+    for model in (reference, fast, rows_model):
+        model.run(20)
+        assert (model.in_network, model.delivered_count) == (0, 0)
+
+
 def test_packets_keep_their_paths_only_where_the_engine_keeps_paths():
     plan = compile_plan(load_spec({"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}))
     reference = FabricModel(plan)
@@ -436,6 +456,40 @@ def test_a_run_past_the_last_cycle_its_rows_hold_is_refused():
     with pytest.raises(UnsupportedSetting, match="at most 2147483647 cycles"):
         model.run_until(2**31)
     assert model.cycle == 0
+
+
+def test_release_counts_past_what_a_held_mark_holds_start_again(monkeypatch):
+    """A switch counts its releases without bound (up to one per output port a cycle: 2**31
+    of them within a run of 2**31 / radix cycles), an input VC's HELD mark in 32 bits. Counts
+    planted 2 short of the field's largest value: each switch's starts again from 0, its
+    marks cleared, the lock-step passes (endpoints holding flits back half the time, so heads
+    wait on held output VCs), and heads are still marked against the new counts (passed over
+    until a release), which wrapped marks never matched."""
+    planted = kernel.HELD_MAX - 2
+    build = FastModel._build
+
+    def planting(self, *args):
+        arrays = build(self, *args)
+        arrays["sw"][:, kernel.SW_RELEASES] = planted
+        return arrays
+
+    marked, restarted = [], []
+
+    def run(st, until, settle_after):
+        status = kernel.run(st, until, settle_after)
+        again = st.sw[:, kernel.SW_RELEASES] < planted
+        switch = st.iv[:, kernel.IV_SW]
+        held = st.iv[:, kernel.IV_HELD] == st.sw[switch, kernel.SW_RELEASES]
+        marked.append(int(np.count_nonzero(held & (st.iv[:, kernel.IV_CNT] > 0) & again[switch])))
+        restarted.append(int(np.count_nonzero(again)))
+        return status
+
+    monkeypatch.setattr(FastModel, "_build", planting)
+    monkeypatch.setattr(FastModel, "_kernel_run", staticmethod(run))
+    torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+    assert lockstep(torus, 0.9, cycles=300, stall=0.5)["delivered"] > 100
+    assert restarted[-1] == 9
+    assert sum(marked) > 0
 
 
 @pytest.mark.parametrize("where", ["link", "ejection", "injection"])
@@ -515,6 +569,59 @@ def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
     assert 0 < read == found <= states
     assert more_decisions == decisions
     assert more_states > states
+
+
+def test_a_run_that_only_adds_pairs_saves_them(tmp_path, monkeypatch):
+    """A pair dropped by a compaction keeps its raw states (found, so saved), and offered again
+    brings none: a run that only adds it (and compacts the pairs) saves the tables, and the
+    next run of the plan finds the pair there, deciding nothing. Nothing decided ahead (each
+    state is a miss, found when the cycle runs again) and a budget of one pair."""
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))  # empty tables
+    monkeypatch.setattr(tables, "AHEAD", 0)
+    monkeypatch.setattr(tables, "PAIRS_PER_ENDPOINT", 0)
+    monkeypatch.setattr(tables, "MIN_PAIRS", 1)
+    torus = {"name": "t", "topology": {"kind": "torus", "k": [3, 3]}}
+
+    def run(*pairs):
+        """A new plan object (its tables read from the cache), a packet of each pair in
+        turn, each delivered before the next is offered; the tables as they were read."""
+        model = FastModel(compile_plan(load_spec(torus)))
+        shared = model._tables
+        read = shared._counts["pair"], shared._counts["hash"], shared.inserted
+        for src, dst in pairs:
+            model.offer(src, dst)
+            model.run(100)
+        assert model.delivered_count == len(pairs)
+        model.finish()  # saves the tables
+        return read, shared
+
+    _, first = run((0, 4), (0, 8))  # (0, 4) compacted away as (0, 8) comes
+    assert first.compacted == 1
+    (pairs, states, _), second = run((0, 4))
+    assert (pairs, states) == (1, first._counts["hash"])  # read: the pair (0, 8), the states
+    assert second.inserted == states  # no state inserted: only a pair added (and compacted)
+    assert second.compacted == 1
+
+    def decide(*_):
+        raise AssertionError("decided again")
+
+    monkeypatch.setattr(tables.FabricTables, "_add_pair", decide)
+    monkeypatch.setattr(tables.FabricTables, "_decide", decide)
+    (pairs, _, _), third = run((0, 4))
+    assert pairs == 1
+    assert third.inserted == states
+
+
+def test_the_tables_version_moves_only_when_an_array_the_kernel_holds_is_replaced():
+    # a model re-binds its compiled state when the version moves; the pairs' keys and widest
+    # heads are read from the tables, never held
+    shared = tables.FabricTables(compile_plan(load_spec(spec("torus-dor", {"stages": 1}))))
+    for name in ("pair_keys", "widest", "pair", "inj", "dec", "cand"):
+        version, held = shared.version, shared.routing_arrays()
+        shared._grow(name, len(getattr(shared, name)) + 1)
+        replaced = [n for n, array in shared.routing_arrays().items() if array is not held[n]]
+        assert replaced == ([name] if name in held else [])
+        assert shared.version == version + len(replaced)
 
 
 @pytest.mark.parametrize("family", ["znode-sliced", "torus-duato"])
@@ -757,3 +864,20 @@ def test_the_kernels_sort_sorts_its_slice_and_nothing_else(values, before, after
     array = np.array([7] * before + values + [-7] * after, np.int64)
     kernel._sort(array, before, before + len(values))
     assert array.tolist() == [7] * before + sorted(values) + [-7] * after
+
+
+@given(
+    first=st.lists(st.integers(-(2**40), 2**40), max_size=50),
+    second=st.lists(st.integers(-(2**40), 2**40), max_size=50),
+    after=st.integers(0, 5),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_kernels_merge_merges_two_runs_in_place(first, second, after):
+    # the attachments' list: the run the last cycle left in order, then those listed since
+    runs = sorted(first) + sorted(second)
+    array = np.array(runs + [-7] * after, np.int64)
+    merged = np.full(len(runs), 99, np.int64)
+    kernel._merge(array, len(first), len(runs), merged)
+    assert array.tolist() == sorted(runs) + [-7] * after
+    if not first or not second or sorted(runs) == runs:  # nothing to merge: nothing copied
+        assert merged.tolist() == [99] * len(runs)

@@ -633,9 +633,9 @@ def test_lockstep_when_every_state_is_decided_on_a_miss(family, monkeypatch, tmp
     misses = []
     fill = tables.FabricTables.fill
 
-    def counted(self, states, *, required=True):
-        misses.extend(states if required else ())
-        fill(self, states, required=required)
+    def counted(self, states):
+        misses.extend(states)
+        fill(self, states)
 
     monkeypatch.setattr(tables.FabricTables, "fill", counted)
     shown = lockstep(spec(family, {"stages": 2}), 0.45)

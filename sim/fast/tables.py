@@ -87,10 +87,10 @@ _DECISION = np.int32
 _PAIR = np.int32
 #: the raw states the hash table holds before it drops those not found since it last did: this many
 #: per input VC, and at least :data:`MIN_STATES` (the table's slots, twice the states, a power of
-#: two: 13 bytes a slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decides about 1.4
-#: million states per 1000 cycles, the states below a new pair's injection (:data:`AHEAD`) with
-#: nearly every packet (21.7 million after 16,000 cycles): 64 an input VC, 10.6 million, holds the
-#: 6000 cycles of its studies' windows from empty tables; the floor, 4.2 million, holds the torus
+#: two: 13 bytes a slot). Under uniform 0.1 the E6 Znode (165,888 input VCs) decided about 1.4
+#: million states per 1000 cycles while a new pair's states were decided ahead of its packets
+#: (21.7 million after 16,000 cycles): 64 an input VC, 10.6 million, held the 6000 cycles of its
+#: studies' windows from empty tables then; the floor, 4.2 million, holds the torus
 #: 32x32's 2.8 million after 32,000 cycles. At 8192 endpoints (147,456 input VCs on the torus
 #: 16x8x8x8) it is 9.4 million, at most 416 MiB of table
 STATES_PER_IV = 64

@@ -87,9 +87,9 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
     fills = [0.0]
     fill = FabricTables.fill
 
-    def timed_fill(self, misses, **options):
+    def timed_fill(self, misses):
         begin = time.process_time()
-        fill(self, misses, **options)
+        fill(self, misses)
         fills[0] += time.process_time() - begin
 
     FabricTables.fill = timed_fill

@@ -571,6 +571,24 @@ def test_dor_decisions_stay_few_whatever_pairs_come(tmp_path, monkeypatch):
     assert more_states > states
 
 
+def test_offering_a_new_pair_decides_no_state(tmp_path, monkeypatch):
+    """A new pair's injection choices are found as its first packet is offered, its states
+    decided only as the cycle misses them: a packet injects through one choice, and deciding
+    states below the others ahead of it cost more than the misses (empty tables)."""
+    monkeypatch.setenv("ZFABRIC_SETUP_DIR", str(tmp_path))
+    model = FastModel(compile_plan(load_spec(spec("znode-sliced", {"stages": 2}))))
+    shared = model._tables
+    decided = []
+    decide = tables.FabricTables._decide
+    monkeypatch.setattr(
+        tables.FabricTables, "_decide", lambda self, *key: decided.append(key) or decide(self, *key)
+    )
+    model.offer(0, 5)
+    assert shared._counts["pair"] == 1 and not decided
+    model.run(100)
+    assert model.delivered_count == 1 and decided
+
+
 def test_a_run_that_only_adds_pairs_saves_them(tmp_path, monkeypatch):
     """A pair dropped by a compaction keeps its raw states (found, so saved), and offered again
     brings none: a run that only adds it (and compacts the pairs) saves the tables, and the

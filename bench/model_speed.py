@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from setup_speed import cpu_and_children  # the set-up's walks run in processes of their own
+
 #: BookSim2 (its 1-cycle-link router) on this machine class, router-cycles/s, the same cases
 TABLE = {
     "torus-8x8@0.1": 929_000,
@@ -80,10 +82,10 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
     built = time.process_time()
     setup = 0.0
     if engine == "fast":  # engine-independent: measured once
-        begin = _cpu_and_walkers()
+        begin = cpu_and_children()
         routing_summary(plan)
         cached_pattern_limits(plan, config)
-        setup = _cpu_and_walkers() - begin
+        setup = cpu_and_children() - begin
     fills = [0.0]
     fill = FabricTables.fill
 
@@ -129,15 +131,6 @@ def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
         "peak_rss_mb": _rss(),
         "base_rss_mb": base_rss,
     }
-
-
-def _cpu_and_walkers() -> float:
-    """CPU seconds of this process and of its reaped children: from 256 endpoints the set-up
-    walks in processes of its own."""
-    own, children = (
-        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _rss() -> float:

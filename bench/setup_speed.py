@@ -52,9 +52,9 @@ def one(case: str, symmetry: bool) -> dict:
         ("proof", lambda: analyse_routing(plan, symmetry=symmetry).deadlock_free),
         ("limits", lambda: pattern_limits(plan, TrafficConfig(), symmetry=symmetry).to_dict()),
     ):
-        wall, cpu = time.perf_counter(), _cpu()
+        wall, cpu = time.perf_counter(), cpu_and_children()
         result = run()
-        times[phase] = (time.perf_counter() - wall, _cpu() - cpu, result)
+        times[phase] = (time.perf_counter() - wall, cpu_and_children() - cpu, result)
     groups = [symmetry_group_of(plan), symmetry_group_of(plan, ports=True)]
     return {
         "endpoints": len(plan.endpoints),
@@ -67,7 +67,7 @@ def one(case: str, symmetry: bool) -> dict:
     }
 
 
-def _cpu() -> float:
+def cpu_and_children() -> float:
     """CPU seconds of this process and of its reaped children (the walking processes)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

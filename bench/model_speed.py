@@ -63,6 +63,25 @@ def _spec(name: str) -> dict:
     return {"path": os.path.join(folder, "..", "examples", f"{name}.yaml")}
 
 
+def _case_problem(case: str) -> str | None:
+    """What is wrong with a ``--cases`` entry, or None: NAME@RATE, NAME ``torus-KxK...`` or an
+    example's, RATE in (0, 1]."""
+    name, _, rate = case.partition("@")
+    try:
+        rate_ok = 0 < float(rate) <= 1
+    except ValueError:  # no rate, or not a number
+        rate_ok = False
+    if not rate_ok:
+        return "must be NAME@RATE with a rate in (0, 1]"
+    if name.startswith("torus-"):
+        sides = name.removeprefix("torus-").split("x")
+        if not all(side.isdigit() and int(side) >= 2 for side in sides):
+            return "a torus is torus-KxK... with each K at least 2"
+    elif not os.path.exists(_spec(name)["path"]):
+        return f"no torus-KxK... and no examples/{name}.yaml"
+    return None
+
+
 def one(case: str, engine: str, warmup: int, cycles: int) -> dict:
     """One run in this process (a fresh one): set-up, then timed cycles."""
     from zfabric.sim.analytic import cached_pattern_limits
@@ -307,6 +326,10 @@ def main() -> None:
         return
     speeds = {}
     cases = args.cases.split(",") if args.cases else [*TABLE, *(MORE if args.all else ())]
+    for case in cases:
+        problem = _case_problem(case)
+        if problem:
+            parser.exit(2, f"model_speed.py: --cases: {case!r}: {problem}\n")
     if args.against:
         against_table(cases, args.repeats, args.warmup, args.cycles, args.against)
         return
